@@ -1,0 +1,196 @@
+"""Three-level fat-tree machine model (fat-tree paper, Section III-A; spec `machines.md`).
+
+A fat-tree is static configuration: switch radix ``r``, ``k`` nodes per leaf (L1) switch,
+``u`` up-ports per leaf (``u = k`` at full bisection, ``u < k`` when tapered), ``L`` leaves
+per pod and ``P`` pods. Node ids are dense integers ``0..N-1`` numbered
+``node = pod * (L * k) + leaf * k + slot``.
+
+Hops (the paper's ``H_T``) count inter-switch links only: 0 on one leaf, 2 within a pod
+(leaf -> L2 -> leaf), 4 across pods (leaf -> L2 -> L3 -> L2 -> leaf).
+
+Every function here is pure and works on NumPy or JAX integer arrays alike, so it can be
+used inside ``jit``/``vmap`` kernels and in the scheduler's NumPy bookkeeping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+T1, T2, T3 = 1, 2, 3
+JOB_TYPE_NAMES = {T1: "T1", T2: "T2", T3: "T3"}
+
+
+class TopologyError(ValueError):
+    """A topology configuration that cannot describe a real fat-tree."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FatTree:
+    """Static parameters of a three-level fat-tree.
+
+    Attributes:
+      name: label used in outputs (``cab``, ``pinot``, ...).
+      radix: switch radix ``r`` (ports per switch).
+      nodes_per_leaf: ``k``, compute nodes attached to each leaf (L1) switch.
+      leaves_per_pod: ``L``, leaf switches per pod.
+      pods: ``P``, number of pods.
+      up_ports: ``u``, leaf up-links = L2 switches per pod (``None``: ``k``, full bisection;
+        fewer than ``k`` is a tapered tree).
+      core_switches: number of L3 (core) switches (``None``: ``u * (r - L)`` / ``P`` rounded
+        down is not meaningful in general, so the default is ``radix``).
+    """
+
+    name: str
+    radix: int
+    nodes_per_leaf: int
+    leaves_per_pod: int
+    pods: int
+    up_ports: int | None = None
+    core_switches: int | None = None
+
+    def __post_init__(self) -> None:
+        for field in ("radix", "nodes_per_leaf", "leaves_per_pod", "pods"):
+            value = getattr(self, field)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise TopologyError(f"topology {self.name!r}: {field} must be a positive integer, got {value!r}")
+        u = self.l2_per_pod
+        if not isinstance(u, (int, np.integer)) or u < 1:
+            raise TopologyError(f"topology {self.name!r}: up_ports must be a positive integer, got {self.up_ports!r}")
+        if u > self.nodes_per_leaf:
+            raise TopologyError(
+                f"topology {self.name!r}: up_ports ({u}) exceeds nodes_per_leaf ({self.nodes_per_leaf}); "
+                "a fat-tree leaf has at least as many node ports as up-ports"
+            )
+        if self.nodes_per_leaf + u > self.radix:
+            raise TopologyError(
+                f"topology {self.name!r}: a leaf needs nodes_per_leaf + up_ports = "
+                f"{self.nodes_per_leaf + u} ports but radix is {self.radix}"
+            )
+        if self.leaves_per_pod > self.radix:
+            raise TopologyError(
+                f"topology {self.name!r}: leaves_per_pod ({self.leaves_per_pod}) exceeds the L2 switch radix ({self.radix})"
+            )
+        if self.pods > self.radix:
+            raise TopologyError(
+                f"topology {self.name!r}: pods ({self.pods}) exceeds the core switch radix ({self.radix})"
+            )
+        if self.core_switches is not None and self.core_switches < 1:
+            raise TopologyError(f"topology {self.name!r}: core_switches must be positive, got {self.core_switches!r}")
+
+    # Derived sizes -------------------------------------------------------------------------
+    @property
+    def l2_per_pod(self) -> int:
+        """``S``: L2 switches per pod (= leaf up-ports)."""
+        return self.nodes_per_leaf if self.up_ports is None else self.up_ports
+
+    @property
+    def n_cores(self) -> int:
+        """Number of core (L3) switches."""
+        return self.radix if self.core_switches is None else self.core_switches
+
+    @property
+    def nodes_per_pod(self) -> int:
+        """``p = L * k``."""
+        return self.leaves_per_pod * self.nodes_per_leaf
+
+    @property
+    def n_leaves(self) -> int:
+        """Leaf switches in the machine."""
+        return self.leaves_per_pod * self.pods
+
+    @property
+    def n_nodes(self) -> int:
+        """Compute nodes in the machine."""
+        return self.nodes_per_pod * self.pods
+
+    @property
+    def max_hops(self) -> int:
+        """Largest inter-switch hop count between two nodes (4 with several pods)."""
+        if self.pods > 1:
+            return 4
+        return 2 if self.leaves_per_pod > 1 else 0
+
+    @property
+    def tapered(self) -> bool:
+        """True when leaves have fewer up-ports than node ports."""
+        return self.l2_per_pod < self.nodes_per_leaf
+
+
+def from_config(cfg: Mapping[str, Any]) -> FatTree:
+    """Build a :class:`FatTree` from a mapping (a Hydra ``topo`` node or a plain dict).
+
+    Unknown keys are an error naming the key, so a typo never passes silently.
+    """
+    allowed = {f.name for f in dataclasses.fields(FatTree)} | {"kind", "cores_per_node", "description"}
+    data = dict(cfg)
+    unknown = sorted(set(data) - allowed)
+    name = str(data.get("name", "?"))
+    if unknown:
+        raise TopologyError(f"topology {name!r}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+    kind = data.pop("kind", "fattree")
+    if kind != "fattree":
+        raise TopologyError(f"topology {name!r}: kind {kind!r} is not supported yet (only 'fattree')")
+    data.pop("cores_per_node", None)
+    data.pop("description", None)
+    missing = [f for f in ("name", "radix", "nodes_per_leaf", "leaves_per_pod", "pods") if f not in data]
+    if missing:
+        raise TopologyError(f"topology {name!r}: missing key(s) {missing}")
+    return FatTree(**data)
+
+
+# Node coordinates and hops (array-polymorphic: NumPy or JAX) --------------------------------
+def leaf_of(ft: FatTree, nodes):
+    """Global leaf-switch id (``pod * L + leaf``) of each node."""
+    return nodes // ft.nodes_per_leaf
+
+
+def pod_of(ft: FatTree, nodes):
+    """Pod id of each node."""
+    return nodes // ft.nodes_per_pod
+
+
+def coords(ft: FatTree, nodes):
+    """``(pod, leaf_in_pod, slot)`` of each node id."""
+    k, p = ft.nodes_per_leaf, ft.nodes_per_pod
+    return nodes // p, (nodes % p) // k, nodes % k
+
+
+def job_type(ft: FatTree, n_nodes):
+    """Job type of a request of ``n_nodes``: 1 (T1, ``N <= k``), 2 (T2, ``N <= p``), 3 (T3)."""
+    return 1 + (n_nodes > ft.nodes_per_leaf) + (n_nodes > ft.nodes_per_pod)
+
+
+def hops(ft: FatTree, a, b):
+    """Inter-switch hops between nodes ``a`` and ``b`` (broadcasting): 0, 2 or 4."""
+    different_leaf = (a // ft.nodes_per_leaf) != (b // ft.nodes_per_leaf)
+    different_pod = (a // ft.nodes_per_pod) != (b // ft.nodes_per_pod)
+    return 2 * different_leaf + 2 * different_pod
+
+
+def conf_dir() -> "Path":
+    """The project's ``conf/`` directory (next to the package in a source checkout)."""
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "conf"
+
+
+def load(name_or_path: str) -> FatTree:
+    """Load ``conf/topo/NAME.yaml`` (or a YAML file path) as a :class:`FatTree`."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = conf_dir() / "topo" / f"{name_or_path}.yaml"
+    if not path.exists():
+        choices = sorted(p.stem for p in (conf_dir() / "topo").glob("*.yaml"))
+        raise TopologyError(f"unknown topology {name_or_path!r}; choices: {choices}")
+    try:
+        return from_config(OmegaConf.to_container(OmegaConf.load(path)))
+    except TopologyError as err:
+        raise TopologyError(f"{path}: {err}") from None

@@ -1,0 +1,112 @@
+"""Monte Carlo of topology-oblivious allocations: how spread is a random placement?
+
+:func:`random_allocations` draws a batch of ``n``-node allocations uniformly from the free
+nodes of a machine state, one ``jax.random`` key per allocation, so a batch is a ``vmap``
+over keys and the same seed always gives the same batch. :func:`random_busy_mask` makes a
+partly busy machine the same way. :func:`aph_table` is the study ``make run`` prints before
+the scheduler replay exists: APH of random allocations against the ideal, by size and load.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fattorus import aph as aph_mod
+from fattorus.fattree import FatTree
+
+
+@partial(jax.jit, static_argnames=("width",))
+def random_allocations(keys: jax.Array, free: jax.Array, n: jax.Array, width: int) -> jax.Array:
+    """Uniform random ``n``-node subsets of the free nodes, one per key.
+
+    Args:
+      keys: ``(B,)`` PRNG keys (``jax.random.split(key, B)``).
+      free: ``(N,)`` bool, True where a node is free.
+      n: scalar or ``(B,)`` int, nodes per allocation (``n <= width``).
+      width: padding width (a bucket from :data:`fattorus.aph.BUCKETS`; static).
+
+    Returns:
+      ``(B, width)`` int32 node ids padded with -1. A row for which fewer than ``n`` nodes are
+      free holds every free node and then -1; callers check the row's size.
+    """
+    n = jnp.broadcast_to(jnp.asarray(n, jnp.int32), keys.shape[:1])
+
+    def one(key, n_b):
+        # Uniform scores; busy nodes score -1 so they sort last. The top `width` scores are a
+        # uniform random ordered subset of the free nodes (ties have probability zero).
+        scores = jnp.where(free, jax.random.uniform(key, free.shape), -1.0)
+        top, idx = jax.lax.top_k(scores, width)
+        keep = (jnp.arange(width) < n_b) & (top >= 0)
+        return jnp.where(keep, idx.astype(jnp.int32), -1)
+
+    return jax.vmap(one)(keys, n)
+
+
+@partial(jax.jit, static_argnums=(1,))
+def random_busy_mask(key: jax.Array, n_nodes: int, busy_fraction: float) -> jax.Array:
+    """``(N,)`` free mask with ``round(busy_fraction * N)`` nodes busy, chosen uniformly."""
+    n_busy = jnp.round(busy_fraction * n_nodes).astype(jnp.int32)
+    order = jax.random.permutation(key, n_nodes)
+    rank = jnp.zeros(n_nodes, jnp.int32).at[order].set(jnp.arange(n_nodes, dtype=jnp.int32))
+    return rank >= n_busy
+
+
+def aph_table(
+    ft: FatTree,
+    sizes: tuple[int, ...] = (4, 16, 64, 256, 1024),
+    busy_fractions: tuple[float, ...] = (0.0, 0.5, 0.8),
+    batch: int = 1024,
+    seed: int = 0,
+) -> list[dict]:
+    """APH of ``batch`` uniformly random allocations per (busy fraction, size).
+
+    Returns one dict per cell: ``busy``, ``nodes``, ``ideal_aph``, and the mean, median and
+    95th percentile of the random allocations' APH (hops per ordered node pair).
+    """
+    root = jax.random.PRNGKey(seed)
+    rows = []
+    for i, busy in enumerate(busy_fractions):
+        k_state, k_alloc = jax.random.split(jax.random.fold_in(root, i))
+        free = random_busy_mask(k_state, ft.n_nodes, busy)
+        n_free = int(free.sum())
+        for n in sizes:
+            if n > n_free:
+                continue
+            keys = jax.random.split(jax.random.fold_in(k_alloc, n), batch)
+            allocs = random_allocations(keys, free, n, width=aph_mod.bucket(n))
+            values = np.asarray(aph_mod.aph(ft, allocs), dtype=np.float64)
+            rows.append(
+                {
+                    "busy": busy,
+                    "nodes": n,
+                    "ideal_aph": float(aph_mod.ideal_aph(ft, n)),
+                    "mean_aph": float(values.mean()),
+                    "median_aph": float(np.median(values)),
+                    "p95_aph": float(np.quantile(values, 0.95)),
+                }
+            )
+    return rows
+
+
+def main() -> None:
+    """Print the APH Monte Carlo table for Pinot (``python -m fattorus.montecarlo [topo]``)."""
+    import sys
+
+    from fattorus import fattree
+
+    name = sys.argv[1] if len(sys.argv) > 1 else "pinot"
+    ft = fattree.load(name)
+    print(f"APH of uniformly random (topology-oblivious) allocations on {ft.name} "
+          f"({ft.n_nodes} nodes, {ft.pods} pods), 1,024 draws per cell, seed 0")
+    print(f"{'busy':>5} {'nodes':>6} {'ideal':>7} {'mean':>7} {'median':>7} {'p95':>7}")
+    for r in aph_table(ft):
+        print(f"{r['busy']:>5.0%} {r['nodes']:>6} {r['ideal_aph']:>7.3f} {r['mean_aph']:>7.3f} "
+              f"{r['median_aph']:>7.3f} {r['p95_aph']:>7.3f}")
+
+
+if __name__ == "__main__":
+    main()
