@@ -127,3 +127,22 @@ def ideal_hop_sums(ft: FatTree, n):
 def ideal_aph(ft: FatTree, n):
     """Ideal APH of an ``n``-node job (spec `metrics-and-outputs.md`); vectorised over ``n``."""
     return aph_from_sums(ideal_hop_sums(ft, n), n)
+
+
+def aph_of(ft: FatTree, allocs: list[np.ndarray]) -> np.ndarray:
+    """APH (float64) of many variable-size allocations with the closed-form kernel.
+
+    Allocations are grouped by padding bucket and each group's batch is padded to a power of
+    two, so a replay of any workload compiles the kernel only a handful of times.
+    """
+    sizes = np.array([len(a) for a in allocs], dtype=np.int64)
+    sums = np.zeros(len(allocs), dtype=np.int64)
+    widths = np.array([bucket(max(int(s), 1)) for s in sizes], dtype=np.int64)
+    for width in np.unique(widths):
+        idx = np.flatnonzero(widths == width)
+        rows = 1 << max(int(len(idx) - 1).bit_length(), 4)
+        batch = np.full((rows, int(width)), -1, dtype=np.int32)
+        for r, i in enumerate(idx):
+            batch[r, : sizes[i]] = allocs[i]
+        sums[idx] = np.asarray(hop_sums(ft, jnp.asarray(batch)))[: len(idx)]
+    return aph_from_sums(sums.astype(np.float64), sizes).astype(np.float64)

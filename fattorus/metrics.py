@@ -1,0 +1,104 @@
+"""Run metrics (fat-tree paper, Section IV-C; spec `metrics-and-outputs.md`).
+
+Wait time ``start - submit``, utilization sampled every simulated minute (allocated nodes /
+total nodes), makespan (last completion - first submission), and APH and wait summaries by
+job-size bin. All times are seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+# Upper edges of the default job-size bins (nodes): 1-18, 19-64, 65-256, 257-1024, >1024.
+DEFAULT_BINS: tuple[int, ...] = (18, 64, 256, 1024)
+QUANTILES = {"p05": 0.05, "p25": 0.25, "median": 0.5, "p75": 0.75, "p95": 0.95}
+
+
+def bin_labels(bins: tuple[int, ...] = DEFAULT_BINS) -> list[str]:
+    """Labels ``1-18``, ``19-64``, ..., ``>1024`` for bins given by their upper edges."""
+    lows = (1,) + tuple(b + 1 for b in bins[:-1])
+    return [f"{lo}-{hi}" for lo, hi in zip(lows, bins)] + [f">{bins[-1]}"]
+
+
+def size_bin(nodes: np.ndarray, bins: tuple[int, ...] = DEFAULT_BINS) -> np.ndarray:
+    """Index of each job's size bin (0 for the smallest)."""
+    return np.searchsorted(np.asarray(bins), np.asarray(nodes), side="left")
+
+
+def utilization(jobs: pl.DataFrame, n_nodes: int, step_s: float = 60.0) -> pl.DataFrame:
+    """Busy nodes and utilization every ``step_s`` seconds from first submit to last end.
+
+    Each sample is the machine just after the events at that instant: a job counts when
+    ``start <= t < end``.
+    """
+    if len(jobs) == 0:
+        return pl.DataFrame({"t_s": [], "busy_nodes": [], "utilization": []},
+                            schema={"t_s": pl.Float64, "busy_nodes": pl.Int32, "utilization": pl.Float64})
+    start = jobs["start_s"].to_numpy()
+    end = jobs["end_s"].to_numpy()
+    nodes = jobs["nodes"].to_numpy().astype(np.int64)
+    t0, t1 = float(jobs["submit_s"].min()), float(end.max())
+    t = t0 + step_s * np.arange(int(np.floor((t1 - t0) / step_s)) + 1)
+    order_s, order_e = np.argsort(start, kind="stable"), np.argsort(end, kind="stable")
+    started = np.concatenate([[0], np.cumsum(nodes[order_s])])[np.searchsorted(start[order_s], t, side="right")]
+    ended = np.concatenate([[0], np.cumsum(nodes[order_e])])[np.searchsorted(end[order_e], t, side="right")]
+    busy = (started - ended).astype(np.int32)
+    return pl.DataFrame({"t_s": t, "busy_nodes": busy, "utilization": busy / n_nodes})
+
+
+def _stats(values: np.ndarray, with_quantiles: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"jobs": int(len(values))}
+    if len(values) == 0:
+        return out
+    out["mean"] = float(values.mean())
+    if with_quantiles:
+        out["min"] = float(values.min())
+        out.update({k: float(np.quantile(values, q)) for k, q in QUANTILES.items() if k in ("p25", "median", "p75")})
+        out["max"] = float(values.max())
+    return out
+
+
+def by_bin(nodes: np.ndarray, values: np.ndarray, bins: tuple[int, ...], with_quantiles: bool) -> dict[str, Any]:
+    """Per size bin: job count and mean (plus min/p25/median/p75/max when asked)."""
+    idx = size_bin(nodes, bins)
+    return {label: _stats(values[idx == i], with_quantiles) for i, label in enumerate(bin_labels(bins))}
+
+
+def summary(
+    jobs: pl.DataFrame,
+    util: pl.DataFrame,
+    *,
+    n_nodes: int,
+    read: int,
+    skipped: Mapping[str, int],
+    bins: tuple[int, ...],
+    config: Mapping[str, Any],
+    replay_wall_s: float,
+) -> dict[str, Any]:
+    """The ``summary.json`` of a run (schema in docs/outputs.md)."""
+    nodes = jobs["nodes"].to_numpy()
+    wait = jobs["wait_s"].to_numpy()
+    aph = jobs["aph"].to_numpy()
+    u = util["utilization"].to_numpy()
+    makespan = float(jobs["end_s"].max() - jobs["submit_s"].min()) if len(jobs) else 0.0
+    return {
+        "schema": 1,
+        "config": dict(config),
+        "n_nodes": int(n_nodes),
+        "counts": {"read": int(read), "replayed": int(len(jobs)), "skipped": {k: int(v) for k, v in skipped.items()}},
+        "makespan_s": makespan,
+        "wait_s": {
+            "mean": float(wait.mean()) if len(wait) else 0.0,
+            "median": float(np.median(wait)) if len(wait) else 0.0,
+            "p95": float(np.quantile(wait, 0.95)) if len(wait) else 0.0,
+            "by_bin": by_bin(nodes, wait, bins, with_quantiles=False),
+        },
+        "utilization": {"mean": float(u.mean()) if len(u) else 0.0,
+                        **{k: float(np.quantile(u, q)) if len(u) else 0.0 for k, q in QUANTILES.items()}},
+        "aph": {"mean": float(aph.mean()) if len(aph) else 0.0, "by_bin": by_bin(nodes, aph, bins, with_quantiles=True)},
+        "replay_wall_s": float(replay_wall_s),
+    }

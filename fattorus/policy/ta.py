@@ -1,0 +1,149 @@
+"""Interference-free topology-aware policy (`ta`): Algorithm 1 of the fat-tree paper.
+
+Job types by requested nodes ``N`` (``k`` nodes per leaf, ``p`` per pod): T1 ``N <= k``,
+T2 ``k < N <= p``, T3 ``N > p``. Placement rules (each keeps jobs from sharing any
+inter-switch link):
+
+* T1: one leaf switch; may share it with anything.
+* T2: one pod; never on a leaf holding nodes of a T2 or T3 job.
+* T3: several pods; never in a pod holding a T3 job; never on a leaf holding a T2 job.
+
+The sort orders of Algorithm 1 are named parameters (:class:`TAParams`) so tuning can change
+them: ``least`` sorts by available nodes ascending, ``most`` descending; ties go to the
+lower pod / leaf id (``tie="low_id"``) or the higher (``"high_id"``). Nodes within a leaf are
+taken lowest slot first.
+
+Every decision works on the per-leaf and per-pod counts of :mod:`fattorus.state`, so it
+costs ``O(leaves)`` array work, never a scan of the machine's nodes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from fattorus.fattree import T1, T2, FatTree, job_type
+
+ORDERS = ("least", "most")
+TIES = ("low_id", "high_id")
+
+
+@dataclasses.dataclass(frozen=True)
+class TAParams:
+    """Heuristics of Algorithm 1 (defaults: the paper's choices)."""
+
+    t1_pod_order: str = "least"
+    t1_leaf_order: str = "least"
+    t2_pod_order: str = "least"
+    t2_leaf_order: str = "most"
+    t3_pod_order: str = "most"
+    t3_leaf_order: str = "most"
+    tie: str = "low_id"
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            allowed = TIES if f.name == "tie" else ORDERS
+            if value not in allowed:
+                raise ValueError(f"policy ta: {f.name} must be one of {list(allowed)}, got {value!r}")
+
+    @classmethod
+    def from_mapping(cls, params: Mapping[str, Any]) -> TAParams:
+        """Build from a config mapping; unknown keys are an error naming them."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(f"policy ta: unknown parameter(s) {unknown}; known: {sorted(known)}")
+        return cls(**params)
+
+
+def _key(values: np.ndarray, order: str) -> np.ndarray:
+    return values if order == "least" else -values
+
+
+def take_from_leaves(state, leaves: np.ndarray, n: int) -> np.ndarray:
+    """The first ``n`` free nodes of ``leaves`` visited in the given order (lowest slot first)."""
+    k = state.ft.nodes_per_leaf
+    free2d = state.free.reshape(-1, k)[leaves]
+    rank = np.cumsum(free2d, axis=1)
+    # How many nodes each visited leaf still has to give: what is left of n after the
+    # leaves before it.
+    before = np.concatenate([[0], np.cumsum(free2d.sum(axis=1))[:-1]])
+    take = np.clip(n - before, 0, k)
+    chosen = free2d & (rank <= take[:, None])
+    return (leaves[:, None] * k + np.arange(k))[chosen]
+
+
+class TopologyAware:
+    """Algorithm 1 with T1/T2/T3 rules; see the module docstring."""
+
+    name = "ta"
+
+    def __init__(self, ft: FatTree, params: TAParams | None = None) -> None:
+        self.ft = ft
+        self.params = params or TAParams()
+        L = ft.leaves_per_pod
+        self._leaf_ids = np.arange(ft.n_leaves)
+        self._leaf_pod = self._leaf_ids // L
+        self._sign = 1 if self.params.tie == "low_id" else -1
+
+    def place(self, state, n: int, prefer: np.ndarray | None = None) -> np.ndarray | None:
+        """Nodes for an ``n``-node job under the T1/T2/T3 rules, or None. ``prefer`` is ignored."""
+        jt = int(job_type(self.ft, n))
+        if jt == T1:
+            return self._t1(state, n)
+        if jt == T2:
+            return self._t2(state, n)
+        return self._t3(state, n)
+
+    def _order_leaves(self, leaves: np.ndarray, pod_key: np.ndarray, leaf_key: np.ndarray) -> np.ndarray:
+        """``leaves`` sorted by (pod key, pod id, leaf key, leaf id); keys are per leaf."""
+        s = self._sign
+        order = np.lexsort((s * leaves, leaf_key, s * self._leaf_pod[leaves], pod_key))
+        return leaves[order]
+
+    def _t1(self, state, n: int) -> np.ndarray | None:
+        p = self.params
+        leaves = np.flatnonzero(state.leaf_free >= n)
+        if len(leaves) == 0:
+            return None
+        pods = self._leaf_pod[leaves]
+        first = self._order_leaves(
+            leaves, _key(state.pod_free[pods], p.t1_pod_order), _key(state.leaf_free[leaves], p.t1_leaf_order)
+        )[:1]
+        return take_from_leaves(state, first, n)
+
+    def _t2(self, state, n: int) -> np.ndarray | None:
+        p, ft = self.params, self.ft
+        eligible = (state.leaf_t2 == 0) & (state.leaf_t3 == 0)
+        avail_leaf = np.where(eligible, state.leaf_free, 0)
+        avail_pod = avail_leaf.reshape(ft.pods, ft.leaves_per_pod).sum(axis=1)
+        pods = np.flatnonzero(avail_pod >= n)
+        if len(pods) == 0:
+            return None
+        pod = pods[np.lexsort((self._sign * pods, _key(avail_pod[pods], p.t2_pod_order)))[0]]
+        leaves = pod * ft.leaves_per_pod + np.flatnonzero(avail_leaf.reshape(ft.pods, -1)[pod] > 0)
+        ordered = self._order_leaves(leaves, np.zeros(len(leaves)), _key(state.leaf_free[leaves], p.t2_leaf_order))
+        return take_from_leaves(state, ordered, n)
+
+    def _t3(self, state, n: int) -> np.ndarray | None:
+        p, ft = self.params, self.ft
+        pod_ok = state.pod_t3 == 0
+        eligible = (state.leaf_t2 == 0) & pod_ok[self._leaf_pod]
+        avail_leaf = np.where(eligible, state.leaf_free, 0)
+        if avail_leaf.sum() < n:
+            return None
+        avail_pod = avail_leaf.reshape(ft.pods, ft.leaves_per_pod).sum(axis=1)
+        leaves = np.flatnonzero(avail_leaf > 0)
+        ordered = self._order_leaves(
+            leaves,
+            _key(avail_pod[self._leaf_pod[leaves]], p.t3_pod_order),
+            _key(state.leaf_free[leaves], p.t3_leaf_order),
+        )
+        return take_from_leaves(state, ordered, n)
+
+
+__all__ = ["ORDERS", "TIES", "TAParams", "TopologyAware", "take_from_leaves"]
