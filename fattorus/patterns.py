@@ -1,0 +1,329 @@
+"""Communication patterns: traffic over a job's ranks (spec `kernels.md`; fat-tree paper V-B).
+
+A pattern turns a job size ``n`` (ranks ``0..n-1``) into flows ``(src_rank, dst_rank, nbytes)``
+(:class:`Traffic`, NumPy arrays of equal length ``F``). Every generator has the same
+signature ``fn(key, n, **params)`` -- deterministic patterns ignore the key -- so
+:data:`PATTERNS` maps a configuration name to a generator and :func:`make` calls it.
+Flows from a rank to itself are never produced (they do not touch the network).
+
+Sizes are bytes per message (KiB = 1024 bytes); defaults follow the seeds where they give
+one (``stencil2d`` 64 KiB, ``stencil4d`` 4 MiB MILC-like, ``unstructured_mesh`` and
+``spread`` 512 KiB) and are otherwise choices documented on each generator.
+
+Ranks map to a job's nodes in allocation order (:func:`to_nodes`): rank ``i`` runs on
+``alloc[i]``, one rank per node.
+
+Random draws use ``jax.random`` keys and are vectorised over ranks; the variable-length
+output is assembled with NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+class Traffic(NamedTuple):
+    """Flows of one job: ``src`` and ``dst`` int32 ranks, ``nbytes`` float64 bytes, all ``(F,)``."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+
+    @property
+    def n_flows(self) -> int:
+        """Number of flows ``F``."""
+        return int(self.src.shape[0])
+
+    @property
+    def total_bytes(self) -> float:
+        """Sum of all flows' bytes."""
+        return float(self.nbytes.sum())
+
+
+def _traffic(src, dst, nbytes: float) -> Traffic:
+    src = np.asarray(src, np.int64).ravel()
+    dst = np.asarray(dst, np.int64).ravel()
+    keep = src != dst
+    src, dst = src[keep].astype(np.int32), dst[keep].astype(np.int32)
+    return Traffic(src, dst, np.full(src.shape, float(nbytes)))
+
+
+def _empty() -> Traffic:
+    z = np.zeros(0, np.int32)
+    return Traffic(z, z.copy(), np.zeros(0))
+
+
+def _check_n(n: int) -> int:
+    if int(n) != n or n < 0:
+        raise ValueError(f"job size must be a non-negative integer, got {n!r}")
+    return int(n)
+
+
+# Process grids ------------------------------------------------------------------------------
+def _prime_factors(n: int) -> list[int]:
+    out, f = [], 2
+    while f * f <= n:
+        while n % f == 0:
+            out.append(f)
+            n //= f
+        f += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def grid_dims(n: int, ndim: int) -> tuple[int, ...]:
+    """Near-cubic factorisation of ``n`` ranks into ``ndim`` extents (as ``MPI_Dims_create``).
+
+    Prime factors, largest first, go to the currently smallest extent; the result is sorted
+    in decreasing order and its product is exactly ``n`` (a prime ``n`` gives ``(n, 1, ...)``).
+    """
+    n = _check_n(n)
+    if ndim < 1:
+        raise ValueError(f"ndim must be >= 1, got {ndim}")
+    dims = [1] * ndim
+    for f in sorted(_prime_factors(max(n, 1)), reverse=True):
+        dims[int(np.argmin(dims))] *= f
+    return tuple(sorted(dims, reverse=True))
+
+
+def _neighbour_ranks(dims: tuple[int, ...], offsets: np.ndarray) -> np.ndarray:
+    """``(n, m)`` rank of ``rank + offset`` on the periodic grid ``dims`` (row-major ranks)."""
+    n = int(np.prod(dims))
+    coords = np.stack(np.unravel_index(np.arange(n), dims), axis=-1)  # (n, d)
+    moved = (coords[:, None, :] + offsets[None, :, :]) % np.asarray(dims)  # (n, m, d)
+    return np.ravel_multi_index(tuple(np.moveaxis(moved, -1, 0)), dims)
+
+
+# Structured stencils ------------------------------------------------------------------------
+def stencil(key: jax.Array | None, n: int, ndim: int = 2, nbytes: float = 64 * KiB) -> Traffic:
+    """Periodic nearest-neighbour halo exchange on a near-cubic ``ndim``-D process grid.
+
+    Each rank sends ``nbytes`` to its ``2 * ndim`` face neighbours (``+-1`` along each axis,
+    wrapping round). Along an extent of 2 both messages go to the same rank (two faces);
+    along an extent of 1 they would go to the rank itself and are dropped. The pattern is
+    symmetric: ``i`` sends to ``j`` as often as ``j`` sends to ``i``.
+    """
+    n = _check_n(n)
+    if n < 2:
+        return _empty()
+    dims = grid_dims(n, ndim)
+    eye = np.eye(ndim, dtype=np.int64)
+    offsets = np.concatenate([eye, -eye])  # (2 ndim, ndim)
+    dst = _neighbour_ranks(dims, offsets)
+    src = np.broadcast_to(np.arange(n)[:, None], dst.shape)
+    return _traffic(src, dst, nbytes)
+
+
+def stencil2d(key: jax.Array | None, n: int, nbytes: float = 64 * KiB) -> Traffic:
+    """2D 5-point stencil: 4 neighbours, 64 KiB per message by default."""
+    return stencil(key, n, 2, nbytes)
+
+
+def stencil3d(key: jax.Array | None, n: int, nbytes: float = 256 * KiB) -> Traffic:
+    """3D 7-point stencil: 6 neighbours, 256 KiB per message by default (a choice)."""
+    return stencil(key, n, 3, nbytes)
+
+
+def stencil4d(key: jax.Array | None, n: int, nbytes: float = 4 * MiB) -> Traffic:
+    """4D stencil (MILC-like, the paper's "Stencil"): 8 neighbours, 4 MiB per message."""
+    return stencil(key, n, 4, nbytes)
+
+
+# Random neighbourhoods ----------------------------------------------------------------------
+def _first_unique(cand: np.ndarray, self_rank: np.ndarray) -> np.ndarray:
+    """Mask of entries of each row of ``cand`` that are not ``self_rank`` nor an earlier repeat."""
+    order = np.argsort(cand, axis=1, kind="stable")
+    srt = np.take_along_axis(cand, order, axis=1)
+    dup_sorted = np.zeros_like(srt, dtype=bool)
+    dup_sorted[:, 1:] = srt[:, 1:] == srt[:, :-1]
+    dup = np.empty_like(dup_sorted)
+    np.put_along_axis(dup, order, dup_sorted, axis=1)
+    return ~dup & (cand != self_rank[:, None])
+
+
+def _counts(key: jax.Array, n: int, lo: int, hi: int) -> np.ndarray:
+    if not 1 <= lo <= hi:
+        raise ValueError(f"neighbour counts need 1 <= min <= max, got {lo}, {hi}")
+    return np.asarray(jax.random.randint(key, (n,), lo, hi + 1))
+
+
+def _take_first(cand: np.ndarray, valid: np.ndarray, counts: np.ndarray, nbytes: float) -> Traffic:
+    """Flows from each row's rank to its first ``counts[row]`` valid candidates (in order)."""
+    rank_in_row = np.cumsum(valid, axis=1)
+    keep = valid & (rank_in_row <= counts[:, None])
+    src = np.broadcast_to(np.arange(cand.shape[0])[:, None], cand.shape)
+    return _traffic(src[keep], cand[keep], nbytes)
+
+
+def unstructured_mesh(
+    key: jax.Array,
+    n: int,
+    nbytes: float = 512 * KiB,
+    min_neighbours: int = 6,
+    max_neighbours: int = 27,
+    radius: int = 2,
+) -> Traffic:
+    """Unstructured near-neighbour exchange on a near-cubic periodic 3D process grid.
+
+    Each rank draws a neighbour count uniformly in ``[min_neighbours, max_neighbours]`` and
+    picks that many distinct ranks, without replacement, among the offsets of the
+    ``(2 radius + 1)^3`` box around it, favouring near ones: offset ``o`` has weight
+    ``1 / |o|^2`` (Gumbel top-k sampling). Counts are capped by the distinct ranks available
+    on small grids. Each rank sends ``nbytes`` to each of its neighbours (directed: ``j``
+    being ``i``'s neighbour does not make ``i`` one of ``j``'s).
+    """
+    n = _check_n(n)
+    if n < 2:
+        return _empty()
+    k_count, k_pick = jax.random.split(key)
+    counts = _counts(k_count, n, min_neighbours, max_neighbours)
+    dims = grid_dims(n, 3)
+    r = np.arange(-radius, radius + 1)
+    offsets = np.stack(np.meshgrid(r, r, r, indexing="ij"), axis=-1).reshape(-1, 3)
+    dist2 = (offsets**2).sum(axis=1)
+    offsets, dist2 = offsets[dist2 > 0], dist2[dist2 > 0]
+    order = np.argsort(dist2, kind="stable")  # nearest first: duplicates keep the nearest
+    offsets, dist2 = offsets[order], dist2[order]
+    cand = _neighbour_ranks(dims, offsets)  # (n, m)
+    valid = _first_unique(cand, np.arange(n))
+    gumbel = np.asarray(jax.random.gumbel(k_pick, cand.shape))
+    score = np.where(valid, -np.log(dist2)[None, :] + gumbel, -np.inf)
+    by_score = np.argsort(-score, axis=1, kind="stable")
+    cand = np.take_along_axis(cand, by_score, axis=1)
+    valid = np.take_along_axis(valid, by_score, axis=1)
+    return _take_first(cand, valid, counts, nbytes)
+
+
+def spread(
+    key: jax.Array,
+    n: int,
+    nbytes: float = 512 * KiB,
+    min_neighbours: int = 6,
+    max_neighbours: int = 27,
+) -> Traffic:
+    """Background noise: each rank sends ``nbytes`` to 6--27 uniformly random other ranks.
+
+    The count is uniform in ``[min_neighbours, max_neighbours]``. On jobs of at most
+    ``2 max_neighbours + 1`` ranks the neighbours are drawn without replacement from all
+    other ranks; on larger jobs ``2 max_neighbours`` partners are drawn with replacement and
+    the first distinct ones kept (so a count can, rarely, fall short of its draw).
+    """
+    n = _check_n(n)
+    if n < 2:
+        return _empty()
+    k_count, k_pick = jax.random.split(key)
+    counts = _counts(k_count, n, min_neighbours, max_neighbours)
+    m = 2 * max_neighbours
+    ranks = np.arange(n)
+    if n - 1 <= m:
+        offsets = np.arange(1, n)
+        keys = np.asarray(jax.random.uniform(k_pick, (n, n - 1)))
+        offsets = offsets[np.argsort(keys, axis=1)]
+    else:
+        offsets = np.asarray(jax.random.randint(k_pick, (n, m), 1, n))
+    cand = (ranks[:, None] + offsets) % n
+    valid = _first_unique(cand, ranks)
+    return _take_first(cand, valid, counts, nbytes)
+
+
+def random_pairs(key: jax.Array, n: int, nbytes: float = 1 * MiB) -> Traffic:
+    """Random pairs ("Pairs"): a random perfect matching of the ranks; partners exchange.
+
+    Each matched rank sends ``nbytes`` (1 MiB by default, a choice) to its partner, so the
+    pattern is symmetric; with an odd ``n`` one random rank is left idle.
+    """
+    n = _check_n(n)
+    if n < 2:
+        return _empty()
+    perm = np.asarray(jax.random.permutation(key, n))[: n - n % 2].reshape(-1, 2)
+    src = np.concatenate([perm[:, 0], perm[:, 1]])
+    dst = np.concatenate([perm[:, 1], perm[:, 0]])
+    return _traffic(src, dst, nbytes)
+
+
+# All-to-all ---------------------------------------------------------------------------------
+def all_to_all(key: jax.Array | None, n: int, nbytes: float = 64 * KiB) -> Traffic:
+    """Every rank sends ``nbytes`` (64 KiB by default, a choice) to every other rank."""
+    n = _check_n(n)
+    src, dst = np.divmod(np.arange(n * n), n)
+    return _traffic(src, dst, nbytes)
+
+
+def subcomm_a2a(
+    key: jax.Array | None,
+    n: int,
+    group: int = 16,
+    nbytes: float = 64 * KiB,
+    strided: bool = False,
+) -> Traffic:
+    """All-to-all within sub-communicators of ``group`` ranks ("Sub-a2a"; 16/32/64 typical).
+
+    Ranks form a process grid of ``ceil(n / group)`` rows of ``group`` ranks (row-major). With
+    ``strided=False`` a sub-communicator is a row (ranks ``g*group .. g*group+group-1``, the
+    last one possibly shorter); with ``strided=True`` it is a column (ranks congruent modulo
+    ``ceil(n / group)``), i.e. all-to-all along the other grid dimension. Each rank sends
+    ``nbytes`` (64 KiB by default, a choice) to every other member.
+    """
+    n = _check_n(n)
+    if group < 1:
+        raise ValueError(f"group must be >= 1, got {group}")
+    if strided:
+        comm = np.arange(n) % -(-n // group)
+    else:
+        comm = np.arange(n) // group
+    # Sort ranks by communicator; flows within each communicator as a dense block.
+    order = np.argsort(comm, kind="stable")
+    sizes = np.bincount(comm)
+    width = int(sizes.max(initial=0))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    slot = np.arange(width)
+    block = starts[:, None] + slot[None, :]  # (n_comm, width) positions in `order`
+    present = slot[None, :] < sizes[:, None]
+    members = np.where(present, order[np.minimum(block, n - 1)], -1)  # (n_comm, width)
+    src = np.broadcast_to(members[:, :, None], (len(sizes), width, width))
+    dst = np.broadcast_to(members[:, None, :], (len(sizes), width, width))
+    ok = (src >= 0) & (dst >= 0)
+    return _traffic(src[ok], dst[ok], nbytes)
+
+
+# Registry -----------------------------------------------------------------------------------
+PatternFn = Callable[..., Traffic]
+
+PATTERNS: dict[str, PatternFn] = {
+    "stencil2d": stencil2d,
+    "stencil3d": stencil3d,
+    "stencil4d": stencil4d,
+    "unstructured_mesh": unstructured_mesh,
+    "random_pairs": random_pairs,
+    "subcomm_a2a": subcomm_a2a,
+    "all_to_all": all_to_all,
+    "spread": spread,
+}
+
+
+def make(name: str, key: jax.Array, n: int, **params) -> Traffic:
+    """Traffic of pattern ``name`` over ``n`` ranks (``params`` override its defaults)."""
+    try:
+        fn = PATTERNS[name]
+    except KeyError:
+        raise ValueError(f"unknown pattern {name!r}; choices: {sorted(PATTERNS)}") from None
+    return fn(key, n, **params)
+
+
+def to_nodes(alloc, traffic: Traffic) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Map rank flows onto a job's nodes in allocation order: rank ``i`` -> ``alloc[i]``.
+
+    Returns ``(src_nodes, dst_nodes, nbytes)``; raises if a rank has no node.
+    """
+    alloc = np.asarray(alloc, np.int32).ravel()
+    if traffic.n_flows and max(int(traffic.src.max()), int(traffic.dst.max())) >= len(alloc):
+        raise ValueError(f"traffic uses more ranks than the {len(alloc)} allocated nodes")
+    return alloc[traffic.src], alloc[traffic.dst], traffic.nbytes
