@@ -177,24 +177,22 @@ def simulate(
         key = (head, version)
         if cache["key"] == key:
             return cache["shadow"], cache["R"]
-        n = nodes[head]
-        times = np.unique(node_est_end[~machine.free])
-
-        def attempt(i: int) -> np.ndarray | None:
-            released = node_est_end <= times[i]
-            return policy.place(st.future(machine, released), n, prefer=released)
-
-        a, b = 0, len(times) - 1
-        if b < 0 or attempt(b) is None:
+        n = int(nodes[head])
+        if hasattr(policy, "feasible"):
+            # Counts of the machine after each distinct estimated end, all at once; the
+            # first instant at which the policy could place the head is the shadow time.
+            times, future_counts = st.futures(machine, node_est_end)
+            fits = np.flatnonzero(policy.feasible(future_counts, n))
+            first = int(fits[0]) if len(fits) else -1
+        else:
+            times = np.unique(node_est_end[~machine.free])
+            first = _first_true(lambda i: policy.place(st.future(machine, node_est_end <= times[i]), n) is not None,
+                                len(times))
+        if first < 0:
             raise RuntimeError(f"job of {n} nodes cannot be placed even on an empty machine")
-        while a < b:  # placement feasibility only grows as jobs are released
-            mid = (a + b) // 2
-            if attempt(mid) is None:
-                a = mid + 1
-            else:
-                b = mid
-        reserved = attempt(a)
-        shadow = float(times[a])
+        released = node_est_end <= times[first]
+        reserved = policy.place(st.future(machine, released), n, prefer=released)
+        shadow = float(times[first])
         cache.update(key=key, shadow=shadow, R=reserved)
         return shadow, reserved
 
@@ -268,6 +266,20 @@ def simulate(
     if bar is not None:
         bar.close()
     return Schedule(start, alloc, backfilled, shadow_of)
+
+
+def _first_true(pred, size: int) -> int:
+    """Smallest ``i`` in ``[0, size)`` with ``pred(i)`` for a predicate monotone in ``i`` (-1 if none)."""
+    if size == 0 or not pred(size - 1):
+        return -1
+    a, b = 0, size - 1
+    while a < b:
+        mid = (a + b) // 2
+        if pred(mid):
+            b = mid
+        else:
+            a = mid + 1
+    return a
 
 
 def replay(

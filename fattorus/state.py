@@ -141,3 +141,62 @@ def future(state: FatTreeState, released: np.ndarray) -> FatTreeState:
     free = state.free | released
     node_type = np.where(released, np.int8(0), state.node_type).astype(np.int8)
     return from_nodes(state.ft, free, node_type)
+
+
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    """Per-leaf / per-pod counts of one or many machine states (leading batch axes allowed).
+
+    The batched form holds the machine at each of ``G`` future instants, so a policy can
+    answer "could the job be placed then?" for all instants in one array expression.
+    """
+
+    leaf_free: np.ndarray
+    pod_free: np.ndarray
+    leaf_t2: np.ndarray
+    leaf_t3: np.ndarray
+    pod_t3: np.ndarray
+    n_free: np.ndarray
+
+
+def counts(state: FatTreeState) -> Counts:
+    """The counts of one state (no copy)."""
+    return Counts(state.leaf_free, state.pod_free, state.leaf_t2, state.leaf_t3, state.pod_t3,
+                  np.asarray(state.n_free))
+
+
+def futures(state: FatTreeState, node_release: np.ndarray) -> tuple[np.ndarray, Counts]:
+    """Counts of the machine after each distinct release time of the busy nodes.
+
+    Args:
+      state: the machine now.
+      node_release: ``(N,)`` time at which each busy node is released (ignored where free).
+
+    Returns:
+      ``times`` ``(G,)`` ascending distinct release times and batched :class:`Counts` whose
+      entry ``g`` is the machine once every node released at or before ``times[g]`` is free.
+    """
+    ft = state.ft
+    busy = np.flatnonzero(~state.free)
+    times, group = np.unique(node_release[busy], return_inverse=True)
+    G, NL = len(times), ft.n_leaves
+    leaf = busy // ft.nodes_per_leaf
+
+    def cumulative(mask: np.ndarray) -> np.ndarray:
+        m = np.bincount(group[mask] * NL + leaf[mask], minlength=G * NL).reshape(G, NL)
+        return np.cumsum(m, axis=0)
+
+    rel_free = cumulative(np.ones(len(busy), bool))
+    types = state.node_type[busy]
+    rel_t2, rel_t3 = cumulative(types == T2), cumulative(types == T3)
+    leaf_free = state.leaf_free + rel_free
+    leaf_t3 = state.leaf_t3 - rel_t3
+    by_pod = (G, ft.pods, ft.leaves_per_pod)
+    return times, Counts(
+        leaf_free,
+        leaf_free.reshape(by_pod).sum(axis=2),
+        state.leaf_t2 - rel_t2,
+        leaf_t3,
+        leaf_t3.reshape(by_pod).sum(axis=2),
+        leaf_free.sum(axis=1),
+    )

@@ -99,6 +99,22 @@ class TopologyAware:
             return self._t2(state, n)
         return self._t3(state, n)
 
+    def feasible(self, c, n: int) -> np.ndarray:
+        """Whether an ``n``-node job fits, for counts ``c`` (:class:`fattorus.state.Counts`,
+        optionally batched over leading axes): T1 some leaf has ``n`` free; T2 some pod has
+        ``n`` free on leaves without T2/T3; T3 pods without T3 have ``n`` free on leaves
+        without T2."""
+        ft = self.ft
+        jt = int(job_type(ft, n))
+        if jt == T1:
+            return c.leaf_free.max(axis=-1) >= n
+        by_pod = c.leaf_free.shape[:-1] + (ft.pods, ft.leaves_per_pod)
+        if jt == T2:
+            ok = (c.leaf_t2 == 0) & (c.leaf_t3 == 0)
+            return np.where(ok, c.leaf_free, 0).reshape(by_pod).sum(axis=-1).max(axis=-1) >= n
+        ok = (c.leaf_t2 == 0).reshape(by_pod) & (c.pod_t3 == 0)[..., None]
+        return np.where(ok, c.leaf_free.reshape(by_pod), 0).sum(axis=(-1, -2)) >= n
+
     def _order_leaves(self, leaves: np.ndarray, pod_key: np.ndarray, leaf_key: np.ndarray) -> np.ndarray:
         """``leaves`` sorted by (pod key, pod id, leaf key, leaf id); keys are per leaf."""
         s = self._sign

@@ -16,6 +16,10 @@ class TopologyOblivious:
 
     name = "to"
 
+    def feasible(self, c, n: int) -> np.ndarray:
+        """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""
+        return np.asarray(c.n_free) >= n
+
     def place(self, state, n: int, prefer: np.ndarray | None = None) -> np.ndarray | None:
         if n > state.n_free:
             return None
@@ -23,7 +27,7 @@ class TopologyOblivious:
         return np.concatenate([first, rest])[:n]
 
 
-class TopologyObliviousRandom:
+class TopologyObliviousRandom(TopologyOblivious):
     """``n`` free nodes drawn uniformly at random (preferred nodes first), seeded."""
 
     name = "to_random"

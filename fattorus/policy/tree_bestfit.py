@@ -42,6 +42,10 @@ class TreeBestFit:
     def __init__(self, ft: FatTree) -> None:
         self.ft = ft
 
+    def feasible(self, c, n: int) -> np.ndarray:
+        """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""
+        return np.asarray(c.n_free) >= n
+
     def place(self, state, n: int, prefer: np.ndarray | None = None) -> np.ndarray | None:
         """Nodes for an ``n``-node job, or None when fewer than ``n`` are free. ``prefer`` is ignored."""
         ft = self.ft

@@ -1,0 +1,62 @@
+"""An independent, deliberately plain count-based scheduler (FCFS and EASY backfilling).
+
+Written from Lifka (1995) / Mu'alem & Feitelson (2001) as restated in the spec's
+`scheduling.md`, with no code shared with :mod:`fattorus.replay`: node identities do not
+exist here, only counts. Used by the tests as the reference for ``policy=to`` and by
+``make bench`` as the simple baseline.
+"""
+
+from __future__ import annotations
+
+
+def schedule(submit, runtime, estimate, nodes, total_nodes, easy=True):
+    """Start time of each job. Jobs must be sorted by (submit, job id)."""
+    n = len(submit)
+    start = [None] * n
+    free = total_nodes
+    running = []  # [end, est_end, nodes, job]
+    queue = []
+    nxt = 0
+    while nxt < n or running:
+        t = min(([submit[nxt]] if nxt < n else []) + [r[0] for r in running])
+        # completions, then submissions, then one pass
+        still = []
+        for r in running:
+            if r[0] == t:
+                free += r[2]
+            else:
+                still.append(r)
+        running = still
+        while nxt < n and submit[nxt] == t:
+            queue.append(nxt)
+            nxt += 1
+        while queue and nodes[queue[0]] <= free:
+            j = queue.pop(0)
+            start[j] = t
+            free -= nodes[j]
+            running.append([t + runtime[j], t + estimate[j], nodes[j], j])
+        if not easy or not queue:
+            continue
+        head = queue[0]
+        avail = free
+        shadow = None
+        for est_end in sorted({r[1] for r in running}):
+            avail += sum(r[2] for r in running if r[1] == est_end)
+            if avail >= nodes[head]:
+                shadow = est_end
+                break
+        extra = avail - nodes[head]
+        for j in list(queue[1:]):
+            if nodes[j] > free:
+                continue
+            if t + estimate[j] <= shadow:
+                pass
+            elif nodes[j] <= extra:
+                extra -= nodes[j]
+            else:
+                continue
+            queue.remove(j)
+            start[j] = t
+            free -= nodes[j]
+            running.append([t + runtime[j], t + estimate[j], nodes[j], j])
+    return start
