@@ -1,0 +1,243 @@
+"""Tests of the report command (fattorus.report) on hand-built run directories."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from fattorus import report
+
+REPO = Path(__file__).resolve().parent.parent
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+H = 3600.0
+
+# (relative dir, policy, speedup, seed, workload name, scale, topo, waits in seconds, aph per job)
+RUNS = [
+    ("sweepA/0", "to", "none", 0, "atlas", 2, "cab", [0.0, 3600.0, 7200.0], [0.0, 2.5, 3.2]),
+    ("sweepA/1", "ta", "none", 0, "atlas", 2, "cab", [3600.0, 7200.0, 10800.0], [0.0, 1.0, 1.9]),
+    ("sweepA/2", "ta", "none", 1, "atlas", 2, "cab", [7200.0, 10800.0, 14400.0], [0.0, 1.2, 1.9]),
+    ("sweepB/x/0", "ta", "v2", 0, "atlas", 2, "cab", [1800.0, 3600.0, 10800.0], [0.0, 1.0, 1.8]),
+    ("other/run", "to", "none", 0, "atlas", 1, "pinot", [0.0, 0.0, 1800.0], [0.0, 2.9, 3.5]),
+    ("other/run2", "tree_bestfit", "none", 0, "atlas", 2, "cab", [900.0, 900.0, 900.0], [0.0, 2.0, 2.0]),
+]
+NODES = [1, 30, 300]  # one job in each of the bins 1-18, 19-64, 257-1024
+RUNTIME_S = 3600.0
+
+
+def write_run(run_dir: Path, policy, speedup, seed, name, scale, topo, waits, aph, util) -> None:
+    """One run directory per docs/outputs.md."""
+    run_dir.mkdir(parents=True)
+    submit = np.array([0.0, 60.0, 120.0])
+    start = submit + np.asarray(waits)
+    end = start + RUNTIME_S
+    pl.DataFrame(
+        {
+            "job_id": pl.Series([1, 2, 3], dtype=pl.Int64),
+            "submit_s": submit, "start_s": start, "end_s": end,
+            "nodes": pl.Series(NODES, dtype=pl.Int32),
+            "runtime_s": [RUNTIME_S] * 3, "estimate_s": [2 * RUNTIME_S] * 3,
+            "wait_s": pl.Series(waits, dtype=pl.Float64),
+            "job_type": ["T1", "T2", "T2"],
+            "aph": pl.Series(aph, dtype=pl.Float64),
+            "alloc": pl.Series([list(range(n)) for n in NODES], dtype=pl.List(pl.Int32)),
+            "backfilled": [False, True, False],
+        }
+    ).write_parquet(run_dir / "jobs.parquet")  # fmt: skip
+    n_nodes = 1296 if topo == "cab" else 2592
+    pl.DataFrame(
+        {
+            "t_s": np.arange(len(util)) * 60.0,
+            "busy_nodes": pl.Series((np.asarray(util) * n_nodes).round(), dtype=pl.Int32),
+            "utilization": util,
+        }
+    ).write_parquet(run_dir / "utilization.parquet")
+    summary = {
+        "schema": 1,
+        "config": {"topo": topo, "policy": policy, "sched": "easy", "speedup": speedup, "seed": seed,
+                   "workload": {"name": name, "path": "/x/atlas.swf", "sha256": "ab" * 32, "scale": scale,
+                                "window_start_days": 0, "window_days": 30}},  # fmt: skip
+        "n_nodes": n_nodes,
+        "counts": {"read": 4, "replayed": 3, "skipped": {"too_large": 1, "bad_runtime": 0}},
+        "makespan_s": float(end.max() - submit.min()),
+        "replay_wall_s": 1.25,
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    root = tmp_path / "results"
+    for i, (rel, *args) in enumerate(RUNS):
+        write_run(root / rel, *args, util=[0.1 * (i + 1), 0.5, 0.9, 0.7])
+    decoy = root / "notarun"  # summary.json alone is not a run
+    decoy.mkdir()
+    (decoy / "summary.json").write_text("{}")
+    return root
+
+
+def expected_table() -> dict[tuple[str, str], list[float]]:
+    """Per (workload, label): each run's mean wait in hours, computed by hand from RUNS."""
+    out: dict[tuple[str, str], list[float]] = {}
+    names = {("to", "none"): "TO", ("ta", "none"): "TA", ("ta", "v2"): "TA V2", ("tree_bestfit", "none"): "TREE_BESTFIT"}
+    for _, policy, speedup, _, name, scale, topo, waits, _ in RUNS:
+        workload = f"{name}-{scale}x on {topo}" if scale != 1 else f"{name} on {topo}"
+        out.setdefault((workload, names[(policy, speedup)]), []).append(sum(waits) / len(waits) / H)
+    return out
+
+
+def test_labels_and_bins():
+    assert report.run_label("to", "none") == "TO"
+    assert report.run_label("ta", None) == "TA"
+    assert report.run_label("ta", "x5") == "TA x5"
+    assert report.run_label("ta", "v1") == "TA V1"
+    assert report.run_label("tree_bestfit", "none") == "TREE_BESTFIT"
+    labels = ["TREE_BESTFIT", "TA V2", "TA", "TA x20", "TO", "TA V1", "TA x5", "TA x10", "ABC"]
+    assert report.order_labels(labels) == ["TO", "TA", "TA x5", "TA x10", "TA x20", "TA V1", "TA V2", "ABC", "TREE_BESTFIT"]
+    cfg = {"topo": "cab", "workload": {"name": "atlas", "scale": 2}}
+    assert report.workload_label(cfg) == "atlas-2x on cab"
+    assert report.workload_label({"topo": "pinot", "workload": {"name": "aug", "scale": 1}}) == "aug on pinot"
+    assert report.bin_labels((18, 64, 256, 1024)) == ["1-18", "19-64", "65-256", "257-1024", ">1024"]
+
+
+def test_ideal_aph_by_hand():
+    k, p = 18, 324
+    assert report.ideal_aph(1, k, p) == 0.0
+    assert report.ideal_aph(18, k, p) == 0.0  # one leaf
+    # 19 nodes: 18 on one leaf + 1 on another; ordered pairs across leaves 2 * 18 at 2 hops.
+    assert report.ideal_aph(19, k, p) == pytest.approx(2 * 2 * 18 / (19 * 18))
+    # one full pod: every pair on different leaves costs 2 hops.
+    assert report.ideal_aph(324, k, p) == pytest.approx(2 * (324**2 - 18 * 324) / (324 * 323))
+    # two full pods: pairs across pods cost 4.
+    n = 648
+    expected = (2 * 2 * (324**2 - 18 * 324) + 4 * 2 * 324**2) / (n * (n - 1))
+    assert report.ideal_aph(n, k, p) == pytest.approx(expected)
+    n = np.arange(1, 2593)
+    frame = pl.DataFrame({"n": n}).select(report.ideal_aph_expr(pl.col("n"), pl.lit(18), pl.lit(324)))
+    np.testing.assert_allclose(frame.to_series().to_numpy(), report.ideal_aph(n, k, p))
+    assert report.topo_shape("cab") == (18, 324, 1296)
+    assert report.topo_shape("no-such-topo") is None
+
+
+def test_load_runs_and_table1_match_hand_means(results: Path):
+    runs = report.load_runs(results)
+    assert len(runs) == len(RUNS)
+    assert set(runs["run"]) == {rel for rel, *_ in RUNS}
+    # makespan = last end - first submit = 120 + last wait + runtime - 0 (the last job waits longest here)
+    to = runs.filter(pl.col("run") == "sweepA/0").row(0, named=True)
+    assert to["makespan_h"] == pytest.approx((120.0 + 7200.0 + RUNTIME_S) / H)
+    assert to["util_mean"] == pytest.approx(np.mean([0.1, 0.5, 0.9, 0.7]))
+    assert to["skipped"] == 1 and to["replay_wall_s"] == 1.25
+
+    table = report.table1(runs)
+    assert table.columns[:5] == ["workload", "TO", "TA", "TA V2", "TREE_BESTFIT"]
+    assert table["workload"].to_list() == ["atlas-2x on cab", "atlas on pinot"]
+    expected = expected_table()
+    for (workload, label), values in expected.items():
+        row = table.filter(pl.col("workload") == workload).row(0, named=True)
+        assert row[label] == pytest.approx(np.mean(values))
+        assert row[f"{label} n"] == len(values)
+        if len(values) > 1:
+            assert row[f"{label} std"] == pytest.approx(np.std(values, ddof=1))
+        else:
+            assert row[f"{label} std"] is None
+    assert table.filter(pl.col("workload") == "atlas on pinot")["TA"].to_list() == [None]
+    # the two TA seeds: 2 h and 3 h
+    assert expected[("atlas-2x on cab", "TA")] == [2.0, 3.0]
+
+
+def test_aph_box_stats_pool_seeds(results: Path):
+    runs = report.load_runs(results)
+    stats = report.aph_box_stats(runs)
+    ta = stats.filter((pl.col("workload") == "atlas-2x on cab") & (pl.col("label") == "TA") & (pl.col("bin") == 1))
+    row = ta.row(0, named=True)  # the 30-node job of both TA seeds: APH 1.0 and 1.2
+    assert (row["jobs"], row["min"], row["max"]) == (2, 1.0, 1.2)
+    assert row["median"] == pytest.approx(1.1)
+    assert row["ideal"] == pytest.approx(2 * (30**2 - 18**2 - 12**2) / (30 * 29))
+    assert set(stats["bin"]) == {0, 1, 3}  # 1, 30 and 300 nodes
+    waits = report.wait_by_bin(runs)
+    all_ta = waits.filter((pl.col("workload") == "atlas-2x on cab") & (pl.col("label") == "TA") & (pl.col("bin") == 5))
+    assert all_ta["mean"].item() == pytest.approx(2.5) and all_ta["n"].item() == 2
+    big_ta = waits.filter((pl.col("workload") == "atlas-2x on cab") & (pl.col("label") == "TA") & (pl.col("bin") == 3))
+    assert big_ta["mean"].item() == pytest.approx((10800.0 + 14400.0) / 2 / H)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == PNG_SIGNATURE
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_report_files_and_html(results: Path, capsys):
+    out = results.parent / "out"
+    assert report.main([str(results), "--out", str(out)]) == 0
+    assert "report.html" in capsys.readouterr().out
+    for stem, _ in report.FIGURES:
+        width, height = png_size((out / f"{stem}.png").read_bytes())
+        assert width > 200 and height > 150
+        assert "<svg" in (out / f"{stem}.svg").read_text()
+    assert not list(out.glob(".*.tmp")), "temporary files left behind"
+    assert (out / "report.html").stat().st_mode & 0o777 == 0o666 & ~report.current_umask()
+
+    csv = pl.read_csv(out / "table1.csv")
+    assert csv.filter(pl.col("workload") == "atlas-2x on cab")["TA"].item() == pytest.approx(2.5)
+    md = (out / "table1.md").read_text()
+    assert "| workload | TO | TA | TA V2 | TREE_BESTFIT |" in md
+    assert "| atlas-2x on cab | 1.00 | 2.50 ± 0.71 (n=2) | 1.50 | 0.25 |" in md
+    assert "| atlas on pinot | 0.17 | — | — | — |" in md
+    assert len(pl.read_csv(out / "runs.csv")) == len(RUNS)
+
+    page = (out / "report.html").read_text()
+    for text in ("2.50 ± 0.71 (n=2)", "1.00", "1.50", "0.25", "0.17", "TREE_BESTFIT", "sweepB/x/0",
+                 "config.workload.sha256", "replay_wall_s", "1.25"):  # fmt: skip
+        assert text in page, text
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == len(report.FIGURES)
+    assert png_size(base64.b64decode(images[0]))[0] > 200
+    assert "http://" not in page and "https://" not in page  # no external assets
+
+
+def test_default_out_dir_and_rerun(results: Path):
+    assert report.main([str(results)]) == 0
+    first = (results / "report" / "table1.csv").read_text()
+    assert report.main([str(results)]) == 0  # the report directory itself is not a run
+    assert (results / "report" / "table1.csv").read_text() == first
+
+
+def test_runs_differing_in_scheduler_are_not_averaged(results: Path):
+    summary_path = results / "sweepA" / "2" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["config"]["sched"] = "fcfs"
+    summary_path.write_text(json.dumps(summary))
+    table = report.table1(report.load_runs(results))
+    assert "atlas-2x on cab [fcfs]" in table["workload"].to_list()
+    assert table.filter(pl.col("workload") == "atlas-2x on cab [easy]")["TA"].item() == pytest.approx(2.0)
+
+
+def test_unreadable_run_is_one_line_error(results: Path, capsys):
+    (results / "sweepA" / "1" / "jobs.parquet").write_bytes(b"not parquet")
+    assert report.main([str(results), "--out", str(results.parent / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "sweepA/1" in err and "Traceback" not in err
+    assert report.main([str(results), "--out", str(results.parent / "out"), "--skip-bad"]) == 0
+    assert "skipped" in capsys.readouterr().err
+
+
+def test_empty_dir_exits_2_with_one_line(tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "fattorus.report", str(empty)], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "no run directories" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (empty / "report").exists()
