@@ -181,7 +181,7 @@ def simulate(
         if hasattr(policy, "feasible"):
             # Counts of the machine after each distinct estimated end, all at once; the
             # first instant at which the policy could place the head is the shadow time.
-            times, future_counts = st.futures(machine, node_est_end)
+            times, future_counts = st.futures(machine, node_est_end, getattr(policy, "per_leaf", True))
             fits = np.flatnonzero(policy.feasible(future_counts, n))
             first = int(fits[0]) if len(fits) else -1
         else:
@@ -220,37 +220,38 @@ def simulate(
         reserved_mask = np.zeros(ft.n_nodes, bool)
         reserved_mask[reserved] = True
         held = None
-        # Smallest size per job type that failed in this pass, on the machine as it is and
-        # on the machine with R held: larger jobs of that type cannot fit either.
-        failed_now: dict[int, int] = {}
-        failed_held: dict[int, int] = {}
-        big = ft.n_nodes + 1
-        for j in candidates:
-            n, t = int(nodes[j]), int(jtype[j])
-            if n > machine.n_free:
-                continue
-            if now + estimate[j] <= shadow:
-                if n >= failed_now.get(t, big):
-                    continue
+        short = now + estimate[candidates] <= shadow
+        # Smallest size per job type that failed in this pass, on the machine as it is
+        # (`fail_now`) and with R held (`fail_held`): larger jobs of that type cannot fit
+        # either, since feasibility is monotone in the size and only shrinks as jobs start.
+        fail_now = np.full(4, ft.n_nodes + 1)
+        fail_held = np.full(4, ft.n_nodes + 1)
+        cand_nodes, cand_type = nodes[candidates], jtype[candidates]
+        pos = 0
+        while pos < len(candidates) and machine.n_free > 0:
+            # One array expression finds the next candidate worth asking the policy about.
+            limit = np.where(short[pos:], fail_now[cand_type[pos:]], fail_held[cand_type[pos:]])
+            worth = np.flatnonzero((cand_nodes[pos:] < limit) & (cand_nodes[pos:] <= machine.n_free))
+            if len(worth) == 0:
+                break
+            pos += int(worth[0])
+            j, n, t = int(candidates[pos]), int(cand_nodes[pos]), int(cand_type[pos])
+            if short[pos]:
                 placed = policy.place(machine, n, prefer=reserved_mask)
                 if placed is None:
-                    failed_now[t] = n
-                    failed_held[t] = min(n, failed_held.get(t, big))
-                    continue
+                    fail_now[t] = n
+                    fail_held[t] = min(n, fail_held[t])
             else:
-                if n >= failed_held.get(t, big):
-                    continue
                 if held is None:
                     held = st.with_hold(machine, reserved, int(jtype[head]))
                 placed = policy.place(held, n)
                 if placed is None:
-                    failed_held[t] = n
-                    continue
-            start_job(int(j), placed, now)
-            backfilled[j] = True
-            held = None
-            if machine.n_free == 0:
-                break
+                    fail_held[t] = n
+            pos += 1
+            if placed is not None:
+                start_job(j, placed, now)
+                backfilled[j] = True
+                held = None
 
     while hi < n_jobs or running:
         now = min(submit[hi] if hi < n_jobs else np.inf, running[0][0] if running else np.inf)

@@ -16,6 +16,8 @@ class TopologyOblivious:
 
     name = "to"
 
+    per_leaf = False  # feasibility needs only the free-node count
+
     def feasible(self, c, n: int) -> np.ndarray:
         """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""
         return np.asarray(c.n_free) >= n

@@ -42,6 +42,8 @@ class TreeBestFit:
     def __init__(self, ft: FatTree) -> None:
         self.ft = ft
 
+    per_leaf = False  # feasibility needs only the free-node count
+
     def feasible(self, c, n: int) -> np.ndarray:
         """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""
         return np.asarray(c.n_free) >= n
