@@ -1,0 +1,142 @@
+"""APH kernels: closed form vs pairwise, the paper's Figure 2 by hand, ideal APH, random draws."""
+
+import itertools
+
+import jax
+import numpy as np
+import pytest
+
+from fattorus import aph, fattree, montecarlo
+
+MACHINES = ["cab", "pinot", "ft44", "ft6", "ft6x6", "ft6_tapered"]
+
+
+def _brute_hop_sum(ft, nodes):
+    """Sum over ordered pairs of inter-switch hops, by plain Python loops over coordinates."""
+    total = 0
+    for i, j in itertools.permutations(nodes, 2):
+        same_leaf = i // ft.nodes_per_leaf == j // ft.nodes_per_leaf
+        same_pod = i // ft.nodes_per_pod == j // ft.nodes_per_pod
+        total += 0 if same_leaf else (2 if same_pod else 4)
+    return total
+
+
+def test_figure2_jobs_by_hand():
+    # Fat-tree paper, Figure 2 (radix 6, 0-based ids): red {1, 4}, blue {2, 3, 5, 10, 11},
+    # yellow {7, 13, 14}. By hand: red 1 pair x 2 hops -> APH 2; blue: 2 same-pod pairs x 2
+    # + 6 cross-pod pairs x 4 = 28 per unordered pair set -> 56 / 20 = 2.8; yellow: 2
+    # cross-pod pairs x 4 = 8 -> 16 / 6.
+    ft = fattree.load("ft6")
+    allocs = aph.pad([[1, 4], [2, 3, 5, 10, 11], [7, 13, 14], [0]])
+    assert list(np.asarray(aph.hop_sums(ft, allocs))) == [4, 56, 16, 0]
+    np.testing.assert_allclose(np.asarray(aph.aph(ft, allocs)), [2.0, 2.8, 16 / 6, 0.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_closed_form_equals_pairwise_on_random_allocations(name):
+    ft = fattree.load(name)
+    rng = np.random.default_rng(42)
+    allocs = []
+    for _ in range(1000):
+        n = int(rng.integers(1, min(ft.n_nodes, 300) + 1))
+        allocs.append(rng.choice(ft.n_nodes, n, replace=False))
+    padded = aph.pad(allocs, width=aph.bucket(max(len(a) for a in allocs)))
+    closed = np.asarray(aph.hop_sums(ft, padded))
+    pairwise = np.asarray(aph.hop_sums_pairwise(ft, padded))
+    assert np.array_equal(closed, pairwise)
+    # and against the plain-Python definition on a sample
+    for i in range(0, 1000, 97):
+        assert closed[i] == _brute_hop_sum(ft, allocs[i].tolist())
+
+
+def test_closed_form_equals_pairwise_on_compact_allocations():
+    # Contiguous blocks hit whole leaves and pods, the regime where the counts matter most.
+    ft = fattree.load("pinot")
+    allocs = [np.arange(s, s + n) for s, n in [(0, 18), (5, 40), (300, 400), (0, 1024), (1000, 1592)]]
+    padded = aph.pad(allocs, width=2048)
+    assert np.array_equal(np.asarray(aph.hop_sums(ft, padded)), np.asarray(aph.hop_sums_pairwise(ft, padded)))
+
+
+def test_ideal_aph_is_the_minimum_and_matches_compact_fill():
+    ft = fattree.load("ft6x6")
+    # Brute force over every 4-node and 10-node subset would be large; instead compare with
+    # the APH of the first n nodes (fill a leaf, then a pod, then pods) and check it is
+    # never beaten by random allocations.
+    for n in range(1, ft.n_nodes + 1):
+        compact = _brute_hop_sum(ft, list(range(n)))
+        assert int(aph.ideal_hop_sums(ft, n)) == compact
+    rng = np.random.default_rng(1)
+    for n in (4, 10, 20):
+        best = min(_brute_hop_sum(ft, rng.choice(ft.n_nodes, n, replace=False).tolist()) for _ in range(300))
+        assert best >= int(aph.ideal_hop_sums(ft, n))
+    cab = fattree.load("cab")
+    assert aph.ideal_aph(cab, 18) == 0.0 and aph.ideal_aph(cab, 19) > 0
+    # One full pod (324 = 18 leaves of 18): 2 * (324^2 - 18 * 18^2) / (324 * 323).
+    assert aph.ideal_aph(cab, 324) == pytest.approx(2 * (324**2 - 18 * 18**2) / (324 * 323))
+    # One pod plus one node: by hand, (2 * (104977 - 5833) + 4 * (105625 - 104977)) / (325 * 324).
+    assert aph.ideal_aph(cab, 325) == pytest.approx(200880 / 105300)
+
+
+def test_random_allocations_are_uniform_subsets_of_free_nodes_and_deterministic():
+    ft = fattree.load("cab")
+    free = np.asarray(montecarlo.random_busy_mask(jax.random.PRNGKey(3), ft.n_nodes, 0.6))
+    assert free.sum() == ft.n_nodes - round(0.6 * ft.n_nodes)
+    keys = jax.random.split(jax.random.PRNGKey(7), 256)
+    allocs = np.asarray(montecarlo.random_allocations(keys, free, 50, width=64))
+    again = np.asarray(montecarlo.random_allocations(keys, free, 50, width=64))
+    assert np.array_equal(allocs, again)
+    other = np.asarray(montecarlo.random_allocations(jax.random.split(jax.random.PRNGKey(8), 256), free, 50, width=64))
+    assert not np.array_equal(allocs, other)
+    for row in allocs:
+        chosen = row[row >= 0]
+        assert len(chosen) == 50 and len(set(chosen.tolist())) == 50 and free[chosen].all()
+    # Uniformity: every free node is drawn about equally often (256 * 50 / free draws each).
+    hits = np.bincount(allocs[allocs >= 0], minlength=ft.n_nodes)[free]
+    expected = 256 * 50 / free.sum()
+    assert abs(hits.mean() - expected) < 1e-9
+    assert hits.std() < 3 * np.sqrt(expected)
+
+
+def test_random_allocation_row_is_short_when_too_few_nodes_are_free():
+    free = np.zeros(18, bool)
+    free[[2, 5, 9]] = True
+    rows = np.asarray(montecarlo.random_allocations(jax.random.split(jax.random.PRNGKey(0), 4), free, 5, width=16))
+    for row in rows:
+        assert sorted(row[row >= 0].tolist()) == [2, 5, 9]
+
+
+def test_aph_of_variable_sizes_matches_brute_force():
+    ft = fattree.load("ft6x6")
+    rng = np.random.default_rng(5)
+    allocs = [rng.choice(ft.n_nodes, int(rng.integers(1, 40)), replace=False) for _ in range(50)]
+    got = aph.aph_of(ft, allocs)
+    for a, g in zip(allocs, got):
+        n = len(a)
+        expected = _brute_hop_sum(ft, a.tolist()) / (n * (n - 1)) if n > 1 else 0.0
+        assert g == pytest.approx(expected, abs=1e-12)
+
+
+def test_sharded_batch_on_two_cpu_devices():
+    # kernels.md: a batch split across devices gives the same answer. Run in a subprocess so
+    # the forced device count does not leak into this process.
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, numpy as np\n"
+        "from jax.sharding import NamedSharding, PartitionSpec as P\n"
+        "from fattorus import aph, fattree\n"
+        "assert len(jax.devices()) == 2\n"
+        "ft = fattree.load('cab')\n"
+        "rng = np.random.default_rng(0)\n"
+        "a = aph.pad([rng.choice(ft.n_nodes, 100, replace=False) for _ in range(64)], width=256)\n"
+        "mesh = jax.make_mesh((2,), ('b',))\n"
+        "x = jax.device_put(a, NamedSharding(mesh, P('b')))\n"
+        "s = aph.hop_sums(ft, x)\n"
+        "assert np.array_equal(np.asarray(s), np.asarray(aph.hop_sums_pairwise(ft, a)))\n"
+        "print('ok', len(s.sharding.device_set))\n"
+    )
+    env = {**__import__("os").environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("ok 2")
