@@ -1,0 +1,253 @@
+"""Scheduler replay on real traces: against an independent count-based EASY, and invariants.
+
+The invariants are checked from ``jobs.parquet`` alone (written and read back), with the
+test's own arithmetic for leaves and pods, so a bug in the replay's bookkeeping cannot hide
+behind the same bookkeeping.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import easy_reference
+from fattorus import fattree, outputs, policy, replay, workload
+
+TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+DAYS = 30
+
+
+@pytest.fixture(scope="module")
+def atlas():
+    return workload.load(TRACES / "LLNL-Atlas-2006-2.1-cln.swf.gz", cores_per_node=8).jobs
+
+
+@pytest.fixture(scope="module")
+def thunder():
+    return workload.load(TRACES / "LLNL-Thunder-2007-1.1-cln.swf.gz", cores_per_node=4).jobs
+
+
+def _window(jobs, scale, machine_nodes, days=DAYS, start_days=0.0):
+    scaled, _ = workload.scale_nodes(jobs, scale, machine_nodes)
+    return workload.first_days(scaled, days, start_days)
+
+
+# --- policy=to reproduces classic count-based EASY and FCFS exactly ------------------------
+CASES = [
+    ("atlas", "cab", 1, 0.0),
+    ("atlas", "cab", 2, 0.0),
+    ("atlas", "cab", 2, 60.0),
+    ("thunder", "cab", 2, 0.0),
+    ("thunder", "ft6x6", 1, 10.0),  # a small machine: heavy load, long queues
+]
+
+
+@pytest.mark.parametrize("trace, topo, scale, start_days", CASES)
+@pytest.mark.parametrize("sched", ["fcfs", "easy"])
+@pytest.mark.parametrize("pol", ["to", "to_random"])
+def test_to_start_times_equal_count_based_reference(request, trace, topo, scale, start_days, sched, pol):
+    jobs = request.getfixturevalue(trace)
+    ft = fattree.load(topo)
+    days = 5 if topo == "ft6x6" else DAYS
+    prepared, _ = replay.prepare(_window(jobs, scale, ft.n_nodes, days, start_days), ft.n_nodes)
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    got = replay.simulate(*cols, ft, policy.make(pol, ft, seed=3), sched)
+    expected = easy_reference.schedule(*[c.tolist() for c in cols], ft.n_nodes, easy=sched == "easy")
+    assert len(prepared) > 300
+    assert np.array_equal(got.start, np.array(expected, dtype=float))
+    if sched == "easy" and scale == 2:
+        assert got.backfilled.sum() > 0  # the comparison exercised backfilling
+
+
+# --- invariants of every schedule, from jobs.parquet alone ---------------------------------
+def _run_to_parquet(tmp_path, jobs, topo, pol, sched="easy"):
+    ft = fattree.load(topo)
+    result = replay.replay(jobs, ft, pol, sched)
+    outputs.write_run(tmp_path, result.jobs, result.utilization, result.summary)
+    return ft, pl.read_parquet(tmp_path / "jobs.parquet"), pl.read_parquet(tmp_path / "utilization.parquet"), result
+
+
+def _concurrent_pairs(start, end):
+    """All pairs (a, b) of jobs whose [start, end) intervals overlap, by a sweep line."""
+    order = np.argsort(start, kind="stable")
+    active: list[int] = []
+    for j in order:
+        active = [a for a in active if end[a] > start[j]]
+        for a in active:
+            yield a, j
+        if end[j] > start[j]:
+            active.append(j)
+
+
+@pytest.fixture(scope="module", params=[("cab", 2), ("pinot", 3)], ids=["cab-2x", "pinot-3x"])
+def ta_run(request, atlas, tmp_path_factory):
+    topo, scale = request.param
+    ft = fattree.load(topo)
+    jobs = _window(atlas, scale, ft.n_nodes)
+    return _run_to_parquet(tmp_path_factory.mktemp(f"ta-{topo}"), jobs, topo, "ta")
+
+
+def test_ta_schedule_is_interference_free(ta_run):
+    ft, jobs, _, _ = ta_run
+    k, p = ft.nodes_per_leaf, ft.nodes_per_pod
+    allocs = [np.asarray(a) for a in jobs["alloc"].to_list()]
+    leaves = [set((a // k).tolist()) for a in allocs]
+    pods = [set((a // p).tolist()) for a in allocs]
+    start, end = jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()
+    checked = 0
+    for a, b in _concurrent_pairs(start, end):
+        checked += 1
+        leaf_clash = len(leaves[a]) > 1 and len(leaves[b]) > 1 and leaves[a] & leaves[b]
+        pod_clash = len(pods[a]) > 1 and len(pods[b]) > 1 and pods[a] & pods[b]
+        assert not leaf_clash and not pod_clash, (jobs["job_id"][a], jobs["job_id"][b])
+    assert checked > 1000
+    # T3 jobs exist in these scaled workloads, so the pod rule was exercised.
+    assert (jobs["job_type"] == "T3").sum() > 0
+
+
+def test_ta_aph_bounds_by_job_type(ta_run):
+    ft, jobs, _, _ = ta_run
+    t1 = jobs.filter(pl.col("job_type") == "T1")
+    t2 = jobs.filter(pl.col("job_type") == "T2")
+    assert len(t1) > 0 and len(t2) > 0
+    assert (t1["aph"] == 0).all()
+    assert (t2["aph"] <= 2).all()
+    # The aph column itself, recomputed from alloc by the definition (sample of jobs).
+    k, p = ft.nodes_per_leaf, ft.nodes_per_pod
+    for row in jobs.sample(200, seed=1).iter_rows(named=True):
+        a = np.asarray(row["alloc"])
+        n = len(a)
+        same_leaf = (a[:, None] // k) == (a[None, :] // k)
+        same_pod = (a[:, None] // p) == (a[None, :] // p)
+        hops = np.where(same_leaf, 0, np.where(same_pod, 2, 4)).sum()
+        assert row["aph"] == pytest.approx(hops / (n * (n - 1)) if n > 1 else 0.0)
+
+
+@pytest.mark.parametrize("pol", ["to", "to_random", "ta", "tree_bestfit"])
+@pytest.mark.parametrize("sched", ["fcfs", "easy"])
+def test_no_node_shared_and_utilization_at_most_one(tmp_path, atlas, pol, sched):
+    ft = fattree.load("cab")
+    jobs = _window(atlas, 2, ft.n_nodes)
+    _, out, util, result = _run_to_parquet(tmp_path, jobs, "cab", pol, sched)
+    allocs = [np.asarray(a) for a in out["alloc"].to_list()]
+    nodes = out["nodes"].to_numpy()
+    start, end, submit = out["start_s"].to_numpy(), out["end_s"].to_numpy(), out["submit_s"].to_numpy()
+    assert all(len(a) == n and len(set(a.tolist())) == n for a, n in zip(allocs, nodes))
+    assert all(a.min() >= 0 and a.max() < ft.n_nodes for a in allocs)
+    assert (start >= submit).all()
+    for a, b in _concurrent_pairs(start, end):
+        assert not set(allocs[a].tolist()) & set(allocs[b].tolist())
+    # Utilization never exceeds 1, and its samples equal an independent recount.
+    assert util["utilization"].max() <= 1.0
+    t = util["t_s"].to_numpy()
+    for i in np.linspace(0, len(t) - 1, 50).astype(int):
+        busy = nodes[(start <= t[i]) & (end > t[i])].sum()
+        assert util["busy_nodes"][int(i)] == busy
+    # Every read job is replayed or skipped with a reason.
+    counts = result.summary["counts"]
+    assert counts["read"] == counts["replayed"] + sum(counts["skipped"].values())
+    if sched == "fcfs":  # FCFS never lets a later job start before an earlier one
+        assert (np.diff(start) >= 0).all()
+
+
+@pytest.mark.parametrize("pol", ["to", "ta", "tree_bestfit"])
+@pytest.mark.parametrize("topo, scale", [("cab", 2), ("pinot", 3)])
+def test_backfill_never_delays_the_reserved_head(atlas, pol, topo, scale):
+    ft = fattree.load(topo)
+    result = replay.replay(_window(atlas, scale, ft.n_nodes), ft, pol, "easy")
+    jobs = result.jobs.filter(pl.col("shadow_s").is_not_nan())
+    assert len(jobs) > 20 and result.jobs["backfilled"].sum() > 20
+    # Each blocked head started no later than the earliest shadow time computed for it.
+    assert (jobs["start_s"] <= jobs["shadow_s"]).all()
+
+
+# --- a hand-worked EASY example on the paper's radix-6 machine -----------------------------
+def test_easy_with_ta_hand_worked_example_on_ft6():
+    """Six jobs on ft6 (18 nodes, 3 per leaf, 9 per pod), worked out by hand:
+
+    t=0  A (9 nodes, T2) -> pod 0, nodes 0-8; B (6, T2) -> pod 1, leaves 3-4, nodes 9-14.
+    t=1  C (12, T3) blocked: only leaf 5 is free of T2. Shadow 100 (A's end), R = 0-11.
+         D (2, T1, long) avoids R: leaf 5, nodes 15-16 (backfilled).
+         E (3, T1, long): no leaf outside R has 3 free -> waits.
+         F (4, T2, short): no pod has 4 free nodes on leaves without T2 -> waits.
+    t=50 B ends. C still blocked (pod 0 holds A). Shadow 100, R = 0-11.
+         E avoids R: leaf 4, nodes 12-14. F ends by the shadow (50 + 30 <= 100): leaves
+         without T2/T3 in pod 1 are leaf 3 (3 free) and leaf 5 (1 free) -> 9, 10, 11, 17.
+    t=100 A ends; C gets pod 0 (9 available) then leaf 3 of pod 1: nodes 0-11, at its shadow.
+    """
+    ft = fattree.load("ft6")
+    jobs = pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 4, 5, 6],
+            "submit_s": [0.0, 0.0, 1.0, 1.0, 1.0, 1.0],
+            "runtime_s": [100.0, 50.0, 10.0, 200.0, 200.0, 30.0],
+            "requested_s": [100.0, 50.0, 100.0, 200.0, 200.0, 30.0],
+            "nodes": pl.Series([9, 6, 12, 2, 3, 4], dtype=pl.Int32),
+            "status": pl.Series([1] * 6, dtype=pl.Int32),
+        }
+    )
+    out = replay.replay(jobs, ft, "ta", "easy").jobs
+    rows = {r["job_id"]: r for r in out.iter_rows(named=True)}
+    expect = {
+        1: (0.0, list(range(0, 9))),
+        2: (0.0, list(range(9, 15))),
+        3: (100.0, list(range(0, 12))),
+        4: (1.0, [15, 16]),
+        5: (50.0, [12, 13, 14]),
+        6: (50.0, [9, 10, 11, 17]),
+    }
+    for job_id, (start, nodes) in expect.items():
+        assert rows[job_id]["start_s"] == start, job_id
+        assert sorted(rows[job_id]["alloc"]) == nodes, job_id
+    assert rows[3]["shadow_s"] == 100.0
+    assert [rows[j]["backfilled"] for j in (4, 5, 6)] == [True, True, True]
+
+
+def test_skip_reasons_are_counted(tmp_path):
+    ft = fattree.load("ft6")
+    jobs = pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 4, 5, 6],
+            "submit_s": [0.0] * 6,
+            "runtime_s": [10.0, None, -1.0, 10.0, 10.0, 10.0],
+            "requested_s": [None] * 6,
+            "nodes": pl.Series([2, 2, 2, None, 0, 19], dtype=pl.Int32),
+            "status": pl.Series([1, 5, 1, 1, 1, 1], dtype=pl.Int32),
+        },
+        schema_overrides={"requested_s": pl.Float64},
+    )
+    result = replay.replay(jobs, ft, "ta", "easy", extra_skips={"dropped_by_scaling": 2})
+    counts = result.summary["counts"]
+    assert counts["replayed"] == 1 and counts["read"] == 8
+    assert counts["skipped"] == {
+        "cancelled_before_start": 1,
+        "bad_nodes": 2,
+        "bad_runtime": 1,
+        "too_large": 1,
+        "dropped_by_scaling": 2,
+    }
+    # estimate falls back to the runtime when no walltime was requested
+    assert result.jobs["estimate_s"].to_list() == [10.0]
+
+
+def test_same_seed_same_schedule_and_seed_matters_for_to_random(atlas):
+    ft = fattree.load("cab")
+    jobs = _window(atlas, 1, ft.n_nodes, days=5)
+    a = replay.replay(jobs, ft, "to_random", seed=1).jobs
+    b = replay.replay(jobs, ft, "to_random", seed=1).jobs
+    c = replay.replay(jobs, ft, "to_random", seed=2).jobs
+    assert a["alloc"].to_list() == b["alloc"].to_list()
+    assert a["alloc"].to_list() != c["alloc"].to_list()
+
+
+def test_speedup_runtimes_shorten_runs_but_not_estimates(atlas):
+    ft = fattree.load("cab")
+    jobs = workload.with_estimate(_window(atlas, 1, ft.n_nodes, days=5))
+    base = replay.replay(jobs, ft, "ta")
+    rt = jobs["runtime_s"].to_numpy() * 0.5
+    fast = replay.replay(jobs, ft, "ta", runtime_s=rt)
+    assert fast.jobs["estimate_s"].to_list() == base.jobs["estimate_s"].to_list()
+    np.testing.assert_allclose(fast.jobs["runtime_s"].to_numpy(), base.jobs["runtime_s"].to_numpy() * 0.5)
