@@ -54,7 +54,7 @@ def link_loads(route_ids: jax.Array, nbytes: jax.Array, n_links: int, dtype=jnp.
 @partial(jax.jit, static_argnums=0, static_argnames=("dtype",))
 def flow_link_loads(ft: FatTree, src: jax.Array, dst: jax.Array, nbytes: jax.Array, dtype=jnp.float32) -> jax.Array:
     """Loads ``(n_links,)`` of flows between node ids ``src -> dst`` (``(F,)``; -1 pads)."""
-    return link_loads(routing.routes(ft, src, dst), nbytes, routing.n_links(ft), dtype)
+    return link_loads(routing.routes(ft, src, dst), nbytes, n_links=routing.n_links(ft), dtype=dtype)
 
 
 @partial(jax.jit, static_argnums=0, static_argnames=("dtype",))
@@ -70,7 +70,7 @@ def job_link_loads(
     def node(rank):
         return jnp.where(rank >= 0, alloc[jnp.maximum(rank, 0)], -1)
 
-    return flow_link_loads(ft, node(src_rank), node(dst_rank), nbytes, dtype)
+    return flow_link_loads(ft, node(src_rank), node(dst_rank), nbytes, dtype=dtype)
 
 
 # Summaries ----------------------------------------------------------------------------------

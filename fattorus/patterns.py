@@ -14,7 +14,8 @@ Ranks map to a job's nodes in allocation order (:func:`to_nodes`): rank ``i`` ru
 ``alloc[i]``, one rank per node.
 
 Random draws use ``jax.random`` keys and are vectorised over ranks; the variable-length
-output is assembled with NumPy.
+output is assembled with NumPy. Draws are made on shapes padded to a power of two and then
+cut, so that jobs of many sizes share a few compiled samplers.
 """
 
 from __future__ import annotations
@@ -149,10 +150,26 @@ def _first_unique(cand: np.ndarray, self_rank: np.ndarray) -> np.ndarray:
     return ~dup & (cand != self_rank[:, None])
 
 
+def _uniform(key: jax.Array, rows: int, cols: int | None = None) -> np.ndarray:
+    """Uniform ``[0, 1)`` float64 draws of shape ``(rows,)`` or ``(rows, cols)``.
+
+    Drawn as one flat vector whose length is padded to a power of two (at least 1024), then
+    cut and reshaped, so that jobs of many sizes share a few compiled samplers.
+    """
+    size = rows * (1 if cols is None else cols)
+    flat = np.asarray(jax.random.uniform(key, (max(1024, 1 << max(size - 1, 0).bit_length()),)), np.float64)
+    return flat[:size].reshape((rows,) if cols is None else (rows, cols))
+
+
+def _randint(key: jax.Array, lo: int, hi: int, rows: int, cols: int | None = None) -> np.ndarray:
+    """Uniform integers in ``[lo, hi]`` (inclusive)."""
+    return np.minimum(lo + np.floor(_uniform(key, rows, cols) * (hi - lo + 1)), hi).astype(np.int64)
+
+
 def _counts(key: jax.Array, n: int, lo: int, hi: int) -> np.ndarray:
     if not 1 <= lo <= hi:
         raise ValueError(f"neighbour counts need 1 <= min <= max, got {lo}, {hi}")
-    return np.asarray(jax.random.randint(key, (n,), lo, hi + 1))
+    return _randint(key, lo, hi, n)
 
 
 def _take_first(cand: np.ndarray, valid: np.ndarray, counts: np.ndarray, nbytes: float) -> Traffic:
@@ -170,13 +187,15 @@ def unstructured_mesh(
     min_neighbours: int = 6,
     max_neighbours: int = 27,
     radius: int = 2,
+    locality: float = 4.0,
 ) -> Traffic:
     """Unstructured near-neighbour exchange on a near-cubic periodic 3D process grid.
 
     Each rank draws a neighbour count uniformly in ``[min_neighbours, max_neighbours]`` and
     picks that many distinct ranks, without replacement, among the offsets of the
     ``(2 radius + 1)^3`` box around it, favouring near ones: offset ``o`` has weight
-    ``1 / |o|^2`` (Gumbel top-k sampling). Counts are capped by the distinct ranks available
+    ``|o|^-locality`` (Gumbel top-k sampling; with the defaults about 80% of the weight is on
+    the 26 offsets of the ``3^3`` box). Counts are capped by the distinct ranks available
     on small grids. Each rank sends ``nbytes`` to each of its neighbours (directed: ``j``
     being ``i``'s neighbour does not make ``i`` one of ``j``'s).
     """
@@ -194,8 +213,8 @@ def unstructured_mesh(
     offsets, dist2 = offsets[order], dist2[order]
     cand = _neighbour_ranks(dims, offsets)  # (n, m)
     valid = _first_unique(cand, np.arange(n))
-    gumbel = np.asarray(jax.random.gumbel(k_pick, cand.shape))
-    score = np.where(valid, -np.log(dist2)[None, :] + gumbel, -np.inf)
+    gumbel = -np.log(-np.log(np.maximum(_uniform(k_pick, *cand.shape), np.finfo(np.float32).tiny)))
+    score = np.where(valid, -0.5 * locality * np.log(dist2)[None, :] + gumbel, -np.inf)
     by_score = np.argsort(-score, axis=1, kind="stable")
     cand = np.take_along_axis(cand, by_score, axis=1)
     valid = np.take_along_axis(valid, by_score, axis=1)
@@ -225,10 +244,10 @@ def spread(
     ranks = np.arange(n)
     if n - 1 <= m:
         offsets = np.arange(1, n)
-        keys = np.asarray(jax.random.uniform(k_pick, (n, n - 1)))
+        keys = _uniform(k_pick, n, n - 1)
         offsets = offsets[np.argsort(keys, axis=1)]
     else:
-        offsets = np.asarray(jax.random.randint(k_pick, (n, m), 1, n))
+        offsets = _randint(k_pick, 1, n - 1, n, m)
     cand = (ranks[:, None] + offsets) % n
     valid = _first_unique(cand, ranks)
     return _take_first(cand, valid, counts, nbytes)
@@ -243,7 +262,7 @@ def random_pairs(key: jax.Array, n: int, nbytes: float = 1 * MiB) -> Traffic:
     n = _check_n(n)
     if n < 2:
         return _empty()
-    perm = np.asarray(jax.random.permutation(key, n))[: n - n % 2].reshape(-1, 2)
+    perm = np.argsort(_uniform(key, n), kind="stable")[: n - n % 2].reshape(-1, 2)
     src = np.concatenate([perm[:, 0], perm[:, 1]])
     dst = np.concatenate([perm[:, 1], perm[:, 0]])
     return _traffic(src, dst, nbytes)

@@ -1,0 +1,334 @@
+"""Link loads and interference: hand-worked Figure 2 example, references, CLI, replay check.
+
+Figure 2 of the fat-tree paper (radix 6, ``ft6``: 3 nodes per leaf, 3 leaves and 3 L2 per
+pod, 2 pods, 6 cores, so ``C = 2`` cores per L2), 0-based node ids: red {1, 4}, blue
+{2, 3, 5, 10, 11}, yellow {7, 13, 14}; every node of a job sends one unit to every other
+node of the job. D-mod-k: destination ``d`` uses L2 index ``d mod 3`` and core
+``(d mod 3) * 2 + (d // 3) mod 2``.
+
+Worked by hand (``leafX`` global leaf, ``L2(p,s)``, ``cY`` core):
+
+red   1->4:  leaf0->L2(0,1)->leaf1          4->1: leaf1->L2(0,1)->leaf0
+blue  (keys: 2 -> s2,c4; 3 -> s0,c1; 5 -> s2,c5; 10 -> s1,c3; 11 -> s2,c5)
+      2->3 leaf0->L2(0,0)->leaf1            2->5 leaf0->L2(0,2)->leaf1
+      3->2, 5->2 leaf1->L2(0,2)->leaf0      3<->5, 10<->11 stay on their leaf
+      2->10, 3->10, 5->10: leafS->L2(0,1)->c3->L2(1,1)->leaf3
+      2->11, 3->11, 5->11: leafS->L2(0,2)->c5->L2(1,2)->leaf3
+      10->2, 11->2: leaf3->L2(1,2)->c4->L2(0,2)->leaf0
+      10->3, 11->3: leaf3->L2(1,0)->c1->L2(0,0)->leaf1
+      10->5, 11->5: leaf3->L2(1,2)->c5->L2(0,2)->leaf1
+yellow (keys: 7 -> s1,c2; 13 -> s1,c2; 14 -> s2,c4)
+      7->13: leaf2->L2(0,1)->c2->L2(1,1)->leaf4   7->14: leaf2->L2(0,2)->c4->L2(1,2)->leaf4
+      13->7, 14->7: leaf4->L2(1,1)->c2->L2(0,1)->leaf2
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import polars as pl
+import pytest
+
+from fattorus import fattree, interference, linkload, patterns, routing
+from fattorus.fattree import FatTree
+
+RED, BLUE, YELLOW = [1, 4], [2, 3, 5, 10, 11], [7, 13, 14]
+
+
+class Names:
+    """Link ids from readable endpoint names, through the documented vertex numbering."""
+
+    def __init__(self, ft: FatTree):
+        self.ft = ft
+        meta = routing.links(ft)
+        self.ids = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(meta.src, meta.dst))}
+        N, S = ft.n_nodes, ft.l2_per_pod
+        self.v = {}
+        for n in range(N):
+            self.v[f"n{n}"] = n
+        for leaf in range(ft.n_leaves):
+            self.v[f"leaf{leaf}"] = N + leaf
+        for pod in range(ft.pods):
+            for s in range(S):
+                self.v[f"L2({pod},{s})"] = N + ft.n_leaves + pod * S + s
+        for c in range(ft.n_cores):
+            self.v[f"c{c}"] = N + ft.n_leaves + ft.pods * S + c
+
+    def __call__(self, a: str, b: str) -> int:
+        return self.ids[(self.v[a], self.v[b])]
+
+    def vector(self, expected: dict[tuple[str, str], float]) -> np.ndarray:
+        out = np.zeros(routing.n_links(self.ft))
+        for (a, b), x in expected.items():
+            out[self(a, b)] += x
+        return out
+
+
+def node_links(nodes, per_node):
+    out = {}
+    for n in nodes:
+        leaf = f"leaf{n // 3}"
+        out[(f"n{n}", leaf)] = per_node
+        out[(leaf, f"n{n}")] = per_node
+    return out
+
+
+RED_LOADS = {
+    ("leaf0", "L2(0,1)"): 1, ("L2(0,1)", "leaf1"): 1, ("leaf1", "L2(0,1)"): 1, ("L2(0,1)", "leaf0"): 1,
+    **node_links(RED, 1),
+}
+BLUE_LOADS = {
+    # leaf -> L2 (16 flows leave their leaf)
+    ("leaf0", "L2(0,0)"): 1, ("leaf0", "L2(0,1)"): 1, ("leaf0", "L2(0,2)"): 2,
+    ("leaf1", "L2(0,1)"): 2, ("leaf1", "L2(0,2)"): 4,
+    ("leaf3", "L2(1,0)"): 2, ("leaf3", "L2(1,2)"): 4,
+    # L2 -> leaf
+    ("L2(0,0)", "leaf1"): 3, ("L2(0,2)", "leaf1"): 3, ("L2(0,2)", "leaf0"): 4,
+    ("L2(1,1)", "leaf3"): 3, ("L2(1,2)", "leaf3"): 3,
+    # L2 -> core (12 cross-pod flows)
+    ("L2(0,1)", "c3"): 3, ("L2(0,2)", "c5"): 3, ("L2(1,2)", "c4"): 2, ("L2(1,0)", "c1"): 2, ("L2(1,2)", "c5"): 2,
+    # core -> L2
+    ("c3", "L2(1,1)"): 3, ("c5", "L2(1,2)"): 3, ("c4", "L2(0,2)"): 2, ("c1", "L2(0,0)"): 2, ("c5", "L2(0,2)"): 2,
+    **node_links(BLUE, 4),
+}
+YELLOW_LOADS = {
+    ("leaf2", "L2(0,1)"): 1, ("leaf2", "L2(0,2)"): 1, ("leaf4", "L2(1,1)"): 2,
+    ("L2(1,1)", "leaf4"): 1, ("L2(1,2)", "leaf4"): 1, ("L2(0,1)", "leaf2"): 2,
+    ("L2(0,1)", "c2"): 1, ("L2(0,2)", "c4"): 1, ("L2(1,1)", "c2"): 2,
+    ("c2", "L2(1,1)"): 1, ("c4", "L2(1,2)"): 1, ("c2", "L2(0,1)"): 2,
+    **node_links(YELLOW, 2),
+}
+
+
+def a2a_loads(ft: FatTree, nodes: list[int]) -> np.ndarray:
+    src, dst, nbytes = patterns.to_nodes(nodes, patterns.all_to_all(None, len(nodes), nbytes=1.0))
+    return np.asarray(linkload.flow_link_loads(ft, src, dst, nbytes))
+
+
+@pytest.fixture(scope="module")
+def ft6():
+    return fattree.load("ft6")
+
+
+@pytest.fixture(scope="module")
+def fig2(ft6):
+    return np.stack([a2a_loads(ft6, job) for job in (RED, BLUE, YELLOW)])
+
+
+def test_figure2_link_loads_by_hand(ft6, fig2):
+    names = Names(ft6)
+    for got, expected in zip(fig2, (RED_LOADS, BLUE_LOADS, YELLOW_LOADS)):
+        np.testing.assert_array_equal(got, names.vector(expected))
+
+
+def test_figure2_interference(ft6, fig2):
+    names = Names(ft6)
+    res = linkload.interference(ft6, jnp.asarray(fig2))
+    shared = set(np.flatnonzero(np.asarray(res.shared)).tolist())
+    # Red and blue share the two L1->L2 links leaf0->L2(0,1) and leaf1->L2(0,1).
+    assert shared == {names("leaf0", "L2(0,1)"), names("leaf1", "L2(0,1)")}
+    np.testing.assert_array_equal(res.shared_links, [2, 2, 0])
+    np.testing.assert_array_equal(res.shared_by_level, [[0, 2, 0], [0, 2, 0], [0, 0, 0]])
+    # Inter-switch links used: red 4; blue 7 + 5 leaf--L2 and 5 + 5 L2--core = 22; yellow 12.
+    np.testing.assert_array_equal(res.links_used, [4, 22, 12])
+    # Red: 2 of its 4 link-units are on shared links; blue: 1 + 2 of 16 + 16 + 12 + 12 = 56.
+    np.testing.assert_allclose(res.shared_share, [0.5, 3 / 56, 0.0], rtol=1e-6)
+    pair = np.asarray(linkload.shared_pairs(ft6, jnp.asarray(fig2)))
+    np.testing.assert_array_equal(pair, [[4, 2, 0], [2, 22, 0], [0, 0, 12]])
+    # With node--leaf links counted too nothing more is shared (nodes belong to one job).
+    res0 = linkload.interference(ft6, jnp.asarray(fig2), min_level=0)
+    np.testing.assert_array_equal(res0.shared_links, [2, 2, 0])
+    np.testing.assert_array_equal(res0.links_used, [4 + 4, 22 + 10, 12 + 6])
+
+
+def test_figure2_blue_yellow_share_l2_core_links_with_one_core_per_l2():
+    # On ft6 as configured (6 cores, C = 2) D-mod-k sends blue's and yellow's cross-pod
+    # flows through different cores (above: blue c1, c3, c4, c5 vs yellow c2, c4 from the
+    # other pod), so they share no link. The paper's text says they *can* meet on L2--L3
+    # links; with one core per L2 index (3 cores, C = 1) the core is the destination's
+    # L2 index alone, and by hand: blue 2,3,5->10 and yellow 7->13 both take
+    # L2(0,1)->c1->L2(1,1); blue 2,3,5->11 and yellow 7->14 both take L2(0,2)->c2->L2(1,2).
+    ft = FatTree(name="ft6_c3", radix=6, nodes_per_leaf=3, leaves_per_pod=3, pods=2, up_ports=3, core_switches=3)
+    names = Names(ft)
+    loads = np.stack([a2a_loads(ft, job) for job in (RED, BLUE, YELLOW)])
+    res = linkload.interference(ft, jnp.asarray(loads))
+    expected = {names("L2(0,1)", "c1"), names("c1", "L2(1,1)"), names("L2(0,2)", "c2"), names("c2", "L2(1,2)"),
+                names("leaf0", "L2(0,1)"), names("leaf1", "L2(0,1)")}
+    assert set(np.flatnonzero(np.asarray(res.shared)).tolist()) == expected
+    np.testing.assert_array_equal(res.shared_by_level, [[0, 2, 0], [0, 2, 4], [0, 0, 4]])
+    assert loads[1, names("L2(0,1)", "c1")] == 3 and loads[2, names("L2(0,1)", "c1")] == 1
+
+
+def test_link_loads_against_python_loop():
+    ft = fattree.load("ft6_tapered")
+    rng = np.random.default_rng(0)
+    src = rng.integers(-1, ft.n_nodes, 500)
+    dst = rng.integers(0, ft.n_nodes, 500)
+    nbytes = rng.integers(1, 1000, 500).astype(np.float32)
+    r = np.asarray(routing.routes(ft, src, dst))
+    expected = np.zeros(routing.n_links(ft))
+    for row, b in zip(r, nbytes):
+        for link in row:
+            if link >= 0:
+                expected[link] += b
+    got = np.asarray(linkload.link_loads(jnp.asarray(r), jnp.asarray(nbytes), routing.n_links(ft)))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    # Conservation: every valid flow puts its bytes on (hops + 2) links.
+    valid = (src >= 0) & (src != dst)
+    hops = np.asarray(fattree.hops(ft, src, dst))
+    assert np.isclose(got.sum(), float((nbytes * (hops + 2))[valid].sum()), rtol=1e-6)
+
+
+def test_job_link_loads_vmaps_over_padded_jobs(ft6, fig2):
+    allocs = jnp.asarray([[1, 4, -1, -1, -1], [2, 3, 5, 10, 11], [7, 13, 14, -1, -1]], jnp.int32)
+    flows = []
+    for job in (RED, BLUE, YELLOW):
+        t = patterns.all_to_all(None, len(job), nbytes=1.0)
+        pad = 20 - t.n_flows
+        flows.append((np.pad(t.src, (0, pad), constant_values=-1), np.pad(t.dst, (0, pad), constant_values=-1),
+                      np.pad(t.nbytes, (0, pad), constant_values=99.0)))
+    src, dst, nb = (jnp.asarray(np.stack(x)) for x in zip(*flows))
+    batched = jax.vmap(linkload.job_link_loads, in_axes=(None, 0, 0, 0, 0))(ft6, allocs, src, dst, nb)
+    np.testing.assert_array_equal(np.asarray(batched), fig2)
+
+
+def test_level_stats_by_hand(ft6, fig2):
+    blue = fig2[1]
+    s = linkload.summarize(ft6, blue, quantiles=(0.5,))
+    # Level 1 (leaf--L2, 36 links): loads 1,1,2,2,4,2,4 up and 3,3,4,3,3 down, sum 32.
+    assert s["leaf-L2"]["max"] == 4 and s["leaf-L2"]["used"] == 12
+    assert s["leaf-L2"]["mean"] == pytest.approx(32 / 36)
+    assert s["leaf-L2"]["p50"] == 0
+    # Level 2 (L2--core, 2 pods x 3 L2 x 2 cores x 2 directions = 24 links): sum 24, max 3.
+    assert s["L2-core"]["max"] == 3 and s["L2-core"]["used"] == 10
+    assert s["L2-core"]["mean"] == pytest.approx(1.0)
+    # Level 0 (36 node links): 5 nodes x 4 up + 4 down = 40.
+    assert s["node-leaf"]["mean"] == pytest.approx(40 / 36) and s["node-leaf"]["used"] == 10
+    batch = jax.vmap(lambda x: linkload.level_stats(ft6, x))(jnp.asarray(fig2))
+    assert batch.shape == (3, 3, 3 + len(linkload.QUANTILES))
+
+
+# Command line ---------------------------------------------------------------------------------
+def write_run(tmp: Path, topo: str, jobs: list[tuple[int, float, float, list[int]]]) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(
+        {
+            "job_id": [j[0] for j in jobs],
+            "start_s": [j[1] for j in jobs],
+            "end_s": [j[2] for j in jobs],
+            "nodes": [len(j[3]) for j in jobs],
+            "job_type": ["T2"] * len(jobs),
+            "alloc": pl.Series([np.asarray(j[3], np.int32) for j in jobs], dtype=pl.List(pl.Int32)),
+        },
+        schema_overrides={"job_id": pl.Int64, "nodes": pl.Int32},
+    ).write_parquet(tmp / "jobs.parquet")
+    (tmp / "summary.json").write_text(json.dumps({"schema": 1, "config": {"topo": topo}}))
+    return tmp
+
+
+def test_cli_figure2(tmp_path, capsys):
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 100.0, RED), (2, 0.0, 100.0, BLUE), (3, 0.0, 100.0, YELLOW)])
+    assert interference.main([str(run), "--pattern-mix", "all_to_all", "--instants", "3", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "jobs exposed at least once: 2/3" in out
+    table = pl.read_parquet(run / "interference.parquet").sort(["instant", "job_id"])
+    assert table.height == 9 and set(table["pattern"]) == {"all_to_all"}
+    first = table.filter(pl.col("instant") == 0)
+    assert first["shared_links"].to_list() == [2, 2, 0]
+    assert first["shared_leaf_l2"].to_list() == [2, 2, 0] and first["shared_l2_core"].to_list() == [0, 0, 0]
+    assert first["exposed"].to_list() == [True, True, False]
+    assert first["instant_shared_leaf_l2"].to_list() == [2, 2, 2]
+    assert first["flows"].to_list() == [2, 20, 6]
+    assert not list(run.glob(".*tmp*"))
+
+
+def test_cli_only_counts_running_jobs(tmp_path):
+    # Red and blue never overlap in time: nobody is exposed.
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 10.0, RED), (2, 10.0, 20.0, BLUE)])
+    assert interference.main([str(run), "--pattern-mix", "all_to_all=2,stencil2d=1", "--instants", "5"]) == 0
+    table = pl.read_parquet(run / "interference.parquet")
+    assert table.height == 5 and table["running_jobs"].max() == 1 and not table["exposed"].any()
+
+
+def test_cli_errors(tmp_path, capsys):
+    assert interference.main([str(tmp_path / "missing")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert interference.main([str(tmp_path / "empty")]) == 2
+    assert "summary.json: missing" in capsys.readouterr().err
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 1.0, [0, 40])])
+    assert interference.main([str(run)]) == 2
+    assert "beyond" in capsys.readouterr().err
+    run = write_run(tmp_path / "run2", "nope", [(1, 0.0, 1.0, [0, 1])])
+    assert interference.main([str(run)]) == 2
+    assert "unknown topology" in capsys.readouterr().err
+    run = write_run(tmp_path / "run3", "ft6", [(1, 0.0, 1.0, [0, 1])])
+    assert interference.main([str(run), "--pattern-mix", "bogus=1"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown pattern" in err and err.count("\n") == 1
+
+
+# Replay: topology-aware schedules are interference-free ----------------------------------------
+def read_swf(path: Path, n: int, skip: int) -> pl.DataFrame:
+    """First ``n`` usable jobs after ``skip`` of a Standard Workload Format trace (hand parser)."""
+    rows = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            if line.startswith(";") or not line.strip():
+                continue
+            v = line.split()
+            job, submit, runtime, procs, req_procs, req_time = (float(v[i]) for i in (0, 1, 3, 4, 7, 8))
+            procs = procs if procs > 0 else req_procs
+            if runtime > 0 and procs > 0:
+                rows.append((int(job), submit, runtime, int(procs), req_time if req_time > 0 else None))
+    rows = rows[skip: skip + n]
+    t0 = rows[0][1]
+    return pl.DataFrame(
+        {
+            "job_id": [r[0] for r in rows],
+            "submit_s": [r[1] - t0 for r in rows],
+            "runtime_s": [r[2] for r in rows],
+            "nodes": [r[3] for r in rows],
+            "requested_s": [r[4] for r in rows],
+        },
+        schema_overrides={"job_id": pl.Int64, "nodes": pl.Int64, "requested_s": pl.Float64},
+    )
+
+
+TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+if not TRACE.exists():
+    TRACE = Path("/work/shared/traces/KTH-SP2-1996-2.1-cln.swf.gz")
+
+
+def max_jobs_per_link(ft: FatTree, jobs: pl.DataFrame) -> int:
+    """Largest number of concurrently running jobs whose ``spread`` traffic shares one link."""
+    key = jax.random.PRNGKey(0)
+    start = jobs["start_s"].to_numpy()
+    end = jobs["end_s"].to_numpy()
+    allocs = [np.asarray(a, np.int32) for a in jobs["alloc"].to_list()]
+    loads = [interference.job_loads(ft, a, patterns.spread(jax.random.fold_in(key, i), len(a)))
+             for i, a in enumerate(allocs)]
+    worst = 0
+    for t in np.unique(start):  # the running set only grows at starts
+        running = np.flatnonzero((start <= t) & (t < end))
+        res = interference.exposure(ft, [loads[j] for j in running])
+        worst = max(worst, int(res.jobs_on_link.max()))
+    return worst
+
+
+@pytest.mark.skipif(not TRACE.exists(), reason="KTH-SP2 trace not available")
+def test_replay_ta_is_interference_free_and_to_is_not():
+    replay = pytest.importorskip("fattorus.replay")
+    # KTH-SP2: 100 one-processor nodes; a radix-8 tree with 4 nodes per leaf, 4 leaves per
+    # pod and 8 pods has 128 nodes (C = 8 cores / 4 L2 = 2 cores per L2).
+    ft = FatTree(name="ft8", radix=8, nodes_per_leaf=4, leaves_per_pod=4, pods=8, up_ports=4, core_switches=8)
+    jobs = read_swf(TRACE, n=250, skip=5000)
+    ta = replay.replay(jobs, ft, "ta", "easy").jobs
+    to = replay.replay(jobs, ft, "to", "easy").jobs
+    assert max_jobs_per_link(ft, ta) == 1
+    assert max_jobs_per_link(ft, to) >= 2

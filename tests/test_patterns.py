@@ -1,0 +1,178 @@
+"""Communication patterns: neighbour counts, symmetry, locality, byte totals, determinism."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import jax
+import numpy as np
+import pytest
+
+from fattorus import patterns as P
+
+KEY = jax.random.PRNGKey(7)
+
+
+def pairs(t: P.Traffic) -> list[tuple[int, int]]:
+    return list(zip(t.src.tolist(), t.dst.tolist()))
+
+
+def coords_of(rank: int, dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major coordinates, computed by hand (last axis fastest)."""
+    out = []
+    for d in reversed(dims):
+        rank, c = divmod(rank, d)
+        out.append(c)
+    return tuple(reversed(out))
+
+
+@pytest.mark.parametrize(
+    "n, ndim, expected",
+    [(4096, 4, (8, 8, 8, 8)), (100, 3, (5, 5, 4)), (64, 3, (4, 4, 4)), (97, 2, (97, 1)), (12, 2, (4, 3)), (1, 3, (1, 1, 1))],
+)
+def test_grid_dims(n, ndim, expected):
+    assert P.grid_dims(n, ndim) == expected
+
+
+@pytest.mark.parametrize("fn, ndim, n, nbytes", [
+    (P.stencil2d, 2, 36, 64 * 1024),
+    (P.stencil3d, 3, 60, 256 * 1024),
+    (P.stencil4d, 4, 81, 4 * 1024 * 1024),
+    (P.stencil4d, 4, 256, 4 * 1024 * 1024),
+])
+def test_stencils(fn, ndim, n, nbytes):
+    t = fn(None, n)
+    dims = P.grid_dims(n, ndim)
+    assert all(d >= 3 for d in dims), "test sizes chosen so that +1 and -1 neighbours differ"
+    # 2 * ndim distinct neighbours per rank.
+    assert t.n_flows == 2 * ndim * n
+    per_rank = Counter(t.src.tolist())
+    assert set(per_rank.values()) == {2 * ndim}
+    assert len(set(pairs(t))) == t.n_flows
+    # Symmetric.
+    assert set(pairs(t)) == {(b, a) for a, b in pairs(t)}
+    # Each neighbour differs in exactly one coordinate by +-1 (periodic).
+    for a, b in pairs(t):
+        ca, cb = coords_of(a, dims), coords_of(b, dims)
+        diffs = [((y - x) % d) for x, y, d in zip(ca, cb, dims)]
+        nonzero = [x for x in diffs if x != 0]
+        assert len(nonzero) == 1 and nonzero[0] in (1, dims[diffs.index(nonzero[0])] - 1)
+    # Bytes.
+    assert np.all(t.nbytes == nbytes)
+    assert t.total_bytes == 2 * ndim * n * nbytes
+
+
+def test_stencil_small_extents():
+    # n = 2 on a 2D grid: dims (2, 1); the +-1 neighbours along the extent-2 axis are the
+    # same rank (two messages), along the extent-1 axis the rank itself (dropped).
+    t = P.stencil2d(None, 2)
+    assert sorted(pairs(t)) == [(0, 1), (0, 1), (1, 0), (1, 0)]
+    assert P.stencil4d(None, 1).n_flows == 0
+    assert P.stencil2d(None, 0).n_flows == 0
+
+
+def test_all_to_all():
+    t = P.all_to_all(None, 9, nbytes=10.0)
+    assert sorted(pairs(t)) == [(a, b) for a in range(9) for b in range(9) if a != b]
+    assert t.total_bytes == 9 * 8 * 10.0
+
+
+@pytest.mark.parametrize("strided", [False, True])
+def test_subcomm_a2a(strided):
+    n, group = 100, 16
+    t = P.subcomm_a2a(None, n, group=group, strided=strided)
+    rows = -(-n // group)  # 7 communicators of up to 16 ranks
+    comm = (lambda r: r % rows) if strided else (lambda r: r // group)
+    expected = {(a, b) for a in range(n) for b in range(n) if a != b and comm(a) == comm(b)}
+    assert set(pairs(t)) == expected and t.n_flows == len(expected)
+    sizes = Counter(comm(r) for r in range(n))
+    assert max(sizes.values()) <= group
+    assert np.all(t.nbytes == 64 * 1024)
+
+
+def test_random_pairs():
+    t = P.random_pairs(KEY, 64)
+    assert Counter(t.src.tolist()) == Counter(range(64))  # each rank sends once
+    assert Counter(t.dst.tolist()) == Counter(range(64))  # and receives once
+    assert set(pairs(t)) == {(b, a) for a, b in pairs(t)}  # from its partner
+    assert np.all(t.src != t.dst)
+    odd = P.random_pairs(KEY, 7)
+    assert odd.n_flows == 6 and len(set(odd.src.tolist())) == 6
+    assert pairs(P.random_pairs(KEY, 64)) == pairs(t)  # deterministic
+    assert pairs(P.random_pairs(jax.random.PRNGKey(8), 64)) != pairs(t)
+
+
+def _neighbour_sets(t: P.Traffic, n: int) -> list[list[int]]:
+    out: list[list[int]] = [[] for _ in range(n)]
+    for a, b in pairs(t):
+        out[a].append(b)
+    return out
+
+
+def test_unstructured_mesh_counts_distinct_and_local():
+    n = 512  # grid (8, 8, 8)
+    t = P.unstructured_mesh(KEY, n)
+    dims = P.grid_dims(n, 3)
+    nbrs = _neighbour_sets(t, n)
+    counts = np.array([len(x) for x in nbrs])
+    assert counts.min() >= 6 and counts.max() <= 27
+    assert counts.min() < 12 and counts.max() > 22  # the range is used
+    assert all(len(set(x)) == len(x) and r not in x for r, x in enumerate(nbrs))
+    dist, near = [], []
+    for a, b in pairs(t):
+        ca, cb = coords_of(a, dims), coords_of(b, dims)
+        d = [min((y - x) % m, (x - y) % m) for x, y, m in zip(ca, cb, dims)]
+        assert max(d) <= 2  # within the radius-2 box
+        dist.append(sum(v * v for v in d))
+        near.append(max(d) <= 1)
+    # Locality: a uniform pick among the 124 offsets of the 5x5x5 box would have mean
+    # |o|^2 = 6 * 125 / 124 ~ 6.05 and 26 / 124 ~ 21% of neighbours in the 3x3x3 box.
+    assert np.mean(dist) < 3.5
+    assert np.mean(near) > 0.6
+    assert np.all(t.nbytes == 512 * 1024)
+    again = P.unstructured_mesh(KEY, n)
+    assert pairs(again) == pairs(t)
+
+
+def test_unstructured_mesh_small_job_caps_counts():
+    t = P.unstructured_mesh(KEY, 5)  # only 4 other ranks exist
+    assert Counter(t.src.tolist()) == Counter({r: 4 for r in range(5)})
+
+
+@pytest.mark.parametrize("n", [20, 300])
+def test_spread(n):
+    t = P.spread(KEY, n)
+    nbrs = _neighbour_sets(t, n)
+    counts = np.array([len(x) for x in nbrs])
+    assert counts.min() >= 6
+    assert counts.max() <= min(27, n - 1)
+    assert all(len(set(x)) == len(x) and r not in x for r, x in enumerate(nbrs))
+    if n == 300:
+        assert counts.min() < 12 and counts.max() > 22
+        # Not local: destinations spread over the job (mean |i - j| on a ring of 300 ~ 75).
+        ring = [min((b - a) % n, (a - b) % n) for a, b in pairs(t)]
+        assert 55 < np.mean(ring) < 95
+    assert t.total_bytes == counts.sum() * 512 * 1024
+
+
+def test_make_and_to_nodes():
+    t = P.make("stencil2d", KEY, 9, nbytes=5.0)
+    assert t.total_bytes == 9 * 4 * 5.0
+    with pytest.raises(ValueError, match="unknown pattern"):
+        P.make("nope", KEY, 4)
+    alloc = np.array([40, 7, 13, 2], np.int32)
+    src, dst, nbytes = P.to_nodes(alloc, P.all_to_all(None, 4, nbytes=1.0))
+    assert set(zip(src.tolist(), dst.tolist())) == {(a, b) for a in alloc.tolist() for b in alloc.tolist() if a != b}
+    with pytest.raises(ValueError, match="ranks"):
+        P.to_nodes(alloc[:3], P.all_to_all(None, 4))
+
+
+def test_every_registered_pattern_runs_on_edge_sizes():
+    for name in P.PATTERNS:
+        for n in (0, 1, 2, 3, 17):
+            t = P.make(name, KEY, n)
+            assert t.src.dtype == np.int32 and t.dst.dtype == np.int32
+            assert len(t.src) == len(t.dst) == len(t.nbytes)
+            if t.n_flows:
+                assert t.src.min() >= 0 and t.src.max() < n and t.dst.max() < n
+                assert np.all(t.src != t.dst)
