@@ -1,0 +1,551 @@
+"""Workload readers and transforms against independent references.
+
+References: the line and job counts of ``../shared/traces/SOURCES.md`` (hard-coded below),
+a plain-Python SWF parser written here, hand-computed values for a hand-written sacct dump,
+and property tests that feed corrupted and random lines to both readers.
+"""
+
+import gzip
+import hashlib
+import math
+import string
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from omegaconf import OmegaConf
+
+from fattorus import workload as W
+
+REPO = Path(__file__).resolve().parents[1]
+TRACES = REPO.parent / "shared" / "traces"
+
+# From ../shared/traces/SOURCES.md: "Parsed: N job lines", "replayable jobs" (run time > 0
+# and effective procs > 0), sha256 of the .gz, and cores per node from its machine table.
+SOURCES = {
+    "CTC-SP2-1996-3.1-cln.swf.gz": (77222, 77205),
+    "HPC2N-2002-2.2-cln.swf.gz": (202871, 202871),
+    "KTH-SP2-1996-2.1-cln.swf.gz": (28476, 28467),
+    "LANL-CM5-1994-4.1-cln.swf.gz": (122060, 122055),
+    "LLNL-Atlas-2006-2.1-cln.swf.gz": (43778, 36600),
+    "LLNL-Thunder-2007-1.1-cln.swf.gz": (121039, 113613),
+    "SDSC-BLUE-2000-4.2-cln.swf.gz": (243306, 232536),
+    "SDSC-SP2-1998-4.2-cln.swf.gz": (59715, 54034),
+}
+SHA256 = {
+    "LLNL-Atlas-2006-2.1-cln.swf.gz": "48cc83b7a0490252aa1ae41a4b03dd598bc0683e146be94047febee36e7e0b36",
+    "LLNL-Thunder-2007-1.1-cln.swf.gz": "00d9bce501efd3a23cd0713bbae591516b7a69217d5f4b851725f601f3b75247",
+}
+CORES_PER_NODE = {
+    "LLNL-Atlas-2006-2.1-cln.swf.gz": 8,
+    "LLNL-Thunder-2007-1.1-cln.swf.gz": 4,
+    "SDSC-BLUE-2000-4.2-cln.swf.gz": 8,
+    "SDSC-SP2-1998-4.2-cln.swf.gz": 1,
+}
+
+needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason=f"shared traces not found at {TRACES}")
+
+
+@pytest.fixture(scope="module")
+def traces():
+    """Every shared trace, loaded once for the module."""
+    return {name: W.load(TRACES / name) for name in sorted(SOURCES)}
+
+
+# ---------------------------------------------------------------------------------------
+# Real traces
+
+
+@needs_traces
+def test_every_shared_trace_is_listed():
+    assert sorted(p.name for p in TRACES.glob("*.swf*")) == sorted(SOURCES)
+
+
+@needs_traces
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_trace_counts_match_sources(traces, name):
+    lines, replayable = SOURCES[name]
+    wl = traces[name]
+    assert wl.lines == lines
+    assert wl.jobs.height == lines
+    assert wl.skipped.total == 0 and wl.skipped.steps == 0
+    jobs = wl.jobs
+    assert jobs.filter((pl.col("runtime_s") > 0) & (pl.col("procs") > 0)).height == replayable
+    assert dict(jobs.schema) == W.SCHEMA
+
+
+@needs_traces
+@pytest.mark.parametrize("name", sorted(CORES_PER_NODE))
+def test_header_cores_per_node(traces, name):
+    wl = traces[name]
+    assert W.swf_cores_per_node(wl.header) == CORES_PER_NODE[name]
+    cpn = CORES_PER_NODE[name]
+    jobs = wl.jobs.filter(pl.col("procs").is_not_null())
+    expected = [math.ceil(p / cpn) for p in jobs["procs"].to_list()]
+    assert jobs["nodes"].to_list() == expected
+
+
+@needs_traces
+def test_atlas_stats_match_sources(traces):
+    # SOURCES.md: effective procs min 8 / median 64 / max 9120 over 39207 jobs with value > 0.
+    procs = traces["LLNL-Atlas-2006-2.1-cln.swf.gz"].jobs.filter(pl.col("procs") > 0)["procs"]
+    assert (procs.len(), procs.min(), procs.median(), procs.max()) == (39207, 8, 64, 9120)
+    hdr = traces["LLNL-Atlas-2006-2.1-cln.swf.gz"].header
+    assert hdr["MaxNodes"] == "1152" and hdr["UnixStartTime"] == "1163199901"
+    assert hdr["Acknowledge"] == "Moe Jette, LLNL"
+
+
+def _python_swf(path, cpn):
+    """Independent reference: the SWF rules of SOURCES.md with plain Python."""
+    rows = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            if not line.strip() or line.lstrip().startswith(";"):
+                continue
+            v = [float(x) for x in line.split()]
+            assert len(v) == 18
+            procs = v[7] if v[7] != -1 else v[4]
+            known = lambda x: None if x < 0 else x  # noqa: E731
+            rows.append(
+                (
+                    int(v[0]), known(v[1]), known(v[3]), known(v[8]),
+                    None if procs < 0 else int(procs),
+                    None if procs < 0 else math.ceil(procs / cpn),
+                    None if v[10] < 0 else int(v[10]),
+                    None if v[11] < 0 else int(v[11]),
+                    None if v[12] < 0 else int(v[12]),
+                )
+            )
+    return rows
+
+
+@needs_traces
+def test_atlas_rows_equal_python_reference(traces):
+    name = "LLNL-Atlas-2006-2.1-cln.swf.gz"
+    assert traces[name].jobs.rows() == _python_swf(TRACES / name, 8)
+
+
+@pytest.mark.parametrize("name", sorted(SHA256))
+def test_shipped_traces(name):
+    path = REPO / "data" / "traces" / name
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == SHA256[name]
+    readme = (REPO / "data" / "traces" / "README.md").read_text()
+    assert SHA256[name] in readme and "Feitelson" in readme
+    wl = W.load(path)
+    assert wl.sha256 == SHA256[name] and wl.lines == SOURCES[name][0]
+
+
+@pytest.mark.parametrize("name,cpn,trace", [("atlas", 8, "LLNL-Atlas-2006-2.1-cln.swf.gz"), ("thunder", 4, "LLNL-Thunder-2007-1.1-cln.swf.gz")])
+def test_workload_configs(name, cpn, trace):
+    cfg = OmegaConf.load(REPO / "conf" / "workload" / f"{name}.yaml")
+    assert (cfg.name, cfg.cores_per_node, cfg.scale, cfg.window_start_days, cfg.window_days) == (name, cpn, 1, 0, None)
+    assert Path(cfg.path).name == trace
+    wl, counts = W.from_config(cfg, machine_nodes=1296)
+    assert wl.jobs.height == SOURCES[trace][0]
+    assert counts == {"dropped_by_scaling": 0, "outside_window": 0}
+
+
+def test_from_config_scale_and_window():
+    cfg = OmegaConf.load(REPO / "conf" / "workload" / "atlas.yaml")
+    base = W.load(REPO / cfg.path, cores_per_node=8).jobs
+    cfg.scale, cfg.window_start_days, cfg.window_days = 2, 10, 15
+    wl, counts = W.from_config(cfg, machine_nodes=1296)
+    nodes, submit = base["nodes"].to_list(), base["submit_s"].to_list()
+    fit = lambda n: n is not None and n <= 1296  # noqa: E731
+    dropped = sum(1 for n in nodes if fit(n) and 2 * n > 1296)
+    t0 = min(submit) + 10 * 86400
+    kept = [(s, n) for s, n in zip(submit, nodes) if not (fit(n) and 2 * n > 1296)]
+    inside = [(s, n) for s, n in kept if t0 <= s < t0 + 15 * 86400]
+    assert counts == {"dropped_by_scaling": dropped, "outside_window": len(kept) - len(inside)}
+    assert dropped > 0 and len(inside) > 0
+    got = sorted((s, -1 if n is None else n) for s, n in zip(wl.jobs["submit_s"], wl.jobs["nodes"]))
+    assert got == sorted((s, -1 if n is None else 2 * n) for s, n in inside)
+
+
+def test_from_config_needs_a_path():
+    cfg = OmegaConf.load(REPO / "conf" / "workload" / "file.yaml")
+    with pytest.raises(W.WorkloadError, match="path"):
+        W.from_config(cfg)
+    cfg.path = "data/traces/LLNL-Thunder-2007-1.1-cln.swf.gz"  # relative to the repo root
+    cfg.cores_per_node = 4
+    wl, _ = W.from_config(cfg)
+    assert wl.lines == 121039
+
+
+# ---------------------------------------------------------------------------------------
+# Whole-file errors
+
+
+def _one_line_error(excinfo, path):
+    msg = str(excinfo.value)
+    assert str(path) in msg and "\n" not in msg
+    assert isinstance(excinfo.value, ValueError)
+
+
+def test_truncated_gzip(tmp_path):
+    data = (REPO / "data" / "traces" / "LLNL-Atlas-2006-2.1-cln.swf.gz").read_bytes()
+    bad = tmp_path / "atlas-truncated.swf.gz"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(W.WorkloadError) as e:
+        W.load(bad)
+    _one_line_error(e, bad)
+
+
+def test_corrupt_gzip(tmp_path):
+    data = bytearray((REPO / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz").read_bytes())
+    for i in range(1000, 1100):
+        data[i] ^= 0xFF
+    bad = tmp_path / "thunder-corrupt.swf.gz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(W.WorkloadError) as e:
+        W.load(bad)
+    _one_line_error(e, bad)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06\x00\x00\x00",
+        b"Dear diary,\nToday I wrote a scheduler.\nIt was fine.\n",
+        b"",
+        b"\n\n   \n",
+        b"a,b,c\n1,2,3\n",
+    ],
+)
+@pytest.mark.parametrize("fmt", ["auto", "swf", "sacct"])
+def test_not_a_workload(tmp_path, content, fmt):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(W.WorkloadError) as e:
+        W.load(path, fmt=fmt, cores_per_node=1)
+    _one_line_error(e, path)
+
+
+def test_missing_file_and_directory(tmp_path):
+    for path in (tmp_path / "nope.swf", tmp_path):
+        with pytest.raises(W.WorkloadError) as e:
+            W.load(path)
+        _one_line_error(e, path)
+
+
+def test_cores_per_node_must_be_known(tmp_path):
+    line = "1 0 -1 10 8 -1 -1 8 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+    for header in ("", "; MaxNodes: 3\n; MaxProcs: 8\n"):
+        path = tmp_path / "x.swf"
+        path.write_text(header + line)
+        with pytest.raises(W.WorkloadError, match="cores per node") as e:
+            W.load(path)
+        _one_line_error(e, path)
+        assert W.load(path, cores_per_node=3).jobs["nodes"].to_list() == [3]
+    with pytest.raises(W.WorkloadError, match="cores_per_node"):
+        W.load(path, cores_per_node=0)
+
+
+# ---------------------------------------------------------------------------------------
+# SWF details and round trip
+
+
+def test_swf_dirty_lines_counted_with_line_numbers(tmp_path):
+    text = "\n".join(
+        [
+            "; MaxNodes: 4",  # 1
+            "; MaxProcs: 16",  # 2
+            "1 0 -1 100 4 -1 -1 -1 300 -1 1 7 2 -1 -1 -1 -1 -1",  # 3 ok; procs from field 5
+            "",  # 4
+            "2 5 -1 100 4 -1 -1 8 300 -1 1 7 2 -1 -1 -1 -1",  # 5 17 fields
+            "3 5 -1 abc 4 -1 -1 8 300 -1 1 7 2 -1 -1 -1 -1 -1",  # 6 non-numeric
+            "4 5 -1 100 4.5 -1 -1 8 300 -1 1 7 2 -1 -1 -1 -1 -1",  # 7 non-integer procs
+            "5 5 -1 inf 4 -1 -1 8 300 -1 1 7 2 -1 -1 -1 -1 -1",  # 8 inf
+            "\t6  7 -1 -1 -1 -1 -1 -1 -1 -1 5 -1 -1 -1 -1 -1 -1 -1 \r",  # 9 ok, all unknown
+            "; a comment in the middle",  # 10
+            "7 9.5 3 0.25 5 -1 -1 5 -1 -1 0 1 -1 -1 -1 -1 -1 -1",  # 11 ok
+        ]
+    )
+    path = tmp_path / "dirty.swf"
+    path.write_text(text)
+    wl = W.load(path)
+    assert wl.lines == 7
+    assert wl.skipped.counts == {"wrong field count": 1, "non-numeric field": 2, "non-integer field": 1}
+    assert [(e.line, e.reason) for e in wl.skipped.entries] == [
+        (5, "wrong field count"), (6, "non-numeric field"), (7, "non-integer field"), (8, "non-numeric field")
+    ]
+    assert all(e.file == str(path) for e in wl.skipped.entries)
+    assert wl.jobs.rows() == [
+        (1, 0.0, 100.0, 300.0, 4, 1, 1, 7, 2),
+        (6, 7.0, None, None, None, None, 5, None, None),
+        (7, 9.5, 0.25, None, 5, 2, 0, 1, None),
+    ]
+    summary = wl.summary()
+    assert "4 malformed" in summary and f"{path}:5" in summary
+
+
+def test_swf_round_trip(tmp_path):
+    jobs = pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 40],
+            "submit_s": [0.0, 1.5, 2.0, 1e6],
+            "runtime_s": [10.0, None, 0.125, 3600.0],
+            "requested_s": [60.0, 60.0, None, 7200.0],
+            "procs": [8, 16, None, 24],
+            "nodes": [1, 2, None, 3],
+            "status": [1, 5, None, 0],
+            "user": [3, None, 4, 5],
+            "group": [None, 1, 2, 3],
+        },
+        schema=W.SCHEMA,
+    )
+    for name in ("rt.swf", "rt.swf.gz"):
+        path = tmp_path / name
+        W.write_swf(jobs, path, header={"MaxNodes": "4", "MaxProcs": "32", "Note": "a\nb"})
+        back = W.load(path)
+        assert back.jobs.equals(jobs)
+        assert back.header["Note"] == "a\nb" and back.lines == 4
+
+
+# ---------------------------------------------------------------------------------------
+# sacct
+
+
+SACCT = """\
+JobID|JobName|User|Group|Submit|Start|End|Elapsed|Timelimit|NNodes|NCPUS|State
+100|sim|alice|phys|2024-01-02T03:04:05|2024-01-02T03:05:05|2024-01-02T04:05:05|01:00:00|02:00:00|4|32|COMPLETED
+100.batch|batch|||2024-01-02T03:05:05|2024-01-02T03:05:05|2024-01-02T04:05:05|01:00:00||1|8|COMPLETED
+100.extern|extern|||2024-01-02T03:05:05|2024-01-02T03:05:05|2024-01-02T04:05:05|01:00:00||4|32|COMPLETED
+100.0|a.out|||2024-01-02T03:05:10|2024-01-02T03:05:10|2024-01-02T04:05:00|00:59:50||4|32|COMPLETED
+101|big|bob|chem|2024-01-02T03:10:05|2024-01-02T03:20:05|2024-01-03T05:23:09|1-02:03:04|UNLIMITED|16|128|TIMEOUT
+102_4|arr|alice|phys|2024-01-02T03:11:05|2024-01-02T03:12:05|2024-01-02T03:17:05|05:00|Partition_Limit|1|8|FAILED
+102_4.batch|batch|||2024-01-02T03:12:05|2024-01-02T03:12:05|2024-01-02T03:17:05|05:00||1|8|FAILED
+102_5|arr|alice|phys|2024-01-02T03:11:05|Unknown|Unknown|00:00:00|10:00|1|8|PENDING
+103|run|bob|chem|2024-01-02T03:15:05|2024-01-02T03:16:05|Unknown|00:10:00|1-00:00:00|2|16|RUNNING
+104|can|bob|chem|2024-01-02T03:16:05|None|2024-01-02T03:18:05|00:00:00|30:00|2|16|CANCELLED by 1001
+105|oom|carol|phys|2024-01-02T03:00:05|2024-01-02T03:01:05|2024-01-02T03:01:35|00:00:30|1-12|3|24|OUT_OF_MEMORY
+106|bad|bob|chem|2024-13-02T03:16:05|None|2024-01-02T03:18:05|00:00:00|30:00|2|16|COMPLETED
+107|short
+108|bad|bob|chem|2024-01-02T03:16:05|None|2024-01-02T03:18:05|00:00:00|ten minutes|2|16|COMPLETED
+x9|bad|bob|chem|2024-01-02T03:16:05|None|2024-01-02T03:18:05|00:00:00|30:00|2|16|COMPLETED
+102_[6-10%2]|arr|alice|phys|2024-01-02T03:11:05|Unknown|Unknown|00:00:00|10:00|1|8|PENDING
+
+110|nn|bob|chem|2024-01-02T03:16:05|None|2024-01-02T03:18:05|00:00:00|30:00|two|16|COMPLETED
+"""
+
+
+def test_sacct_fixture(tmp_path):
+    path = tmp_path / "sacct.txt"
+    path.write_text(SACCT)
+    wl = W.load(path)
+    assert wl.lines == 17  # data rows; the header and the blank line are not job lines
+    assert wl.skipped.steps == 4
+    assert wl.skipped.counts == {
+        "unparseable time": 1, "wrong field count": 1, "unparseable duration": 1,
+        "bad job id": 1, "unexpanded array range": 1, "non-numeric field": 1,
+    }
+    assert [e.line for e in wl.skipped.entries] == [13, 14, 15, 16, 17, 19]
+    assert wl.jobs.height + wl.skipped.total + wl.skipped.steps == wl.lines
+    # Earliest submit is job 105 at 03:00:05.
+    array_id = (1 << 62) + 102 * (1 << 22)
+    by_id = {r["job_id"]: r for r in wl.jobs.iter_rows(named=True)}
+    assert sorted(by_id) == sorted([100, 101, array_id + 4, array_id + 5, 103, 104, 105])
+    assert array_id + 4 == 4611686018855206916
+    alice, bob, carol, chem, phys = 1, 2, 3, 1, 2  # names numbered in sorted order
+    expect = {
+        100: (240.0, 3600.0, 7200.0, 32, 4, 1, alice, phys),
+        101: (600.0, 93784.0, None, 128, 16, 0, bob, chem),
+        array_id + 4: (660.0, 300.0, None, 8, 1, 0, alice, phys),
+        array_id + 5: (660.0, None, 600.0, 8, 1, None, alice, phys),
+        103: (900.0, None, 86400.0, 16, 2, None, bob, chem),
+        104: (960.0, 0.0, 1800.0, 16, 2, 5, bob, chem),
+        105: (0.0, 30.0, 129600.0, 24, 3, 0, carol, phys),
+    }
+    cols = ["submit_s", "runtime_s", "requested_s", "procs", "nodes", "status", "user", "group"]
+    for job_id, values in expect.items():
+        assert tuple(by_id[job_id][c] for c in cols) == values, job_id
+    assert wl.header["StartTime"] == "2024-01-02T03:00:05"
+    assert dict(wl.jobs.schema) == W.SCHEMA
+
+
+def test_sacct_without_nnodes_and_elapsed(tmp_path):
+    text = (
+        "JobID|Submit|Start|End|NCPUS|State|UID|GID|\n"  # --parsable: trailing '|'
+        "7|2024-05-01T00:00:00|2024-05-01T00:00:10|2024-05-01T01:00:10|36|COMPLETED|1001|50|\n"
+        "8|2024-05-01T00:01:00|None|2024-05-01T00:02:00|1|CANCELLED by 0|1002|50|\n"
+    )
+    path = tmp_path / "s.txt"
+    path.write_text(text)
+    with pytest.raises(W.WorkloadError, match="NNodes"):
+        W.load(path)
+    wl = W.load(path, cores_per_node=16)
+    assert wl.jobs.select("job_id", "submit_s", "runtime_s", "nodes", "status", "user", "group").rows() == [
+        (7, 0.0, 3600.0, 3, 1, 1001, 50),
+        (8, 60.0, 0.0, 1, 5, 1002, 50),
+    ]
+
+
+def test_sacct_missing_columns(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_text("JobID|Submit|NNodes\n1|2024-01-01T00:00:00|1\n")
+    with pytest.raises(W.WorkloadError, match="State") as e:
+        W.load(path)
+    _one_line_error(e, path)
+
+
+# ---------------------------------------------------------------------------------------
+# Property tests: corrupted and random lines
+
+
+GOOD_SWF = st.builds(
+    lambda v: " ".join(str(x) for x in v),
+    st.lists(st.integers(-1, 10**6), min_size=18, max_size=18),
+)
+BAD_SWF = st.one_of(
+    st.lists(st.integers(-1, 99), min_size=1, max_size=30).filter(lambda v: len(v) != 18).map(lambda v: " ".join(map(str, v))),
+    st.tuples(st.lists(st.integers(-1, 99), min_size=18, max_size=18), st.integers(0, 17), st.sampled_from(["x", "1a", "--", "nan", "inf", "1,5", "N/A"])).map(
+        lambda t: " ".join(t[2] if i == t[1] else str(x) for i, x in enumerate(t[0]))
+    ),
+)
+NOISE = st.text(alphabet=st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), max_size=60)
+
+
+def _job_lines(text: str, blank=" \t\r\f\v") -> int:
+    return sum(1 for line in text.split("\n") if line.strip(blank) and not line.strip(blank).startswith(";"))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.tuples(st.just("good"), GOOD_SWF), st.tuples(st.just("bad"), BAD_SWF), st.tuples(st.just("noise"), NOISE)), max_size=40))
+def test_swf_reader_accounts_for_every_line(tmp_path_factory, lines):
+    path = tmp_path_factory.mktemp("swf") / "fuzz.swf"
+    text = "\n".join(line for _, line in lines)
+    path.write_text(text, encoding="utf-8")
+    n_good = sum(kind == "good" for kind, _ in lines)
+    n_bad = sum(kind == "bad" for kind, _ in lines)
+    try:
+        wl = W.load(path, fmt="swf", cores_per_node=4)
+    except W.WorkloadError as e:
+        assert str(path) in str(e)
+        assert n_good == 0  # only a file without a single good line may be refused
+        return
+    assert wl.lines == _job_lines(text)
+    assert wl.jobs.height + wl.skipped.total == wl.lines
+    assert wl.jobs.height >= n_good and wl.skipped.total >= n_bad
+    if all(kind != "noise" for kind, _ in lines):
+        assert (wl.jobs.height, wl.skipped.total) == (n_good, n_bad)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_load_or_raise_workload_error(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("bin") / "blob"
+    path.write_bytes(data)
+    for fmt in ("auto", "swf", "sacct"):
+        try:
+            wl = W.load(path, fmt=fmt, cores_per_node=2)
+        except W.WorkloadError as e:
+            assert str(path) in str(e) and "\n" not in str(e)
+            continue
+        assert wl.jobs.height + wl.skipped.total + wl.skipped.steps == wl.lines
+
+
+SACCT_HEADER = "JobID|Submit|Start|End|Elapsed|Timelimit|NNodes|NCPUS|State"
+TIME = st.one_of(
+    st.sampled_from(["Unknown", "None"]),
+    st.datetimes(min_value=__import__("datetime").datetime(2000, 1, 1), max_value=__import__("datetime").datetime(2030, 1, 1)).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S")),
+)
+DURATION = st.one_of(
+    st.sampled_from(["UNLIMITED", "Partition_Limit", ""]),
+    st.tuples(st.integers(0, 30), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59)).map(lambda t: f"{t[0]}-{t[1]:02d}:{t[2]:02d}:{t[3]:02d}"),
+    st.tuples(st.integers(0, 99), st.integers(0, 59), st.integers(0, 59)).map(lambda t: f"{t[0]:02d}:{t[1]:02d}:{t[2]:02d}"),
+    st.tuples(st.integers(0, 59), st.integers(0, 59)).map(lambda t: f"{t[0]:02d}:{t[1]:02d}"),
+)
+JOB_ID = st.one_of(st.integers(1, 10**9).map(str), st.tuples(st.integers(1, 10**9), st.integers(0, 10**6)).map(lambda t: f"{t[0]}_{t[1]}"))
+STATE = st.sampled_from(["COMPLETED", "FAILED", "TIMEOUT", "CANCELLED by 42", "CANCELLED+", "RUNNING", "PENDING", "NODE_FAIL"])
+GOOD_SACCT = st.builds(
+    lambda j, s, a, b, e, t, n, c, x: "|".join([j, s, a, b, e, t, n, c, x]),
+    JOB_ID, TIME, TIME, TIME, DURATION, DURATION, st.integers(1, 5000).map(str), st.integers(1, 10**5).map(str), STATE,
+)
+STEP_SACCT = st.tuples(GOOD_SACCT, st.sampled_from(["batch", "extern", "0", "17"])).map(
+    lambda t: f"{t[0].split('|', 1)[0]}.{t[1]}|{t[0].split('|', 1)[1]}"
+)
+BAD_SACCT = st.one_of(
+    GOOD_SACCT.map(lambda s: s + "|extra"),
+    GOOD_SACCT.map(lambda s: s.rsplit("|", 2)[0]),
+    GOOD_SACCT.map(lambda s: "|".join(["2024-99-99T00:00:00" if i == 1 else f for i, f in enumerate(s.split("|"))])),
+    GOOD_SACCT.map(lambda s: "|".join(["12:xx" if i == 4 else f for i, f in enumerate(s.split("|"))])),
+    GOOD_SACCT.map(lambda s: "|".join(["abc" if i == 0 else f for i, f in enumerate(s.split("|"))])),
+    GOOD_SACCT.map(lambda s: "|".join(["-3" if i == 6 else f for i, f in enumerate(s.split("|"))])),
+)
+SACCT_NOISE = st.text(alphabet=string.ascii_letters + string.digits + "|:-_.[] \t", max_size=60)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("good"), GOOD_SACCT),
+            st.tuples(st.just("step"), STEP_SACCT),
+            st.tuples(st.just("bad"), BAD_SACCT),
+            st.tuples(st.just("noise"), SACCT_NOISE),
+        ),
+        max_size=40,
+    )
+)
+def test_sacct_reader_accounts_for_every_line(tmp_path_factory, lines):
+    path = tmp_path_factory.mktemp("sacct") / "fuzz.txt"
+    text = "\n".join([SACCT_HEADER, *(line for _, line in lines)])
+    path.write_text(text)
+    counts = {k: sum(kind == k for kind, _ in lines) for k in ("good", "step", "bad", "noise")}
+    try:
+        wl = W.load(path, fmt="sacct")
+    except W.WorkloadError as e:
+        assert str(path) in str(e)
+        assert counts["good"] == 0
+        return
+    assert wl.lines == _job_lines(text) - 1  # the header is not a job line
+    assert wl.jobs.height + wl.skipped.total + wl.skipped.steps == wl.lines
+    if counts["noise"] == 0:
+        assert (wl.jobs.height, wl.skipped.steps, wl.skipped.total) == (counts["good"], counts["step"], counts["bad"])
+
+
+# ---------------------------------------------------------------------------------------
+# Transforms
+
+
+def _table(**cols):
+    n = len(next(iter(cols.values())))
+    base = {k: [None] * n for k in W.SCHEMA}
+    base["job_id"] = list(range(1, n + 1))
+    base.update(cols)
+    return pl.DataFrame(base, schema=W.SCHEMA)
+
+
+def test_scale_nodes():
+    jobs = _table(nodes=[1, 3, 4, 5, 9, None], procs=[8, 24, 32, 40, 72, None])
+    scaled, dropped = W.scale_nodes(jobs, 2, machine_nodes=8)
+    # 5 -> 10 is pushed past the machine and dropped; 9 was already too large: kept for the
+    # replay to report; unknown stays unknown.
+    assert dropped == 1
+    assert scaled["job_id"].to_list() == [1, 2, 3, 5, 6]
+    assert scaled["nodes"].to_list() == [2, 6, 8, 18, None]
+    assert scaled["procs"].to_list() == [16, 48, 64, 144, None]
+    assert scaled.schema == jobs.schema
+    three, dropped3 = W.scale_nodes(jobs, 3, machine_nodes=None)
+    assert dropped3 == 0 and three["nodes"].to_list() == [3, 9, 12, 15, 27, None]
+    assert W.scale_nodes(jobs, 1, 2)[0].equals(jobs)
+    with pytest.raises(ValueError):
+        W.scale_nodes(jobs, 0, 8)
+
+
+def test_window_and_first_days():
+    day = 86400.0
+    jobs = _table(submit_s=[5 * day, 5 * day + 1, 6 * day - 1, 6 * day, 7.5 * day, None])
+    assert W.window(jobs, 5 * day, day)["job_id"].to_list() == [1, 2, 3]
+    assert W.window(jobs, 5 * day + 1, None)["job_id"].to_list() == [2, 3, 4, 5]
+    # Day 0 is the first submit (5 days into the log).
+    assert W.first_days(jobs, 1)["job_id"].to_list() == [1, 2, 3]
+    assert W.first_days(jobs, 2, start_days=1)["job_id"].to_list() == [4, 5]
+    assert W.first_days(jobs, None, start_days=2)["job_id"].to_list() == [5]
+
+
+def test_with_estimate():
+    jobs = _table(requested_s=[100.0, 100.0, None, 50.0, None], runtime_s=[50.0, 200.0, 30.0, None, None])
+    assert W.with_estimate(jobs)["estimate_s"].to_list() == [100.0, 200.0, 30.0, 50.0, None]
