@@ -169,11 +169,11 @@ class _Tables(NamedTuple):
     cum: np.ndarray  # (C, B) cumulative probability, exactly 1 from the last real bin on
 
 
-def _tables(params: SpeedupParams) -> _Tables:
+def _tables(params: SpeedupParams, dtype: Any = np.float32) -> _Tables:
     n_cls = len(params.classes)
     width = max(len(c.bins) for c in params.classes)
-    lo = np.zeros((n_cls, width), np.float32)
-    hi = np.zeros((n_cls, width), np.float32)
+    lo = np.zeros((n_cls, width), dtype)
+    hi = np.zeros((n_cls, width), dtype)
     cum = np.ones((n_cls, width), np.float64)
     for i, c in enumerate(params.classes):
         p = np.array([b.p for b in c.bins]) / sum(b.p for b in c.bins)
@@ -193,8 +193,8 @@ def _tables(params: SpeedupParams) -> _Tables:
 
 
 @partial(jax.jit, static_argnums=0)
-def factors(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Array:
-    """Runtime multipliers ``1 - reduction``, one per job.
+def draw_bins(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Array:
+    """Each job's drawn bin as a flat index ``class * B + bin`` into :func:`bin_table`; -1: no class.
 
     Args:
       params: the scenario (static).
@@ -202,23 +202,70 @@ def factors(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Arra
       nodes: ``(n,)`` integer node counts.
 
     Returns:
-      ``(n,)`` float factors in ``(0, 1]``; 1 for jobs in no size class.
+      ``(n,)`` int32.
     """
     nodes = jnp.asarray(nodes)
     if not params.classes:
-        return jnp.ones(nodes.shape, jnp.result_type(float))
+        return jnp.full(nodes.shape, -1, jnp.int32)
     t = _tables(params)
     u = jax.random.uniform(key, nodes.shape)
     n = nodes.astype(jnp.int32)
     member = (n[:, None] >= t.cls_min) & (n[:, None] <= t.cls_max)  # (n, C); classes are disjoint
-    in_any = member.any(axis=1)
     cls = jnp.argmax(member, axis=1)
     # Bin index = how many cumulative edges (all but the last) the draw has passed.
     b = jnp.sum(u[:, None] >= jnp.asarray(t.cum)[cls, :-1], axis=1)
-    lo, hi = jnp.asarray(t.lo)[cls, b], jnp.asarray(t.hi)[cls, b]
-    growth = jnp.minimum(n, params.cap).astype(lo.dtype) / params.cap
-    reduction = lo + (hi - lo) * growth
-    return jnp.where(in_any, 1.0 - reduction, 1.0)
+    return jnp.where(member.any(axis=1), cls * t.lo.shape[1] + b, -1).astype(jnp.int32)
+
+
+def bin_table(params: SpeedupParams) -> tuple[np.ndarray, np.ndarray]:
+    """Flat ``(lo, hi)`` float64 arrays indexed by :func:`draw_bins` (``class * B + bin``)."""
+    if not params.classes:
+        return np.zeros(0), np.zeros(0)
+    t = _tables(params, np.float64)
+    return t.lo.ravel(), t.hi.ravel()
+
+
+def _growth(nodes: Any, cap: int, xp: Any) -> Any:
+    """``min(N, cap) / cap``: how far into its bin a job of ``N`` nodes is."""
+    return xp.minimum(nodes, cap) / cap
+
+
+@partial(jax.jit, static_argnums=0)
+def factors(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Array:
+    """Runtime multipliers ``1 - reduction``, one per job, in JAX's default float.
+
+    Args:
+      params: the scenario (static).
+      key: a ``jax.random`` key.
+      nodes: ``(n,)`` integer node counts.
+
+    Returns:
+      ``(n,)`` factors in ``(0, 1]``; 1 for jobs in no size class.
+    """
+    idx = draw_bins(params, key, nodes)
+    if not params.classes:
+        return jnp.ones(idx.shape, jnp.result_type(float))
+    lo, hi = (jnp.asarray(a, jnp.result_type(float)) for a in bin_table(params))
+    safe = jnp.maximum(idx, 0)
+    growth = _growth(jnp.asarray(nodes).astype(lo.dtype), params.cap, jnp)
+    reduction = lo[safe] + (hi[safe] - lo[safe]) * growth
+    return jnp.where(idx >= 0, 1.0 - reduction, 1.0)
+
+
+def factors64(params: SpeedupParams, key: jax.Array, nodes: Any) -> np.ndarray:
+    """:func:`factors` with the same draws, the arithmetic in float64 NumPy.
+
+    For the replay, whose runtimes are float64 seconds: ``x10`` then gives exactly
+    ``0.9 * runtime`` rather than its float32 rounding.
+    """
+    nodes_np = np.asarray(nodes)
+    idx = np.asarray(draw_bins(params, key, nodes_np))
+    lo, hi = bin_table(params)
+    if lo.size == 0:
+        return np.ones(idx.shape)
+    safe = np.maximum(idx, 0)
+    reduction = lo[safe] + (hi[safe] - lo[safe]) * _growth(nodes_np.astype(np.float64), params.cap, np)
+    return np.where(idx >= 0, 1.0 - reduction, 1.0)
 
 
 @partial(jax.jit, static_argnums=0)
@@ -255,7 +302,10 @@ __all__ = [
     "SpeedupParams",
     "apply",
     "batch",
+    "bin_table",
+    "draw_bins",
     "factors",
+    "factors64",
     "from_config",
     "load",
     "names",

@@ -186,3 +186,16 @@ def test_bad_configs(cfg, match):
 def test_unknown_scenario():
     with pytest.raises(speedup.SpeedupError, match="v2"):
         speedup.load("v3")
+
+
+@pytest.mark.parametrize("name", ["none", "x10", "v1", "v2"])
+def test_factors64_same_draws_in_float64(name):
+    params = speedup.load(name)
+    for key in KEYS[:4]:
+        f32 = np.asarray(speedup.factors(params, key, NODES))
+        f64 = speedup.factors64(params, key, NODES)
+        assert f64.dtype == np.float64
+        np.testing.assert_allclose(f64, f32, atol=1e-6)
+    if name == "x10":
+        # float64 arithmetic: exactly 0.9 (1 - 0.1 in binary64) for every job above 4 nodes.
+        assert set(speedup.factors64(params, KEYS[0], NODES)[NODES > 4]) == {1 - 0.1}
