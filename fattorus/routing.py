@@ -235,6 +235,46 @@ def links(ft: FatTree) -> Links:
 
 
 # Routes -------------------------------------------------------------------------------------
+#: The six link slots of :func:`route_slots`, in path order.
+SLOTS = ("node->leaf", "leaf->L2", "L2->core", "core->L2", "L2->leaf", "leaf->node")
+
+
+def route_slots(ft: FatTree, src, dst):
+    """D-mod-k links of flows ``src -> dst`` in six fixed slots (:data:`SLOTS`), uncompacted.
+
+    Args:
+      ft: the topology.
+      src, dst: int node ids (JAX arrays) of the same shape ``(...,)``; negative = padding.
+
+    Returns:
+      ``(ids, used)``, each a list of six ``(...,)`` arrays: the link id each slot would take
+      (always a valid id, also where unused) and whether the flow uses it (node slots for every
+      real flow, leaf--L2 slots when the leaves differ, L2--core slots when the pods differ).
+      :func:`routes` compacts these; link-load kernels scatter them directly.
+    """
+    src = jnp.asarray(src, jnp.int32)
+    dst = jnp.asarray(dst, jnp.int32)
+    valid = (src >= 0) & (dst >= 0) & (src != dst)
+    a = jnp.where(valid, src, 0)
+    b = jnp.where(valid, dst, 0)
+    k, p, S, C = ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod, cores_per_l2(ft)
+    leaf_a, leaf_b = a // k, b // k
+    pod_a, pod_b = a // p, b // p
+    s = b % S  # L2 switch index chosen by the destination
+    j = (b // S) % C  # core offset among the C cores of L2 index s
+    ids = [
+        node_up_link(ft, a),
+        leaf_up_link(ft, leaf_a, s),
+        l2_up_link(ft, pod_a, s, j),
+        l2_down_link(ft, pod_b, s, j),
+        leaf_down_link(ft, leaf_b, s),
+        node_down_link(ft, b),
+    ]
+    leaves = valid & (leaf_a != leaf_b)
+    pods = valid & (pod_a != pod_b)
+    return ids, [valid, leaves, pods, pods, leaves, valid]
+
+
 @partial(jax.jit, static_argnums=0)
 def routes(ft: FatTree, src: jax.Array, dst: jax.Array) -> jax.Array:
     """D-mod-k routes of flows ``src -> dst``.
@@ -248,31 +288,13 @@ def routes(ft: FatTree, src: jax.Array, dst: jax.Array) -> jax.Array:
       flows use 2 links, same-pod flows 4, cross-pod flows 6; ``src == dst`` and padding
       flows have no links.
     """
-    src = jnp.asarray(src, jnp.int32)
-    dst = jnp.asarray(dst, jnp.int32)
-    valid = (src >= 0) & (dst >= 0) & (src != dst)
-    a = jnp.where(valid, src, 0)
-    b = jnp.where(valid, dst, 0)
-    k, p, S, C = ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod, cores_per_l2(ft)
-    leaf_a, leaf_b = a // k, b // k
-    pod_a, pod_b = a // p, b // p
-    s = b % S  # L2 switch index chosen by the destination
-    j = (b // S) % C  # core offset among the C cores of L2 index s
-    hop = [
-        node_up_link(ft, a),
-        leaf_up_link(ft, leaf_a, s),
-        l2_up_link(ft, pod_a, s, j),
-        l2_down_link(ft, pod_b, s, j),
-        leaf_down_link(ft, leaf_b, s),
-        node_down_link(ft, b),
-    ]
-    none = jnp.full_like(a, -1)
+    hop, used = route_slots(ft, src, dst)
+    valid, leaves, pods = used[0], used[1], used[2]
+    none = jnp.full_like(hop[0], -1)
     cross = jnp.stack(hop, axis=-1)
     in_pod = jnp.stack([hop[0], hop[1], hop[4], hop[5], none, none], axis=-1)
     in_leaf = jnp.stack([hop[0], hop[5], none, none, none, none], axis=-1)
-    same_leaf = (leaf_a == leaf_b)[..., None]
-    same_pod = (pod_a == pod_b)[..., None]
-    out = jnp.where(same_leaf, in_leaf, jnp.where(same_pod, in_pod, cross))
+    out = jnp.where(pods[..., None], cross, jnp.where(leaves[..., None], in_pod, in_leaf))
     return jnp.where(valid[..., None], out, -1).astype(jnp.int32)
 
 

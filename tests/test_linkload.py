@@ -178,6 +178,8 @@ def test_link_loads_against_python_loop():
                 expected[link] += b
     got = np.asarray(linkload.link_loads(jnp.asarray(r), jnp.asarray(nbytes), routing.n_links(ft)))
     np.testing.assert_allclose(got, expected, rtol=1e-6)
+    fused = np.asarray(linkload.flow_link_loads(ft, src, dst, nbytes))
+    np.testing.assert_allclose(fused, expected, rtol=1e-6)
     # Conservation: every valid flow puts its bytes on (hops + 2) links.
     valid = (src >= 0) & (src != dst)
     hops = np.asarray(fattree.hops(ft, src, dst))

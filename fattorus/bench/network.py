@@ -1,0 +1,151 @@
+"""Benchmark: D-mod-k routes + link loads (JAX) against a NumPy reference in the same run.
+
+Problems (spec `kernels.md`, "Benchmarks"):
+
+* ``all_to_all`` on 1,024 uniformly random nodes of Pinot: 1,047,552 flows;
+* ``stencil4d`` (8 neighbours, MILC-like) on 4,096 uniformly random nodes of ft44: 32,768 flows.
+
+For each, the JAX kernel is :func:`fattorus.linkload.flow_link_loads` (routes and the
+scatter-add fused in one jit). ``compile_s`` is the lower + compile time, ``run_s`` the median
+of ``repeats`` timed calls after one warm-up call (``block_until_ready``), ``flows_per_s`` is
+flows / ``run_s``. The reference is straightforward NumPy on the full problem: the six
+candidate links per flow from the D-mod-k formulas, a mask per route case, and
+``np.add.at``; ``reference_s`` is its median over ``ref_repeats`` calls and ``ratio =
+reference_s / run_s`` (> 1: JAX is faster). Each row also reports the largest relative
+difference between the two load vectors (``max_rel_diff``), so a wrong kernel cannot hide
+behind a fast one.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fattorus import fattree, linkload, patterns, routing
+from fattorus.fattree import FatTree
+
+
+def reference_loads(ft: FatTree, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """NumPy reference: bytes per directed link of flows ``src -> dst`` (D-mod-k)."""
+    k, p, S, C = ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod, routing.cores_per_l2(ft)
+    N, NL, P = ft.n_nodes, ft.n_leaves, ft.pods
+    src = src.astype(np.int64)
+    dst = dst.astype(np.int64)
+    s = dst % S
+    j = (dst // S) % C
+    leaf_a, leaf_b, pod_a, pod_b = src // k, dst // k, src // p, dst // p
+    base_leaf, base_core = 2 * N, 2 * N + 2 * NL * S
+    links = np.stack(
+        [
+            src,  # node -> leaf
+            N + dst,  # leaf -> node
+            base_leaf + leaf_a * S + s,  # leaf -> L2
+            base_leaf + NL * S + leaf_b * S + s,  # L2 -> leaf
+            base_core + (pod_a * S + s) * C + j,  # L2 -> core
+            base_core + P * S * C + (pod_b * S + s) * C + j,  # core -> L2
+        ]
+    )
+    valid = (src >= 0) & (dst >= 0) & (src != dst)
+    leaves_differ = valid & (leaf_a != leaf_b)
+    pods_differ = valid & (pod_a != pod_b)
+    use = np.stack([valid, valid, leaves_differ, leaves_differ, pods_differ, pods_differ])
+    out = np.zeros(routing.n_links(ft))
+    np.add.at(out, links[use], np.broadcast_to(nbytes, links.shape)[use])
+    return out
+
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def bench_problem(
+    ft: FatTree,
+    problem: str,
+    alloc: np.ndarray,
+    traffic: patterns.Traffic,
+    repeats: int = 7,
+    ref_repeats: int = 3,
+) -> dict:
+    """Time routes + link loads of ``traffic`` on ``alloc`` (JAX vs NumPy); one result row."""
+    src, dst, nbytes = patterns.to_nodes(alloc, traffic)
+    args = (jnp.asarray(src), jnp.asarray(dst), jnp.asarray(nbytes, jnp.float32))
+    jax.block_until_ready(args)
+    t0 = time.perf_counter()
+    compiled = linkload.flow_link_loads.lower(ft, *args).compile()
+    compile_s = time.perf_counter() - t0
+    got = np.asarray(compiled(*args).block_until_ready())  # warm-up
+    run_s = _median_time(lambda: compiled(*args).block_until_ready(), repeats)
+    ref = reference_loads(ft, src, dst, nbytes)
+    ref_s = _median_time(lambda: reference_loads(ft, src, dst, nbytes), ref_repeats)
+    rel = float(np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1.0)))
+    n_flows = traffic.n_flows
+    return {
+        "kernel": "routes+link_loads",
+        "machine": ft.name,
+        "problem": problem,
+        "flows": n_flows,
+        "device": jax.devices()[0].platform,
+        "compile_s": compile_s,
+        "run_s": run_s,
+        "flows_per_s": n_flows / run_s,
+        "reference": "NumPy vectorised routes + np.add.at, full problem",
+        "reference_s": ref_s,
+        "ratio": ref_s / run_s,
+        "max_rel_diff": rel,
+    }
+
+
+def _random_nodes(ft: FatTree, n: int, seed: int) -> np.ndarray:
+    """``n`` distinct nodes of ``ft`` in a uniformly random order (topology-oblivious)."""
+    key = jax.random.PRNGKey(seed)
+    return np.asarray(jax.random.permutation(key, ft.n_nodes))[:n].astype(np.int32)
+
+
+def run(repeats: int = 7, ref_repeats: int = 3, seed: int = 0) -> list[dict]:
+    """Run both network benchmarks; one row per problem (see the module docstring)."""
+    rows = []
+    pinot = fattree.load("pinot")
+    rows.append(
+        bench_problem(
+            pinot,
+            "all_to_all on 1,024 random nodes (1,047,552 flows, 64 KiB each)",
+            _random_nodes(pinot, 1024, seed),
+            patterns.all_to_all(None, 1024),
+            repeats,
+            ref_repeats,
+        )
+    )
+    ft44 = fattree.load("ft44")
+    rows.append(
+        bench_problem(
+            ft44,
+            "stencil4d on 4,096 random nodes (8x8x8x8 grid, 32,768 flows, 4 MiB each)",
+            _random_nodes(ft44, 4096, seed + 1),
+            patterns.stencil4d(None, 4096),
+            repeats,
+            ref_repeats,
+        )
+    )
+    return rows
+
+
+def main() -> None:
+    """Print the benchmark rows (``python -m fattorus.bench.network``)."""
+    print(f"{'machine':<8} {'flows':>9} {'compile_s':>9} {'run_s':>9} {'Mflows/s':>9} {'numpy_s':>9} {'ratio':>7}  problem")
+    for r in run():
+        print(f"{r['machine']:<8} {r['flows']:>9,} {r['compile_s']:>9.3f} {r['run_s']:>9.5f} "
+              f"{r['flows_per_s'] / 1e6:>9.2f} {r['reference_s']:>9.4f} {r['ratio']:>7.1f}  {r['problem']}"
+              f" [{r['device']}, max rel diff {r['max_rel_diff']:.1e}]")
+
+
+if __name__ == "__main__":
+    main()
