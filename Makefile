@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test run bench sweep report clean
+.PHONY: setup test run montecarlo bench sweep report clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,16 @@ test: setup
 	$(PY) -m pytest
 
 run: setup
-	$(PY) -m fattorus.montecarlo
+	$(PY) -m fattorus.sweep +topo=pinot +speedup=v2
+
+montecarlo: setup
+	$(PY) -m fattorus.montecarlo pinot
+
+sweep: setup
+	$(PY) -m fattorus.study sweeps/fattree_paper.yaml
+
+report: setup
+	$(PY) -m fattorus.report results/sweeps/fattree_paper
 
 bench: setup
 	$(PY) -m fattorus.bench
