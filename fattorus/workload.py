@@ -25,6 +25,7 @@ import dataclasses
 import datetime
 import gzip
 import hashlib
+import numbers
 import os
 import re
 import zlib
@@ -167,8 +168,9 @@ def empty_jobs() -> pl.DataFrame:
 # Reading files
 
 
-def _read_text(path: Path) -> tuple[str, str]:
-    """The file's text (gunzipped if gzip) and the sha256 of its stored bytes."""
+def _read_text(path: Path) -> tuple[str, str, bool]:
+    """The file's text (gunzipped if gzip), the sha256 of its stored bytes, and whether it
+    looks binary (NUL bytes near the start)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -186,9 +188,10 @@ def _read_text(path: Path) -> tuple[str, str]:
             raise WorkloadError(f"{path}: corrupt or truncated gzip ({e})") from None
     if not data.strip():
         raise WorkloadError(f"{path}: empty file, not a job log")
-    if b"\x00" in data[:65536]:
-        raise WorkloadError(f"{path}: binary file, not a job log (SWF or sacct text expected)")
-    return data.decode("utf-8", errors="replace"), digest
+    # A stray NUL in a text log is a dirty line, not a reason to refuse the file; NULs only
+    # decide the message when nothing in the file reads as a job.
+    binary = b"\x00" in data[:65536]
+    return data.decode("utf-8", errors="replace"), digest, binary
 
 
 # Whitespace is ASCII only (as SWF defines it), so that which lines are blank and how a line
@@ -254,19 +257,25 @@ def load(path: str | os.PathLike[str], fmt: str = "auto", cores_per_node: int | 
     p = Path(path).expanduser()
     if fmt not in ("auto", "swf", "sacct"):
         raise WorkloadError(f"{p}: unknown workload format {fmt!r} (use auto, swf or sacct)")
-    if cores_per_node is not None and (
-        isinstance(cores_per_node, bool) or not isinstance(cores_per_node, int) or cores_per_node < 1
-    ):
-        raise WorkloadError(f"{p}: cores_per_node must be a positive integer, got {cores_per_node!r}")
-    text, digest = _read_text(p)
+    if cores_per_node is not None:
+        if isinstance(cores_per_node, bool) or not isinstance(cores_per_node, numbers.Integral) or cores_per_node < 1:
+            raise WorkloadError(f"{p}: cores_per_node must be a positive integer, got {cores_per_node!r}")
+        cores_per_node = int(cores_per_node)
+    text, digest, binary = _read_text(p)
+    not_text = WorkloadError(f"{p}: binary file, not a job log (SWF or sacct text expected)")
     kind = fmt if fmt != "auto" else _sniff(text)
     if kind is None:
-        raise WorkloadError(
+        raise not_text if binary else WorkloadError(
             f"{p}: not a job log (neither SWF with {SWF_FIELDS} numeric fields per line nor "
             "sacct --parsable2 with a JobID header)"
         )
     reader = _parse_swf if kind == "swf" else _parse_sacct
-    jobs, header, lines, skipped = reader(text, str(p), cores_per_node)
+    try:
+        jobs, header, lines, skipped = reader(text, str(p), cores_per_node)
+    except WorkloadError:
+        if binary:
+            raise not_text from None
+        raise
     return Workload(jobs=jobs, header=header, path=str(p), sha256=digest, lines=lines, skipped=skipped)
 
 
@@ -548,8 +557,7 @@ def _sacct_columns(
         from_times = pl.when(start.is_not_null()).then(end - start).when(end.is_not_null()).then(0.0)
     else:
         from_times = pl.lit(None, dtype=pl.Float64)
-    runtime = durations["elapsed"][0] if "elapsed" in durations else from_times
-    runtime = pl.coalesce(runtime, from_times) if "elapsed" in durations else runtime
+    runtime = pl.coalesce(durations["elapsed"][0], from_times) if "elapsed" in durations else from_times
     if end is not None:
         # Elapsed of an unfinished job is time so far, not its runtime.
         runtime = pl.when(end.is_not_null()).then(runtime)

@@ -549,3 +549,14 @@ def test_window_and_first_days():
 def test_with_estimate():
     jobs = _table(requested_s=[100.0, 100.0, None, 50.0, None], runtime_s=[50.0, 200.0, 30.0, None, None])
     assert W.with_estimate(jobs)["estimate_s"].to_list() == [100.0, 200.0, 30.0, 50.0, None]
+
+
+def test_stray_nul_is_a_dirty_line_and_gzip_sacct_loads(tmp_path):
+    good = "1 0 -1 10 8 -1 -1 8 60 -1 1 1 1 -1 -1 -1 -1 -1"
+    path = tmp_path / "nul.swf"
+    path.write_bytes(f"{good}\n\x00\x00garbage\n{good}\n".encode())
+    wl = W.load(path, cores_per_node=8)
+    assert (wl.jobs.height, wl.skipped.total, wl.skipped.entries[0].line) == (2, 1, 2)
+    gz = tmp_path / "sacct.txt.gz"
+    gz.write_bytes(gzip.compress(SACCT.encode()))
+    assert W.load(gz).jobs.height == 7
