@@ -7,7 +7,7 @@ Usage::
 
 Reads ``RUN_DIR/jobs.parquet`` (``job_id``, ``start_s``, ``end_s``, ``alloc``, ``nodes``,
 ``job_type``; docs/outputs.md) and ``RUN_DIR/summary.json`` (``config.topo`` names the
-topology), then:
+topology in ``conf/topo``, or is a mapping with its parameters), then:
 
 1. gives each job a communication pattern drawn from the mix (weights, seeded;
    :mod:`fattorus.patterns`), ranks on the job's nodes in allocation order;
@@ -89,14 +89,14 @@ def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[FatTree, pl.
             topo = summary["config"]["topo"]
         except (json.JSONDecodeError, KeyError, TypeError) as err:
             raise RunDirError(f"{summary_path}: cannot read config.topo ({type(err).__name__}: {err})") from None
-        if isinstance(topo, Mapping):
+        if isinstance(topo, Mapping) and "radix" not in topo:
             topo = topo.get("name")
-        if not isinstance(topo, str):
-            raise RunDirError(f"{summary_path}: config.topo must name a topology, got {topo!r}")
+        if not isinstance(topo, (str, Mapping)):
+            raise RunDirError(f"{summary_path}: config.topo must name or describe a topology, got {topo!r}")
     try:
-        ft = fattree.load(topo)
-    except fattree.TopologyError as err:
-        raise RunDirError(str(err)) from None
+        ft = fattree.from_config(topo) if isinstance(topo, Mapping) else fattree.load(topo)
+    except (fattree.TopologyError, TypeError) as err:
+        raise RunDirError(f"{summary_path}: {err}") from None
     if not jobs_path.is_file():
         raise RunDirError(f"{jobs_path}: missing (is {run} a replay run directory?)")
     try:
@@ -158,6 +158,8 @@ def exposure(ft: FatTree, loads: Sequence[np.ndarray]) -> linkload.Interference:
     that instants with different numbers of running jobs share a few compilations.
     """
     n = len(loads)
+    if n == 0:
+        raise ValueError("exposure needs the loads of at least one job")
     stacked = np.zeros((_pad_pow2(n, lo=8), routing.n_links(ft)), np.float32)
     stacked[:n] = np.stack(loads)
     res = linkload.interference(ft, jnp.asarray(stacked))
@@ -200,9 +202,10 @@ def analyse(
             cache[j] = (loads, traffic.n_flows, traffic.total_bytes)
         return cache[j]
 
+    has_nodes = np.array([len(a) > 0 for a in allocs], bool)
     frames = []
     for i, t in enumerate(times):
-        running = np.flatnonzero((start <= t) & (t < end) & np.array([len(a) > 0 for a in allocs], bool))
+        running = np.flatnonzero((start <= t) & (t < end) & has_nodes)
         if len(running) == 0:
             continue
         got = [loads_of(int(j)) for j in running]

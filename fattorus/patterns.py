@@ -11,7 +11,7 @@ one (``stencil2d`` 64 KiB, ``stencil4d`` 4 MiB MILC-like, ``unstructured_mesh`` 
 ``spread`` 512 KiB) and are otherwise choices documented on each generator.
 
 Ranks map to a job's nodes in allocation order (:func:`to_nodes`): rank ``i`` runs on
-``alloc[i]``, one rank per node.
+``alloc[i]``, one rank per node unless ``ranks_per_node`` says otherwise.
 
 Random draws use ``jax.random`` keys and are vectorised over ranks; the variable-length
 output is assembled with NumPy. Draws are made on shapes padded to a power of two and then
@@ -337,12 +337,19 @@ def make(name: str, key: jax.Array, n: int, **params) -> Traffic:
     return fn(key, n, **params)
 
 
-def to_nodes(alloc, traffic: Traffic) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Map rank flows onto a job's nodes in allocation order: rank ``i`` -> ``alloc[i]``.
+def to_nodes(alloc, traffic: Traffic, ranks_per_node: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Map rank flows onto a job's nodes in allocation order.
 
-    Returns ``(src_nodes, dst_nodes, nbytes)``; raises if a rank has no node.
+    Rank ``i`` runs on node ``alloc[i // ranks_per_node]`` (one rank per node by default;
+    with several, consecutive ranks share a node and flows between them stay on the node:
+    their ``src == dst`` node pairs have empty routes). Returns ``(src_nodes, dst_nodes,
+    nbytes)``; raises if a rank has no node.
     """
+    if ranks_per_node < 1:
+        raise ValueError(f"ranks_per_node must be >= 1, got {ranks_per_node}")
     alloc = np.asarray(alloc, np.int32).ravel()
-    if traffic.n_flows and max(int(traffic.src.max()), int(traffic.dst.max())) >= len(alloc):
-        raise ValueError(f"traffic uses more ranks than the {len(alloc)} allocated nodes")
-    return alloc[traffic.src], alloc[traffic.dst], traffic.nbytes
+    if traffic.n_flows and max(int(traffic.src.max()), int(traffic.dst.max())) >= len(alloc) * ranks_per_node:
+        raise ValueError(
+            f"traffic uses more ranks than the {len(alloc)} allocated nodes x {ranks_per_node} ranks per node hold"
+        )
+    return alloc[traffic.src // ranks_per_node], alloc[traffic.dst // ranks_per_node], traffic.nbytes

@@ -334,3 +334,14 @@ def test_replay_ta_is_interference_free_and_to_is_not():
     to = replay.replay(jobs, ft, "to", "easy").jobs
     assert max_jobs_per_link(ft, ta) == 1
     assert max_jobs_per_link(ft, to) >= 2
+
+
+def test_cli_topology_described_in_summary(tmp_path):
+    # config.topo may be a mapping with the topology's parameters instead of a name.
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
+    topo = {"name": "ft6_c3", "radix": 6, "nodes_per_leaf": 3, "leaves_per_pod": 3, "pods": 2,
+            "up_ports": 3, "core_switches": 3}
+    (run / "summary.json").write_text(json.dumps({"config": {"topo": topo}}))
+    assert interference.main([str(run), "--pattern-mix", "all_to_all", "--instants", "1"]) == 0
+    table = pl.read_parquet(run / "interference.parquet").sort("job_id")
+    assert table["shared_links"].to_list() == [2, 2]

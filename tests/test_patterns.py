@@ -165,6 +165,9 @@ def test_make_and_to_nodes():
     assert set(zip(src.tolist(), dst.tolist())) == {(a, b) for a in alloc.tolist() for b in alloc.tolist() if a != b}
     with pytest.raises(ValueError, match="ranks"):
         P.to_nodes(alloc[:3], P.all_to_all(None, 4))
+    # Two ranks per node: ranks 0,1 on node 40 and ranks 2,3 on node 7.
+    src, dst, _ = P.to_nodes(alloc[:2], P.all_to_all(None, 4), ranks_per_node=2)
+    assert Counter(zip(src.tolist(), dst.tolist())) == {(40, 40): 2, (7, 7): 2, (40, 7): 4, (7, 40): 4}
 
 
 def test_every_registered_pattern_runs_on_edge_sizes():
