@@ -1,0 +1,173 @@
+"""The study app, run for real in subprocesses: every config group value, errors, resume, W&B."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["workload=synthetic", "workload.synthetic.n_jobs=120", "workload.synthetic.max_nodes=16", "progress=false"]
+
+JOBS_SCHEMA = {
+    "job_id": pl.Int64,
+    "submit_s": pl.Float64,
+    "start_s": pl.Float64,
+    "end_s": pl.Float64,
+    "nodes": pl.Int32,
+    "runtime_s": pl.Float64,
+    "estimate_s": pl.Float64,
+    "wait_s": pl.Float64,
+    "job_type": pl.String,
+    "aph": pl.Float64,
+    "alloc": pl.List(pl.Int32),
+}
+
+
+def sweep(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fattorus.sweep", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "WANDB_SILENT": "true", **(env or {})},
+    )
+
+
+def check_run_dir(d: Path) -> dict:
+    """The documented schema (docs/outputs.md), and consistency between the three files."""
+    assert (d / ".hydra" / "config.yaml").exists()
+    jobs = pl.read_parquet(d / "jobs.parquet")
+    for col, dtype in JOBS_SCHEMA.items():
+        assert jobs.schema[col] == dtype, col
+    util = pl.read_parquet(d / "utilization.parquet")
+    assert util.columns[:3] == ["t_s", "busy_nodes", "utilization"]
+    assert ((util["t_s"].diff().drop_nulls() - 60.0).abs() < 1e-6).all()
+    summary = json.loads((d / "summary.json").read_text())
+    for key in ("config", "counts", "makespan_s", "wait_s", "utilization", "aph", "replay_wall_s", "n_nodes"):
+        assert key in summary
+    assert summary["counts"]["replayed"] == len(jobs)
+    assert summary["wait_s"]["mean"] == pytest.approx(jobs["wait_s"].mean() if len(jobs) else 0.0)
+    assert summary["config"]["workload"]["sha256"]
+    for j in jobs.iter_rows(named=True):
+        assert len(j["alloc"]) == j["nodes"] and j["wait_s"] == pytest.approx(j["start_s"] - j["submit_s"])
+    return summary
+
+
+GROUPS = [
+    ("+topo", ["cab", "pinot", "ft44", "ft6", "ft6x6", "ft6_tapered"], "topo"),
+    ("+speedup", ["none", "x5", "x10", "x20", "v1", "v2"], "speedup"),
+    ("policy", ["to", "to_random", "ta", "tree_bestfit"], "policy"),
+    ("sched", ["fcfs", "easy"], "sched"),
+]
+
+
+@pytest.mark.parametrize("override, values, key", GROUPS, ids=[g[2] for g in GROUPS])
+def test_every_config_group_value_runs(tmp_path, override, values, key):
+    extra = [] if key == "topo" else ["+topo=ft6x6"]
+    out = sweep("--multirun", f"hydra.sweep.dir={tmp_path}", "hydra.launcher.n_jobs=1",
+                f"{override}={','.join(values)}", *extra, *SMALL)
+    assert out.returncode == 0, out.stderr[-3000:]
+    runs = sorted(p.parent for p in tmp_path.glob("*/summary.json"))
+    assert len(runs) == len(values)
+    seen = {check_run_dir(d)["config"][key] for d in runs}
+    assert seen == set(values)
+
+
+def test_workloads_real_traces_and_a_users_file(tmp_path):
+    swf = tmp_path / "mine.swf"
+    # 3 jobs of a 2-core-per-node machine: 4 procs -> 2 nodes, 1 proc -> 1 node, 6 -> 3 nodes.
+    swf.write_text(
+        "; MaxNodes: 18\n; MaxProcs: 36\n"
+        "1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+        "2 10 0 50 1 -1 -1 1 100 -1 1 1 1 -1 -1 -1 -1 -1\n"
+        "3 20 0 70 6 -1 -1 6 -1 -1 1 2 1 -1 -1 -1 -1 -1\n"
+    )
+    out = sweep(f"hydra.run.dir={tmp_path / 'file'}", "+topo=ft6", f"workload.path={swf}", "workload.cores_per_node=2",
+                "workload.name=mine", "progress=false")
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = check_run_dir(tmp_path / "file")
+    jobs = pl.read_parquet(tmp_path / "file" / "jobs.parquet").sort("job_id")
+    assert jobs["nodes"].to_list() == [2, 1, 3]
+    assert jobs["estimate_s"].to_list() == [200.0, 100.0, 70.0]
+    assert summary["config"]["workload"]["name"] == "mine"
+    out = sweep("--multirun", f"hydra.sweep.dir={tmp_path / 'real'}", "hydra.launcher.n_jobs=1", "+topo=cab",
+                "workload=atlas,thunder", "workload.window_days=1", "progress=false")
+    assert out.returncode == 0, out.stderr[-3000:]
+    names = {check_run_dir(p.parent)["config"]["workload"]["name"] for p in (tmp_path / "real").glob("*/summary.json")}
+    assert names == {"atlas", "thunder"}
+
+
+def test_main_command_form_and_documented_defaults(tmp_path):
+    out = sweep(f"hydra.run.dir={tmp_path / 'main'}", "+topo=pinot", "+speedup=v2", "workload.window_days=2",
+                "policy=to", "sched=fcfs", "workload.scale=2", "seed=7", "progress=false")
+    assert out.returncode == 0, out.stderr[-3000:]
+    c = check_run_dir(tmp_path / "main")["config"]
+    assert (c["topo"], c["speedup"], c["policy"], c["sched"], c["seed"], c["workload"]["scale"]) == (
+        "pinot", "v2", "to", "fcfs", 7, 2.0)
+    out = sweep(f"hydra.run.dir={tmp_path / 'defaults'}", *SMALL)
+    assert out.returncode == 0, out.stderr[-3000:]
+    c = check_run_dir(tmp_path / "defaults")["config"]
+    assert (c["topo"], c["speedup"], c["policy"], c["sched"]) == ("cab", "none", "ta", "easy")
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["+topo=nosuch"], "Available options in 'topo'"),
+        (["+topo=cab", "nosuchkey=1"], "nosuchkey"),
+        (["+topo=cab", "workload.scale=abc"], "workload.scale"),
+        (["+topo=cab", "policy=nosuch"], "Available options in 'policy'"),
+        (["+topo=cab", "policy.params.tie=sideways", *SMALL], "tie"),
+        (["+topo=cab", "workload=file"], "workload.path"),
+        (["+topo=cab", "workload.path=/no/such/log.swf"], "/no/such/log.swf"),
+        (["topo=cab"], "+topo=cab"),
+    ],
+)
+def test_bad_overrides_give_one_line_errors(tmp_path, args, words):
+    out = sweep(f"hydra.run.dir={tmp_path}", *args)
+    assert out.returncode != 0
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("fattorus.sweep: error:") and words in lines[0]
+    assert "Traceback" not in out.stderr + out.stdout
+
+
+def test_rerun_multirun_skips_finished_trials(tmp_path):
+    args = ["--multirun", f"hydra.sweep.dir={tmp_path}", "hydra.launcher.n_jobs=1", "+topo=ft6x6", "policy=to,ta", *SMALL]
+    first = sweep(*args)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.count("[done]") == 2
+    stamp = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*/jobs.parquet")}
+    # Remove one finished trial: the re-run redoes exactly that one.
+    victim = sorted(stamp)[0]
+    (victim.parent / "summary.json").unlink()
+    second = sweep(*args)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.stdout.count("[skip]") == 1 and second.stdout.count("[done]") == 1
+    for p, t in stamp.items():
+        assert (p.stat().st_mtime_ns == t) == (p != victim)
+
+
+
+def test_wandb_offline_run_holds_the_summary_metrics(tmp_path):
+    out = sweep(f"hydra.run.dir={tmp_path}", "+topo=ft6x6", "logger=wandb", *SMALL,
+                env={"WANDB_MODE": "offline", "WANDB_API_KEY": "", "WANDB_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    files = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
+    assert len(files) == 1
+    data = files[0].read_bytes()
+    # Summary items are protobuf (key, value_json) pairs: each key followed closely by its
+    # JSON value.
+    for key, value in [("jobs/replayed", summary["counts"]["replayed"]), ("wait_s/mean", summary["wait_s"]["mean"])]:
+        m = re.search(re.escape(key.encode()) + rb".{1,6}?" + re.escape(json.dumps(value).encode()), data, re.S)
+        assert m, (key, value)
+    assert b"by_bin" in data and b"utilization_curve" in data
