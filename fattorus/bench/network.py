@@ -110,27 +110,37 @@ def _random_nodes(ft: FatTree, n: int, seed: int) -> np.ndarray:
     return np.asarray(jax.random.permutation(key, ft.n_nodes))[:n].astype(np.int32)
 
 
-def run(repeats: int = 7, ref_repeats: int = 3, seed: int = 0) -> list[dict]:
-    """Run both network benchmarks; one row per problem (see the module docstring)."""
+def run(repeats: int = 7, ref_repeats: int = 3, seed: int = 0, quick: bool = False) -> list[dict]:
+    """Run both network benchmarks; one row per problem (see the module docstring).
+
+    ``quick`` shrinks the problems (all-to-all on 256 nodes, 4D stencil on 1,296 nodes) and
+    the repeats (5 and 1) for a smoke run; the rows' ``problem`` says which sizes ran.
+    """
+    if quick:
+        repeats, ref_repeats = 5, 1
+    n_a2a, n_stencil = (256, 1296) if quick else (1024, 4096)
     rows = []
     pinot = fattree.load("pinot")
+    a2a = patterns.all_to_all(None, n_a2a)
     rows.append(
         bench_problem(
             pinot,
-            "all_to_all on 1,024 random nodes (1,047,552 flows, 64 KiB each)",
-            _random_nodes(pinot, 1024, seed),
-            patterns.all_to_all(None, 1024),
+            f"all_to_all on {n_a2a:,} random nodes ({a2a.n_flows:,} flows, 64 KiB each)",
+            _random_nodes(pinot, n_a2a, seed),
+            a2a,
             repeats,
             ref_repeats,
         )
     )
     ft44 = fattree.load("ft44")
+    stencil = patterns.stencil4d(None, n_stencil)
+    grid = "x".join(map(str, patterns.grid_dims(n_stencil, 4)))
     rows.append(
         bench_problem(
             ft44,
-            "stencil4d on 4,096 random nodes (8x8x8x8 grid, 32,768 flows, 4 MiB each)",
-            _random_nodes(ft44, 4096, seed + 1),
-            patterns.stencil4d(None, 4096),
+            f"stencil4d on {n_stencil:,} random nodes ({grid} grid, {stencil.n_flows:,} flows, 4 MiB each)",
+            _random_nodes(ft44, n_stencil, seed + 1),
+            stencil,
             repeats,
             ref_repeats,
         )
