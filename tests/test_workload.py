@@ -5,6 +5,7 @@ a plain-Python SWF parser written here, hand-computed values for a hand-written 
 and property tests that feed corrupted and random lines to both readers.
 """
 
+import datetime
 import gzip
 import hashlib
 import math
@@ -449,7 +450,7 @@ def test_any_bytes_load_or_raise_workload_error(tmp_path_factory, data):
 SACCT_HEADER = "JobID|Submit|Start|End|Elapsed|Timelimit|NNodes|NCPUS|State"
 TIME = st.one_of(
     st.sampled_from(["Unknown", "None"]),
-    st.datetimes(min_value=__import__("datetime").datetime(2000, 1, 1), max_value=__import__("datetime").datetime(2030, 1, 1)).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S")),
+    st.datetimes(min_value=datetime.datetime(2000, 1, 1), max_value=datetime.datetime(2030, 1, 1)).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S")),
 )
 DURATION = st.one_of(
     st.sampled_from(["UNLIMITED", "Partition_Limit", ""]),
