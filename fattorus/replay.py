@@ -196,22 +196,44 @@ def simulate(
         cache.update(key=key, shadow=shadow, R=reserved)
         return shadow, reserved
 
+    # What the previous pass learnt, valid while the machine has not changed since
+    # (`version`): its head could not be placed, every candidate below `upto` could not be
+    # backfilled, and the per-type failure sizes. A later candidate only becomes harder to
+    # backfill as time passes (a job that ended by the shadow time may no longer), so a pass
+    # on an unchanged machine only needs to look at jobs submitted since.
+    memo: dict[str, Any] = {"version": None}
+
     def schedule(now: float) -> None:
         nonlocal lo
+        unchanged = memo["version"] == version
+        blocked = None  # the head, once it is known not to fit now
         while lo < hi:
             if not waiting[lo]:
                 lo += 1
                 continue
+            if unchanged and lo == memo["head"]:
+                blocked = lo  # it did not fit on this very machine in the previous pass
+                break
             placed = policy.place(machine, int(nodes[lo]))
             if placed is None:
+                blocked = lo
                 break
             start_job(lo, placed, now)
             lo += 1
-        if not easy or lo >= hi or machine.n_free == 0:
+        if blocked is None or machine.n_free == 0 or not easy:
+            memo.update(version=version, head=blocked, upto=hi, fail_now=None, fail_held=None)
             return
         head = lo
-        window = slice(head + 1, hi)
-        candidates = head + 1 + np.flatnonzero(waiting[window] & (nodes[window] <= machine.n_free))
+        unchanged = memo["version"] == version and memo["head"] == head and memo["fail_now"] is not None
+        first = max(memo["upto"], head + 1) if unchanged else head + 1
+        window = slice(first, hi)
+        candidates = first + np.flatnonzero(waiting[window] & (nodes[window] <= machine.n_free))
+        # Smallest size per job type that failed, on the machine as it is (`fail_now`) and
+        # with R held (`fail_held`): larger jobs of that type cannot fit either, since
+        # feasibility is monotone in the size and only shrinks as jobs start.
+        fail_now = memo["fail_now"] if unchanged else np.full(4, ft.n_nodes + 1)
+        fail_held = memo["fail_held"] if unchanged else np.full(4, ft.n_nodes + 1)
+        memo.update(version=version, head=head, upto=hi, fail_now=fail_now, fail_held=fail_held)
         if len(candidates) == 0:
             return
         shadow, reserved = reservation(head, now)
@@ -221,11 +243,6 @@ def simulate(
         reserved_mask[reserved] = True
         held = None
         short = now + estimate[candidates] <= shadow
-        # Smallest size per job type that failed in this pass, on the machine as it is
-        # (`fail_now`) and with R held (`fail_held`): larger jobs of that type cannot fit
-        # either, since feasibility is monotone in the size and only shrinks as jobs start.
-        fail_now = np.full(4, ft.n_nodes + 1)
-        fail_held = np.full(4, ft.n_nodes + 1)
         cand_nodes, cand_type = nodes[candidates], jtype[candidates]
         pos = 0
         while pos < len(candidates) and machine.n_free > 0:
@@ -252,6 +269,7 @@ def simulate(
                 start_job(j, placed, now)
                 backfilled[j] = True
                 held = None
+                memo["version"] = None  # the reservation may differ on the new machine
 
     while hi < n_jobs or running:
         now = min(submit[hi] if hi < n_jobs else np.inf, running[0][0] if running else np.inf)

@@ -72,7 +72,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         # draw made from the same seed (e.g. a random policy).
         key = jax.random.fold_in(jax.random.PRNGKey(int(cfg.seed)), 0x5EED)
         nodes = jobs["nodes"].fill_null(0).to_numpy()
-        factor = np.asarray(speedup.factors(scenario, key, nodes), dtype=np.float64)
+        factor = np.asarray(speedup.factors64(scenario, key, nodes), dtype=np.float64)
         runtime_s = jobs["runtime_s"].to_numpy() * factor  # float64: exact for unchanged jobs
 
     key_choices = {
