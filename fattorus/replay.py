@@ -182,16 +182,19 @@ def simulate(
             # Counts of the machine after each distinct estimated end, all at once; the
             # first instant at which the policy could place the head is the shadow time.
             times, future_counts = st.futures(machine, node_est_end, getattr(policy, "per_leaf", True))
-            fits = np.flatnonzero(policy.feasible(future_counts, n))
+            fits = np.flatnonzero(policy.feasible(future_counts, n, waited_s=times - submit[head]))
             first = int(fits[0]) if len(fits) else -1
         else:
             times = np.unique(node_est_end[~machine.free])
-            first = _first_true(lambda i: policy.place(st.future(machine, node_est_end <= times[i]), n) is not None,
-                                len(times))
+            first = _first_true(
+                lambda i: policy.place(st.future(machine, node_est_end <= times[i]), n,
+                                       waited_s=times[i] - submit[head]) is not None,
+                len(times),
+            )
         if first < 0:
             raise RuntimeError(f"job of {n} nodes cannot be placed even on an empty machine")
         released = node_est_end <= times[first]
-        reserved = policy.place(st.future(machine, released), n, prefer=released)
+        reserved = policy.place(st.future(machine, released), n, prefer=released, waited_s=times[first] - submit[head])
         shadow = float(times[first])
         cache.update(key=key, shadow=shadow, R=reserved)
         return shadow, reserved
@@ -202,6 +205,9 @@ def simulate(
     # backfill as time passes (a job that ended by the shadow time may no longer), so a pass
     # on an unchanged machine only needs to look at jobs submitted since.
     memo: dict[str, Any] = {"version": None}
+    # A policy whose decision depends on how long the job waited (the hybrid rule) must be
+    # asked again about the head even on an unchanged machine.
+    time_dependent = bool(getattr(policy, "time_dependent", False))
 
     def schedule(now: float) -> None:
         nonlocal lo
@@ -211,10 +217,10 @@ def simulate(
             if not waiting[lo]:
                 lo += 1
                 continue
-            if unchanged and lo == memo["head"]:
+            if unchanged and lo == memo["head"] and not time_dependent:
                 blocked = lo  # it did not fit on this very machine in the previous pass
                 break
-            placed = policy.place(machine, int(nodes[lo]))
+            placed = policy.place(machine, int(nodes[lo]), waited_s=now - submit[lo])
             if placed is None:
                 blocked = lo
                 break

@@ -251,3 +251,49 @@ def test_speedup_runtimes_shorten_runs_but_not_estimates(atlas):
     fast = replay.replay(jobs, ft, "ta", runtime_s=rt)
     assert fast.jobs["estimate_s"].to_list() == base.jobs["estimate_s"].to_list()
     np.testing.assert_allclose(fast.jobs["runtime_s"].to_numpy(), base.jobs["runtime_s"].to_numpy() * 0.5)
+
+
+def _ft6_hybrid_jobs():
+    return pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 4],
+            "submit_s": [0.0, 0.0, 1.0, 20.0],
+            "runtime_s": [100.0, 100.0, 50.0, 5.0],
+            "requested_s": [100.0, 100.0, 50.0, 5.0],
+            "nodes": pl.Series([5, 5, 6, 1], dtype=pl.Int32),
+            "status": pl.Series([1] * 4, dtype=pl.Int32),
+        }
+    )
+
+
+def test_hybrid_rule_hand_worked_on_ft6():
+    """A (5, T2) takes 0-4 and B (5, T2) 9-13; C (6, T2) finds no pod with 6 free nodes on
+    leaves free of T2 jobs. Paper TA: C waits for A and B (t=100). Hybrid, relax after 10 s:
+    at t=20 (D's submission) C has waited 19 s and takes a tree best-fit placement: no pod has
+    6 free, so the fuller pod 0 gives its 4 (leaf 2 whole: 6-8, then the best-fitting leaf 1:
+    5) and pod 1 the remaining 2 from its best-fitting leaf 5 (15, 16). D (1 node) then goes
+    to the least-free leaf that fits, leaf 4 (node 14)."""
+    ft = fattree.load("ft6")
+    paper = replay.replay(_ft6_hybrid_jobs(), ft, "ta").jobs
+    assert paper.filter(pl.col("job_id") == 3)["start_s"].item() == 100.0
+    hybrid = replay.replay(_ft6_hybrid_jobs(), ft, "ta", policy_params={"relax_after_s": 10}).jobs
+    rows = {r["job_id"]: r for r in hybrid.iter_rows(named=True)}
+    assert rows[3]["start_s"] == 20.0 and sorted(rows[3]["alloc"]) == [5, 6, 7, 8, 15, 16]
+    assert rows[4]["start_s"] == 20.0 and rows[4]["alloc"] == [14]
+
+
+def test_hybrid_rule_never_triggered_equals_paper_ta_and_keeps_invariants(atlas):
+    ft = fattree.load("cab")
+    jobs = _window(atlas, 2, ft.n_nodes)
+    paper = replay.replay(jobs, ft, "ta").jobs
+    never = replay.replay(jobs, ft, "ta", policy_params={"relax_after_s": 1e12}).jobs
+    assert never["start_s"].to_list() == paper["start_s"].to_list()
+    assert never["alloc"].to_list() == paper["alloc"].to_list()
+    hybrid = replay.replay(jobs, ft, "ta", policy_params={"relax_after_s": 3600}).jobs
+    assert hybrid["start_s"].to_list() != paper["start_s"].to_list()
+    start, end = hybrid["start_s"].to_numpy(), hybrid["end_s"].to_numpy()
+    allocs = [set(a) for a in hybrid["alloc"].to_list()]
+    for a, b in _concurrent_pairs(start, end):
+        assert not allocs[a] & allocs[b]
+    blocked = hybrid.filter(pl.col("shadow_s").is_not_nan())
+    assert (blocked["start_s"] <= blocked["shadow_s"]).all()

@@ -28,8 +28,11 @@ class Policy(Protocol):
 
     name: str
 
-    def place(self, state: Any, n: int, prefer: np.ndarray | None = None) -> np.ndarray | None:
-        """Node ids for an ``n``-node job on ``state``, or None when none can be placed now."""
+    def place(self, state: Any, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
+        """Node ids for an ``n``-node job on ``state``, or None when none can be placed now.
+
+        ``waited_s`` is how long the job has waited (seconds), for rules that relax with it.
+        """
         ...
 
 

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from fattorus.fattree import T1, T2, FatTree, job_type
+from fattorus.policy.leaves import take_from_leaves
+from fattorus.policy.tree_bestfit import TreeBestFit
 
 ORDERS = ("least", "most")
 TIES = ("low_id", "high_id")
@@ -42,9 +44,20 @@ class TAParams:
     t3_pod_order: str = "most"
     t3_leaf_order: str = "most"
     tie: str = "low_id"
+    # Hybrid rule (not in the papers): a queue head that has waited longer than this many
+    # seconds may take a compact but not isolated placement (tree best fit) when no
+    # interference-free one exists. None: never (the paper's policy).
+    relax_after_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.relax_after_s is not None and not (
+            isinstance(self.relax_after_s, (int, float)) and not isinstance(self.relax_after_s, bool)
+            and self.relax_after_s >= 0
+        ):
+            raise ValueError(f"policy ta: relax_after_s must be null or a number >= 0, got {self.relax_after_s!r}")
         for f in dataclasses.fields(self):
+            if f.name == "relax_after_s":
+                continue
             value = getattr(self, f.name)
             allowed = TIES if f.name == "tie" else ORDERS
             if value not in allowed:
@@ -64,19 +77,6 @@ def _key(values: np.ndarray, order: str) -> np.ndarray:
     return values if order == "least" else -values
 
 
-def take_from_leaves(state, leaves: np.ndarray, n: int) -> np.ndarray:
-    """The first ``n`` free nodes of ``leaves`` visited in the given order (lowest slot first)."""
-    k = state.ft.nodes_per_leaf
-    free2d = state.free.reshape(-1, k)[leaves]
-    rank = np.cumsum(free2d, axis=1)
-    # How many nodes each visited leaf still has to give: what is left of n after the
-    # leaves before it.
-    before = np.concatenate([[0], np.cumsum(free2d.sum(axis=1))[:-1]])
-    take = np.clip(n - before, 0, k)
-    chosen = free2d & (rank <= take[:, None])
-    return (leaves[:, None] * k + np.arange(k))[chosen]
-
-
 class TopologyAware:
     """Algorithm 1 with T1/T2/T3 rules; see the module docstring."""
 
@@ -89,21 +89,39 @@ class TopologyAware:
         self._leaf_ids = np.arange(ft.n_leaves)
         self._leaf_pod = self._leaf_ids // L
         self._sign = 1 if self.params.tie == "low_id" else -1
+        self._relaxed = None if self.params.relax_after_s is None else TreeBestFit(ft)
+        # The hybrid rule makes a decision depend on how long the job has waited.
+        self.time_dependent = self._relaxed is not None
 
-    def place(self, state, n: int, prefer: np.ndarray | None = None) -> np.ndarray | None:
-        """Nodes for an ``n``-node job under the T1/T2/T3 rules, or None. ``prefer`` is ignored."""
+    def place(self, state, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
+        """Nodes for an ``n``-node job under the T1/T2/T3 rules, or None. ``prefer`` is ignored.
+
+        With ``relax_after_s`` set, a job that has waited longer than that (``waited_s``,
+        seconds) and has no interference-free placement gets a tree best-fit one.
+        """
         jt = int(job_type(self.ft, n))
         if jt == T1:
-            return self._t1(state, n)
-        if jt == T2:
-            return self._t2(state, n)
-        return self._t3(state, n)
+            placed = self._t1(state, n)
+        elif jt == T2:
+            placed = self._t2(state, n)
+        else:
+            placed = self._t3(state, n)
+        if placed is None and self._relaxed is not None and waited_s > self.params.relax_after_s:
+            placed = self._relaxed.place(state, n)
+        return placed
 
-    def feasible(self, c, n: int) -> np.ndarray:
+    def feasible(self, c, n: int, waited_s=0.0) -> np.ndarray:
         """Whether an ``n``-node job fits, for counts ``c`` (:class:`fattorus.state.Counts`,
         optionally batched over leading axes): T1 some leaf has ``n`` free; T2 some pod has
         ``n`` free on leaves without T2/T3; T3 pods without T3 have ``n`` free on leaves
-        without T2."""
+        without T2 (or, under the hybrid rule once ``waited_s`` exceeds ``relax_after_s``,
+        ``n`` nodes are free)."""
+        fits = self._isolated_fits(c, n)
+        if self._relaxed is not None:
+            fits = fits | ((np.asarray(waited_s) > self.params.relax_after_s) & (np.asarray(c.n_free) >= n))
+        return fits
+
+    def _isolated_fits(self, c, n: int) -> np.ndarray:
         ft = self.ft
         jt = int(job_type(ft, n))
         if jt == T1:
@@ -162,4 +180,4 @@ class TopologyAware:
         return take_from_leaves(state, ordered, n)
 
 
-__all__ = ["ORDERS", "TIES", "TAParams", "TopologyAware", "take_from_leaves"]
+__all__ = ["ORDERS", "TIES", "TAParams", "TopologyAware"]

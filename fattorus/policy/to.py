@@ -18,11 +18,11 @@ class TopologyOblivious:
 
     per_leaf = False  # feasibility needs only the free-node count
 
-    def feasible(self, c, n: int) -> np.ndarray:
+    def feasible(self, c, n: int, waited_s=0.0) -> np.ndarray:
         """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""
         return np.asarray(c.n_free) >= n
 
-    def place(self, state, n: int, prefer: np.ndarray | None = None) -> np.ndarray | None:
+    def place(self, state, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
         if n > state.n_free:
             return None
         first, rest = _split(state, prefer)
@@ -37,7 +37,7 @@ class TopologyObliviousRandom(TopologyOblivious):
     def __init__(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
-    def place(self, state, n: int, prefer: np.ndarray | None = None) -> np.ndarray | None:
+    def place(self, state, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
         if n > state.n_free:
             return None
         first, rest = _split(state, prefer)

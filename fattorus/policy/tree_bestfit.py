@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from fattorus.fattree import FatTree
-from fattorus.policy.ta import take_from_leaves
+from fattorus.policy.leaves import take_from_leaves
 
 
 def _best_fit_split(free: np.ndarray, n: int) -> list[tuple[int, int]]:
@@ -44,11 +44,11 @@ class TreeBestFit:
 
     per_leaf = False  # feasibility needs only the free-node count
 
-    def feasible(self, c, n: int) -> np.ndarray:
+    def feasible(self, c, n: int, waited_s=0.0) -> np.ndarray:
         """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""
         return np.asarray(c.n_free) >= n
 
-    def place(self, state, n: int, prefer: np.ndarray | None = None) -> np.ndarray | None:
+    def place(self, state, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
         """Nodes for an ``n``-node job, or None when fewer than ``n`` are free. ``prefer`` is ignored."""
         ft = self.ft
         if n > state.n_free:
