@@ -78,8 +78,12 @@ def summary(
     bins: tuple[int, ...],
     config: Mapping[str, Any],
     replay_wall_s: float,
+    exposed_jobs: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """The ``summary.json`` of a run (schema in docs/outputs.md)."""
+    """The ``summary.json`` of a run (schema in docs/outputs.md).
+
+    ``exposed_jobs``: per job, whether it interferes with a concurrent job (:func:`exposed`).
+    """
     nodes = jobs["nodes"].to_numpy()
     wait = jobs["wait_s"].to_numpy()
     aph = jobs["aph"].to_numpy()
@@ -100,5 +104,53 @@ def summary(
         "utilization": {"mean": float(u.mean()) if len(u) else 0.0,
                         **{k: float(np.quantile(u, q)) if len(u) else 0.0 for k, q in QUANTILES.items()}},
         "aph": {"mean": float(aph.mean()) if len(aph) else 0.0, "by_bin": by_bin(nodes, aph, bins, with_quantiles=True)},
+        "interference": {
+            "exposed_jobs": int(exposed_jobs.sum()) if exposed_jobs is not None else None,
+            "exposed_share": float(exposed_jobs.mean()) if exposed_jobs is not None and len(exposed_jobs) else 0.0,
+        },
         "replay_wall_s": float(replay_wall_s),
     }
+
+
+def _overlapping(groups: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For interval entries tagged with a group, whether each overlaps another of its group."""
+    order = np.lexsort((start, groups))
+    g, s, e = groups[order], start[order], end[order]
+    hit = np.zeros(len(g), bool)
+    bounds = np.flatnonzero(np.diff(g)) + 1
+    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(g)]])):
+        if hi - lo < 2:
+            continue
+        ss, ee = s[lo:hi], e[lo:hi]
+        # Sorted by start: an interval overlaps an earlier one iff the latest earlier end is
+        # after its start, and a later one iff the next start is before its end.
+        prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(ee)[:-1]])
+        next_start = np.concatenate([ss[1:], [np.inf]])
+        hit[lo:hi] = (prev_end > ss) | (next_start < ee)
+    out = np.zeros(len(g), bool)
+    out[order] = hit
+    return out
+
+
+def exposed(jobs: pl.DataFrame, ft) -> np.ndarray:
+    """Per job: does it interfere with a concurrently running job (spec `allocation.md`)?
+
+    Two jobs running at the same time interfere when both span several leaves and share a
+    leaf, or both span several pods and share a pod. Computed per leaf and per pod from the
+    jobs' ``[start, end)`` intervals, never over all pairs of jobs.
+    """
+    start, end = jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()
+    result = np.zeros(len(jobs), bool)
+    for size in (ft.nodes_per_leaf, ft.nodes_per_pod):
+        owners, units = [], []
+        for j, alloc in enumerate(jobs["alloc"].to_list()):
+            u = np.unique(np.asarray(alloc, np.int64) // size)
+            if len(u) > 1:
+                owners.append(np.full(len(u), j))
+                units.append(u)
+        if not owners:
+            continue
+        owner, unit = np.concatenate(owners), np.concatenate(units)
+        hit = _overlapping(unit, start[owner], end[owner])
+        result[np.unique(owner[hit])] = True
+    return result

@@ -359,6 +359,8 @@ def replay(
         progress=progress,
     )
     out = _jobs_table(prepared, schedule, ft)
+    exposed = metrics.exposed(out, ft)
+    out = out.with_columns(pl.Series("exposed", exposed))
     util = metrics.utilization(out, ft.n_nodes)
     wall = time.perf_counter() - wall0
     summary = metrics.summary(
@@ -370,6 +372,7 @@ def replay(
         bins=bins,
         config=dict(config or {"topo": ft.name, "policy": policy, "sched": sched, "seed": seed}),
         replay_wall_s=wall,
+        exposed_jobs=exposed,
     )
     return ReplayResult(out, util, summary)
 

@@ -297,3 +297,25 @@ def test_hybrid_rule_never_triggered_equals_paper_ta_and_keeps_invariants(atlas)
         assert not allocs[a] & allocs[b]
     blocked = hybrid.filter(pl.col("shadow_s").is_not_nan())
     assert (blocked["start_s"] <= blocked["shadow_s"]).all()
+
+
+@pytest.mark.parametrize("pol", ["to", "ta", "tree_bestfit"])
+def test_exposure_metric_matches_pairwise_check(atlas, pol):
+    ft = fattree.load("cab")
+    result = replay.replay(_window(atlas, 2, ft.n_nodes, days=20), ft, pol)
+    jobs = result.jobs
+    k, p = ft.nodes_per_leaf, ft.nodes_per_pod
+    leaves = [set((np.asarray(a) // k).tolist()) for a in jobs["alloc"].to_list()]
+    pods = [set((np.asarray(a) // p).tolist()) for a in jobs["alloc"].to_list()]
+    expected = np.zeros(len(jobs), bool)
+    for a, b in _concurrent_pairs(jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()):
+        if (len(leaves[a]) > 1 and len(leaves[b]) > 1 and leaves[a] & leaves[b]) or (
+            len(pods[a]) > 1 and len(pods[b]) > 1 and pods[a] & pods[b]
+        ):
+            expected[[a, b]] = True
+    assert np.array_equal(jobs["exposed"].to_numpy(), expected)
+    assert result.summary["interference"]["exposed_jobs"] == expected.sum()
+    if pol == "ta":
+        assert expected.sum() == 0
+    else:
+        assert expected.sum() > 0
