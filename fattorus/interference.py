@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -44,6 +43,7 @@ import numpy as np
 import polars as pl
 
 from fattorus import fattree, linkload, patterns, routing
+from fattorus.outputs import atomic_write
 from fattorus.fattree import FatTree
 
 #: The four patterns of the fat-tree paper's Section V-B, equally likely.
@@ -251,16 +251,8 @@ SCHEMA = {
 
 
 def write_atomic(table: pl.DataFrame, path: str | Path) -> Path:
-    """Write ``table`` to ``path`` as parquet via a temporary file in the same directory."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        table.write_parquet(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    """Write ``table`` to ``path`` as parquet, atomically."""
+    return atomic_write(path, lambda p: table.write_parquet(p))
 
 
 def summary_lines(table: pl.DataFrame) -> list[str]:

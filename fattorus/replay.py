@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from fattorus import metrics
+from fattorus import metrics, workload
 from fattorus import policy as policy_mod
 from fattorus import state as st
 from fattorus.aph import aph_of
@@ -101,12 +101,7 @@ def prepare(jobs: pl.DataFrame, n_nodes: int) -> tuple[pl.DataFrame, dict[str, i
     for r, c in tagged.group_by("_skip").len().iter_rows():
         if r is not None:
             counts[r] = c
-    kept = tagged.filter(pl.col("_skip").is_null()).drop("_skip")
-    if "estimate_s" not in kept.columns:
-        requested = pl.col("requested_s") if "requested_s" in kept.columns else pl.lit(None, pl.Float64)
-        kept = kept.with_columns(
-            pl.max_horizontal(requested.fill_null(pl.col("runtime_s")), pl.col("runtime_s")).alias("estimate_s")
-        )
+    kept = _with_estimate(tagged.filter(pl.col("_skip").is_null()).drop("_skip"))
     return kept.sort(["submit_s", "job_id"]), counts
 
 
@@ -378,12 +373,12 @@ def replay(
 
 
 def _with_estimate(jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` with ``estimate_s`` (kept when present: a speedup run plans with the logged one)."""
     if "estimate_s" in jobs.columns:
         return jobs
-    requested = pl.col("requested_s") if "requested_s" in jobs.columns else pl.lit(None, pl.Float64)
-    return jobs.with_columns(
-        pl.max_horizontal(requested.fill_null(pl.col("runtime_s")), pl.col("runtime_s")).alias("estimate_s")
-    )
+    if "requested_s" not in jobs.columns:
+        jobs = jobs.with_columns(pl.lit(None, pl.Float64).alias("requested_s"))
+    return workload.with_estimate(jobs)
 
 
 def _jobs_table(prepared: pl.DataFrame, schedule: Schedule, ft: FatTree) -> pl.DataFrame:

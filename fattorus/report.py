@@ -46,7 +46,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -54,6 +53,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+
+from fattorus.outputs import atomic_write
 
 RUN_FILES = ("summary.json", "jobs.parquet", "utilization.parquet")
 DEFAULT_EDGES = (18, 64, 256, 1024)
@@ -663,32 +664,6 @@ def figure_wait(runs: pl.DataFrame, stats: pl.DataFrame, edges: Sequence[int]):
 
 
 # Writing -----------------------------------------------------------------------------------
-def current_umask() -> int:
-    """The process umask (read by setting and restoring it)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` atomically: a temp file in the same directory, then ``os.replace``.
-
-    The file gets the usual ``0o666 & ~umask`` permissions (``mkstemp`` alone would give 0600).
-    """
-    payload = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~current_umask())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_figure(fig, out_dir: Path, stem: str, dpi: int = 110) -> bytes:
     """Write ``stem.png`` and ``stem.svg`` atomically; return the PNG bytes."""
     png, svg = io.BytesIO(), io.BytesIO()

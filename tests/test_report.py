@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import struct
 import subprocess
@@ -185,7 +186,9 @@ def test_report_files_and_html(results: Path, capsys):
         assert width > 200 and height > 150
         assert "<svg" in (out / f"{stem}.svg").read_text()
     assert not list(out.glob(".*.tmp")), "temporary files left behind"
-    assert (out / "report.html").stat().st_mode & 0o777 == 0o666 & ~report.current_umask()
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert (out / "report.html").stat().st_mode & 0o777 == 0o666 & ~umask
 
     csv = pl.read_csv(out / "table1.csv")
     assert csv.filter(pl.col("workload") == "atlas-2x on cab")["TA"].item() == pytest.approx(2.5)

@@ -18,9 +18,10 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from fattorus.outputs import atomic_write
 
 SECTIONS = ("kernels", "replay", "network")
 
@@ -121,18 +122,6 @@ def table(rows: list[dict]) -> str:
     return "\n".join([line(keys), rule, *(line(c) for c in cells)])
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def report(info: dict, sections: dict[str, dict], quick: bool) -> str:
     """The Markdown report: machine information, then one table (and notes) per section."""
     lines = [f"# fattorus benchmarks{' (--quick)' if quick else ''}", "", f"Run {info['utc']}.", ""]
@@ -197,8 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     raw = json.dumps({"machine": info, "quick": args.quick, "sections": sections}, indent=2, default=str) + "\n"
     out = Path(args.out)
     for base in (f"bench-{stamp}", "latest"):
-        _write_atomic(out / f"{base}.md", text)
-        _write_atomic(out / f"{base}.json", raw)
+        atomic_write(out / f"{base}.md", text)
+        atomic_write(out / f"{base}.json", raw)
     print(f"wrote {out / f'bench-{stamp}.md'} and latest.md (+ .json)", file=sys.stderr)
 
 
