@@ -405,6 +405,8 @@ def fmt_hours(value: float | None) -> str:
         return f"{value:.0f}"
     if abs(value) >= 10:
         return f"{value:.1f}"
+    if 0 < abs(value) < 0.001:
+        return "<0.001"
     if 0 < abs(value) < 0.1:
         return f"{value:.2g}"  # a lightly loaded machine: keep two figures, not "0.00"
     return f"{value:.2f}"
