@@ -1,0 +1,256 @@
+"""Optuna tuning (``python -m fattorus.tune``): a small real study end to end.
+
+Atlas x2 on Cab with 3-day windows (each replay well under a second). The numbers the study
+stores and writes are checked against replays run here, independently of the study code: the
+objective against pooled job tables, the comparison rows against ``summary`` values, the
+exported config against the study app run as a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import optuna
+import polars as pl
+import pytest
+import yaml
+
+from fattorus import fattree, replay, tune, workload
+from fattorus.policy import TAParams
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = [(9.0, 12.0), (12.0, 15.0)]  # busy days of Atlas x2: waits of hours under EASY
+TEST = (15.0, 18.0)
+COMMON = ["--topo", "cab", "--workload", "atlas", "--scale", "2", "--train", "9:12,12:15", "--test", "15:18"]
+# The paper's Algorithm 1 (spec allocation.md), written out rather than read from the code.
+PAPER = {"t1_pod_order": "least", "t1_leaf_order": "least", "t2_pod_order": "least", "t2_leaf_order": "most",
+         "t3_pod_order": "most", "t3_leaf_order": "most", "tie": "low_id", "relax_after_s": None}
+
+
+@pytest.fixture(scope="module")
+def cab() -> fattree.FatTree:
+    return fattree.load("cab")
+
+
+@pytest.fixture(scope="module")
+def jobs(cab) -> pl.DataFrame:
+    """Atlas x2 as the study app prepares it: scaled, with estimates."""
+    wl = workload.load(ROOT / "data/traces/LLNL-Atlas-2006-2.1-cln.swf.gz", cores_per_node=8)
+    scaled, _ = workload.scale_nodes(wl.jobs, 2, cab.n_nodes)
+    return workload.with_estimate(scaled)
+
+
+def win(jobs: pl.DataFrame, w: tuple[float, float]) -> pl.DataFrame:
+    return workload.first_days(jobs, w[1] - w[0], w[0])
+
+
+def argv(d: Path, name: str, *extra: str) -> list[str]:
+    return [*COMMON, "--name", name, "--storage", f"sqlite:///{d}/{name}.db",
+            "--export", str(d / "conf" / "policy" / f"ta_tuned_{name}.yaml"), "--out", str(d / "out" / name), *extra]
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory) -> tuple[Path, int]:
+    """A study run twice: 6 trials by two worker processes, then 3 more in-process."""
+    d = tmp_path_factory.mktemp("tune")
+    tune.main(argv(d, "t", "--trials", "6", "--jobs", "2", "--seed", "3"))
+    first = len(optuna.load_study(study_name="t", storage=f"sqlite:///{d}/t.db").trials)
+    tune.main(argv(d, "t", "--trials", "3", "--seed", "3"))
+    return d, first
+
+
+def test_storage_holds_trials_and_a_rerun_adds_them(study_dir, cab, jobs):
+    d, first = study_dir
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{d}/t.db")
+    assert first == 6
+    assert len(study.trials) == 6 + 3
+    t0 = study.trials[0]
+    assert tune.decode(t0.params) == (PAPER, "easy")
+    # The default trial's numbers are pooled replays of the training windows, step by step.
+    tables = [replay.replay(win(jobs, w), cab, "ta", "easy").jobs for w in TRAIN]
+    assert t0.intermediate_values[0] == pytest.approx(tables[0]["wait_s"].mean(), rel=1e-12)
+    assert t0.value == pytest.approx(pl.concat(tables)["wait_s"].mean(), rel=1e-12)
+    assert study.best_value <= t0.value
+    for t in study.trials:
+        if t.state == optuna.trial.TrialState.COMPLETE:
+            assert sorted(t.intermediate_values) == [0, 1]
+            assert t.value == t.intermediate_values[1]
+
+
+def test_export_and_comparison_match_independent_replays(study_dir, cab, jobs):
+    d, _ = study_dir
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{d}/t.db")
+    exported = yaml.safe_load((d / "conf" / "policy" / "ta_tuned_t.yaml").read_text())
+    assert exported["name"] == "ta"
+    params, sched = tune.decode(study.best_trial.params)
+    assert exported["params"] == params and set(params) == set(PAPER)
+    TAParams(**exported["params"])  # a valid policy config
+    report = json.loads((d / "out" / "t" / "comparison.json").read_text())
+    rows = {r["arm"]: r for r in report["rows"]}
+    assert rows["tuned"]["sched"] == sched and rows["tuned"]["policy_params"] == exported["params"]
+    assert rows["paper_default"]["policy_params"] == PAPER and rows["paper_default"]["sched"] == "easy"
+    for arm, p, s in (("paper_default", PAPER, "easy"), ("tuned", exported["params"], sched)):
+        summary = replay.replay(win(jobs, TEST), cab, "ta", s, policy_params=p).summary
+        row = rows[arm]
+        assert row["jobs"] == summary["counts"]["replayed"] > 100
+        assert row["mean_wait_s"] == pytest.approx(summary["wait_s"]["mean"], rel=1e-12)
+        assert row["p95_wait_s"] == pytest.approx(summary["wait_s"]["p95"], rel=1e-12)
+        assert row["utilization"] == pytest.approx(summary["utilization"]["mean"], rel=1e-12)
+        assert row["mean_aph"] == pytest.approx(summary["aph"]["mean"], rel=1e-12)
+        assert row["exposure_share"] == pytest.approx(summary["interference"]["exposed_share"], abs=1e-15)
+    assert rows["paper_default"]["exposure_share"] == 0.0  # the paper's policy is interference-free
+    md = (d / "out" / "t" / "comparison.md").read_text()
+    assert "| mean wait |" in md and "| exposure share |" in md
+    assert report["paper_default"]["train_values"] == [study.trials[0].value]
+
+
+def test_exported_config_runs_in_the_app(study_dir):
+    d, _ = study_dir
+    exported = yaml.safe_load((d / "conf" / "policy" / "ta_tuned_t.yaml").read_text())
+    report = json.loads((d / "out" / "t" / "comparison.json").read_text())
+    tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
+    run_dir = d / "app_run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fattorus.sweep", "+topo=cab", "policy=ta_tuned_t", f"sched={tuned['sched']}",
+         "workload.scale=2", f"workload.window_start_days={TEST[0]:g}", f"workload.window_days={TEST[1] - TEST[0]:g}",
+         "progress=false", f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={run_dir}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "WANDB_SILENT": "true"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["config"]["policy_params"] == exported["params"]
+    assert summary["wait_s"]["mean"] == pytest.approx(tuned["mean_wait_s"], rel=1e-12)
+    assert summary["utilization"]["mean"] == pytest.approx(tuned["utilization"], rel=1e-12)
+
+
+def test_a_hopeless_trial_is_pruned_after_its_first_window(cab):
+    setup = tune.load_setup("cab", "atlas", 2.0, TRAIN, ())
+    study = optuna.create_study(direction="minimize", pruner=optuna.pruners.MedianPruner(n_startup_trials=1))
+    study.enqueue_trial(tune.default_trial_params())
+    study.enqueue_trial({**tune.default_trial_params(), "sched": "fcfs"})  # FCFS: hours more waiting
+    study.optimize(tune.make_objective(setup, ["mean_wait"]), n_trials=2)
+    good, bad = study.trials
+    assert good.state == optuna.trial.TrialState.COMPLETE
+    assert bad.state == optuna.trial.TrialState.PRUNED
+    assert sorted(bad.intermediate_values) == [0] and bad.user_attrs["pruned_after_windows"] == 1
+    fcfs = replay.replay(setup.train_tables[0], cab, "ta", "fcfs").summary["wait_s"]["mean"]
+    assert bad.intermediate_values[0] == pytest.approx(fcfs, rel=1e-12)
+    assert bad.intermediate_values[0] > 2 * good.intermediate_values[0]
+
+
+def test_pooled_metrics_are_summary_values_for_one_window_and_pool_jobs_for_several(cab, jobs):
+    runs = [replay.replay(win(jobs, w), cab, "ta", "easy", policy_params={"relax_after_s": 3600.0}) for w in TRAIN]
+    samples = [tune.run_window(win(jobs, w), cab, {"relax_after_s": 3600.0}, "easy") for w in TRAIN]
+    one = tune.pooled(samples[:1])
+    assert one["exposure_share"] == runs[0].summary["interference"]["exposed_share"] > 0
+    assert one["p95_wait_s"] == runs[0].summary["wait_s"]["p95"]
+    both = tune.pooled(samples)
+    all_jobs = pl.concat([r.jobs for r in runs])
+    assert both["mean_wait_s"] == pytest.approx(all_jobs["wait_s"].mean(), rel=1e-12)
+    assert both["p95_wait_s"] == pytest.approx(all_jobs["wait_s"].quantile(0.95, "linear"), rel=1e-12)
+    assert both["exposure_share"] == pytest.approx(all_jobs["exposed"].mean(), rel=1e-12)
+    util = pl.concat([r.utilization for r in runs])["utilization"]
+    assert both["utilization"] == pytest.approx(util.mean(), rel=1e-12)
+
+
+def test_multi_objective_exports_the_best_wait_no_more_exposed_than_the_paper(tmp_path):
+    tune.main(argv(tmp_path, "m", "--multi", "mean_wait,exposure", "--trials", "6", "--test", "none",
+                   "--sampler", "random", "--seed", "1"))
+    study = optuna.load_study(study_name="m", storage=f"sqlite:///{tmp_path}/m.db")
+    assert len(study.directions) == 2 and len(study.trials) == 6
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    base = done[0]
+    assert tune.decode(base.params) == (PAPER, "easy") and base.values[1] == 0.0
+    # Independent reference: over all finished trials (not only the front), the best mean
+    # wait among those no more exposed than the paper's policy.
+    best_wait = min(t.values[0] for t in done if t.values[1] <= base.values[1])
+    exported = yaml.safe_load((tmp_path / "conf" / "policy" / "ta_tuned_m.yaml").read_text())["params"]
+    chosen = [t for t in done if tune.decode(t.params)[0] == exported]
+    assert chosen and chosen[0].values[0] == best_wait and chosen[0].values[1] <= base.values[1]
+    assert not (tmp_path / "out" / "m" / "comparison.json").exists()  # --test none
+
+
+def test_pareto_picks_on_a_hand_made_front():
+    dist = {"x": optuna.distributions.FloatDistribution(0, 10)}
+    front = [optuna.trial.create_trial(values=v, params={"x": float(i)}, distributions=dist)
+             for i, v in enumerate([(1.0, 0.5), (2.0, 0.2), (3.0, 0.0), (10.0, -1.0)])]
+    for i, t in enumerate(front):
+        t.number = i
+    base = optuna.trial.create_trial(values=[4.0, 0.2], params={"x": 9.0}, distributions=dist)
+    mins = ["minimize", "minimize"]
+    assert tune.pick_pareto(front, mins, base, "constrained")[0].number == 1  # best wait with exposure <= 0.2
+    assert tune.pick_pareto(front, mins, None, "constrained")[1] == "knee"
+    # knee: scaled to [0,1]: (0,1), (1/9,.8), (2/9,.667), (1,0) -> nearest the origin is #2
+    assert tune.knee(front, mins).number == 2
+    # maximised second objective: "at least as good" means >=
+    assert tune.pick_pareto(front, ["minimize", "maximize"], base, "constrained")[0].number == 0
+
+
+def test_same_seed_same_trials(tmp_path):
+    params = []
+    for name in ("a", "b"):
+        tune.main([*argv(tmp_path, name, "--trials", "5", "--seed", "11", "--test", "none"), "--train", "9:12"])
+        study = optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/{name}.db")
+        params.append([t.params for t in study.trials])
+    assert params[0] == params[1] and len({str(p) for p in params[0]}) > 1
+
+
+def test_timeout_stops_starting_trials(tmp_path):
+    tune.main([*argv(tmp_path, "to", "--trials", "500", "--timeout", "2", "--test", "none"), "--train", "9:12"])
+    n = len(optuna.load_study(study_name="to", storage=f"sqlite:///{tmp_path}/to.db").trials)
+    assert 1 <= n < 500
+
+
+def one_line_error(capsys, args: list[str]) -> str:
+    with pytest.raises(SystemExit) as exc:
+        tune.main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("fattorus.tune: error:"), err
+    return err
+
+
+def test_bad_objective_is_one_line_and_exit_2():
+    proc = subprocess.run([sys.executable, "-m", "fattorus.tune", "--name", "x", "--objective", "fastest"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "--objective" in proc.stderr and "mean_wait" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--train", "0-14"], "START:END"),
+        (["--test", "14:7"], "must end after"),
+        (["--workload", "atlsa"], "atlsa"),
+        (["--multi", "mean_wait"], "two or more"),
+        (["--multi", "mean_wait,speed"], "speed"),
+        (["--objective", "exposure", "--multi", "mean_wait,exposure"], "not both"),
+        (["--name", "../x"], "--name"),
+        (["--train", "900:914"], "holds no jobs"),
+        (["--topo", "nope"], "nope"),
+    ],
+)
+def test_user_mistakes_are_one_line(capsys, tmp_path, args, needle):
+    base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/x.db", "--trials", "0"]
+    assert needle in one_line_error(capsys, [*base, *args])
+
+
+def test_resuming_with_another_setup_is_refused(capsys, study_dir):
+    d, _ = study_dir
+    err = one_line_error(capsys, [*argv(d, "t", "--trials", "1"), "--train", "9:12"])
+    assert "another setup" in err and "train" in err
+
+
+def test_parse_windows():
+    assert tune.parse_windows("0:14, 14:28.5", "--train") == ((0.0, 14.0), (14.0, 28.5))
+    assert tune.parse_windows("none", "--test") == ()
+    for bad in ("0:", "a:b", "5:5", "-1:3", "0:14;14:28"):
+        with pytest.raises(tune.TuneError):
+            tune.parse_windows(bad, "--train")
+    assert np.isclose(tune.RELAX_MAX_S, 7 * 86400)
