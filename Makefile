@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test run montecarlo bench sweep report clean
+.PHONY: setup test run montecarlo bench sweep report tune clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ sweep: setup
 
 report: setup
 	$(PY) -m fattorus.report results/sweeps/fattree_paper
+
+tune: setup
+	$(PY) -m fattorus.tune --name atlas2x_cab --topo cab --workload atlas --scale 2 --train 0:14,14:28,28:42 --test 42:56,56:70 --trials 200 --jobs 2
 
 bench: setup
 	$(PY) -m fattorus.bench
