@@ -68,6 +68,23 @@ def _log(msg: str) -> None:
     print(f"[kernels] {msg}", file=sys.stderr, flush=True)
 
 
+def _row(kernel: str, common: dict, compile_s: float, aot_s: float, run_s: float, batch: int,
+         ref_s: float, ref_m: int, ref_passes: int) -> dict:
+    """One table row: kernel timings beside the reference's, per allocation."""
+    return {
+        "kernel": kernel,
+        **common,
+        "compile_s": compile_s,
+        "aot_compile_s": aot_s,
+        "run_s": run_s,
+        "allocs_per_s": batch / run_s,
+        "ref_allocs": ref_m,
+        "ref_passes": ref_passes,
+        "ref_s_per_alloc": ref_s,
+        "ratio": ref_s / (run_s / batch),
+    }
+
+
 def _time_jax(fn, lower, repeats: int) -> tuple[float, float, float, jax.Array]:
     """Time a jitted call ``fn()`` on a shape it has not seen.
 
@@ -163,18 +180,7 @@ def bench_cell(ft: FatTree, n: int, batch: int, repeats: int, ref_target_s: floa
         lambda _row: rng.choice(free_ids, n, replace=False), allocs_np, ref_target_s
     )
     _check_allocations(aph.pad(drawn, width), n, free_np, f"reference draws {ft.name} n={n}")
-    rand_row = {
-        "kernel": "random_allocations",
-        **common,
-        "compile_s": compile_s,
-        "aot_compile_s": aot_s,
-        "run_s": run_s,
-        "allocs_per_s": batch / run_s,
-        "ref_allocs": ref_m,
-        "ref_passes": ref_passes,
-        "ref_s_per_alloc": ref_s,
-        "ratio": ref_s / (run_s / batch),
-    }
+    rand_row = _row("random_allocations", common, compile_s, aot_s, run_s, batch, ref_s, ref_m, ref_passes)
     _log(f"{ft.name} n={n}: random_allocations compile {rand_row['compile_s']:.3f} s (AOT {aot_s:.3f} s), run {run_s * 1e3:.2f} ms, "
          f"ratio {rand_row['ratio']:.1f}")
 
@@ -190,18 +196,7 @@ def bench_cell(ft: FatTree, n: int, batch: int, repeats: int, ref_target_s: floa
             f"hop_sums {ft.name} n={n}: kernel {int(sums_np[bad])} != NumPy reference {ref_sums[bad]} "
             f"on allocation {bad}"
         )
-    hop_row = {
-        "kernel": "hop_sums",
-        **common,
-        "compile_s": compile_s,
-        "aot_compile_s": aot_s,
-        "run_s": run_s,
-        "allocs_per_s": batch / run_s,
-        "ref_allocs": ref_m,
-        "ref_passes": ref_passes,
-        "ref_s_per_alloc": ref_s,
-        "ratio": ref_s / (run_s / batch),
-    }
+    hop_row = _row("hop_sums", common, compile_s, aot_s, run_s, batch, ref_s, ref_m, ref_passes)
     _log(f"{ft.name} n={n}: hop_sums compile {hop_row['compile_s']:.3f} s (AOT {aot_s:.3f} s), run {run_s * 1e3:.2f} ms, "
          f"ratio {hop_row['ratio']:.1f} (sums agree on {ref_m} allocations)")
     return [rand_row, hop_row]
