@@ -88,7 +88,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             "path": wl.path,
             "sha256": wl.sha256,
             "lines": wl.lines,
-            "parse_skipped": wl.skipped.total if hasattr(wl.skipped, "total") else None,
+            "parse_skipped": wl.skipped.total,
             "outside_window": transform_counts.get("outside_window", 0),
         },
     }
