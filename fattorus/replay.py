@@ -83,7 +83,8 @@ def prepare(jobs: pl.DataFrame, n_nodes: int) -> tuple[pl.DataFrame, dict[str, i
     <= 0), ``too_large`` (more nodes than the machine). A job that failed or was cancelled
     after it started held its nodes for its runtime and is replayed.
     """
-    runtime_ok = pl.col("runtime_s").is_not_null() & (pl.col("runtime_s") > 0)
+    # NaN counts as unknown too (Polars orders NaN above every number, so NaN > 0 holds).
+    runtime_ok = pl.col("runtime_s").is_not_null() & pl.col("runtime_s").is_not_nan() & (pl.col("runtime_s") > 0)
     status = pl.col("status") if "status" in jobs.columns else pl.lit(None, pl.Int32)
     reason = (
         pl.when((status == 5) & ~runtime_ok)
@@ -134,8 +135,11 @@ def simulate(
     runtime = np.asarray(runtime, np.float64)
     estimate = np.asarray(estimate, np.float64)
     nodes = np.asarray(nodes, np.int64)
-    if n_jobs and (np.any(estimate < runtime) or np.any(nodes < 1) or np.any(nodes > ft.n_nodes)):
-        raise ValueError("simulate: every job needs 1 <= nodes <= machine size and estimate >= runtime")
+    # A NaN time would never compare equal to an event time and stall the loop: refuse it.
+    if n_jobs and not (np.all(np.isfinite(submit)) and np.all(np.isfinite(runtime)) and np.all(runtime > 0)
+                       and np.all(estimate >= runtime) and np.all((nodes >= 1) & (nodes <= ft.n_nodes))):
+        raise ValueError("simulate: every job needs finite submit, runtime > 0, estimate >= runtime "
+                         "and 1 <= nodes <= machine size")
     jtype = np.asarray(job_type(ft, nodes), np.int64)
 
     machine = st.empty(ft)
@@ -339,7 +343,10 @@ def replay(
     if runtime_s is not None:
         if len(runtime_s) != len(jobs):
             raise ValueError(f"runtime_s has {len(runtime_s)} entries for {len(jobs)} jobs")
-        table = _with_estimate(jobs).with_columns(pl.Series("runtime_s", np.asarray(runtime_s, np.float64)))
+        # NaN marks a runtime the log does not know (a null turned into NumPy).
+        table = _with_estimate(jobs).with_columns(
+            pl.Series("runtime_s", np.asarray(runtime_s, np.float64), nan_to_null=True)
+        )
     prepared, skipped = prepare(table, ft.n_nodes)
     for reason, count in (extra_skips or {}).items():
         skipped[reason] = skipped.get(reason, 0) + int(count)

@@ -319,3 +319,28 @@ def test_exposure_metric_matches_pairwise_check(atlas, pol):
         assert expected.sum() == 0
     else:
         assert expected.sum() > 0
+
+
+def test_speedup_runtimes_keep_unknown_runtimes_unknown():
+    # Runtimes handed in as a NumPy array carry unknown runtimes as NaN; they must be skipped
+    # for the same reasons as without a scenario, not replayed.
+    ft = fattree.load("ft6")
+    jobs = pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 4],
+            "submit_s": [0.0, 1.0, 2.0, 3.0],
+            "runtime_s": [10.0, None, None, 5.0],
+            "requested_s": [20.0, 30.0, None, None],
+            "nodes": pl.Series([2, 3, 4, 5], dtype=pl.Int32),
+            "status": pl.Series([1, 1, 5, 0], dtype=pl.Int32),
+        }
+    )
+    base = replay.replay(jobs, ft, "to")
+    same = replay.replay(jobs, ft, "to", runtime_s=jobs["runtime_s"].to_numpy())
+    assert base.summary["counts"]["skipped"]["bad_runtime"] == 1
+    assert base.summary["counts"]["skipped"]["cancelled_before_start"] == 1
+    assert same.summary["counts"] == base.summary["counts"]
+    assert same.jobs["job_id"].to_list() == [1, 4]
+    assert same.jobs["start_s"].to_list() == base.jobs["start_s"].to_list()
+    _, skipped = replay.prepare(jobs.with_columns(pl.lit(float("nan")).alias("runtime_s")), ft.n_nodes)
+    assert sum(skipped.values()) == 4
