@@ -164,6 +164,15 @@ def job_type(ft: FatTree, n_nodes):
     return 1 + (n_nodes > ft.nodes_per_leaf) + (n_nodes > ft.nodes_per_pod)
 
 
+def footprint_type(ft: FatTree, nodes) -> int:
+    """Links a placement can use: 1 one leaf, 2 several leaves of one pod, 3 several pods."""
+    leaves = nodes // ft.nodes_per_leaf
+    if leaves.min() == leaves.max():
+        return 1
+    pods = nodes // ft.nodes_per_pod
+    return 2 if pods.min() == pods.max() else 3
+
+
 def hops(ft: FatTree, a, b):
     """Inter-switch hops between nodes ``a`` and ``b`` (broadcasting): 0, 2 or 4."""
     different_leaf = (a // ft.nodes_per_leaf) != (b // ft.nodes_per_leaf)

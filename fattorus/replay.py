@@ -42,10 +42,10 @@ from fattorus import metrics, workload
 from fattorus import policy as policy_mod
 from fattorus import state as st
 from fattorus.aph import aph_of
-from fattorus.fattree import JOB_TYPE_NAMES, FatTree, job_type
+from fattorus.fattree import JOB_TYPE_NAMES, FatTree, footprint_type, job_type
 
 SCHEDULERS = ("fcfs", "easy")
-SKIP_REASONS = ("cancelled_before_start", "bad_nodes", "bad_runtime", "too_large")
+SKIP_REASONS = ("bad_submit", "cancelled_before_start", "bad_nodes", "bad_runtime", "too_large")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,8 +86,11 @@ def prepare(jobs: pl.DataFrame, n_nodes: int) -> tuple[pl.DataFrame, dict[str, i
     # NaN counts as unknown too (Polars orders NaN above every number, so NaN > 0 holds).
     runtime_ok = pl.col("runtime_s").is_not_null() & pl.col("runtime_s").is_not_nan() & (pl.col("runtime_s") > 0)
     status = pl.col("status") if "status" in jobs.columns else pl.lit(None, pl.Int32)
+    submit_ok = pl.col("submit_s").is_not_null() & pl.col("submit_s").is_not_nan()
     reason = (
-        pl.when((status == 5) & ~runtime_ok)
+        pl.when(~submit_ok)
+        .then(pl.lit("bad_submit"))
+        .when((status == 5) & ~runtime_ok)
         .then(pl.lit("cancelled_before_start"))
         .when(pl.col("nodes").is_null() | (pl.col("nodes") <= 0))
         .then(pl.lit("bad_nodes"))
@@ -141,6 +144,12 @@ def simulate(
         raise ValueError("simulate: every job needs finite submit, runtime > 0, estimate >= runtime "
                          "and 1 <= nodes <= machine size")
     jtype = np.asarray(job_type(ft, nodes), np.int64)
+    # The type each job is booked under in the machine state: the links its placement can
+    # use (one leaf, one pod, several pods). Equal to the size type for interference-free
+    # placements; a relaxed (hybrid) placement is booked by what it really spans.
+    booked = jtype.copy()
+    wake = getattr(policy, "wake_time", None)  # hybrid rule: when a waiting job relaxes
+    wakeups: list[float] = []
 
     machine = st.empty(ft)
     start = np.full(n_jobs, np.nan)
@@ -162,7 +171,8 @@ def simulate(
 
     def start_job(j: int, placed: np.ndarray, now: float) -> None:
         nonlocal version
-        st.allocate(machine, placed, jtype[j])
+        booked[j] = footprint_type(ft, placed)
+        st.allocate(machine, placed, booked[j])
         alloc[j] = placed
         start[j] = now
         waiting[j] = False
@@ -190,11 +200,17 @@ def simulate(
                                        waited_s=times[i] - submit[head]) is not None,
                 len(times),
             )
-        if first < 0:
+        shadow = float(times[first]) if first >= 0 else np.inf
+        relax = wake(submit[head]) if wake is not None else None
+        if relax is not None and now < relax < shadow:
+            # Feasibility also changes when the head's wait passes the relax threshold.
+            released = node_est_end <= relax
+            if policy.place(st.future(machine, released), n, waited_s=relax - submit[head]) is not None:
+                shadow = relax
+        if shadow == np.inf:
             raise RuntimeError(f"job of {n} nodes cannot be placed even on an empty machine")
-        released = node_est_end <= times[first]
-        reserved = policy.place(st.future(machine, released), n, prefer=released, waited_s=times[first] - submit[head])
-        shadow = float(times[first])
+        released = node_est_end <= shadow
+        reserved = policy.place(st.future(machine, released), n, prefer=released, waited_s=shadow - submit[head])
         cache.update(key=key, shadow=shadow, R=reserved)
         return shadow, reserved
 
@@ -225,6 +241,10 @@ def simulate(
                 break
             start_job(lo, placed, now)
             lo += 1
+        if blocked is not None and wake is not None:
+            relax = wake(submit[blocked])
+            if relax is not None and relax > now:
+                heapq.heappush(wakeups, relax)  # a pass when the head may take a relaxed placement
         if blocked is None or machine.n_free == 0 or not easy:
             memo.update(version=version, head=blocked, upto=hi, fail_now=None, fail_held=None)
             return
@@ -265,7 +285,7 @@ def simulate(
                     fail_held[t] = min(n, fail_held[t])
             else:
                 if held is None:
-                    held = st.with_hold(machine, reserved, int(jtype[head]))
+                    held = st.with_hold(machine, reserved, footprint_type(ft, reserved))
                 placed = policy.place(held, n)
                 if placed is None:
                     fail_held[t] = n
@@ -277,10 +297,13 @@ def simulate(
                 memo["version"] = None  # the reservation may differ on the new machine
 
     while hi < n_jobs or running:
-        now = min(submit[hi] if hi < n_jobs else np.inf, running[0][0] if running else np.inf)
+        now = min(submit[hi] if hi < n_jobs else np.inf, running[0][0] if running else np.inf,
+                  wakeups[0] if wakeups else np.inf)
+        while wakeups and wakeups[0] <= now:
+            heapq.heappop(wakeups)
         while running and running[0][0] == now:
             _, j = heapq.heappop(running)
-            st.release(machine, alloc[j], jtype[j])
+            st.release(machine, alloc[j], booked[j])
             node_est_end[alloc[j]] = np.inf
             version += 1
         while hi < n_jobs and submit[hi] == now:

@@ -223,6 +223,7 @@ def test_skip_reasons_are_counted(tmp_path):
     counts = result.summary["counts"]
     assert counts["replayed"] == 1 and counts["read"] == 8
     assert counts["skipped"] == {
+        "bad_submit": 0,
         "cancelled_before_start": 1,
         "bad_nodes": 2,
         "bad_runtime": 1,
@@ -269,16 +270,17 @@ def _ft6_hybrid_jobs():
 def test_hybrid_rule_hand_worked_on_ft6():
     """A (5, T2) takes 0-4 and B (5, T2) 9-13; C (6, T2) finds no pod with 6 free nodes on
     leaves free of T2 jobs. Paper TA: C waits for A and B (t=100). Hybrid, relax after 10 s:
-    at t=20 (D's submission) C has waited 19 s and takes a tree best-fit placement: no pod has
+    just after t=11 (a wake-up pass) C has waited over 10 s and takes a tree best-fit placement: no pod has
     6 free, so the fuller pod 0 gives its 4 (leaf 2 whole: 6-8, then the best-fitting leaf 1:
-    5) and pod 1 the remaining 2 from its best-fitting leaf 5 (15, 16). D (1 node) then goes
-    to the least-free leaf that fits, leaf 4 (node 14)."""
+    5) and pod 1 the remaining 2 from its best-fitting leaf 5 (15, 16). D (1 node, t=20) then
+    goes to the least-free leaf that fits, leaf 4 (node 14). C is booked as a T3 footprint (it
+    spans two pods), so later interference-free jobs keep away from both pods' leaves it holds."""
     ft = fattree.load("ft6")
     paper = replay.replay(_ft6_hybrid_jobs(), ft, "ta").jobs
     assert paper.filter(pl.col("job_id") == 3)["start_s"].item() == 100.0
     hybrid = replay.replay(_ft6_hybrid_jobs(), ft, "ta", policy_params={"relax_after_s": 10}).jobs
     rows = {r["job_id"]: r for r in hybrid.iter_rows(named=True)}
-    assert rows[3]["start_s"] == 20.0 and sorted(rows[3]["alloc"]) == [5, 6, 7, 8, 15, 16]
+    assert rows[3]["start_s"] == np.nextafter(11.0, np.inf) and sorted(rows[3]["alloc"]) == [5, 6, 7, 8, 15, 16]
     assert rows[4]["start_s"] == 20.0 and rows[4]["alloc"] == [14]
 
 
@@ -344,3 +346,16 @@ def test_speedup_runtimes_keep_unknown_runtimes_unknown():
     assert same.jobs["start_s"].to_list() == base.jobs["start_s"].to_list()
     _, skipped = replay.prepare(jobs.with_columns(pl.lit(float("nan")).alias("runtime_s")), ft.n_nodes)
     assert sum(skipped.values()) == 4
+
+
+def test_hybrid_head_waits_no_longer_than_its_shadow_on_a_real_trace(atlas):
+    # Review finding: the relax instant must count as a possible shadow time, and a pass must
+    # run when it comes. Atlas x2 on Cab, the tuned relax threshold, two windows.
+    ft = fattree.load("cab")
+    for start_days in (60.0, 90.0):
+        jobs = _window(atlas, 2, ft.n_nodes, days=30, start_days=start_days)
+        out = replay.replay(jobs, ft, "ta", policy_params={"relax_after_s": 77914.28}).jobs
+        blocked = out.filter(pl.col("shadow_s").is_not_nan())
+        assert len(blocked) > 0
+        assert (blocked["start_s"] <= blocked["shadow_s"]).all()
+

@@ -93,6 +93,12 @@ class TopologyAware:
         # The hybrid rule makes a decision depend on how long the job has waited.
         self.time_dependent = self._relaxed is not None
 
+    def wake_time(self, submit_s: float) -> float | None:
+        """First instant (s) at which a job submitted at ``submit_s`` may be relaxed (None: never)."""
+        if self._relaxed is None:
+            return None
+        return float(np.nextafter(submit_s + self.params.relax_after_s, np.inf))
+
     def place(self, state, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
         """Nodes for an ``n``-node job under the T1/T2/T3 rules, or None. ``prefer`` is ignored.
 
