@@ -201,16 +201,19 @@ def simulate(
                 len(times),
             )
         shadow = float(times[first]) if first >= 0 else np.inf
+        reserved = None
         relax = wake(submit[head]) if wake is not None else None
         if relax is not None and now < relax < shadow:
             # Feasibility also changes when the head's wait passes the relax threshold.
             released = node_est_end <= relax
-            if policy.place(st.future(machine, released), n, waited_s=relax - submit[head]) is not None:
+            reserved = policy.place(st.future(machine, released), n, prefer=released, waited_s=relax - submit[head])
+            if reserved is not None:
                 shadow = relax
         if shadow == np.inf:
             raise RuntimeError(f"job of {n} nodes cannot be placed even on an empty machine")
-        released = node_est_end <= shadow
-        reserved = policy.place(st.future(machine, released), n, prefer=released, waited_s=shadow - submit[head])
+        if reserved is None:
+            released = node_est_end <= shadow
+            reserved = policy.place(st.future(machine, released), n, prefer=released, waited_s=shadow - submit[head])
         cache.update(key=key, shadow=shadow, R=reserved)
         return shadow, reserved
 
