@@ -1,0 +1,48 @@
+"""Interconnect topologies behind one interface (:class:`Topology`), built from config by ``kind``.
+
+Families register themselves in :data:`FAMILIES` (``kind`` -> class); :func:`from_config`
+dispatches on the config's ``kind`` (default ``fattree``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fattorus.topology.base import Level, Topology, TopologyError
+
+#: ``kind`` -> Topology subclass. A family module adds itself with :func:`register`.
+FAMILIES: dict[str, type[Topology]] = {}
+
+
+def register(cls: type[Topology]) -> type[Topology]:
+    """Class decorator: make ``cls`` buildable from configs with ``kind: cls.kind``."""
+    FAMILIES[cls.kind] = cls
+    return cls
+
+
+def from_config(cfg: Mapping[str, Any]) -> Topology:
+    """Build the topology a config mapping describes (dispatch on its ``kind``)."""
+    _load_families()
+    data = dict(cfg)
+    kind = data.get("kind", "fattree")
+    if kind not in FAMILIES:
+        raise TopologyError(
+            f"topology {data.get('name', '?')!r}: unknown kind {kind!r}; choices: {sorted(FAMILIES)}"
+        )
+    return FAMILIES[kind].from_config(data)
+
+
+def _load_families() -> None:
+    # Imported lazily so that `topology.base` stays free of family code and import cycles.
+    import importlib
+
+    for module in ("fattree", "torus3d", "dragonfly"):
+        try:
+            importlib.import_module(f"fattorus.topology.{module}")
+        except ModuleNotFoundError as err:  # a family not written yet
+            if err.name != f"fattorus.topology.{module}":
+                raise
+
+
+__all__ = ["FAMILIES", "Level", "Topology", "TopologyError", "from_config", "register"]

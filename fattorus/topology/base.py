@@ -1,0 +1,203 @@
+"""The topology interface every interconnect family implements (fat-tree, 3D torus, dragonfly).
+
+A topology is an immutable, hashable value (a frozen dataclass whose fields are ints, floats,
+strings and tuples), so it can be a static argument of jitted functions and a dictionary key.
+Everything family-specific lives behind this interface; kernels, the scheduler engine,
+analysis and the app only use what is declared here.
+
+Conventions shared by every family (spec `machines.md`):
+
+* Node ids are dense integers ``0..n_nodes-1``.
+* **Grouping levels** (``levels``) are nested contiguous blocks of node ids, innermost first:
+  level ``i`` groups ``levels[i].size`` consecutive nodes, and each level's size divides the
+  next one's (fat-tree: leaf ``k``, pod ``L*k``; torus: router ``p``; dragonfly: router ``p``,
+  group ``R*C*p``). ``group_of(i, nodes) = nodes // levels[i].size``.
+* **Links** are directed and numbered ``0..n_links-1``; ``link_class[l]`` indexes
+  ``link_class_names`` and ``link_bandwidth[l]`` is the link's bandwidth in GB/s (relative
+  figures where the machine's absolute ones are unknown; the config says which).
+  Node-to-switch links may be part of the table (they carry traffic) but count no hops;
+  ``hop_classes`` names the classes whose links count as hops.
+* **Routes** of a batch of (src, dst) pairs are link ids padded with ``-1`` to
+  ``max_route_links`` per pair; a pair with ``src == dst`` or a negative end has an empty
+  route. Routes are static (deterministic) unless a method says otherwise.
+* **Hops** between two nodes count inter-switch (router-to-router) links only: 0 for two nodes
+  on one switch/router.
+
+Every array method accepts NumPy or JAX integer arrays and must be traceable under ``jit``
+with the topology static (no Python control flow on array values).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+class TopologyError(ValueError):
+    """A topology configuration that cannot describe a real machine (one-line message)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    """One grouping level: ``name`` (e.g. ``leaf``, ``pod``, ``router``, ``group``) and ``size``,
+    the number of consecutive node ids in one group."""
+
+    name: str
+    size: int
+
+
+class Topology(abc.ABC):
+    """Base class of every family. Subclasses are frozen dataclasses and set ``kind``.
+
+    Required (no default): ``name``, ``n_nodes``, ``levels``, ``coords``, ``hops``,
+    ``link_class_names``, ``n_links``, ``link_class``, ``link_bandwidth``, ``routes``,
+    ``max_route_links``, ``max_hops``, ``config``. The others have generic defaults that a
+    family overrides where it knows better (a closed form, a tighter bound).
+    """
+
+    #: Family name in configs (``kind: fattree``) and in ``summary.json``.
+    kind: ClassVar[str] = ""
+    #: Link classes whose links count as hops (inter-switch links).
+    hop_classes: ClassVar[tuple[str, ...]] = ()
+
+    # --- sizes and coordinates -----------------------------------------------------------
+    name: str
+
+    @property
+    @abc.abstractmethod
+    def n_nodes(self) -> int:
+        """Number of node slots ``N`` (node ids ``0..N-1``)."""
+        ...
+
+    @property
+    @abc.abstractmethod
+    def levels(self) -> tuple[Level, ...]:
+        """Grouping levels, innermost first (see the module docstring)."""
+        ...
+
+    def group_of(self, level: int, nodes):
+        """Group id at ``levels[level]`` of each node (broadcasting)."""
+        return nodes // self.levels[level].size
+
+    def n_groups(self, level: int) -> int:
+        """Number of groups at ``levels[level]``."""
+        return self.n_nodes // self.levels[level].size
+
+    @abc.abstractmethod
+    def coords(self, nodes) -> tuple:
+        """Family coordinates of each node, e.g. ``(pod, leaf, slot)`` or ``(x, y, z, slot)``."""
+        ...
+
+    # --- distances -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def hops(self, a, b):
+        """Inter-switch hops between nodes ``a`` and ``b`` (broadcasting; int array)."""
+        ...
+
+    @property
+    @abc.abstractmethod
+    def max_hops(self) -> int:
+        """Largest hop count between two nodes of the machine."""
+        ...
+
+    def hop_sum(self, nodes, valid):
+        """Sum of ``hops`` over unordered pairs of the valid entries of one padded allocation.
+
+        ``nodes``: ``(W,)`` int, ``valid``: ``(W,)`` bool. Default: the pairwise ``O(W^2)``
+        sum; families override with a closed form from per-group counts (jit-traceable).
+        """
+        import jax.numpy as jnp
+
+        nodes = jnp.asarray(nodes)
+        h = self.hops(nodes[:, None], nodes[None, :])
+        both = valid[:, None] & valid[None, :]
+        return jnp.sum(jnp.where(both, h, 0)) // 2
+
+    @abc.abstractmethod
+    def ideal_allocation(self, n: int) -> np.ndarray:
+        """Node ids of the most compact (lowest-APH) ``n``-node allocation on an empty machine."""
+        ...
+
+    def ideal_aph(self, n: int) -> float:
+        """APH of :meth:`ideal_allocation` (0 for ``n <= 1``)."""
+        if n <= 1:
+            return 0.0
+        nodes = np.asarray(self.ideal_allocation(n), np.int64)
+        h = np.asarray(self.hops(nodes[:, None], nodes[None, :]), np.int64)
+        return float(h.sum() / (n * (n - 1)))
+
+    # --- links and routes ----------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def link_class_names(self) -> tuple[str, ...]:
+        """Names of the link classes (fat-tree: node-leaf, leaf-L2, L2-core; torus: x+ x- ...)."""
+        ...
+
+    @property
+    @abc.abstractmethod
+    def n_links(self) -> int:
+        """Number of directed links."""
+        ...
+
+    @property
+    @abc.abstractmethod
+    def link_class(self) -> np.ndarray:
+        """``(n_links,)`` int: class index of each link."""
+        ...
+
+    @property
+    @abc.abstractmethod
+    def link_bandwidth(self) -> np.ndarray:
+        """``(n_links,)`` float: bandwidth of each link, GB/s (or relative units, see config)."""
+        ...
+
+    @property
+    @abc.abstractmethod
+    def max_route_links(self) -> int:
+        """Width of a padded static route (longest route, in links)."""
+        ...
+
+    @abc.abstractmethod
+    def routes(self, src, dst):
+        """Static routes of a batch of pairs: ``(P, max_route_links)`` link ids, ``-1`` padded."""
+        ...
+
+    def job_links(self, nodes: np.ndarray) -> np.ndarray:
+        """``(n_links,)`` bool: links that the traffic of a job on ``nodes`` can use under the
+        family's static routing (used for interference exposure). Default: the union of the
+        routes of every ordered pair (``O(n^2)``); families override with their structure."""
+        nodes = np.asarray(nodes, np.int64)
+        src, dst = np.meshgrid(nodes, nodes, indexing="ij")
+        r = np.asarray(self.routes(src.ravel(), dst.ravel()))
+        mask = np.zeros(self.n_links, bool)
+        mask[r[r >= 0]] = True
+        return mask
+
+    # --- orderings -----------------------------------------------------------------------
+    @property
+    def ordering_names(self) -> tuple[str, ...]:
+        """Names accepted by :meth:`ordering`; ``"id"`` (node-id order) always exists."""
+        return ("id",)
+
+    def ordering(self, name: str = "id") -> np.ndarray:
+        """A named node ordering: a permutation of ``0..n_nodes-1`` (first-fit walks it)."""
+        if name == "id":
+            return np.arange(self.n_nodes)
+        raise TopologyError(f"topology {self.name!r}: unknown ordering {name!r}; choices: {list(self.ordering_names)}")
+
+    # --- configuration -------------------------------------------------------------------
+    @abc.abstractmethod
+    def config(self) -> dict[str, Any]:
+        """The full configuration (``kind`` included) that rebuilds this topology with
+        :func:`fattorus.topology.from_config`; written into ``summary.json``."""
+        ...
+
+    @classmethod
+    @abc.abstractmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> Topology:
+        """Build from a mapping; unknown or missing keys raise :class:`TopologyError` naming them."""
+        ...
