@@ -21,7 +21,7 @@ run: setup
 	$(PY) -m fattorus.sweep +topo=pinot +speedup=v2
 
 montecarlo: setup
-	$(PY) -m fattorus.montecarlo pinot
+	$(PY) -m fattorus.kernels.montecarlo pinot
 
 sweep: setup
 	$(PY) -m fattorus.study sweeps/fattree_paper.yaml

@@ -6,7 +6,9 @@ import jax
 import numpy as np
 import pytest
 
-from fattorus import aph, fattree, montecarlo
+from fattorus.kernels import aph
+from fattorus.topology import fattree
+from fattorus.kernels import montecarlo
 
 MACHINES = ["cab", "pinot", "ft44", "ft6", "ft6x6", "ft6_tapered"]
 
@@ -125,7 +127,7 @@ def test_sharded_batch_on_two_cpu_devices():
     code = (
         "import jax, numpy as np\n"
         "from jax.sharding import NamedSharding, PartitionSpec as P\n"
-        "from fattorus import aph, fattree\n"
+        "from fattorus.kernels import aph\nfrom fattorus.topology import fattree\n"
         "assert len(jax.devices()) == 2\n"
         "ft = fattree.load('cab')\n"
         "rng = np.random.default_rng(0)\n"

@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from fattorus import fattree
-from fattorus.fattree import FatTree, TopologyError
+from fattorus.topology import fattree
+from fattorus.topology.fattree import FatTree, TopologyError
 
 MACHINES = ["cab", "pinot", "ft44", "ft6", "ft6x6", "ft6_tapered"]
 

@@ -34,8 +34,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from fattorus import fattree, interference, linkload, patterns, routing
-from fattorus.fattree import FatTree
+from fattorus.topology import fattree
+from fattorus.analysis import interference
+from fattorus.kernels import linkload
+from fattorus.analysis import patterns
+from fattorus.kernels import routes as routing
+from fattorus.topology.fattree import FatTree
 
 RED, BLUE, YELLOW = [1, 4], [2, 3, 5, 10, 11], [7, 13, 14]
 
@@ -323,7 +327,7 @@ def max_jobs_per_link(ft: FatTree, jobs: pl.DataFrame) -> int:
 
 
 def test_replay_ta_is_interference_free_and_to_is_not():
-    from fattorus import replay
+    from fattorus.sched import replay
     # KTH-SP2: 100 one-processor nodes; a radix-8 tree with 4 nodes per leaf, 4 leaves per
     # pod and 8 pods has 128 nodes (C = 8 cores / 4 L2 = 2 cores per L2).
     ft = FatTree(name="ft8", radix=8, nodes_per_leaf=4, leaves_per_pod=4, pods=8, up_ports=4, core_switches=8)

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from fattorus import patterns as P
+from fattorus.analysis import patterns as P
 
 KEY = jax.random.PRNGKey(7)
 

@@ -14,7 +14,11 @@ import polars as pl
 import pytest
 
 import easy_reference
-from fattorus import fattree, outputs, policy, replay, workload
+from fattorus import workload
+from fattorus.topology import fattree
+from fattorus.app import outputs
+from fattorus.sched import policy
+from fattorus.sched import replay
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 DAYS = 30

@@ -12,8 +12,9 @@ from collections import deque
 import numpy as np
 import pytest
 
-from fattorus import fattree, routing
-from fattorus.fattree import FatTree, TopologyError
+from fattorus.topology import fattree
+from fattorus.kernels import routes as routing
+from fattorus.topology.fattree import FatTree, TopologyError
 
 SMALL = ["ft6", "ft6x6", "ft6_tapered"]
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fattorus import speedup
+from fattorus.workload import speedup
 
 CAP = 512
 NODES = np.array([1, 2, 3, 4, 5, 6, 8, 16, 64, 100, 128, 129, 200, 256, 511, 512, 513, 1024, 5000])

@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 from omegaconf import OmegaConf
 
-from fattorus import synthetic, workload
+from fattorus import workload
+from fattorus.workload import synthetic
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -20,8 +20,11 @@ import polars as pl
 import pytest
 import yaml
 
-from fattorus import fattree, replay, tune, workload
-from fattorus.policy import TAParams
+from fattorus import workload
+from fattorus.topology import fattree
+from fattorus.sched import replay
+from fattorus.app import tune
+from fattorus.sched.policy import TAParams
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = [(9.0, 12.0), (12.0, 15.0)]  # busy days of Atlas x2: waits of hours under EASY

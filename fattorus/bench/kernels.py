@@ -37,8 +37,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus import aph, fattree, montecarlo
-from fattorus.fattree import FatTree
+from fattorus.kernels import aph
+from fattorus.topology import fattree
+from fattorus.kernels import montecarlo
+from fattorus.topology.fattree import FatTree
 
 MACHINES = ("cab", "pinot", "ft44")
 SIZES = (16, 256, 1024, 4096)

@@ -25,8 +25,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus import fattree, linkload, patterns, routing
-from fattorus.fattree import FatTree
+from fattorus.topology import fattree
+from fattorus.kernels import linkload
+from fattorus.analysis import patterns
+from fattorus.kernels import routes as routing
+from fattorus.topology.fattree import FatTree
 
 
 def reference_loads(ft: FatTree, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:

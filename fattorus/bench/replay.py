@@ -37,7 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fattorus import aph, fattree, policy, replay, workload
+from fattorus import workload
+from fattorus.kernels import aph
+from fattorus.topology import fattree
+from fattorus.sched import policy
+from fattorus.sched import replay
 
 TRACE = "LLNL-Atlas-2006-2.1-cln.swf.gz"
 CORES_PER_NODE = 8

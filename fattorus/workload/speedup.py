@@ -139,7 +139,7 @@ def from_config(cfg: Mapping[str, Any]) -> SpeedupParams:
 
 def conf_dir() -> Path:
     """``conf/speedup`` of this repository."""
-    return Path(__file__).resolve().parents[1] / "conf" / "speedup"
+    return Path(__file__).resolve().parents[2] / "conf" / "speedup"
 
 
 def names() -> list[str]:

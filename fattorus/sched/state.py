@@ -17,7 +17,7 @@ import dataclasses
 
 import numpy as np
 
-from fattorus.fattree import T2, T3, FatTree
+from fattorus.topology.fattree import T2, T3, FatTree
 
 
 @dataclasses.dataclass

@@ -27,8 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus import routing
-from fattorus.fattree import FatTree
+from fattorus.kernels import routes as routing
+from fattorus.topology.fattree import FatTree
 
 #: Quantiles reported by :func:`level_stats` after max and mean.
 QUANTILES = (0.5, 0.9, 0.99)

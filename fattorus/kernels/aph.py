@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus import fattree
-from fattorus.fattree import FatTree
+from fattorus.topology import fattree
+from fattorus.topology.fattree import FatTree
 
 # Allocation widths are padded to these buckets so a sweep compiles each kernel a few times,
 # not once per job size.

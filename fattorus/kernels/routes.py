@@ -59,7 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus.fattree import FatTree, TopologyError
+from fattorus.topology.fattree import FatTree, TopologyError
 
 #: Links in the longest route (node->leaf->L2->core->L2->leaf->node).
 HOPS_MAX = 6

@@ -184,7 +184,7 @@ def conf_dir() -> "Path":
     """The project's ``conf/`` directory (next to the package in a source checkout)."""
     from pathlib import Path
 
-    return Path(__file__).resolve().parent.parent / "conf"
+    return Path(__file__).resolve().parents[2] / "conf"
 
 
 def load(name_or_path: str) -> FatTree:

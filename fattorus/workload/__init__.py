@@ -675,7 +675,7 @@ def with_estimate(jobs: pl.DataFrame) -> pl.DataFrame:
 
 def repo_root() -> Path:
     """The repository root: the directory holding ``conf/`` beside the package."""
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:
@@ -708,7 +708,7 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None) -> tup
     fmt = str(_get(cfg, "format", "auto"))
     machine = machine_nodes if machine_nodes is not None else _get(cfg, "machine_nodes")
     if fmt == "synthetic":
-        from fattorus import synthetic  # local import: synthetic builds on this module
+        from fattorus.workload import synthetic  # local import: synthetic builds on this module
 
         wl = synthetic.from_config(cfg)
     else:

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from fattorus.outputs import atomic_write
+from fattorus.app.outputs import atomic_write
 
 RUN_FILES = ("summary.json", "jobs.parquet", "utilization.parquet")
 DEFAULT_EDGES = (18, 64, 256, 1024)
@@ -164,7 +164,7 @@ def ideal_aph(n: int | np.ndarray, nodes_per_leaf: int, nodes_per_pod: int) -> n
 def topo_shape(topo: Any) -> tuple[int, int, int] | None:
     """``(k nodes per leaf, p nodes per pod, N nodes)`` of a fat-tree, or None when unknown."""
     try:
-        from fattorus import fattree
+        from fattorus.topology import fattree
 
         ft = fattree.from_config(dict(topo)) if isinstance(topo, Mapping) else fattree.load(str(topo))
         return ft.nodes_per_leaf, ft.nodes_per_pod, ft.n_nodes

@@ -17,10 +17,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fattorus.fattree import FatTree
-from fattorus.policy.ta import TAParams, TopologyAware
-from fattorus.policy.to import TopologyOblivious, TopologyObliviousRandom
-from fattorus.policy.tree_bestfit import TreeBestFit
+from fattorus.topology.fattree import FatTree
+from fattorus.sched.policy.ta import TAParams, TopologyAware
+from fattorus.sched.policy.to import TopologyOblivious, TopologyObliviousRandom
+from fattorus.sched.policy.tree_bestfit import TreeBestFit
 
 
 class Policy(Protocol):

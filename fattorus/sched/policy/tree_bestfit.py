@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fattorus.fattree import FatTree
-from fattorus.policy.leaves import take_from_leaves
+from fattorus.topology.fattree import FatTree
+from fattorus.sched.policy.leaves import take_from_leaves
 
 
 def _best_fit_split(free: np.ndarray, n: int) -> list[tuple[int, int]]:

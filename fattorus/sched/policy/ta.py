@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from fattorus.fattree import T1, T2, FatTree, job_type
-from fattorus.policy.leaves import take_from_leaves
-from fattorus.policy.tree_bestfit import TreeBestFit
+from fattorus.topology.fattree import T1, T2, FatTree, job_type
+from fattorus.sched.policy.leaves import take_from_leaves
+from fattorus.sched.policy.tree_bestfit import TreeBestFit
 
 ORDERS = ("least", "most")
 TIES = ("low_id", "high_id")

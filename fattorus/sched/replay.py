@@ -38,11 +38,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from fattorus import metrics, workload
-from fattorus import policy as policy_mod
-from fattorus import state as st
-from fattorus.aph import aph_of
-from fattorus.fattree import JOB_TYPE_NAMES, FatTree, footprint_type, job_type
+from fattorus import workload
+from fattorus.analysis import metrics
+from fattorus.sched import policy as policy_mod
+from fattorus.sched import state as st
+from fattorus.kernels.aph import aph_of
+from fattorus.topology.fattree import JOB_TYPE_NAMES, FatTree, footprint_type, job_type
 
 SCHEDULERS = ("fcfs", "easy")
 SKIP_REASONS = ("bad_submit", "cancelled_before_start", "bad_nodes", "bad_runtime", "too_large")

@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus import aph as aph_mod
-from fattorus.fattree import FatTree
+from fattorus.kernels import aph as aph_mod
+from fattorus.topology.fattree import FatTree
 
 
 @partial(jax.jit, static_argnames=("width",))
@@ -96,7 +96,7 @@ def main() -> None:
     """Print the APH Monte Carlo table for Pinot (``python -m fattorus.montecarlo [topo]``)."""
     import sys
 
-    from fattorus import fattree
+    from fattorus.topology import fattree
 
     name = sys.argv[1] if len(sys.argv) > 1 else "pinot"
     ft = fattree.load(name)

@@ -1,0 +1,197 @@
+"""The study app: ``python -m fattorus.sweep +topo=pinot +speedup=v2 [overrides]``.
+
+One run replays a workload on a machine with an allocation policy, a queue policy and a
+speedup scenario, and writes ``jobs.parquet``, ``utilization.parquet`` and ``summary.json``
+into its Hydra run directory under ``results/``. ``--multirun`` runs the Cartesian product of
+comma-separated overrides (locally in parallel with ``hydra/launcher=joblib``, or on a Slurm
+cluster with ``hydra/launcher=submitit_slurm``); a trial whose directory already holds a
+finished run is skipped, so an interrupted sweep resumes where it stopped.
+
+When ``+topo`` or ``+speedup`` is omitted the run uses ``topo=cab`` / ``speedup=none``
+(:data:`fattorus.config.DEFAULT_TOPO`, :data:`fattorus.config.DEFAULT_SPEEDUP`). Every user
+mistake (unknown option, wrong key or value, unreadable workload) ends in one line on stderr
+and exit code 2, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from fattorus.app import config as config_mod
+from fattorus.app import outputs
+
+config_mod.register()
+
+
+class UserError(Exception):
+    """A mistake in the user's configuration or input, reported as one line."""
+
+
+def _fill_default(cfg: DictConfig, group: str, default: str) -> str:
+    """Load ``conf/GROUP/DEFAULT.yaml`` into ``cfg[group]`` when the group was not given."""
+    if cfg.get(group) is not None:
+        return str(cfg[group].name)
+    path = Path(__file__).resolve().parents[2] / "conf" / group / f"{default}.yaml"
+    schema = {"topo": config_mod.TopoConf, "speedup": config_mod.SpeedupConf}[group]
+    cfg[group] = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.load(path))
+    return default
+
+
+def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
+    """Replay one configuration and write its run directory; returns the summary."""
+    import jax
+    import numpy as np
+
+    from fattorus import workload
+    from fattorus.topology import fattree
+    from fattorus.sched import policy
+    from fattorus.sched import replay
+    from fattorus.workload import speedup
+
+    topo_name = _fill_default(cfg, "topo", config_mod.DEFAULT_TOPO)
+    speedup_name = _fill_default(cfg, "speedup", config_mod.DEFAULT_SPEEDUP)
+    if cfg.sched.name not in replay.SCHEDULERS:
+        raise UserError(f"sched.name={cfg.sched.name!r}: choose one of {list(replay.SCHEDULERS)}")
+    if cfg.policy.name not in policy.NAMES:
+        raise UserError(f"policy.name={cfg.policy.name!r}: choose one of {list(policy.NAMES)}")
+    ft = fattree.from_config(OmegaConf.to_container(cfg.topo, resolve=True))
+    scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
+    wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
+    wl, transform_counts = workload.from_config(wl_cfg, machine_nodes=ft.n_nodes)
+    jobs = workload.with_estimate(wl.jobs)
+
+    runtime_s = None
+    if scenario.classes:
+        # One key per run, derived from the seed; fold_in keeps it independent of any other
+        # draw made from the same seed (e.g. a random policy).
+        key = jax.random.fold_in(jax.random.PRNGKey(int(cfg.seed)), 0x5EED)
+        nodes = jobs["nodes"].fill_null(0).to_numpy()
+        factor = np.asarray(speedup.factors64(scenario, key, nodes), dtype=np.float64)
+        runtime_s = jobs["runtime_s"].to_numpy() * factor  # float64: exact for unchanged jobs
+
+    key_choices = {
+        "topo": topo_name,
+        "policy": str(cfg.policy.name),
+        "policy_params": OmegaConf.to_container(cfg.policy.params, resolve=True),
+        "sched": str(cfg.sched.name),
+        "speedup": speedup_name,
+        "seed": int(cfg.seed),
+        "study": str(cfg.study),
+        "workload": {
+            **{k: wl_cfg.get(k) for k in ("name", "format", "cores_per_node", "scale", "window_start_days", "window_days")},
+            "path": wl.path,
+            "sha256": wl.sha256,
+            "lines": wl.lines,
+            "parse_skipped": wl.skipped.total,
+            "outside_window": transform_counts.get("outside_window", 0),
+        },
+    }
+    result = replay.replay(
+        jobs,
+        ft,
+        cfg.policy.name,
+        cfg.sched.name,
+        policy_params=OmegaConf.to_container(cfg.policy.params, resolve=True),
+        seed=int(cfg.seed),
+        runtime_s=runtime_s,
+        bins=tuple(int(b) for b in cfg.bins),
+        config=key_choices,
+        extra_skips={"dropped_by_scaling": transform_counts.get("dropped_by_scaling", 0)},
+        progress=bool(cfg.progress) and sys.stderr.isatty(),
+    )
+    outputs.write_run(out_dir, result.jobs, result.utilization, result.summary)
+    if cfg.logger.name == "wandb":
+        from fattorus.app import logger
+
+        logger.log_run(OmegaConf.to_container(cfg.logger, resolve=True), OmegaConf.to_container(cfg, resolve=True),
+                       result, out_dir)
+    elif cfg.logger.name != "none":
+        raise UserError(f"logger.name={cfg.logger.name!r}: choose one of ['none', 'wandb']")
+    return result.summary
+
+
+def _one_line(summary: dict[str, Any]) -> str:
+    c = summary["config"]
+    return (
+        f"{c['topo']} {c['policy']}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
+        f"workload={c['workload']['name']} x{c['workload']['scale']}: "
+        f"{summary['counts']['replayed']} jobs, mean wait {summary['wait_s']['mean'] / 3600:.2f} h, "
+        f"utilization {summary['utilization']['mean']:.1%}, makespan {summary['makespan_s'] / 86400:.1f} d, "
+        f"replay {summary['replay_wall_s']:.1f} s"
+    )
+
+
+# An absolute path: the app runs as `python -m fattorus.sweep` (a shim), so Hydra cannot
+# resolve a path relative to the caller.
+@hydra.main(config_path=str(Path(__file__).resolve().parents[2] / "conf"), config_name="config", version_base="1.3")
+def _app(cfg: DictConfig) -> dict[str, Any] | None:
+    from fattorus.topology.fattree import TopologyError
+    from fattorus.workload.speedup import SpeedupError
+    from fattorus.workload import WorkloadError
+
+    # JAX announces at INFO level each accelerator backend it does not find; not news here.
+    logging.getLogger("jax").setLevel(logging.WARNING)
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    multirun = hc.mode.name == "MULTIRUN"
+    if multirun and outputs.is_complete(out_dir):
+        print(f"[skip] {out_dir} already holds a finished run", flush=True)
+        return json.loads((out_dir / "summary.json").read_text())
+    t0 = time.perf_counter()
+    try:
+        summary = run(cfg, out_dir)
+    except (UserError, TopologyError, SpeedupError, WorkloadError, ValueError) as err:
+        if multirun:  # the launcher collects it; main() prints it in one line
+            raise UserError(str(err)) from None
+        # A single run exits here: Hydra would first print the job's overrides on a line of
+        # its own.
+        sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}\n")
+        sys.exit(2)
+    prefix = "[done]" if multirun else "done:"
+    finished = ""
+    if multirun:
+        sweep_dir = Path(hc.sweep.dir)
+        n_done = sum(1 for d in sweep_dir.iterdir() if outputs.is_complete(d)) if sweep_dir.is_dir() else 0
+        finished = f" ({n_done} finished in {sweep_dir})"
+    print(f"{prefix} {_one_line(summary)} in {time.perf_counter() - t0:.1f} s -> {out_dir}{finished}", flush=True)
+    return summary
+
+
+def _squash(text: Any) -> str:
+    # Hydra appends its config search path to "could not find" errors: noise for a user.
+    return " ".join(str(text).split("Config search path")[0].split())
+
+
+def main() -> None:
+    """Entry point: runs the Hydra app and turns every configuration error into one line."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    # Let Hydra's exceptions reach us instead of its multi-line reports.
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    try:
+        _app()
+    except UserError as err:
+        sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}\n")
+        sys.exit(2)
+    except (HydraException, OmegaConfBaseException) as err:
+        cause = f" ({_squash(err.__cause__)})" if err.__cause__ is not None else ""
+        sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}{cause}\n")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.stderr.write("fattorus.sweep: interrupted; finished runs are kept, re-run to resume\n")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
