@@ -88,6 +88,32 @@ class Topology(abc.ABC):
         return self.n_nodes // self.levels[level].size
 
     @abc.abstractmethod
+    def size_class(self, n_nodes):
+        """Class of a job of ``n_nodes`` by the smallest grouping level that can hold it:
+        ``1`` if it fits one group of ``levels[0]``, ``2`` one group of ``levels[1]``, ...,
+        ``len(levels) + 1`` if it needs several groups of the outermost level (broadcasting).
+        On a fat-tree these are the paper's job types T1/T2/T3."""
+        c = 1
+        for level in self.levels:
+            c = c + (n_nodes > level.size)
+        return c
+
+    def footprint_class(self, nodes) -> int:
+        """Class of a placement by the smallest grouping level holding all of ``nodes``
+        (1: one group of ``levels[0]``; ``len(levels) + 1``: several outermost groups)."""
+        nodes = np.asarray(nodes)
+        for i, level in enumerate(self.levels):
+            g = nodes // level.size
+            if g.min() == g.max():
+                return i + 1
+        return len(self.levels) + 1
+
+    @staticmethod
+    def class_name(c: int) -> str:
+        """Label of a size or footprint class in outputs (``T1``, ``T2``, ...)."""
+        return f"T{int(c)}"
+
+    @abc.abstractmethod
     def coords(self, nodes) -> tuple:
         """Family coordinates of each node, e.g. ``(pod, leaf, slot)`` or ``(x, y, z, slot)``."""
         ...
