@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test run montecarlo bench sweep report tune clean
+.PHONY: setup sysdeps test run montecarlo bench sweep report tune clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +14,20 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-test: setup
+# System packages some tests drive for real: headless Chromium (the report page) and a
+# PostgreSQL server (distributed tuning). Installed from Debian's packages when missing and
+# we are root (CI, fresh machines); otherwise say what to install.
+SYSDEPS_BIN := chromium:chromium initdb:postgresql
+sysdeps:
+	@for pair in $(SYSDEPS_BIN); do bin=$${pair%%:*}; pkg=$${pair##*:}; \
+	  if ! command -v $$bin >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/$$bin >/dev/null 2>&1; then \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "installing $$pkg (Debian package) for the tests"; \
+	      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null) || exit 1; \
+	    else echo "make: tests need $$bin: install the Debian package $$pkg (sudo apt-get install $$pkg)"; exit 1; fi; \
+	  fi; done
+
+test: setup sysdeps
 	$(PY) -m pytest
 
 run: setup
