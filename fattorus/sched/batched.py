@@ -15,10 +15,10 @@ job for job); the scheduling rules are those of the spec's `scheduling.md`, as d
   order: a job that ends by its estimate at or before the shadow time takes free nodes with
   ``R`` first (``prefer=R``); any other job must fit on the free nodes outside ``R``.
 
-Supported policy: ``to`` (topology-oblivious first fit: lowest node ids, preferred nodes
-first). State per trial (all arrays, no Python objects, so ``vmap`` applies):
+Policies (:mod:`fattorus.sched.batched_policies`): ``to`` (first fit, lowest node ids,
+preferred nodes first) and ``ta`` (Algorithm 1 of the fat-tree paper). State per trial (all arrays, no Python objects, so ``vmap`` applies):
 
-* per node: free flag, estimated end, actual end (``inf`` where free);
+* per node: free flag, booked footprint class, estimated end, actual end (``inf`` where free);
 * per job: start time, waiting flag; the queue is the waiting jobs in index order;
 * an allocation log: job ``j``'s nodes, ascending, at ``offset[j] .. offset[j] + nodes[j]``.
 
@@ -36,7 +36,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-POLICIES = ("to",)
+from fattorus.sched import batched_policies as bp
+from fattorus.sched.batched_policies import CompiledPolicy
+from fattorus.topology.fattree import FatTree
+
 QUEUES = ("fcfs", "easy")
 
 
@@ -60,7 +63,7 @@ class State(NamedTuple):
     free: jax.Array  # (N,) bool
     est_end: jax.Array  # (N,) estimated end of the job on each node, inf where free
     end: jax.Array  # (N,) actual end of the job on each node, inf where free
-    n_free: jax.Array  # int32
+    node_class: jax.Array  # (N,) int8 footprint class booked on each busy node, 0 where free
     start: jax.Array  # (J,) start times, NaN until started
     waiting: jax.Array  # (J,) bool
     hi: jax.Array  # jobs [0, hi) have been submitted
@@ -84,27 +87,15 @@ class BatchResult:
         return self.log[trial, o:o + int(self.nodes[job])]
 
 
-def _lowest(mask: jax.Array, n: jax.Array) -> jax.Array:
-    """The ``n`` lowest-indexed True entries of ``mask`` (all of them if fewer)."""
-    return mask & (jnp.cumsum(mask) <= n)
-
-
-def _lowest_preferring(free: jax.Array, prefer: jax.Array, n: jax.Array) -> jax.Array:
-    """``n`` free nodes, preferred ones first, each group lowest id first (``to``'s rule)."""
-    first = free & prefer
-    taken = _lowest(first, n)
-    return taken | _lowest(free & ~prefer, n - jnp.sum(first))
-
-
-def _start_job(s: State, jobs: Jobs, runtime: jax.Array, j: jax.Array, sel: jax.Array) -> State:
+def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, j, sel) -> State:
     """Start job ``j`` now on the nodes of the bool mask ``sel``."""
     rank = jnp.cumsum(sel) - 1
     slot = jnp.where(sel, jobs.offset[j] + rank, s.log.shape[0])  # out of range: dropped
     return s._replace(
         free=s.free & ~sel,
+        node_class=jnp.where(sel, bp.footprint_class(pol, sel), s.node_class),
         est_end=jnp.where(sel, s.now + jobs.estimate[j], s.est_end),
         end=jnp.where(sel, s.now + runtime[j], s.end),
-        n_free=s.n_free - jobs.nodes[j],
         start=s.start.at[j].set(s.now),
         waiting=s.waiting.at[j].set(False),
         log=s.log.at[slot].set(jnp.arange(sel.shape[0], dtype=s.log.dtype), mode="drop"),
@@ -116,63 +107,93 @@ def _head(s: State) -> tuple[jax.Array, jax.Array]:
     return jnp.argmax(s.waiting), jnp.any(s.waiting)
 
 
-def _fcfs(s: State, jobs: Jobs, runtime: jax.Array) -> State:
-    """Start queue heads in order while they fit."""
+def _fcfs(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy) -> State:
+    """Start queue heads in order while the policy places them."""
 
     def fits(s: State) -> jax.Array:
         head, some = _head(s)
-        return some & (jobs.nodes[head] <= s.n_free)
+        n = jobs.nodes[head]
+        return some & (n <= bp.limits(pol, s.free, s.node_class)[bp.size_class(pol, n)])
 
     def start_head(s: State) -> State:
         head, _ = _head(s)
-        return _start_job(s, jobs, runtime, head, _lowest(s.free, jobs.nodes[head]))
+        return _start_job(s, jobs, runtime, pol, head, bp.place(pol, s.free, s.node_class, jobs.nodes[head]))
 
     return jax.lax.while_loop(fits, start_head, s)
 
 
-def _reservation(s: State, n: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Shadow time and reserved nodes ``R`` of a blocked head of ``n`` nodes.
+def _future(s: State, t) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The machine once every node whose job ends (by its estimate) at or before ``t`` is free:
+    free mask, node classes, and the released nodes."""
+    released = s.est_end <= t
+    return s.free | released, jnp.where(released, jnp.int8(0), s.node_class), released
 
-    The shadow time is the earliest estimated end by which ``n - n_free`` busy nodes are
-    released (a sort of the busy nodes' estimated ends: jobs ending together release
-    together, so counting nodes is the same as walking jobs). ``R`` takes the nodes released
-    by then first, then free ones, each lowest id first.
+
+def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
+    """Earliest estimated end at which the policy could place the head (``n`` nodes).
+
+    Feasibility only grows as nodes are released, so a bisection over the busy nodes'
+    sorted estimated ends finds the first feasible one (jobs ending together are released
+    together: every candidate time releases all nodes ending by then).
     """
-    k = jnp.clip(n - s.n_free, 1, s.free.shape[0])
-    shadow = jnp.sort(s.est_end)[k - 1]
-    released = s.est_end <= shadow
-    return shadow, _lowest_preferring(s.free | released, released, n)
+    times = jnp.sort(s.est_end)  # busy nodes first; free nodes are inf
+    cls = bp.size_class(pol, n)
+
+    def feasible(i):
+        free, node_class, _ = _future(s, times[i])
+        return bp.limits(pol, free, node_class)[cls] >= n
+
+    def halve(bounds):
+        lo, hi = bounds
+        mid = (lo + hi) // 2
+        ok = feasible(mid)
+        return jnp.where(ok, lo, mid + 1), jnp.where(ok, mid, hi)
+
+    n_busy = jnp.sum(~s.free)
+    lo, _ = jax.lax.while_loop(lambda b: b[0] < b[1], halve, (jnp.int32(0), n_busy.astype(jnp.int32) - 1))
+    return times[lo]
 
 
-def _backfill(s: State, jobs: Jobs, runtime: jax.Array, head: jax.Array) -> State:
+def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, head) -> State:
     """EASY's backfill pass behind a blocked ``head`` (see the module docstring)."""
-    shadow, reserved = _reservation(s, jobs.nodes[head])
+    n_head = jobs.nodes[head]
+    shadow = _shadow(s, pol, n_head)
+    free_then, class_then, released = _future(s, shadow)
+    reserved = bp.place(pol, free_then, class_then, n_head, prefer=released)
+    held_class = bp.footprint_class(pol, reserved)
     idx = jnp.arange(jobs.nodes.shape[0])
     short = s.now + jobs.estimate <= shadow
+    cls = bp.size_class(pol, jobs.nodes)
 
-    def next_candidate(carry: tuple[State, jax.Array]) -> tuple[jax.Array, jax.Array]:
-        # Jobs that would fail are skipped in one array expression: a short job needs
-        # n <= free nodes, any other job n <= free nodes outside R.
+    def next_candidate(carry):
+        # Jobs that would fail are skipped in one array expression: placement is monotone in
+        # the size within a class, so each class has a largest size that fits, now (short
+        # jobs) or with R held (the others).
         s, after = carry
-        n_held = jnp.sum(s.free & ~reserved)
-        ok = s.waiting & (idx > after) & jnp.where(short, jobs.nodes <= s.n_free, jobs.nodes <= n_held)
+        now_limit = bp.limits(pol, s.free, s.node_class)[cls]
+        held_limit = bp.limits(pol, s.free, s.node_class, reserved, held_class)[cls]
+        ok = s.waiting & (idx > after) & (jobs.nodes <= jnp.where(short, now_limit, held_limit))
         return jnp.argmax(ok), jnp.any(ok)
 
-    def more(carry: tuple[State, jax.Array]) -> jax.Array:
-        return next_candidate(carry)[1] & (carry[0].n_free > 0)
+    def more(carry) -> jax.Array:
+        return next_candidate(carry)[1] & jnp.any(carry[0].free)
 
-    def start_one(carry: tuple[State, jax.Array]) -> tuple[State, jax.Array]:
+    def start_one(carry):
         s, _ = carry
         c, _ = next_candidate(carry)
         n = jobs.nodes[c]
-        sel = jnp.where(short[c], _lowest_preferring(s.free, reserved, n), _lowest(s.free & ~reserved, n))
-        return _start_job(s, jobs, runtime, c, sel), c
+        sel = jax.lax.cond(
+            short[c],
+            lambda: bp.place(pol, s.free, s.node_class, n, prefer=reserved),
+            lambda: bp.place(pol, s.free, s.node_class, n, hold=reserved, hold_class=held_class),
+        )
+        return _start_job(s, jobs, runtime, pol, c, sel), c
 
     s, _ = jax.lax.while_loop(more, start_one, (s, head))
     return s
 
 
-def _step(s: State, jobs: Jobs, runtime: jax.Array, easy: bool) -> State:
+def _step(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool) -> State:
     """One event: release what ends now, admit what is submitted now, run one pass."""
     J = jobs.submit.shape[0]
     next_submit = jnp.where(s.hi < J, jobs.submit[jnp.minimum(s.hi, J - 1)], jnp.inf)
@@ -185,15 +206,15 @@ def _step(s: State, jobs: Jobs, runtime: jax.Array, easy: bool) -> State:
         free=s.free | ending,
         est_end=jnp.where(ending, jnp.inf, s.est_end),
         end=jnp.where(ending, jnp.inf, s.end),
-        n_free=s.n_free + jnp.sum(ending, dtype=s.n_free.dtype),
+        node_class=jnp.where(ending, jnp.int8(0), s.node_class),
         waiting=s.waiting | ((idx >= s.hi) & (idx < hi)),
         hi=hi,
     )
-    s = _fcfs(s, jobs, runtime)
+    s = _fcfs(s, jobs, runtime, pol)
     if not easy:
         return s
     head, some = _head(s)
-    return jax.lax.cond(some & (s.n_free > 0), lambda s: _backfill(s, jobs, runtime, head), lambda s: s, s)
+    return jax.lax.cond(some & jnp.any(s.free), lambda s: _backfill(s, jobs, runtime, pol, head), lambda s: s, s)
 
 
 def _initial(jobs: Jobs, n_nodes: int, log_size: int) -> State:
@@ -204,7 +225,7 @@ def _initial(jobs: Jobs, n_nodes: int, log_size: int) -> State:
         free=jnp.ones(n_nodes, bool),
         est_end=inf,
         end=inf,
-        n_free=jnp.asarray(n_nodes, jnp.int32),
+        node_class=jnp.zeros(n_nodes, jnp.int8),
         start=jnp.full(J, jnp.nan, jnp.float64),
         waiting=jnp.zeros(J, bool),
         hi=jnp.asarray(0, jnp.int32),
@@ -212,15 +233,15 @@ def _initial(jobs: Jobs, n_nodes: int, log_size: int) -> State:
     )
 
 
-@partial(jax.jit, static_argnames=("n_nodes", "easy", "log_size"))
-def _replay(jobs: Jobs, runtime: jax.Array, n_nodes: int, easy: bool, log_size: int) -> tuple[jax.Array, jax.Array]:
+@partial(jax.jit, static_argnames=("pol", "easy", "log_size"))
+def _replay(jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, log_size: int) -> tuple[jax.Array, jax.Array]:
     """Replay one trial to the end; ``vmap``-ed over ``runtime`` by :func:`replay_batch`."""
     J = jobs.submit.shape[0]
 
     def going(s: State) -> jax.Array:
         return (s.hi < J) | jnp.any(~s.free)
 
-    s = jax.lax.while_loop(going, lambda s: _step(s, jobs, runtime, easy), _initial(jobs, n_nodes, log_size))
+    s = jax.lax.while_loop(going, lambda s: _step(s, jobs, runtime, pol, easy), _initial(jobs, pol.n_nodes, log_size))
     return s.start, s.log
 
 
@@ -229,9 +250,10 @@ def replay_batch(
     runtime: np.ndarray,
     estimate: np.ndarray,
     nodes: np.ndarray,
-    n_nodes: int,
+    ft: FatTree,
     queue: str = "easy",
     policy: str = "to",
+    params=None,
     record_alloc: bool = True,
 ) -> BatchResult:
     """Replay ``B`` trials of one job table in one compiled call.
@@ -241,8 +263,9 @@ def replay_batch(
         :func:`fattorus.sched.replay.prepare` leaves them; seconds and node counts.
       runtime: ``(B, J)`` seconds, one row per trial (e.g. speedup draws); every entry must
         be positive, finite and at most the job's estimate (EASY's reservations rely on it).
-      n_nodes: machine size; every job needs ``1 <= nodes <= n_nodes``.
-      queue: ``"easy"`` or ``"fcfs"``; policy: ``"to"`` (the only one compiled so far).
+      ft: the machine; every job needs ``1 <= nodes <= ft.n_nodes``.
+      queue: ``"easy"`` or ``"fcfs"``; policy: ``"to"`` or ``"ta"`` (``params``: its
+        :class:`~fattorus.sched.policy.ta.TAParams`, without the hybrid rule).
       record_alloc: keep every job's node set (``B * sum(nodes)`` int32); off for benchmarks.
 
     Raises:
@@ -250,18 +273,17 @@ def replay_batch(
     """
     if queue not in QUEUES:
         raise ValueError(f"unknown queue discipline {queue!r}; choices: {list(QUEUES)}")
-    if policy not in POLICIES:
-        raise ValueError(f"policy {policy!r} has no compiled engine yet; supported: {list(POLICIES)}")
+    pol = bp.compile_policy(policy, ft, params)
     submit = np.asarray(submit, np.float64)
     estimate = np.asarray(estimate, np.float64)
     nodes = np.asarray(nodes, np.int64)
     runtime = np.atleast_2d(np.asarray(runtime, np.float64))
-    _check(submit, runtime, estimate, nodes, n_nodes)
+    _check(submit, runtime, estimate, nodes, ft.n_nodes)
     offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
     log_size = int(nodes.sum()) if record_alloc else 0
     with jax.enable_x64(True):
         jobs = Jobs(jnp.asarray(submit), jnp.asarray(estimate), jnp.asarray(nodes, jnp.int32), jnp.asarray(offset))
-        run = jax.vmap(lambda r: _replay(jobs, r, n_nodes, queue == "easy", log_size))
+        run = jax.vmap(lambda r: _replay(jobs, r, pol, queue == "easy", log_size))
         start, log = run(jnp.asarray(runtime))
         start, log = np.asarray(start), np.asarray(log)
     return BatchResult(start, log if record_alloc else None, offset, nodes)

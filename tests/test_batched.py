@@ -1,0 +1,117 @@
+"""The compiled, batched replay engine against the NumPy engine, trial by trial, job by job.
+
+Reference: :func:`fattorus.sched.replay.simulate` (itself checked against a count-based EASY
+and the interference-free invariants in ``test_replay.py``). Every trial of a batch — the
+logged run times and several V2 speedup draws, so the trials really diverge — must get the
+same start time and the same node set for every job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from fattorus import workload
+from fattorus.sched import policy, replay
+from fattorus.sched.batched import replay_batch
+from fattorus.sched.policy.ta import TAParams
+from fattorus.topology import fattree
+from fattorus.workload import speedup
+
+REPO = Path(__file__).resolve().parents[1]
+ATLAS = REPO / "data" / "traces" / "LLNL-Atlas-2006-2.1-cln.swf.gz"
+
+
+def _prepared(scale: float, days: float, start_days: float, ft):
+    jobs = workload.load(ATLAS, cores_per_node=8).jobs
+    jobs, _ = workload.scale_nodes(jobs, scale, ft.n_nodes)
+    jobs = workload.first_days(jobs, days, start_days)
+    prep, _ = replay.prepare(workload.with_estimate(jobs), ft.n_nodes)
+    return tuple(prep[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes"))
+
+
+@pytest.fixture(scope="module")
+def cab():
+    return fattree.load("cab")
+
+
+@pytest.fixture(scope="module")
+def atlas2x(cab):
+    """12 busy days of Atlas x2 on Cab (a queue builds up: EASY backfills and reserves)."""
+    return _prepared(2, 12, 60, cab)
+
+
+def _v2_runtimes(runtime: np.ndarray, nodes: np.ndarray, seeds=(0, 1, 2)) -> np.ndarray:
+    scenario = speedup.load("v2")
+    rows = [runtime]
+    for seed in seeds:
+        factor = speedup.factors64(scenario, jax.random.PRNGKey(seed), nodes)
+        rows.append(runtime * np.asarray(factor, np.float64))
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("name", ["to", "ta"])
+@pytest.mark.parametrize("queue", ["fcfs", "easy"])
+def test_every_trial_equals_the_numpy_engine(cab, atlas2x, name, queue):
+    submit, runtime, estimate, nodes = atlas2x
+    runtimes = _v2_runtimes(runtime, nodes)
+    batch = replay_batch(submit, runtimes, estimate, nodes, cab, queue, name)
+    assert batch.start.shape == runtimes.shape
+    for b, rt in enumerate(runtimes):
+        ref = replay.simulate(submit, rt, estimate, nodes, cab, policy.make(name, cab), queue)
+        np.testing.assert_array_equal(batch.start[b], ref.start, err_msg=f"trial {b}")
+        for j in range(len(submit)):
+            assert np.array_equal(batch.alloc(b, j), np.sort(ref.alloc[j])), (b, j)
+    # The draws change the schedule: the trials are not copies of one another.
+    assert not np.array_equal(batch.start[0], batch.start[1])
+
+
+def test_ta_heuristics_and_tie_rule_are_honoured(cab, atlas2x):
+    """Non-default sort orders and the high-id tie rule, on EASY."""
+    submit, runtime, estimate, nodes = atlas2x
+    params = TAParams(t1_pod_order="most", t2_pod_order="most", t2_leaf_order="least",
+                      t3_pod_order="least", tie="high_id")
+    batch = replay_batch(submit, runtime[None], estimate, nodes, cab, "easy", "ta", params)
+    ref = replay.simulate(submit, runtime, estimate, nodes, cab, policy.make("ta", cab, vars(params)), "easy")
+    np.testing.assert_array_equal(batch.start[0], ref.start)
+    assert all(np.array_equal(batch.alloc(0, j), np.sort(ref.alloc[j])) for j in range(len(submit)))
+
+
+def test_small_machine_heavy_load():
+    """ft6x6 (54 nodes) under a random heavy load: every job size class, long queues."""
+    ft = fattree.load("ft6x6")
+    rng = np.random.default_rng(7)
+    J = 300
+    submit = np.sort(rng.integers(0, 20_000, J)).astype(np.float64)
+    nodes = rng.choice([1, 2, 3, 4, 5, 8, 9, 10, 12, 20, 30, 54], J)
+    runtime = rng.integers(10, 3_000, (3, J)).astype(np.float64)
+    estimate = runtime.max(axis=0) * rng.choice([1.0, 1.5, 3.0], J)
+    for name in ("to", "ta"):
+        batch = replay_batch(submit, runtime, estimate, nodes, ft, "easy", name)
+        for b in range(3):
+            ref = replay.simulate(submit, runtime[b], estimate, nodes, ft, policy.make(name, ft), "easy")
+            np.testing.assert_array_equal(batch.start[b], ref.start, err_msg=f"{name} trial {b}")
+            assert all(np.array_equal(batch.alloc(b, j), np.sort(ref.alloc[j])) for j in range(J))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(policy="tree_bestfit"), "no compiled engine"),
+        (dict(queue="conservative"), "unknown queue"),
+        (dict(params=TAParams(relax_after_s=60.0), policy="ta"), "hybrid rule"),
+        (dict(runtime=np.array([[5.0, 50.0]])), "runtime <= estimate"),
+        (dict(submit=np.array([10.0, 0.0])), "sorted by submit"),
+        (dict(nodes=np.array([1, 55])), "1 <= nodes <= machine size"),
+    ],
+)
+def test_bad_inputs_are_one_clear_error(change, message):
+    ft = fattree.load("ft6")
+    args = dict(submit=np.array([0.0, 10.0]), runtime=np.array([[5.0, 5.0]]), estimate=np.array([10.0, 10.0]),
+                nodes=np.array([1, 2]), ft=ft, queue="easy", policy="to", params=None)
+    args.update(change)
+    with pytest.raises(ValueError, match=message):
+        replay_batch(**args)
