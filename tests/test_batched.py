@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from fattorus import workload
-from fattorus.sched import policy, replay
-from fattorus.sched.batched import replay_batch
+from fattorus.sched import batched, policy, replay
+from fattorus.sched.batched import CapacityError, replay_batch
 from fattorus.sched.policy.ta import TAParams
 from fattorus.topology import fattree
 from fattorus.workload import speedup
@@ -115,3 +115,21 @@ def test_bad_inputs_are_one_clear_error(change, message):
     args.update(change)
     with pytest.raises(ValueError, match=message):
         replay_batch(**args)
+
+
+def test_queue_capacity_overflow_is_an_error_and_the_default_grows(monkeypatch):
+    """Thirty jobs arrive at once on a 3-node machine: at most 29 wait together."""
+    ft = fattree.load("ft6")
+    J = 30
+    submit = np.zeros(J)
+    runtime = np.full((1, J), 100.0)
+    estimate = np.full(J, 100.0)
+    nodes = np.full(J, ft.n_nodes)  # one job at a time
+    with pytest.raises(CapacityError, match="more than 8 jobs waited at once"):
+        replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", queue_capacity=8)
+    monkeypatch.setattr(batched, "DEFAULT_QUEUE_CAPACITY", 4)
+    grown = replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to")
+    assert grown.queue_capacity == J  # 4 -> 8 -> 16 -> 30 (never more than the jobs)
+    np.testing.assert_array_equal(grown.start[0], 100.0 * np.arange(J))
+    exact = replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", queue_capacity=J)
+    np.testing.assert_array_equal(exact.start, grown.start)

@@ -41,6 +41,12 @@ from fattorus.sched.batched_policies import CompiledPolicy
 from fattorus.topology.fattree import FatTree
 
 QUEUES = ("fcfs", "easy")
+#: First queue window tried when none is given (grown by doubling on overflow).
+DEFAULT_QUEUE_CAPACITY = 512
+
+
+class CapacityError(ValueError):
+    """A trial needed more queue capacity than the compiled engine was given."""
 
 
 class Jobs(NamedTuple):
@@ -65,19 +71,23 @@ class State(NamedTuple):
     end: jax.Array  # (N,) actual end of the job on each node, inf where free
     node_class: jax.Array  # (N,) int8 footprint class booked on each busy node, 0 where free
     start: jax.Array  # (J,) start times, NaN until started
-    waiting: jax.Array  # (J,) bool
+    waiting: jax.Array  # (J + Q,) bool (padded by the queue window)
+    lo: jax.Array  # every job before lo has started: the queue lies in [lo, hi)
     hi: jax.Array  # jobs [0, hi) have been submitted
+    overflow: jax.Array  # bool: more than Q jobs were waiting at once (results invalid)
     log: jax.Array  # (P,) allocation log (node ids), P = sum of job sizes
 
 
 @dataclasses.dataclass(frozen=True)
 class BatchResult:
-    """Per trial: ``start`` ``(B, J)`` seconds and, if recorded, ``alloc[b][j]`` node ids."""
+    """Per trial: ``start`` ``(B, J)`` seconds and, if recorded, ``alloc(b, j)`` node ids;
+    ``queue_capacity``: the queue window the batch ran with."""
 
     start: np.ndarray
     log: np.ndarray | None
     offset: np.ndarray
     nodes: np.ndarray
+    queue_capacity: int
 
     def alloc(self, trial: int, job: int) -> np.ndarray:
         """Node ids (ascending) of ``job`` in ``trial``."""
@@ -102,21 +112,27 @@ def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, j,
     )
 
 
-def _head(s: State) -> tuple[jax.Array, jax.Array]:
+def _window(values: jax.Array, s: State, Q: int) -> jax.Array:
+    """The ``Q`` entries of a per-job array from the queue's first job on (``lo``)."""
+    return jax.lax.dynamic_slice(values, (s.lo,), (Q,))
+
+
+def _head(s: State, Q: int) -> tuple[jax.Array, jax.Array]:
     """Index of the first waiting job and whether there is one."""
-    return jnp.argmax(s.waiting), jnp.any(s.waiting)
+    w = _window(s.waiting, s, Q)
+    return s.lo + jnp.argmax(w), jnp.any(w)
 
 
-def _fcfs(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy) -> State:
+def _fcfs(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, Q: int) -> State:
     """Start queue heads in order while the policy places them."""
 
     def fits(s: State) -> jax.Array:
-        head, some = _head(s)
+        head, some = _head(s, Q)
         n = jobs.nodes[head]
         return some & (n <= bp.limits(pol, s.free, s.node_class)[bp.size_class(pol, n)])
 
     def start_head(s: State) -> State:
-        head, _ = _head(s)
+        head, _ = _head(s, Q)
         return _start_job(s, jobs, runtime, pol, head, bp.place(pol, s.free, s.node_class, jobs.nodes[head]))
 
     return jax.lax.while_loop(fits, start_head, s)
@@ -154,16 +170,18 @@ def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
     return times[lo]
 
 
-def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, head) -> State:
+def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, head, Q: int) -> State:
     """EASY's backfill pass behind a blocked ``head`` (see the module docstring)."""
     n_head = jobs.nodes[head]
     shadow = _shadow(s, pol, n_head)
     free_then, class_then, released = _future(s, shadow)
     reserved = bp.place(pol, free_then, class_then, n_head, prefer=released)
     held_class = bp.footprint_class(pol, reserved)
-    idx = jnp.arange(jobs.nodes.shape[0])
-    short = s.now + jobs.estimate <= shadow
-    cls = bp.size_class(pol, jobs.nodes)
+    # Candidates are the queue window's jobs; the window does not move during a pass.
+    idx = s.lo + jnp.arange(Q)
+    nodes = _window(jobs.nodes, s, Q)
+    short = s.now + _window(jobs.estimate, s, Q) <= shadow
+    cls = bp.size_class(pol, nodes)
 
     def next_candidate(carry):
         # Jobs that would fail are skipped in one array expression: placement is monotone in
@@ -172,18 +190,20 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
         s, after = carry
         now_limit = bp.limits(pol, s.free, s.node_class)[cls]
         held_limit = bp.limits(pol, s.free, s.node_class, reserved, held_class)[cls]
-        ok = s.waiting & (idx > after) & (jobs.nodes <= jnp.where(short, now_limit, held_limit))
-        return jnp.argmax(ok), jnp.any(ok)
+        ok = _window(s.waiting, s, Q) & (idx > after) & (nodes <= jnp.where(short, now_limit, held_limit))
+        i = jnp.argmax(ok)
+        return i, jnp.any(ok)
 
     def more(carry) -> jax.Array:
         return next_candidate(carry)[1] & jnp.any(carry[0].free)
 
     def start_one(carry):
         s, _ = carry
-        c, _ = next_candidate(carry)
+        i, _ = next_candidate(carry)
+        c = s.lo + i
         n = jobs.nodes[c]
         sel = jax.lax.cond(
-            short[c],
+            short[i],
             lambda: bp.place(pol, s.free, s.node_class, n, prefer=reserved),
             lambda: bp.place(pol, s.free, s.node_class, n, hold=reserved, hold_class=held_class),
         )
@@ -193,32 +213,34 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
     return s
 
 
-def _step(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool) -> State:
+def _step(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, Q: int) -> State:
     """One event: release what ends now, admit what is submitted now, run one pass."""
-    J = jobs.submit.shape[0]
-    next_submit = jnp.where(s.hi < J, jobs.submit[jnp.minimum(s.hi, J - 1)], jnp.inf)
-    now = jnp.minimum(next_submit, jnp.min(s.end))
+    now = jnp.minimum(jobs.submit[s.hi], jnp.min(s.end))  # submit is padded with inf
     ending = s.end == now
     hi = jnp.searchsorted(jobs.submit, now, side="right").astype(s.hi.dtype)
-    idx = jnp.arange(J)
+    idx = s.lo + jnp.arange(Q)
+    admitted = _window(s.waiting, s, Q) | ((idx >= s.hi) & (idx < hi))
     s = s._replace(
         now=now,
         free=s.free | ending,
         est_end=jnp.where(ending, jnp.inf, s.est_end),
         end=jnp.where(ending, jnp.inf, s.end),
         node_class=jnp.where(ending, jnp.int8(0), s.node_class),
-        waiting=s.waiting | ((idx >= s.hi) & (idx < hi)),
+        waiting=jax.lax.dynamic_update_slice(s.waiting, admitted, (s.lo,)),
         hi=hi,
+        # A job submitted beyond the window would be silently left out: flag and stop.
+        overflow=s.overflow | (hi - s.lo > Q),
     )
-    s = _fcfs(s, jobs, runtime, pol)
-    if not easy:
-        return s
-    head, some = _head(s)
-    return jax.lax.cond(some & jnp.any(s.free), lambda s: _backfill(s, jobs, runtime, pol, head), lambda s: s, s)
+    s = _fcfs(s, jobs, runtime, pol, Q)
+    if easy:
+        head, some = _head(s, Q)
+        s = jax.lax.cond(some & jnp.any(s.free), lambda s: _backfill(s, jobs, runtime, pol, head, Q), lambda s: s, s)
+    head, some = _head(s, Q)
+    return s._replace(lo=jnp.where(some, head, s.hi).astype(s.lo.dtype))
 
 
 def _initial(jobs: Jobs, n_nodes: int, log_size: int) -> State:
-    J = jobs.submit.shape[0]
+    J = jobs.submit.shape[0]  # padded length
     inf = jnp.full(n_nodes, jnp.inf, jnp.float64)
     return State(
         now=jnp.asarray(-jnp.inf, jnp.float64),
@@ -228,21 +250,23 @@ def _initial(jobs: Jobs, n_nodes: int, log_size: int) -> State:
         node_class=jnp.zeros(n_nodes, jnp.int8),
         start=jnp.full(J, jnp.nan, jnp.float64),
         waiting=jnp.zeros(J, bool),
+        lo=jnp.asarray(0, jnp.int32),
         hi=jnp.asarray(0, jnp.int32),
+        overflow=jnp.asarray(False),
         log=jnp.full(log_size, -1, jnp.int32),
     )
 
 
-@partial(jax.jit, static_argnames=("pol", "easy", "log_size"))
-def _replay(jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, log_size: int) -> tuple[jax.Array, jax.Array]:
-    """Replay one trial to the end; ``vmap``-ed over ``runtime`` by :func:`replay_batch`."""
-    J = jobs.submit.shape[0]
+@partial(jax.jit, static_argnames=("pol", "easy", "log_size", "n_jobs", "Q"))
+def _replay(jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, log_size: int, n_jobs: int,
+            Q: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Replay one trial to the end (or to a queue overflow); ``vmap``-ed by :func:`replay_batch`."""
 
     def going(s: State) -> jax.Array:
-        return (s.hi < J) | jnp.any(~s.free)
+        return ((s.hi < n_jobs) | jnp.any(~s.free)) & ~s.overflow
 
-    s = jax.lax.while_loop(going, lambda s: _step(s, jobs, runtime, pol, easy), _initial(jobs, pol.n_nodes, log_size))
-    return s.start, s.log
+    s = jax.lax.while_loop(going, lambda s: _step(s, jobs, runtime, pol, easy, Q), _initial(jobs, pol.n_nodes, log_size))
+    return s.start[:n_jobs], s.log, s.overflow
 
 
 def replay_batch(
@@ -255,6 +279,7 @@ def replay_batch(
     policy: str = "to",
     params=None,
     record_alloc: bool = True,
+    queue_capacity: int | None = None,
 ) -> BatchResult:
     """Replay ``B`` trials of one job table in one compiled call.
 
@@ -267,8 +292,12 @@ def replay_batch(
       queue: ``"easy"`` or ``"fcfs"``; policy: ``"to"`` or ``"ta"`` (``params``: its
         :class:`~fattorus.sched.policy.ta.TAParams`, without the hybrid rule).
       record_alloc: keep every job's node set (``B * sum(nodes)`` int32); off for benchmarks.
+      queue_capacity: the queue window ``Q``: the most jobs that may wait at once (each
+        event's work is proportional to it). None: start from
+        ``min(J, DEFAULT_QUEUE_CAPACITY)`` and double until no trial overflows.
 
     Raises:
+      CapacityError: a trial had more than ``queue_capacity`` jobs waiting at once.
       ValueError: on an unsupported queue/policy or inputs that break the rules above.
     """
     if queue not in QUEUES:
@@ -279,14 +308,36 @@ def replay_batch(
     nodes = np.asarray(nodes, np.int64)
     runtime = np.atleast_2d(np.asarray(runtime, np.float64))
     _check(submit, runtime, estimate, nodes, ft.n_nodes)
+    J = len(submit)
+    Q = min(J, DEFAULT_QUEUE_CAPACITY) if queue_capacity is None else int(queue_capacity)
+    if Q < 1:
+        raise ValueError(f"replay_batch: queue_capacity must be a positive integer, got {queue_capacity!r}")
+    while True:
+        start, log, overflow = _run(submit, runtime, estimate, nodes, pol, queue == "easy", record_alloc, Q)
+        if not overflow.any():
+            break
+        if queue_capacity is not None or Q >= J:
+            raise CapacityError(
+                f"replay_batch: more than {Q} jobs waited at once in trial(s) "
+                f"{np.flatnonzero(overflow)[:5].tolist()}: raise queue_capacity (at most {J} needed)")
+        Q = min(J, 2 * Q)  # chosen from the workload: grow until every trial fits
     offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
+    return BatchResult(start, log if record_alloc else None, offset, nodes, Q)
+
+
+def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, record_alloc: bool, Q: int):
+    """Pad the per-job arrays by the queue window and run the compiled batch."""
+    J = len(submit)
+    offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
+    pad = lambda a, v: np.concatenate([a, np.full(Q, v, a.dtype)])
     log_size = int(nodes.sum()) if record_alloc else 0
     with jax.enable_x64(True):
-        jobs = Jobs(jnp.asarray(submit), jnp.asarray(estimate), jnp.asarray(nodes, jnp.int32), jnp.asarray(offset))
-        run = jax.vmap(lambda r: _replay(jobs, r, pol, queue == "easy", log_size))
-        start, log = run(jnp.asarray(runtime))
-        start, log = np.asarray(start), np.asarray(log)
-    return BatchResult(start, log if record_alloc else None, offset, nodes)
+        jobs = Jobs(jnp.asarray(pad(submit, np.inf)), jnp.asarray(pad(estimate, 0.0)),
+                    jnp.asarray(pad(nodes, 1), jnp.int32), jnp.asarray(pad(offset, 0)))
+        rt = jnp.asarray(np.concatenate([runtime, np.ones((len(runtime), Q))], axis=1))
+        run = jax.vmap(lambda r: _replay(jobs, r, pol, easy, log_size, J, Q))
+        start, log, overflow = run(rt)
+        return np.asarray(start), np.asarray(log), np.asarray(overflow)
 
 
 def _check(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, nodes: np.ndarray, n_nodes: int) -> None:
