@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fattorus.app.outputs import atomic_write
 
-SECTIONS = ("kernels", "replay", "network")
+SECTIONS = ("kernels", "replay", "network", "batched")
 
 
 def _repo() -> Path:
