@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-import easy_reference
+from fattorus.sched import reference as easy_reference
 from fattorus import workload
 from fattorus.topology import fattree
 from fattorus.app import outputs
