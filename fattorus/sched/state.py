@@ -3,8 +3,8 @@
 What the engine and the allocation policies decide from: which nodes are free, the
 footprint class of the job holding each node, and, at every grouping level of
 ``topo.levels``, the free nodes per group and the nodes held by jobs of each footprint class
-per group. A topology-aware policy reads its rules off these counts (on a fat-tree: "a leaf
-holding T2 nodes" is ``held[0][2, leaf] > 0``) without the state knowing any family.
+per group. A topology-aware policy reads its rules off these counts ("group ``g`` of level 0
+holds nodes of class-2 jobs" is ``held[0][2, g] > 0``) without the state knowing any family.
 
 Classes are ``1..n_classes`` (:meth:`fattorus.topology.base.Topology.footprint_class`); index
 0 of the class axis stays zero so that a class indexes its row directly.
