@@ -155,7 +155,10 @@ def replay(
     )
     out = _jobs_table(prepared, schedule, topo)
     exposed = metrics.exposed(out, topo)
-    out = out.with_columns(pl.Series("exposed", exposed))
+    # Appended last so that the columns of earlier outputs keep their positions.
+    out = out.with_columns(pl.Series("exposed", exposed),
+                           _per_size(out["nodes"].to_numpy(), lambda n: float(ideal_aph(topo, n)), pl.Float64)
+                           .alias("ideal_aph"))
     util = metrics.utilization(out, topo.n_nodes)
     wall = time.perf_counter() - wall0
     summary = metrics.summary(
@@ -203,7 +206,6 @@ def _jobs_table(prepared: pl.DataFrame, schedule: Schedule, topo: Any) -> pl.Dat
             "alloc": pl.Series("alloc", [a.astype(np.int32) for a in schedule.alloc], dtype=pl.List(pl.Int32)),
             "backfilled": schedule.backfilled,
             "shadow_s": schedule.shadow,
-            "ideal_aph": _per_size(nodes, lambda n: float(ideal_aph(topo, n)), pl.Float64),
         }
     )
 
