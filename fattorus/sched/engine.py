@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fattorus.sched import state as st
 from fattorus.sched.policy.base import Policy
+
+if TYPE_CHECKING:  # queues build on this module's Replay
+    from fattorus.sched.queues import Queue
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +152,7 @@ class Replay:
         return Schedule(self.start, self.alloc, self.backfilled, self.shadow)
 
 
-def run(jobs: Jobs, topo: Any, queue: Any, policy: Policy, progress: bool = False) -> Schedule:
+def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = False) -> Schedule:
     """Replay ``jobs`` on ``topo`` under queue discipline ``queue`` and allocation ``policy``.
 
     ``queue`` is a :class:`fattorus.sched.queues.Queue` (``Fcfs()``, ``Easy()``); it is

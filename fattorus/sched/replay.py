@@ -132,35 +132,17 @@ def replay(
     """
     wall0 = time.perf_counter()
     pol = policy_mod.make(policy, topo, policy_params, seed)
-    table = jobs
-    if runtime_s is not None:
-        if len(runtime_s) != len(jobs):
-            raise ValueError(f"runtime_s has {len(runtime_s)} entries for {len(jobs)} jobs")
-        # NaN marks a runtime the log does not know (a null turned into NumPy).
-        table = _with_estimate(jobs).with_columns(
-            pl.Series("runtime_s", np.asarray(runtime_s, np.float64), nan_to_null=True)
-        )
-    prepared, skipped = prepare(table, topo.n_nodes)
+    prepared, skipped = prepare(_with_runtimes(jobs, runtime_s), topo.n_nodes)
     for reason, count in (extra_skips or {}).items():
         skipped[reason] = skipped.get(reason, 0) + int(count)
-    schedule = simulate(
-        prepared["submit_s"].to_numpy(),
-        prepared["runtime_s"].to_numpy(),
-        prepared["estimate_s"].to_numpy(),
-        prepared["nodes"].to_numpy(),
-        topo,
-        pol,
-        sched,
-        progress=progress,
-    )
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    schedule = simulate(*cols, topo, pol, sched, progress=progress)
     out = _jobs_table(prepared, schedule, topo)
     exposed = metrics.exposed(out, topo)
     # Appended last so that the columns of earlier outputs keep their positions.
     out = out.with_columns(pl.Series("exposed", exposed),
-                           _per_size(out["nodes"].to_numpy(), lambda n: float(ideal_aph(topo, n)), pl.Float64)
-                           .alias("ideal_aph"))
+                           _per_size(cols[3], lambda n: float(ideal_aph(topo, n)), pl.Float64).alias("ideal_aph"))
     util = metrics.utilization(out, topo.n_nodes)
-    wall = time.perf_counter() - wall0
     summary = metrics.summary(
         out,
         util,
@@ -169,12 +151,24 @@ def replay(
         skipped=skipped,
         bins=bins,
         config=dict(config or {"topo": topo.name, "policy": policy, "sched": sched, "seed": seed}),
-        replay_wall_s=wall,
+        replay_wall_s=time.perf_counter() - wall0,
         exposed_jobs=exposed,
     )
     # The machine's full configuration, so that readers of the outputs need no conf/ lookup.
     summary["topology"] = topo.config()
     return ReplayResult(out, util, summary)
+
+
+def _with_runtimes(jobs: pl.DataFrame, runtime_s: np.ndarray | None) -> pl.DataFrame:
+    """``jobs`` with ``runtime_s`` replaced (a speedup scenario); estimates stay as logged."""
+    if runtime_s is None:
+        return jobs
+    if len(runtime_s) != len(jobs):
+        raise ValueError(f"runtime_s has {len(runtime_s)} entries for {len(jobs)} jobs")
+    # NaN marks a runtime the log does not know (a null turned into NumPy).
+    return _with_estimate(jobs).with_columns(
+        pl.Series("runtime_s", np.asarray(runtime_s, np.float64), nan_to_null=True)
+    )
 
 
 def _with_estimate(jobs: pl.DataFrame) -> pl.DataFrame:
