@@ -19,6 +19,7 @@ reservation held) are explicit copies (:meth:`MachineState.copy`, :func:`future`
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,25 @@ import numpy as np
 def n_classes(topo: Any) -> int:
     """Number of footprint classes of ``topo``: one per grouping level, plus "several outermost groups"."""
     return len(topo.levels) + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Per-node group ids of a topology, computed once (``topo.group_of``) and shared by every
+    state of that topology, so that booking a job is an index, not a method call per level."""
+
+    node_group: tuple[np.ndarray, ...]
+    n_groups: tuple[int, ...]
+    n_classes: int
+
+
+@functools.lru_cache(maxsize=32)
+def layout(topo: Any) -> Layout:
+    """The :class:`Layout` of ``topo`` (cached: topologies are hashable values)."""
+    ids = np.arange(topo.n_nodes)
+    levels = range(len(topo.levels))
+    return Layout(tuple(np.asarray(topo.group_of(i, ids), np.int64) for i in levels),
+                  tuple(topo.n_groups(i) for i in levels), n_classes(topo))
 
 
 @dataclasses.dataclass
@@ -41,6 +61,7 @@ class MachineState:
       held: per level ``i``, ``(n_classes + 1, n_groups(i))`` nodes held by jobs of each
         footprint class per group (row 0 unused).
       n_free: total free nodes.
+      layout: per-node group ids (shared, never copied).
     """
 
     topo: Any
@@ -49,6 +70,7 @@ class MachineState:
     group_free: tuple[np.ndarray, ...]
     held: tuple[np.ndarray, ...]
     n_free: int
+    layout: Layout
 
     def copy(self) -> MachineState:
         """Deep copy (arrays copied, topology shared)."""
@@ -59,6 +81,7 @@ class MachineState:
             tuple(g.copy() for g in self.group_free),
             tuple(h.copy() for h in self.held),
             self.n_free,
+            self.layout,
         )
 
 
@@ -68,28 +91,24 @@ def empty(topo: Any) -> MachineState:
 
 
 def from_nodes(topo: Any, free: np.ndarray, node_class: np.ndarray) -> MachineState:
-    """Build a state (with all counts) from per-node arrays; ``O(N)``, for hypothetical states.
-
-    Groups are contiguous blocks of node ids, so a level's counts are sums over a reshape.
-    """
-    C = n_classes(topo)
-    onehot = np.zeros((C + 1, topo.n_nodes), np.int64)
-    onehot[node_class, np.arange(topo.n_nodes)] = 1
-    onehot[0] = 0
+    """Build a state (with all counts) from per-node arrays; ``O(N)``, for hypothetical states."""
+    lay = layout(topo)
+    C = lay.n_classes
     group_free, held = [], []
-    for i in range(len(topo.levels)):
-        g = topo.n_groups(i)
-        group_free.append(free.reshape(g, -1).sum(axis=1, dtype=np.int64))
-        held.append(onehot.reshape(C + 1, g, -1).sum(axis=2))
-    return MachineState(topo, free, node_class, tuple(group_free), tuple(held), int(free.sum()))
+    for group, G in zip(lay.node_group, lay.n_groups):
+        group_free.append(np.bincount(group[free], minlength=G))
+        h = np.bincount(node_class.astype(np.int64) * G + group, minlength=(C + 1) * G).reshape(C + 1, G)
+        h[0] = 0
+        held.append(h)
+    return MachineState(topo, free, node_class, tuple(group_free), tuple(held), int(free.sum()), lay)
 
 
 def _book(state: MachineState, nodes: np.ndarray, cls: int, sign: int, count_free: np.ndarray) -> None:
     """Add ``sign`` to the held counts of ``nodes`` (class ``cls``) and ``-sign`` to the free
     counts of ``count_free`` at every level."""
-    for i in range(len(state.held)):
-        np.add.at(state.held[i][cls], state.topo.group_of(i, nodes), sign)
-        np.add.at(state.group_free[i], state.topo.group_of(i, count_free), -sign)
+    for group, held, group_free in zip(state.layout.node_group, state.held, state.group_free):
+        np.add.at(held[cls], group[nodes], sign)
+        np.add.at(group_free, group[count_free], -sign)
 
 
 def allocate(state: MachineState, nodes: np.ndarray, cls: int) -> None:
@@ -174,15 +193,16 @@ def futures(state: MachineState, node_release: np.ndarray, needs: str = PER_GROU
     n_free = state.n_free + np.cumsum(np.bincount(group, minlength=G))
     if needs == FREE_ONLY:
         return times, Counts(None, None, n_free)
-    topo, C = state.topo, n_classes(state.topo)
-    # Released nodes per (instant, class, innermost group), cumulated over instants; outer
-    # levels are sums over contiguous inner groups.
-    inner = topo.n_groups(0)
-    key = (group * (C + 1) + state.node_class[busy]) * inner + topo.group_of(0, busy)
+    lay = state.layout
+    C, inner = lay.n_classes, lay.n_groups[0]
+    # Released nodes per (instant, class, innermost group), cumulated over instants; levels
+    # are nested contiguous blocks (topology interface), so an outer level's counts are sums
+    # over consecutive inner groups.
+    key = (group * (C + 1) + state.node_class[busy]) * inner + lay.node_group[0][busy]
     rel = np.cumsum(np.bincount(key, minlength=G * (C + 1) * inner).reshape(G, C + 1, inner), axis=0)
     group_free, held = [], []
-    for i in range(len(topo.levels)):
-        per = rel.reshape(G, C + 1, topo.n_groups(i), -1).sum(axis=3)
-        group_free.append(state.group_free[i] + per.sum(axis=1))
-        held.append(state.held[i] - per)
+    for level, n_groups in enumerate(lay.n_groups):
+        per = rel.reshape(G, C + 1, n_groups, -1).sum(axis=3)
+        group_free.append(state.group_free[level] + per.sum(axis=1))
+        held.append(state.held[level] - per)
     return times, Counts(tuple(group_free), tuple(held), n_free)

@@ -15,6 +15,7 @@ used inside ``jit``/``vmap`` kernels and in the scheduler's NumPy bookkeeping.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -125,7 +126,7 @@ class FatTree:
     # engine uses). Helper RA's FatTree(Topology) supersedes this block on merge.
     kind: ClassVar[str] = "fattree"
 
-    @property
+    @functools.cached_property
     def levels(self) -> tuple[Level, ...]:
         """Grouping levels, innermost first: leaf (``k`` nodes), pod (``L * k`` nodes)."""
         return (Level("leaf", self.nodes_per_leaf), Level("pod", self.nodes_per_pod))
