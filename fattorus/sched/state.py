@@ -103,12 +103,13 @@ def from_nodes(topo: Any, free: np.ndarray, node_class: np.ndarray) -> MachineSt
     return MachineState(topo, free, node_class, tuple(group_free), tuple(held), int(free.sum()), lay)
 
 
-def _book(state: MachineState, nodes: np.ndarray, cls: int, sign: int, count_free: np.ndarray) -> None:
+def _book(state: MachineState, nodes: np.ndarray, cls: int, sign: int, count_free: np.ndarray | None = None) -> None:
     """Add ``sign`` to the held counts of ``nodes`` (class ``cls``) and ``-sign`` to the free
-    counts of ``count_free`` at every level."""
+    counts of ``count_free`` (default: ``nodes`` themselves) at every level."""
     for group, held, group_free in zip(state.layout.node_group, state.held, state.group_free):
-        np.add.at(held[cls], group[nodes], sign)
-        np.add.at(group_free, group[count_free], -sign)
+        g = group[nodes]
+        np.add.at(held[cls], g, sign)
+        np.add.at(group_free, g if count_free is None else group[count_free], -sign)
 
 
 def allocate(state: MachineState, nodes: np.ndarray, cls: int) -> None:
@@ -116,7 +117,7 @@ def allocate(state: MachineState, nodes: np.ndarray, cls: int) -> None:
     state.free[nodes] = False
     state.node_class[nodes] = cls
     state.n_free -= len(nodes)
-    _book(state, nodes, cls, +1, nodes)
+    _book(state, nodes, cls, +1)
 
 
 def release(state: MachineState, nodes: np.ndarray, cls: int) -> None:
@@ -124,7 +125,7 @@ def release(state: MachineState, nodes: np.ndarray, cls: int) -> None:
     state.free[nodes] = True
     state.node_class[nodes] = 0
     state.n_free += len(nodes)
-    _book(state, nodes, cls, -1, nodes)
+    _book(state, nodes, cls, -1)
 
 
 def with_hold(state: MachineState, nodes: np.ndarray, cls: int) -> MachineState:
