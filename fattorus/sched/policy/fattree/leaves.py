@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fattorus.topology.fattree import T1, T2, T3
-
+#: Grouping levels of a fat-tree (``topo.levels``): leaf switch, pod.
 LEAF, POD = 0, 1
+#: Job types of the fat-tree paper = the topology's size / footprint classes 1, 2, 3.
+T1, T2, T3 = 1, 2, 3
 
 __all__ = ["LEAF", "POD", "T1", "T2", "T3", "take_from_leaves"]
 

@@ -30,7 +30,7 @@ from fattorus.sched import state as st
 from fattorus.sched.policy.base import Policy
 from fattorus.sched.policy.fattree.leaves import LEAF, POD, T1, T2, T3, take_from_leaves
 from fattorus.sched.policy.fattree.tree_bestfit import TreeBestFit
-from fattorus.topology.fattree import FatTree, job_type
+from fattorus.topology.fattree import FatTree
 
 ORDERS = ("least", "most")
 TIES = ("low_id", "high_id")
@@ -112,7 +112,7 @@ class TopologyAware(Policy):
         With ``relax_after_s`` set, a job that has waited longer than that (``waited_s``,
         seconds) and has no interference-free placement gets a tree best-fit one.
         """
-        jt = int(job_type(self.ft, n))
+        jt = int(self.ft.size_class(n))
         if jt == T1:
             placed = self._t1(state, n)
         elif jt == T2:
@@ -136,7 +136,7 @@ class TopologyAware(Policy):
 
     def _isolated_fits(self, c: st.Counts, n: int) -> np.ndarray:
         ft = self.ft
-        jt = int(job_type(ft, n))
+        jt = int(ft.size_class(n))
         leaf_free = c.group_free[LEAF]
         if jt == T1:
             return leaf_free.max(axis=-1) >= n
