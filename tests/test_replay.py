@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-import easy_reference
+from fattorus.sched import reference as easy_reference
 from fattorus import workload
 from fattorus.topology import fattree
 from fattorus.app import outputs
@@ -363,3 +363,21 @@ def test_hybrid_head_waits_no_longer_than_its_shadow_on_a_real_trace(atlas):
         assert len(blocked) > 0
         assert (blocked["start_s"] <= blocked["shadow_s"]).all()
 
+
+
+def test_outputs_carry_ideal_aph_and_the_topology_config():
+    ft = fattree.load("ft6")
+    jobs = pl.DataFrame({"job_id": [1, 2, 3, 4], "submit_s": [0.0, 1.0, 2.0, 3.0],
+                         "runtime_s": [10.0, 10.0, 10.0, 10.0], "requested_s": [20.0] * 4,
+                         "nodes": [1, 3, 5, 14]})
+    result = replay.replay(jobs, ft, "ta", "easy")
+    out = result.jobs
+    assert out.columns[-2:] == ["exposed", "ideal_aph"]
+    for n, got in zip(out["nodes"].to_list(), out["ideal_aph"].to_list()):
+        # Brute force: on an empty fat-tree the first n node ids fill leaves, then pods.
+        ids = np.arange(n)
+        h = fattree.hops(ft, ids[:, None], ids[None, :])
+        assert got == pytest.approx(h.sum() / (n * (n - 1)) if n > 1 else 0.0)
+    assert out["job_type"].to_list() == ["T1", "T1", "T2", "T3"]
+    assert fattree.from_config(result.summary["topology"]) == ft
+    assert result.summary["config"]["topo"] == "ft6"

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fattorus.sched.policy.ta import ORDERS, TIES, TAParams
+from fattorus.sched.policy import ORDERS, TIES, TAParams
 
 if TYPE_CHECKING:  # heavy imports stay lazy so that --help and option errors are instant
     import optuna

@@ -7,7 +7,7 @@ Each section is a module with ``run(quick=False) -> list[dict]`` (one dict per t
   plain NumPy references timed in the same run;
 * :mod:`fattorus.bench.replay`: jobs per second of the EASY replay engine (``replay.simulate``)
   under ``to`` and ``ta`` on the LLNL-Atlas trace scaled to Cab and Pinot, against the
-  count-based pure-Python EASY of ``tests/easy_reference.py``;
+  count-based pure-Python EASY of :mod:`fattorus.sched.reference`;
 * ``fattorus.bench.network``, where it exists (run only if it exposes ``run``).
 
 Conventions: compile seconds are reported apart from run seconds; run seconds are medians of

@@ -2,13 +2,13 @@
 
 Workloads: the LLNL-Atlas trace (8 cores per node) with node counts doubled on Cab
 (1,296 nodes) and tripled on Pinot (2,592 nodes), the paper's Aug-2x / Aug-3x, prepared by
-:func:`fattorus.replay.prepare` (whole trace; ``quick``: the first 30 days).
+:func:`fattorus.sched.replay.prepare` (whole trace; ``quick``: the first 30 days).
 
 Engines, all on the same prepared arrays:
 
-* ``reference``: ``tests/easy_reference.py``, a plain count-based EASY in pure Python
+* ``reference``: :mod:`fattorus.sched.reference`, a plain count-based EASY in pure Python
   (node identities do not exist there);
-* ``to`` and ``ta``: :func:`fattorus.replay.simulate` with that allocation policy, node sets
+* ``to`` and ``ta``: :func:`fattorus.sched.replay.simulate` (the engine) with that allocation policy, node sets
   and all.
 
 Each engine is warmed up on the first ``WARMUP_DAYS`` days of the same workload (a whole-trace
@@ -19,7 +19,7 @@ times, the engines interleaved so that load from other processes spreads over al
 ta_time / to_time. ``to``'s start times must equal the reference's (checked on every timed
 run; the benchmark raises otherwise).
 
-``replay_s`` (``to`` and ``ta`` rows) is one call (a single run: compare it with ``min_s``) of :func:`fattorus.replay.replay` on the
+``replay_s`` (``to`` and ``ta`` rows) is one call (a single run: compare it with ``min_s``) of :func:`fattorus.sched.replay.replay` on the
 unprepared table: prepare + simulate + per-job APH + tables + summary. The APH kernel's
 compilation for that workload's shapes is done beforehand, by a call of
 :func:`fattorus.aph.aph_of` on allocations of the same sizes, and reported apart as
@@ -29,7 +29,6 @@ compilation for that workload's shapes is done beforehand, by a call of
 from __future__ import annotations
 
 import gc
-import importlib.util
 import statistics
 import sys
 import time
@@ -41,7 +40,7 @@ from fattorus import workload
 from fattorus.kernels import aph
 from fattorus.topology import fattree
 from fattorus.sched import policy
-from fattorus.sched import replay
+from fattorus.sched import reference, replay
 
 TRACE = "LLNL-Atlas-2006-2.1-cln.swf.gz"
 CORES_PER_NODE = 8
@@ -76,17 +75,6 @@ def trace_path() -> Path:
         if (base / TRACE).exists():
             return base / TRACE
     raise FileNotFoundError(f"{TRACE} not found under data/traces or the shared traces directory")
-
-
-def easy_reference():
-    """``tests/easy_reference.py`` loaded by path (``tests/`` is not a package)."""
-    path = _repo() / "tests" / "easy_reference.py"
-    spec = importlib.util.spec_from_file_location("easy_reference", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _columns(prepared) -> list[np.ndarray]:
@@ -184,7 +172,7 @@ def run(quick: bool = False, repeats: int = REPEATS) -> list[dict]:
     path = trace_path()
     jobs = workload.load(path, cores_per_node=CORES_PER_NODE).jobs
     _log(f"{path.name}: {len(jobs)} jobs read")
-    ref_module = easy_reference()
+    ref_module = reference
     days = QUICK_DAYS if quick else None
     rows = []
     for topo, scale in CASES:

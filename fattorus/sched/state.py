@@ -1,207 +1,209 @@
-"""Machine state of a fat-tree during a scheduler replay.
+"""Machine state during a scheduler replay, for any topology with grouping levels.
 
-Which nodes are free, which job type holds each node, and the per-leaf / per-pod counts the
-allocation policies decide from (free nodes; nodes held by T2 and T3 jobs). The counts are
-kept incrementally, so a policy decision never rescans the whole machine.
+What the engine and the allocation policies decide from: which nodes are free, the
+footprint class of the job holding each node, and, at every grouping level of
+``topo.levels``, the free nodes per group and the nodes held by jobs of each footprint class
+per group. A topology-aware policy reads its rules off these counts ("group ``g`` of level 0
+holds nodes of class-2 jobs" is ``held[0][2, g] > 0``) without the state knowing any family.
+
+Classes are ``1..n_classes`` (:meth:`fattorus.topology.base.Topology.footprint_class`); index
+0 of the class axis stays zero so that a class indexes its row directly.
 
 Why mutable: the replay's event loop is sequential and changes a handful of nodes per event;
-rebuilding immutable arrays of every node at each event would make the loop ``O(N)`` per
-event for no gain. Hypothetical states (the reservation's future machine, the machine with
-the head's reservation held) are explicit copies (:meth:`FatTreeState.copy`,
-:func:`future`, :func:`with_hold`), never aliases.
+rebuilding per-node arrays at each event would make it ``O(N)`` per event for no gain.
+Hypothetical states (the reservation's future machine, the machine with the head's
+reservation held) are explicit copies (:meth:`MachineState.copy`, :func:`future`,
+:func:`with_hold`), never aliases.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from typing import Any
 
 import numpy as np
 
-from fattorus.topology.fattree import T2, T3, FatTree
+
+def n_classes(topo: Any) -> int:
+    """Number of footprint classes of ``topo``: one per grouping level, plus "several outermost groups"."""
+    return len(topo.levels) + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Per-node group ids of a topology, computed once (``topo.group_of``) and shared by every
+    state of that topology, so that booking a job is an index, not a method call per level."""
+
+    node_group: tuple[np.ndarray, ...]
+    n_groups: tuple[int, ...]
+    n_classes: int
+
+
+@functools.lru_cache(maxsize=32)
+def layout(topo: Any) -> Layout:
+    """The :class:`Layout` of ``topo`` (cached: topologies are hashable values)."""
+    ids = np.arange(topo.n_nodes)
+    levels = range(len(topo.levels))
+    return Layout(tuple(np.asarray(topo.group_of(i, ids), np.int64) for i in levels),
+                  tuple(topo.n_groups(i) for i in levels), n_classes(topo))
 
 
 @dataclasses.dataclass
-class FatTreeState:
-    """Free nodes and job-type occupancy of a fat-tree.
+class MachineState:
+    """Free nodes and per-group occupancy of a machine.
 
     Attributes:
-      ft: the topology.
+      topo: the topology.
       free: ``(N,)`` bool, True where the node is free.
-      node_type: ``(N,)`` int8, job type (1/2/3) holding the node, 0 when free.
-      leaf_free: ``(leaves,)`` free nodes per leaf.
-      pod_free: ``(pods,)`` free nodes per pod.
-      leaf_t2, leaf_t3: ``(leaves,)`` nodes held by T2 / T3 jobs per leaf (a leaf "holds a
-        T2 job" when its count is positive).
-      pod_t3: ``(pods,)`` nodes held by T3 jobs per pod.
+      node_class: ``(N,)`` int8, footprint class of the job holding the node, 0 when free.
+      group_free: per level ``i``, ``(n_groups(i),)`` free nodes per group.
+      held: per level ``i``, ``(n_classes + 1, n_groups(i))`` nodes held by jobs of each
+        footprint class per group (row 0 unused).
       n_free: total free nodes.
+      layout: per-node group ids (shared, never copied).
     """
 
-    ft: FatTree
+    topo: Any
     free: np.ndarray
-    node_type: np.ndarray
-    leaf_free: np.ndarray
-    pod_free: np.ndarray
-    leaf_t2: np.ndarray
-    leaf_t3: np.ndarray
-    pod_t3: np.ndarray
+    node_class: np.ndarray
+    group_free: tuple[np.ndarray, ...]
+    held: tuple[np.ndarray, ...]
     n_free: int
+    layout: Layout
 
-    def copy(self) -> FatTreeState:
+    def copy(self) -> MachineState:
         """Deep copy (arrays copied, topology shared)."""
-        return FatTreeState(
-            self.ft,
+        return MachineState(
+            self.topo,
             self.free.copy(),
-            self.node_type.copy(),
-            self.leaf_free.copy(),
-            self.pod_free.copy(),
-            self.leaf_t2.copy(),
-            self.leaf_t3.copy(),
-            self.pod_t3.copy(),
+            self.node_class.copy(),
+            tuple(g.copy() for g in self.group_free),
+            tuple(h.copy() for h in self.held),
             self.n_free,
+            self.layout,
         )
 
 
-def empty(ft: FatTree) -> FatTreeState:
+def empty(topo: Any) -> MachineState:
     """A machine with every node free."""
-    return from_nodes(ft, np.ones(ft.n_nodes, bool), np.zeros(ft.n_nodes, np.int8))
+    return from_nodes(topo, np.ones(topo.n_nodes, bool), np.zeros(topo.n_nodes, np.int8))
 
 
-def from_nodes(ft: FatTree, free: np.ndarray, node_type: np.ndarray) -> FatTreeState:
+def from_nodes(topo: Any, free: np.ndarray, node_class: np.ndarray) -> MachineState:
     """Build a state (with all counts) from per-node arrays; ``O(N)``, for hypothetical states."""
-    k, p = ft.nodes_per_leaf, ft.nodes_per_pod
-    leaf_free = free.reshape(ft.n_leaves, k).sum(axis=1, dtype=np.int64)
-    leaf_t2 = (node_type == T2).reshape(ft.n_leaves, k).sum(axis=1, dtype=np.int64)
-    leaf_t3 = (node_type == T3).reshape(ft.n_leaves, k).sum(axis=1, dtype=np.int64)
-    return FatTreeState(
-        ft,
-        free,
-        node_type,
-        leaf_free,
-        leaf_free.reshape(ft.pods, ft.leaves_per_pod).sum(axis=1),
-        leaf_t2,
-        leaf_t3,
-        leaf_t3.reshape(ft.pods, ft.leaves_per_pod).sum(axis=1),
-        int(leaf_free.sum()),
-    )
+    lay = layout(topo)
+    C = lay.n_classes
+    group_free, held = [], []
+    for group, G in zip(lay.node_group, lay.n_groups):
+        group_free.append(np.bincount(group[free], minlength=G))
+        h = np.bincount(node_class.astype(np.int64) * G + group, minlength=(C + 1) * G).reshape(C + 1, G)
+        h[0] = 0
+        held.append(h)
+    return MachineState(topo, free, node_class, tuple(group_free), tuple(held), int(free.sum()), lay)
 
 
-def _count(state: FatTreeState, nodes: np.ndarray, jtype: int, sign: int) -> None:
-    ft = state.ft
-    leaves = nodes // ft.nodes_per_leaf
-    pods = nodes // ft.nodes_per_pod
-    if jtype == T2:
-        np.add.at(state.leaf_t2, leaves, sign)
-    elif jtype == T3:
-        np.add.at(state.leaf_t3, leaves, sign)
-        np.add.at(state.pod_t3, pods, sign)
+def _book(state: MachineState, nodes: np.ndarray, cls: int, sign: int, count_free: np.ndarray | None = None) -> None:
+    """Add ``sign`` to the held counts of ``nodes`` (class ``cls``) and ``-sign`` to the free
+    counts of ``count_free`` (default: ``nodes`` themselves) at every level."""
+    for group, held, group_free in zip(state.layout.node_group, state.held, state.group_free):
+        g = group[nodes]
+        np.add.at(held[cls], g, sign)
+        np.add.at(group_free, g if count_free is None else group[count_free], -sign)
 
 
-def allocate(state: FatTreeState, nodes: np.ndarray, jtype: int) -> None:
-    """Mark free ``nodes`` as held by a job of type ``jtype`` (in place)."""
-    ft = state.ft
+def allocate(state: MachineState, nodes: np.ndarray, cls: int) -> None:
+    """Mark free ``nodes`` as held by a job of footprint class ``cls`` (in place)."""
     state.free[nodes] = False
-    state.node_type[nodes] = jtype
-    np.add.at(state.leaf_free, nodes // ft.nodes_per_leaf, -1)
-    np.add.at(state.pod_free, nodes // ft.nodes_per_pod, -1)
+    state.node_class[nodes] = cls
     state.n_free -= len(nodes)
-    _count(state, nodes, jtype, +1)
+    _book(state, nodes, cls, +1)
 
 
-def release(state: FatTreeState, nodes: np.ndarray, jtype: int) -> None:
-    """Free ``nodes`` held by a job of type ``jtype`` (in place)."""
-    ft = state.ft
+def release(state: MachineState, nodes: np.ndarray, cls: int) -> None:
+    """Free ``nodes`` held by a job of footprint class ``cls`` (in place)."""
     state.free[nodes] = True
-    state.node_type[nodes] = 0
-    np.add.at(state.leaf_free, nodes // ft.nodes_per_leaf, 1)
-    np.add.at(state.pod_free, nodes // ft.nodes_per_pod, 1)
+    state.node_class[nodes] = 0
     state.n_free += len(nodes)
-    _count(state, nodes, jtype, -1)
+    _book(state, nodes, cls, -1)
 
 
-def with_hold(state: FatTreeState, nodes: np.ndarray, jtype: int) -> FatTreeState:
-    """Copy of ``state`` with every node of ``nodes`` — free now or not — held by ``jtype``.
+def with_hold(state: MachineState, nodes: np.ndarray, cls: int) -> MachineState:
+    """Copy of ``state`` with every node of ``nodes`` — free now or not — held by class ``cls``.
 
     This is EASY's view for backfill candidates that must avoid the head's reservation
-    (spec `scheduling.md`): the reserved nodes are unavailable and their leaves and pods
-    carry the head's job type, so no candidate can make the head's placement invalid.
+    (spec `scheduling.md`): the reserved nodes are unavailable and their groups count them as
+    held by the head's class (on top of whatever holds a busy reserved node now), so no
+    candidate can make the head's placement invalid. ``node_class`` is left as it was: the
+    copy is only asked about placements, never released into.
     """
     held = state.copy()
     newly = nodes[held.free[nodes]]
-    ft = state.ft
     held.free[newly] = False
-    np.add.at(held.leaf_free, newly // ft.nodes_per_leaf, -1)
-    np.add.at(held.pod_free, newly // ft.nodes_per_pod, -1)
     held.n_free -= len(newly)
-    _count(held, nodes, jtype, +1)
+    _book(held, nodes, cls, +1, newly)
     return held
 
 
-def future(state: FatTreeState, released: np.ndarray) -> FatTreeState:
+def future(state: MachineState, released: np.ndarray) -> MachineState:
     """State after the nodes in the bool mask ``released`` have been freed."""
     free = state.free | released
-    node_type = np.where(released, np.int8(0), state.node_type).astype(np.int8)
-    return from_nodes(state.ft, free, node_type)
+    node_class = np.where(released, np.int8(0), state.node_class).astype(np.int8)
+    return from_nodes(state.topo, free, node_class)
 
 
 @dataclasses.dataclass(frozen=True)
 class Counts:
-    """Per-leaf / per-pod counts of one or many machine states (leading batch axes allowed).
+    """The counts of one or many machine states (leading batch axes allowed).
 
     The batched form holds the machine at each of ``G`` future instants, so a policy can
     answer "could the job be placed then?" for all instants in one array expression.
+    ``group_free`` and ``held`` are None when only ``n_free`` was asked for.
     """
 
-    leaf_free: np.ndarray
-    pod_free: np.ndarray
-    leaf_t2: np.ndarray
-    leaf_t3: np.ndarray
-    pod_t3: np.ndarray
+    group_free: tuple[np.ndarray, ...] | None
+    held: tuple[np.ndarray, ...] | None
     n_free: np.ndarray
 
 
-def counts(state: FatTreeState) -> Counts:
+#: What a policy's feasibility test reads: only the free-node count, or the per-group counts.
+FREE_ONLY = "free"
+PER_GROUP = "groups"
+
+
+def counts(state: MachineState) -> Counts:
     """The counts of one state (no copy)."""
-    return Counts(state.leaf_free, state.pod_free, state.leaf_t2, state.leaf_t3, state.pod_t3,
-                  np.asarray(state.n_free))
+    return Counts(state.group_free, state.held, np.asarray(state.n_free))
 
 
-def futures(state: FatTreeState, node_release: np.ndarray, per_leaf: bool = True) -> tuple[np.ndarray, Counts]:
+def futures(state: MachineState, node_release: np.ndarray, needs: str = PER_GROUP) -> tuple[np.ndarray, Counts]:
     """Counts of the machine after each distinct release time of the busy nodes.
 
     Args:
       state: the machine now.
       node_release: ``(N,)`` time at which each busy node is released (ignored where free).
+      needs: :data:`FREE_ONLY` fills only ``n_free`` (much cheaper); :data:`PER_GROUP` all.
 
     Returns:
       ``times`` ``(G,)`` ascending distinct release times and batched :class:`Counts` whose
       entry ``g`` is the machine once every node released at or before ``times[g]`` is free.
-      With ``per_leaf=False`` only ``n_free`` is filled (the others are None): enough for
-      policies that only count nodes, and much cheaper.
     """
-    ft = state.ft
     busy = np.flatnonzero(~state.free)
     times, group = np.unique(node_release[busy], return_inverse=True)
-    if not per_leaf:
-        n_free = state.n_free + np.cumsum(np.bincount(group, minlength=len(times)))
-        return times, Counts(None, None, None, None, None, n_free)
-    G, NL = len(times), ft.n_leaves
-    leaf = busy // ft.nodes_per_leaf
-
-    def cumulative(mask: np.ndarray) -> np.ndarray:
-        m = np.bincount(group[mask] * NL + leaf[mask], minlength=G * NL).reshape(G, NL)
-        return np.cumsum(m, axis=0)
-
-    rel_free = cumulative(np.ones(len(busy), bool))
-    types = state.node_type[busy]
-    rel_t2, rel_t3 = cumulative(types == T2), cumulative(types == T3)
-    leaf_free = state.leaf_free + rel_free
-    leaf_t3 = state.leaf_t3 - rel_t3
-    by_pod = (G, ft.pods, ft.leaves_per_pod)
-    return times, Counts(
-        leaf_free,
-        leaf_free.reshape(by_pod).sum(axis=2),
-        state.leaf_t2 - rel_t2,
-        leaf_t3,
-        leaf_t3.reshape(by_pod).sum(axis=2),
-        leaf_free.sum(axis=1),
-    )
+    G = len(times)
+    n_free = state.n_free + np.cumsum(np.bincount(group, minlength=G))
+    if needs == FREE_ONLY:
+        return times, Counts(None, None, n_free)
+    lay = state.layout
+    C, inner = lay.n_classes, lay.n_groups[0]
+    # Released nodes per (instant, class, innermost group), cumulated over instants; levels
+    # are nested contiguous blocks (topology interface), so an outer level's counts are sums
+    # over consecutive inner groups.
+    key = (group * (C + 1) + state.node_class[busy]) * inner + lay.node_group[0][busy]
+    rel = np.cumsum(np.bincount(key, minlength=G * (C + 1) * inner).reshape(G, C + 1, inner), axis=0)
+    group_free, held = [], []
+    for level, n_groups in enumerate(lay.n_groups):
+        per = rel.reshape(G, C + 1, n_groups, -1).sum(axis=3)
+        group_free.append(state.group_free[level] + per.sum(axis=1))
+        held.append(state.held[level] - per)
+    return times, Counts(tuple(group_free), tuple(held), n_free)

@@ -15,10 +15,13 @@ used inside ``jit``/``vmap`` kernels and in the scheduler's NumPy bookkeeping.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+from fattorus.topology.base import Level, Topology
 
 T1, T2, T3 = 1, 2, 3
 JOB_TYPE_NAMES = {T1: "T1", T2: "T2", T3: "T3"}
@@ -118,6 +121,28 @@ class FatTree:
     def tapered(self) -> bool:
         """True when leaves have fewer up-ports than node ports."""
         return self.l2_per_pod < self.nodes_per_leaf
+
+    # The generic grouping interface of fattorus.topology.base (the subset the scheduler
+    # engine uses). Helper RA's FatTree(Topology) supersedes this block on merge.
+    kind: ClassVar[str] = "fattree"
+
+    @functools.cached_property
+    def levels(self) -> tuple[Level, ...]:
+        """Grouping levels, innermost first: leaf (``k`` nodes), pod (``L * k`` nodes)."""
+        return (Level("leaf", self.nodes_per_leaf), Level("pod", self.nodes_per_pod))
+
+    group_of = Topology.group_of
+    n_groups = Topology.n_groups
+    footprint_class = Topology.footprint_class
+    class_name = staticmethod(Topology.class_name)
+
+    def size_class(self, n_nodes):
+        """Job type of a request of ``n_nodes`` (1/2/3 = T1/T2/T3); broadcasting."""
+        return job_type(self, n_nodes)
+
+    def config(self) -> dict[str, Any]:
+        """The full configuration (``kind`` included) that rebuilds this fat-tree."""
+        return {"kind": self.kind, **dataclasses.asdict(self)}
 
 
 def from_config(cfg: Mapping[str, Any]) -> FatTree:

@@ -1,59 +1,22 @@
-"""Node-allocation policies (spec `allocation.md`), selected by name.
+"""Node-allocation policies (spec `allocation.md`) and their registry by config name.
 
-A policy answers one question: which exact nodes should an ``n``-node job get on the
-current machine state, or none if no valid placement exists now. Every policy is an object
-with ``place(state, n, prefer=None) -> np.ndarray | None`` (node ids in allocation order);
-``prefer`` is an optional bool mask of nodes to use first where the policy has a free choice
-(the EASY scheduler uses it so that concrete node sets reproduce count-based EASY).
+Every policy implements :class:`fattorus.sched.policy.base.Policy` (``place`` plus declared
+feasibility, footprint, wake-up time and supported families, with defaults). The scheduler
+engine takes policy objects and knows no names; this registry is what turns a config string
+(``policy=ta``) into an object, for the app and :func:`fattorus.sched.replay.replay`.
 
-Registry: :func:`make` maps a config name (``to``, ``to_random``, ``ta``, ``tree_bestfit``)
-to a policy.
+Layout: generic policies next to this file (``oblivious.py``), family policies under a
+sub-package named after the family (``fattree/``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
-import numpy as np
-
-from fattorus.topology.fattree import FatTree
-from fattorus.sched.policy.ta import TAParams, TopologyAware
-from fattorus.sched.policy.to import TopologyOblivious, TopologyObliviousRandom
-from fattorus.sched.policy.tree_bestfit import TreeBestFit
-
-
-class Policy(Protocol):
-    """The allocation-policy interface (no fat-tree assumption in the signature)."""
-
-    name: str
-
-    def place(self, state: Any, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
-        """Node ids for an ``n``-node job on ``state``, or None when none can be placed now.
-
-        ``waited_s`` is how long the job has waited (seconds), for rules that relax with it.
-        """
-        ...
-
-
-NAMES = ("to", "to_random", "ta", "tree_bestfit")
-
-
-def make(name: str, ft: FatTree, params: Mapping[str, Any] | None = None, seed: int = 0) -> Policy:
-    """Build policy ``name`` for topology ``ft``; ``params`` are the policy's named heuristics."""
-    params = dict(params or {})
-    if name == "to":
-        _no_params(name, params)
-        return TopologyOblivious()
-    if name == "to_random":
-        _no_params(name, params)
-        return TopologyObliviousRandom(seed)
-    if name == "ta":
-        return TopologyAware(ft, TAParams.from_mapping(params))
-    if name == "tree_bestfit":
-        _no_params(name, params)
-        return TreeBestFit(ft)
-    raise ValueError(f"unknown policy {name!r}; choices: {list(NAMES)}")
+from fattorus.sched.policy.base import Policy
+from fattorus.sched.policy.fattree import ORDERS, TIES, TAParams, TopologyAware, TreeBestFit
+from fattorus.sched.policy.oblivious import TopologyOblivious, TopologyObliviousRandom
 
 
 def _no_params(name: str, params: Mapping[str, Any]) -> None:
@@ -61,5 +24,51 @@ def _no_params(name: str, params: Mapping[str, Any]) -> None:
         raise ValueError(f"policy {name!r} takes no parameters, got {sorted(params)}")
 
 
-__all__ = ["NAMES", "Policy", "TAParams", "TopologyAware", "TopologyOblivious",
-           "TopologyObliviousRandom", "TreeBestFit", "make"]
+def _to(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
+    _no_params("to", params)
+    return TopologyOblivious(topo)
+
+
+def _to_random(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
+    _no_params("to_random", params)
+    return TopologyObliviousRandom(topo, seed)
+
+
+def _ta(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
+    return TopologyAware(topo, TAParams.from_mapping(params))
+
+
+def _tree_bestfit(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
+    _no_params("tree_bestfit", params)
+    return TreeBestFit(topo)
+
+
+#: Config name -> (policy class, constructor ``(topo, params, seed) -> Policy``).
+REGISTRY: dict[str, tuple[type[Policy], Callable[[Any, Mapping[str, Any], int], Policy]]] = {
+    "to": (TopologyOblivious, _to),
+    "to_random": (TopologyObliviousRandom, _to_random),
+    "ta": (TopologyAware, _ta),
+    "tree_bestfit": (TreeBestFit, _tree_bestfit),
+}
+NAMES = tuple(REGISTRY)
+
+
+def supporting(topo: Any) -> tuple[str, ...]:
+    """Names of the registered policies that accept ``topo``."""
+    return tuple(name for name, (cls, _) in REGISTRY.items() if cls.supports(topo))
+
+
+def make(name: str, topo: Any, params: Mapping[str, Any] | None = None, seed: int = 0) -> Policy:
+    """Build policy ``name`` for ``topo``; ``params`` are the policy's named heuristics,
+    ``seed`` seeds its random draws. One-line ``ValueError`` on a bad name, family or parameter."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown policy {name!r}; choices: {list(NAMES)}")
+    cls, build = REGISTRY[name]
+    if not cls.supports(topo):
+        raise ValueError(f"policy {name!r} does not support {topo.kind} topology {topo.name!r}; "
+                         f"choices there: {list(supporting(topo))}")
+    return build(topo, dict(params or {}), seed)
+
+
+__all__ = ["NAMES", "ORDERS", "REGISTRY", "TIES", "Policy", "TAParams", "TopologyAware",
+           "TopologyOblivious", "TopologyObliviousRandom", "TreeBestFit", "make", "supporting"]

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fattorus.topology.fattree import FatTree
-from fattorus.sched.policy.leaves import take_from_leaves
+from fattorus.sched import state as st
+from fattorus.sched.policy.base import Policy
+from fattorus.sched.policy.fattree.leaves import LEAF, POD, take_from_leaves
 
 
 def _best_fit_split(free: np.ndarray, n: int) -> list[tuple[int, int]]:
@@ -34,38 +35,37 @@ def _best_fit_split(free: np.ndarray, n: int) -> list[tuple[int, int]]:
     return picks
 
 
-class TreeBestFit:
+class TreeBestFit(Policy):
     """Best fit over the switch tree; see the module docstring."""
 
     name = "tree_bestfit"
+    families = ("fattree",)
+    needs = st.FREE_ONLY  # feasibility needs only the free-node count
 
-    def __init__(self, ft: FatTree) -> None:
-        self.ft = ft
-
-    per_leaf = False  # feasibility needs only the free-node count
-
-    def feasible(self, c, n: int, waited_s=0.0) -> np.ndarray:
+    def feasible(self, counts: st.Counts, n: int, waited_s: np.ndarray | float = 0.0) -> np.ndarray:
         """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""
-        return np.asarray(c.n_free) >= n
+        return np.asarray(counts.n_free) >= n
 
-    def place(self, state, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
+    def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
+              waited_s: float = 0.0) -> np.ndarray | None:
         """Nodes for an ``n``-node job, or None when fewer than ``n`` are free. ``prefer`` is ignored."""
-        ft = self.ft
+        ft = self.topo
         if n > state.n_free:
             return None
-        leaves = np.flatnonzero(state.leaf_free >= n)
+        leaf_free, pod_free = state.group_free[LEAF], state.group_free[POD]
+        leaves = np.flatnonzero(leaf_free >= n)
         if len(leaves):
-            leaf = leaves[np.argmin(state.leaf_free[leaves])]
+            leaf = leaves[np.argmin(leaf_free[leaves])]
             return take_from_leaves(state, np.array([leaf]), n)
-        pods = np.flatnonzero(state.pod_free >= n)
+        pods = np.flatnonzero(pod_free >= n)
         if len(pods):
-            plan = [(int(pods[np.argmin(state.pod_free[pods])]), n)]
+            plan = [(int(pods[np.argmin(pod_free[pods])]), n)]
         else:
-            plan = _best_fit_split(state.pod_free, n)
+            plan = _best_fit_split(pod_free, n)
         parts = []
         for pod, count in plan:
             first_leaf = pod * ft.leaves_per_pod
-            leaf_free = state.leaf_free[first_leaf : first_leaf + ft.leaves_per_pod]
-            for leaf, take in _best_fit_split(leaf_free, count):
+            in_pod = leaf_free[first_leaf : first_leaf + ft.leaves_per_pod]
+            for leaf, take in _best_fit_split(in_pod, count):
                 parts.append(take_from_leaves(state, np.array([first_leaf + leaf]), take))
         return np.concatenate(parts)

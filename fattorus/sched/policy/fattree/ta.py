@@ -13,8 +13,9 @@ them: ``least`` sorts by available nodes ascending, ``most`` descending; ties go
 lower pod / leaf id (``tie="low_id"``) or the higher (``"high_id"``). Nodes within a leaf are
 taken lowest slot first.
 
-Every decision works on the per-leaf and per-pod counts of :mod:`fattorus.state`, so it
-costs ``O(leaves)`` array work, never a scan of the machine's nodes.
+Every decision works on the per-leaf and per-pod counts of the generic machine state
+(:mod:`fattorus.sched.state`: level 0 is the leaf, level 1 the pod, footprint classes 1/2/3
+are T1/T2/T3), so it costs ``O(leaves)`` array work, never a scan of the machine's nodes.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from fattorus.topology.fattree import T1, T2, FatTree, job_type
-from fattorus.sched.policy.leaves import take_from_leaves
-from fattorus.sched.policy.tree_bestfit import TreeBestFit
+from fattorus.sched import state as st
+from fattorus.sched.policy.base import Policy
+from fattorus.sched.policy.fattree.leaves import LEAF, POD, T1, T2, T3, take_from_leaves
+from fattorus.sched.policy.fattree.tree_bestfit import TreeBestFit
+from fattorus.topology.fattree import FatTree
 
 ORDERS = ("least", "most")
 TIES = ("low_id", "high_id")
@@ -77,12 +80,15 @@ def _key(values: np.ndarray, order: str) -> np.ndarray:
     return values if order == "least" else -values
 
 
-class TopologyAware:
+class TopologyAware(Policy):
     """Algorithm 1 with T1/T2/T3 rules; see the module docstring."""
 
     name = "ta"
+    families = ("fattree",)
+    needs = st.PER_GROUP  # feasibility reads free and held counts per leaf and pod
 
     def __init__(self, ft: FatTree, params: TAParams | None = None) -> None:
+        super().__init__(ft)
         self.ft = ft
         self.params = params or TAParams()
         L = ft.leaves_per_pod
@@ -99,13 +105,14 @@ class TopologyAware:
             return None
         return float(np.nextafter(submit_s + self.params.relax_after_s, np.inf))
 
-    def place(self, state, n: int, prefer: np.ndarray | None = None, waited_s: float = 0.0) -> np.ndarray | None:
+    def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
+              waited_s: float = 0.0) -> np.ndarray | None:
         """Nodes for an ``n``-node job under the T1/T2/T3 rules, or None. ``prefer`` is ignored.
 
         With ``relax_after_s`` set, a job that has waited longer than that (``waited_s``,
         seconds) and has no interference-free placement gets a tree best-fit one.
         """
-        jt = int(job_type(self.ft, n))
+        jt = int(self.ft.size_class(n))
         if jt == T1:
             placed = self._t1(state, n)
         elif jt == T2:
@@ -116,8 +123,8 @@ class TopologyAware:
             placed = self._relaxed.place(state, n)
         return placed
 
-    def feasible(self, c, n: int, waited_s=0.0) -> np.ndarray:
-        """Whether an ``n``-node job fits, for counts ``c`` (:class:`fattorus.state.Counts`,
+    def feasible(self, c: st.Counts, n: int, waited_s: np.ndarray | float = 0.0) -> np.ndarray:
+        """Whether an ``n``-node job fits, for counts ``c`` (:class:`fattorus.sched.state.Counts`,
         optionally batched over leading axes): T1 some leaf has ``n`` free; T2 some pod has
         ``n`` free on leaves without T2/T3; T3 pods without T3 have ``n`` free on leaves
         without T2 (or, under the hybrid rule once ``waited_s`` exceeds ``relax_after_s``,
@@ -127,17 +134,19 @@ class TopologyAware:
             fits = fits | ((np.asarray(waited_s) > self.params.relax_after_s) & (np.asarray(c.n_free) >= n))
         return fits
 
-    def _isolated_fits(self, c, n: int) -> np.ndarray:
+    def _isolated_fits(self, c: st.Counts, n: int) -> np.ndarray:
         ft = self.ft
-        jt = int(job_type(ft, n))
+        jt = int(ft.size_class(n))
+        leaf_free = c.group_free[LEAF]
         if jt == T1:
-            return c.leaf_free.max(axis=-1) >= n
-        by_pod = c.leaf_free.shape[:-1] + (ft.pods, ft.leaves_per_pod)
+            return leaf_free.max(axis=-1) >= n
+        leaf_t2, leaf_t3 = c.held[LEAF][..., T2, :], c.held[LEAF][..., T3, :]
+        by_pod = leaf_free.shape[:-1] + (ft.pods, ft.leaves_per_pod)
         if jt == T2:
-            ok = (c.leaf_t2 == 0) & (c.leaf_t3 == 0)
-            return np.where(ok, c.leaf_free, 0).reshape(by_pod).sum(axis=-1).max(axis=-1) >= n
-        ok = (c.leaf_t2 == 0).reshape(by_pod) & (c.pod_t3 == 0)[..., None]
-        return np.where(ok, c.leaf_free.reshape(by_pod), 0).sum(axis=(-1, -2)) >= n
+            ok = (leaf_t2 == 0) & (leaf_t3 == 0)
+            return np.where(ok, leaf_free, 0).reshape(by_pod).sum(axis=-1).max(axis=-1) >= n
+        ok = (leaf_t2 == 0).reshape(by_pod) & (c.held[POD][..., T3, :] == 0)[..., None]
+        return np.where(ok, leaf_free.reshape(by_pod), 0).sum(axis=(-1, -2)) >= n
 
     def _order_leaves(self, leaves: np.ndarray, pod_key: np.ndarray, leaf_key: np.ndarray) -> np.ndarray:
         """``leaves`` sorted by (pod key, pod id, leaf key, leaf id); keys are per leaf."""
@@ -145,35 +154,38 @@ class TopologyAware:
         order = np.lexsort((s * leaves, leaf_key, s * self._leaf_pod[leaves], pod_key))
         return leaves[order]
 
-    def _t1(self, state, n: int) -> np.ndarray | None:
+    def _t1(self, state: st.MachineState, n: int) -> np.ndarray | None:
         p = self.params
-        leaves = np.flatnonzero(state.leaf_free >= n)
+        leaf_free, pod_free = state.group_free[LEAF], state.group_free[POD]
+        leaves = np.flatnonzero(leaf_free >= n)
         if len(leaves) == 0:
             return None
         pods = self._leaf_pod[leaves]
         first = self._order_leaves(
-            leaves, _key(state.pod_free[pods], p.t1_pod_order), _key(state.leaf_free[leaves], p.t1_leaf_order)
+            leaves, _key(pod_free[pods], p.t1_pod_order), _key(leaf_free[leaves], p.t1_leaf_order)
         )[:1]
         return take_from_leaves(state, first, n)
 
-    def _t2(self, state, n: int) -> np.ndarray | None:
+    def _t2(self, state: st.MachineState, n: int) -> np.ndarray | None:
         p, ft = self.params, self.ft
-        eligible = (state.leaf_t2 == 0) & (state.leaf_t3 == 0)
-        avail_leaf = np.where(eligible, state.leaf_free, 0)
+        held, leaf_free = state.held[LEAF], state.group_free[LEAF]
+        eligible = (held[T2] == 0) & (held[T3] == 0)
+        avail_leaf = np.where(eligible, leaf_free, 0)
         avail_pod = avail_leaf.reshape(ft.pods, ft.leaves_per_pod).sum(axis=1)
         pods = np.flatnonzero(avail_pod >= n)
         if len(pods) == 0:
             return None
         pod = pods[np.lexsort((self._sign * pods, _key(avail_pod[pods], p.t2_pod_order)))[0]]
         leaves = pod * ft.leaves_per_pod + np.flatnonzero(avail_leaf.reshape(ft.pods, -1)[pod] > 0)
-        ordered = self._order_leaves(leaves, np.zeros(len(leaves)), _key(state.leaf_free[leaves], p.t2_leaf_order))
+        ordered = self._order_leaves(leaves, np.zeros(len(leaves)), _key(leaf_free[leaves], p.t2_leaf_order))
         return take_from_leaves(state, ordered, n)
 
-    def _t3(self, state, n: int) -> np.ndarray | None:
+    def _t3(self, state: st.MachineState, n: int) -> np.ndarray | None:
         p, ft = self.params, self.ft
-        pod_ok = state.pod_t3 == 0
-        eligible = (state.leaf_t2 == 0) & pod_ok[self._leaf_pod]
-        avail_leaf = np.where(eligible, state.leaf_free, 0)
+        leaf_free = state.group_free[LEAF]
+        pod_ok = state.held[POD][T3] == 0
+        eligible = (state.held[LEAF][T2] == 0) & pod_ok[self._leaf_pod]
+        avail_leaf = np.where(eligible, leaf_free, 0)
         if avail_leaf.sum() < n:
             return None
         avail_pod = avail_leaf.reshape(ft.pods, ft.leaves_per_pod).sum(axis=1)
@@ -181,7 +193,7 @@ class TopologyAware:
         ordered = self._order_leaves(
             leaves,
             _key(avail_pod[self._leaf_pod[leaves]], p.t3_pod_order),
-            _key(state.leaf_free[leaves], p.t3_leaf_order),
+            _key(leaf_free[leaves], p.t3_leaf_order),
         )
         return take_from_leaves(state, ordered, n)
 

@@ -1,9 +1,10 @@
 """An independent, deliberately plain count-based scheduler (FCFS and EASY backfilling).
 
 Written from Lifka (1995) / Mu'alem & Feitelson (2001) as restated in the spec's
-`scheduling.md`, with no code shared with :mod:`fattorus.replay`: node identities do not
-exist here, only counts. Used by the tests as the reference for ``policy=to`` and by
-``make bench`` as the simple baseline.
+`scheduling.md`, with no code shared with the engine (:mod:`fattorus.sched.engine`,
+:mod:`fattorus.sched.queues`): node identities do not exist here, only counts. Used by the
+tests as the reference for ``policy=to`` and by ``make bench`` as the simple baseline. Keep
+it independent: importing nothing from the package is what makes it a reference.
 """
 
 from __future__ import annotations

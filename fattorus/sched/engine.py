@@ -1,0 +1,173 @@
+"""The discrete-event scheduler engine: jobs, a queue discipline and an allocation policy.
+
+``run(jobs, topo, queue=Easy(), policy=TopologyAware(topo))`` replays jobs sorted by
+(submit, id) on ``topo``. The engine owns time and the machine: at each event time,
+completions release their nodes first, then submissions join the queue, then the queue
+discipline (:mod:`fattorus.sched.queues`) runs one scheduling pass, starting jobs through
+:meth:`Replay.start_job` on node sets the policy (:mod:`fattorus.sched.policy`) chose. Jobs
+run for ``runtime`` and the scheduler plans with ``estimate >= runtime``. The engine knows no
+topology family and no policy or queue name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fattorus.sched import state as st
+from fattorus.sched.policy.base import Policy
+
+if TYPE_CHECKING:  # queues build on this module's Replay
+    from fattorus.sched.queues import Queue
+
+
+@dataclasses.dataclass(frozen=True)
+class Jobs:
+    """The jobs of a replay, sorted by (submit, id): ``(n,)`` arrays.
+
+    Attributes:
+      submit, runtime, estimate: seconds; ``estimate >= runtime`` so EASY's reservations hold.
+      nodes: requested nodes, each between 1 and the machine size.
+    """
+
+    submit: np.ndarray
+    runtime: np.ndarray
+    estimate: np.ndarray
+    nodes: np.ndarray
+
+    @classmethod
+    def of(cls, submit, runtime, estimate, nodes, n_nodes: int) -> Jobs:
+        """Typed copies of the four columns, checked: a NaN time would never compare equal to
+        an event time and stall the loop, so it is refused (one-line ``ValueError``)."""
+        jobs = cls(np.asarray(submit, np.float64), np.asarray(runtime, np.float64),
+                   np.asarray(estimate, np.float64), np.asarray(nodes, np.int64))
+        ok = (np.all(np.isfinite(jobs.submit)) and np.all(np.isfinite(jobs.runtime)) and np.all(jobs.runtime > 0)
+              and np.all(jobs.estimate >= jobs.runtime) and np.all((jobs.nodes >= 1) & (jobs.nodes <= n_nodes)))
+        if len(jobs.submit) and not ok:
+            raise ValueError("simulate: every job needs finite submit, runtime > 0, estimate >= runtime "
+                             "and 1 <= nodes <= machine size")
+        return jobs
+
+    def __len__(self) -> int:
+        return len(self.submit)
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """What one replay decided, per job (arrays aligned with the jobs).
+
+    Attributes:
+      start: ``(n,)`` start times, seconds.
+      alloc: per job, its node ids in allocation order.
+      backfilled: ``(n,)`` True where the job started ahead of a blocked queue head.
+      shadow: ``(n,)`` the earliest shadow time computed while the job was the blocked queue
+        head (NaN if it never was).
+    """
+
+    start: np.ndarray
+    alloc: list[np.ndarray]
+    backfilled: np.ndarray
+    shadow: np.ndarray
+
+
+@dataclasses.dataclass
+class Replay:
+    """The mutable record of one replay: machine, queue window and per-job decisions.
+
+    Jobs ``[lo, hi)`` may be waiting (``waiting``); jobs ``< hi`` have been submitted.
+    ``version`` is bumped at every change of the machine, so a queue discipline can tell
+    whether what it learnt in an earlier pass still holds.
+    """
+
+    jobs: Jobs
+    policy: Policy
+    machine: st.MachineState
+    size_class: np.ndarray
+    booked: np.ndarray
+    start: np.ndarray
+    alloc: list[np.ndarray]
+    backfilled: np.ndarray
+    shadow: np.ndarray
+    waiting: np.ndarray
+    node_est_end: np.ndarray
+    running: list[tuple[float, int]] = dataclasses.field(default_factory=list)
+    wakeups: list[float] = dataclasses.field(default_factory=list)
+    version: int = 0
+    lo: int = 0
+    hi: int = 0
+    bar: Any = None
+
+    @classmethod
+    def new(cls, jobs: Jobs, topo: Any, policy: Policy) -> Replay:
+        """An empty machine and no job submitted yet."""
+        n = len(jobs)
+        size_class = np.asarray(policy.size_class(jobs.nodes), np.int64)
+        return cls(
+            jobs=jobs, policy=policy, machine=st.empty(topo), size_class=size_class,
+            # The class each job is booked under: the links its placement can use; set at start.
+            booked=size_class.copy(), start=np.full(n, np.nan),
+            alloc=[np.empty(0, np.int64)] * n, backfilled=np.zeros(n, bool), shadow=np.full(n, np.nan),
+            waiting=np.zeros(n, bool), node_est_end=np.full(topo.n_nodes, np.inf),
+        )
+
+    def start_job(self, j: int, placed: np.ndarray, now: float) -> None:
+        """Start job ``j`` at ``now`` on the free nodes ``placed``."""
+        self.booked[j] = self.policy.footprint(placed)
+        st.allocate(self.machine, placed, int(self.booked[j]))
+        self.alloc[j] = placed
+        self.start[j] = now
+        self.waiting[j] = False
+        self.node_est_end[placed] = now + self.jobs.estimate[j]
+        heapq.heappush(self.running, (now + self.jobs.runtime[j], j))
+        self.version += 1
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def next_event(self) -> float:
+        """The next event time: a submission, a completion or a wake-up."""
+        hi, jobs = self.hi, self.jobs
+        return min(jobs.submit[hi] if hi < len(jobs) else np.inf,
+                   self.running[0][0] if self.running else np.inf,
+                   self.wakeups[0] if self.wakeups else np.inf)
+
+    def advance(self, now: float) -> None:
+        """Consume the events at ``now``: wake-ups, then completions, then submissions."""
+        while self.wakeups and self.wakeups[0] <= now:
+            heapq.heappop(self.wakeups)
+        while self.running and self.running[0][0] == now:
+            _, j = heapq.heappop(self.running)
+            st.release(self.machine, self.alloc[j], int(self.booked[j]))
+            self.node_est_end[self.alloc[j]] = np.inf
+            self.version += 1
+        submit = self.jobs.submit
+        while self.hi < len(submit) and submit[self.hi] == now:
+            self.waiting[self.hi] = True
+            self.hi += 1
+
+    def result(self) -> Schedule:
+        """The per-job decisions."""
+        return Schedule(self.start, self.alloc, self.backfilled, self.shadow)
+
+
+def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = False) -> Schedule:
+    """Replay ``jobs`` on ``topo`` under queue discipline ``queue`` and allocation ``policy``.
+
+    ``queue`` is a :class:`fattorus.sched.queues.Queue` (``Fcfs()``, ``Easy()``); it is
+    reset here, so one object may serve several runs. ``progress`` shows a progress bar.
+    """
+    replay = Replay.new(jobs, topo, policy)
+    queue.reset(replay)
+    if progress:
+        from tqdm import tqdm
+
+        replay.bar = tqdm(total=len(jobs), unit="job", mininterval=1.0, desc=f"replay {policy.name}/{queue.name}")
+    while replay.hi < len(jobs) or replay.running:
+        now = replay.next_event()
+        replay.advance(now)
+        queue.schedule(replay, now)
+    if replay.bar is not None:
+        replay.bar.close()
+    return replay.result()

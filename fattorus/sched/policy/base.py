@@ -1,0 +1,87 @@
+"""The allocation-policy contract: what the scheduler engine may ask a policy, with defaults.
+
+A policy answers one question — which exact nodes should an ``n``-node job get on this
+machine state, or none if no valid placement exists now — and declares the few facts the
+engine needs to plan around it. Everything has a default here except :meth:`Policy.place`;
+a policy overrides only what it knows better. The engine never probes for attributes and
+never reads a policy's name.
+
+Contract (checked for every registered policy × every topology in ``conf/topo`` by
+``tests/test_policy_contract.py``):
+
+* ``place`` returns ``n`` distinct node ids that are free in ``state``, or None.
+* ``feasible(counts, n, waited_s)`` is None with ``needs = None`` (no count test: the
+  engine bisects with ``place`` on future states) or a bool array over the batch axes of ``counts`` that is True
+  exactly where ``place`` would succeed on a state with those counts.
+* Within one :meth:`Policy.size_class`, feasibility is monotone in ``n`` (if ``n`` nodes
+  cannot be placed, no larger job of the class can) and only shrinks as jobs start; the
+  engine relies on it to skip candidates.
+* ``footprint(nodes)`` is the class a placement is booked under in the machine state.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fattorus.sched import state as st
+
+
+class Policy(abc.ABC):
+    """Base class of every allocation policy; see the module docstring.
+
+    Attributes:
+      name: config name (``policy=NAME``), for outputs and messages only.
+      families: topology kinds the policy accepts (``topo.kind``); empty: every family.
+      needs: what :meth:`feasible` reads from :class:`fattorus.sched.state.Counts`:
+        :data:`~fattorus.sched.state.FREE_ONLY` or :data:`~fattorus.sched.state.PER_GROUP`;
+        None (default) when the policy has no count test, and the engine finds EASY's
+        shadow time by bisection with :meth:`place` on future states instead.
+      time_dependent: True when a decision depends on ``waited_s`` (the engine then asks
+        again about a blocked queue head even on an unchanged machine).
+    """
+
+    name: ClassVar[str] = ""
+    families: ClassVar[tuple[str, ...]] = ()
+    needs: ClassVar[str | None] = None
+    time_dependent: bool = False
+
+    def __init__(self, topo: Any) -> None:
+        self.topo = topo
+
+    @classmethod
+    def supports(cls, topo: Any) -> bool:
+        """Whether this policy can place jobs on ``topo``."""
+        return not cls.families or topo.kind in cls.families
+
+    @abc.abstractmethod
+    def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
+              waited_s: float = 0.0) -> np.ndarray | None:
+        """Node ids (allocation order) for an ``n``-node job on ``state``, or None.
+
+        ``prefer``: optional ``(N,)`` bool mask of nodes to use first where the policy has a
+        free choice (EASY uses it so that concrete node sets reproduce count-based EASY).
+        ``waited_s``: how long the job has waited, seconds (for rules that relax with it).
+        """
+        ...
+
+    def feasible(self, counts: st.Counts, n: int, waited_s: np.ndarray | float = 0.0) -> np.ndarray | None:
+        """Whether an ``n``-node job could be placed, per batch entry of ``counts`` (bool
+        array, batch axes of ``counts`` and ``waited_s`` broadcast), or None when the policy
+        has no count test (default; then ``needs`` is None)."""
+        return None
+
+    def size_class(self, n_nodes: np.ndarray | int) -> np.ndarray | int:
+        """Class within which feasibility is monotone in the size (default: the topology's)."""
+        return self.topo.size_class(n_nodes)
+
+    def footprint(self, nodes: np.ndarray) -> int:
+        """Class a placement on ``nodes`` is booked under (default: the topology's footprint class)."""
+        return int(self.topo.footprint_class(nodes))
+
+    def wake_time(self, submit_s: float) -> float | None:
+        """First instant (s) at which a job submitted at ``submit_s`` gets more placements
+        than before (a hybrid rule's relaxation), or None: never (default)."""
+        return None

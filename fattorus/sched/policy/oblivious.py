@@ -1,0 +1,55 @@
+"""Topology-oblivious policies (`to`, `to_random`): any ``n`` free nodes will do, on any family."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fattorus.sched import state as st
+from fattorus.sched.policy.base import Policy
+
+
+def _split(state: st.MachineState, prefer: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    if prefer is None:
+        return np.empty(0, np.int64), np.flatnonzero(state.free)
+    return np.flatnonzero(state.free & prefer), np.flatnonzero(state.free & ~prefer)
+
+
+class TopologyOblivious(Policy):
+    """First fit in node-id order: the lowest-numbered free nodes (preferred nodes first)."""
+
+    name = "to"
+    needs = st.FREE_ONLY  # feasibility needs only the free-node count
+
+    def feasible(self, counts: st.Counts, n: int, waited_s: np.ndarray | float = 0.0) -> np.ndarray:
+        """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""
+        return np.asarray(counts.n_free) >= n
+
+    def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
+              waited_s: float = 0.0) -> np.ndarray | None:
+        """The ``n`` lowest-numbered free nodes, preferred ones first, or None."""
+        if n > state.n_free:
+            return None
+        first, rest = _split(state, prefer)
+        return np.concatenate([first, rest])[:n]
+
+
+class TopologyObliviousRandom(TopologyOblivious):
+    """``n`` free nodes drawn uniformly at random (preferred nodes first), seeded."""
+
+    name = "to_random"
+
+    def __init__(self, topo: Any, seed: int = 0) -> None:
+        super().__init__(topo)
+        self.rng = np.random.default_rng(seed)
+
+    def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
+              waited_s: float = 0.0) -> np.ndarray | None:
+        """``n`` free nodes at random (all preferred free nodes are drawn from first), or None."""
+        if n > state.n_free:
+            return None
+        first, rest = _split(state, prefer)
+        if len(first) >= n:
+            return np.sort(self.rng.choice(first, n, replace=False))
+        return np.concatenate([first, np.sort(self.rng.choice(rest, n - len(first), replace=False))])

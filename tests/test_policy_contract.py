@@ -1,0 +1,99 @@
+"""The allocation-policy contract, over every config in conf/topo × every registered policy
+that supports it (the contract: fattorus/sched/policy/base.py).
+
+On random machine histories built by the policy itself: placements are ``n`` distinct free
+node ids, disjoint from every running job; the batched count test agrees with ``place`` on
+the current and on future states; a policy that only counts nodes places a job exactly when
+enough nodes are free; footprints are valid classes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from fattorus import topology
+from fattorus.sched import policy
+from fattorus.sched import state as st
+from fattorus.topology import fattree
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "topo"
+
+
+def _load(path: Path):
+    cfg = OmegaConf.to_container(OmegaConf.load(path))
+    try:
+        return topology.from_config(cfg)
+    except topology.TopologyError:
+        return fattree.from_config(cfg)  # until FatTree registers itself as a Topology family
+
+
+TOPOS = {p.stem: _load(p) for p in sorted(CONF.glob("*.yaml"))}
+CASES = [(t, name) for t, topo in TOPOS.items() for name in policy.supporting(topo)]
+
+
+def _check_placement(placed, n, state, running):
+    assert placed.shape == (n,)
+    assert len(np.unique(placed)) == n
+    assert ((placed >= 0) & (placed < state.topo.n_nodes)).all()
+    assert state.free[placed].all()
+    for nodes in running:
+        assert not np.isin(placed, nodes).any()
+
+
+def _sizes(rng, topo, k=4):
+    """Sizes around every grouping level's size, plus random ones."""
+    edges = [lvl.size + d for lvl in topo.levels for d in (-1, 0, 1)]
+    return sorted({int(np.clip(s, 1, topo.n_nodes)) for s in edges + list(rng.integers(1, topo.n_nodes + 1, k))})
+
+
+@pytest.mark.parametrize("topo_name, policy_name", CASES)
+def test_policy_contract(topo_name, policy_name):
+    topo = TOPOS[topo_name]
+    pol = policy.make(policy_name, topo, seed=0)
+    assert pol.supports(topo)
+    rng = np.random.default_rng(7)
+    state, running, release = st.empty(topo), [], np.full(topo.n_nodes, np.inf)
+    C = len(topo.levels) + 1
+    for step in range(25):
+        for n in _sizes(rng, topo):
+            placed = pol.place(state, n)
+            if placed is not None:
+                _check_placement(placed, n, state, running)
+            if pol.needs == st.FREE_ONLY:
+                assert (placed is not None) == (n <= state.n_free)
+            if pol.needs is not None:
+                assert bool(pol.feasible(st.counts(state), n)) == (placed is not None)
+            prefer = rng.random(topo.n_nodes) < 0.3
+            with_prefer = pol.place(state, n, prefer=prefer)
+            if with_prefer is not None:
+                _check_placement(with_prefer, n, state, running)
+        # Grow the machine with the policy's own placements; release some jobs.
+        if running and rng.random() < 0.3:
+            nodes = running.pop(int(rng.integers(len(running))))
+            st.release(state, nodes, int(state.node_class[nodes[0]]))
+            release[nodes] = np.inf
+        n = int(rng.integers(1, max(2, state.n_free // 2) + 1)) if state.n_free else 0
+        placed = pol.place(state, n) if n else None
+        if placed is not None:
+            c = pol.footprint(placed)
+            assert 1 <= c <= C
+            st.allocate(state, placed, c)
+            running.append(placed)
+            release[placed] = step + rng.integers(1, 5)
+    _check_futures(pol, state, release, rng)
+
+
+def _check_futures(pol, state, release, rng):
+    """The batched count test over future instants agrees with ``place`` on each future state."""
+    if pol.needs is None:
+        return
+    times, future = st.futures(state, release, pol.needs)
+    for n in _sizes(rng, state.topo):
+        fits = pol.feasible(future, n, waited_s=np.zeros(len(times)))
+        assert fits.shape == times.shape
+        for g, t in enumerate(times):
+            assert bool(fits[g]) == (pol.place(st.future(state, release <= t), n) is not None)

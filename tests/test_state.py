@@ -1,0 +1,105 @@
+"""Machine state: incremental counts equal a recount from per-node arrays (any topology)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fattorus.sched import state as st
+from fattorus.topology import fattree
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "topo"
+
+
+def recount(topo, free: np.ndarray, node_class: np.ndarray) -> tuple[list, list]:
+    """Per-level free and per-class held counts by explicit bincounts over node ids."""
+    C = len(topo.levels) + 1
+    ids = np.arange(topo.n_nodes)
+    group_free, held = [], []
+    for level in topo.levels:
+        g = ids // level.size
+        n_groups = topo.n_nodes // level.size
+        group_free.append(np.bincount(g[free], minlength=n_groups))
+        held.append(np.stack([np.zeros(n_groups, np.int64)]
+                             + [np.bincount(g[node_class == c], minlength=n_groups) for c in range(1, C + 1)]))
+    return group_free, held
+
+
+def assert_counts(state: st.MachineState) -> None:
+    group_free, held = recount(state.topo, state.free, state.node_class)
+    assert state.n_free == int(state.free.sum())
+    for i in range(len(group_free)):
+        np.testing.assert_array_equal(state.group_free[i], group_free[i])
+        np.testing.assert_array_equal(state.held[i], held[i])
+
+
+def _random_history(topo, rng, steps=30):
+    """A state after random allocations (random footprint classes) and releases."""
+    state = st.empty(topo)
+    running = []
+    C = len(topo.levels) + 1
+    for _ in range(steps):
+        if running and rng.random() < 0.35:
+            nodes, c = running.pop(int(rng.integers(len(running))))
+            st.release(state, nodes, c)
+        elif state.n_free:
+            n = int(rng.integers(1, max(2, state.n_free // 3) + 1))
+            nodes = rng.choice(np.flatnonzero(state.free), min(n, state.n_free), replace=False)
+            c = int(rng.integers(1, C + 1))
+            st.allocate(state, nodes, c)
+            running.append((nodes, c))
+        assert_counts(state)
+    return state, running
+
+
+@pytest.mark.parametrize("name", ["ft6", "ft44", "cab"])
+def test_counts_after_allocate_and_release_equal_a_recount(name):
+    _random_history(fattree.load(name), np.random.default_rng(0))
+
+
+def test_hand_worked_counts_on_ft6():
+    # ft6: 3 nodes per leaf, 3 leaves per pod, 2 pods. A T2-class job on nodes 2,3 spans
+    # leaves 0 and 1 of pod 0.
+    state = st.empty(fattree.load("ft6"))
+    st.allocate(state, np.array([2, 3]), 2)
+    assert state.group_free[0].tolist() == [2, 2, 3, 3, 3, 3]
+    assert state.group_free[1].tolist() == [7, 9]
+    assert state.held[0][2].tolist() == [1, 1, 0, 0, 0, 0]
+    assert state.held[1][2].tolist() == [2, 0]
+    assert state.held[0][[1, 3]].sum() == 0
+    st.release(state, np.array([2, 3]), 2)
+    assert state.n_free == 18 and state.held[0].sum() == 0 and state.group_free[1].tolist() == [9, 9]
+
+
+@pytest.mark.parametrize("name", ["ft6", "ft44"])
+def test_futures_equal_recounts_of_released_states(name):
+    topo = fattree.load(name)
+    rng = np.random.default_rng(1)
+    state, _ = _random_history(topo, rng)
+    release = np.where(state.free, np.inf, rng.integers(1, 6, topo.n_nodes).astype(float))
+    times, batched = st.futures(state, release, st.PER_GROUP)
+    _, free_only = st.futures(state, release, st.FREE_ONLY)
+    assert times.tolist() == sorted(set(release[~state.free].tolist()))
+    for g, t in enumerate(times):
+        released = release <= t
+        node_class = np.where(released, 0, state.node_class)
+        group_free, held = recount(topo, state.free | released, node_class)
+        assert batched.n_free[g] == free_only.n_free[g] == int((state.free | released).sum())
+        for i in range(len(topo.levels)):
+            np.testing.assert_array_equal(batched.group_free[i][g], group_free[i])
+            np.testing.assert_array_equal(batched.held[i][g], held[i])
+        assert_counts(st.future(state, released))
+
+
+def test_with_hold_books_every_reserved_node_and_frees_none():
+    topo = fattree.load("ft6")
+    state = st.empty(topo)
+    st.allocate(state, np.array([0, 1, 2]), 1)
+    held = st.with_hold(state, np.array([2, 3, 4]), 2)  # node 2 is busy, 3 and 4 free
+    assert held.n_free == state.n_free - 2
+    assert held.group_free[0].tolist() == [0, 1, 3, 3, 3, 3]
+    assert held.held[0][2].tolist() == [1, 2, 0, 0, 0, 0]
+    assert held.held[1][2].tolist() == [3, 0]
+    assert_counts(state)  # the original is untouched
