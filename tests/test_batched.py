@@ -17,7 +17,7 @@ import pytest
 from fattorus import workload
 from fattorus.sched import batched, policy, replay
 from fattorus.sched.batched import CapacityError, replay_batch
-from fattorus.sched.policy.ta import TAParams
+from fattorus.sched.policy.fattree.ta import TAParams
 from fattorus.topology import fattree
 from fattorus.workload import speedup
 

@@ -290,7 +290,7 @@ def replay_batch(
         be positive, finite and at most the job's estimate (EASY's reservations rely on it).
       ft: the machine; every job needs ``1 <= nodes <= ft.n_nodes``.
       queue: ``"easy"`` or ``"fcfs"``; policy: ``"to"`` or ``"ta"`` (``params``: its
-        :class:`~fattorus.sched.policy.ta.TAParams`, without the hybrid rule).
+        :class:`~fattorus.sched.policy.fattree.ta.TAParams`, without the hybrid rule).
       record_alloc: keep every job's node set (``B * sum(nodes)`` int32); off for benchmarks.
       queue_capacity: the queue window ``Q``: the most jobs that may wait at once (each
         event's work is proportional to it). None: start from

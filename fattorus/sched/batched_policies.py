@@ -5,8 +5,8 @@ arrays of one trial (``free`` bool ``(N,)``, ``node_class`` int8 ``(N,)``: the f
 each busy node is booked under, 0 where free). They reproduce the NumPy policies decision for
 decision:
 
-* ``to``: lowest free node ids, preferred nodes first (:mod:`fattorus.sched.policy.to`);
-* ``ta``: Algorithm 1 of the fat-tree paper (:mod:`fattorus.sched.policy.ta`) without the
+* ``to``: lowest free node ids, preferred nodes first (:mod:`fattorus.sched.policy.oblivious`);
+* ``ta``: Algorithm 1 of the fat-tree paper (:mod:`fattorus.sched.policy.fattree.ta`) without the
   hybrid rule: T1 on one leaf; T2 in one pod on leaves holding no T2/T3 nodes; T3 in pods
   holding no T3 nodes on leaves holding no T2 nodes; every sort order a named parameter.
 
@@ -53,7 +53,7 @@ def compile_policy(name: str, ft: FatTree, params=None) -> CompiledPolicy:
     if name == "to":
         return CompiledPolicy("to", ft.n_nodes)
     if name == "ta":
-        from fattorus.sched.policy.ta import TAParams
+        from fattorus.sched.policy.fattree.ta import TAParams
 
         p = params or TAParams()
         if p.relax_after_s is not None:
