@@ -306,8 +306,8 @@ def read_swf(path: Path, n: int, skip: int) -> pl.DataFrame:
     )
 
 
-# The shared traces sit beside the repository (../shared/traces), in CI as here.
-TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+# Shipped with the repository (data/traces/README.md has its provenance).
+TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
 def max_jobs_per_link(ft: FatTree, jobs: pl.DataFrame) -> int:

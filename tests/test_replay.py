@@ -20,7 +20,7 @@ from fattorus.app import outputs
 from fattorus.sched import policy
 from fattorus.sched import replay
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 DAYS = 30
 
 

@@ -70,11 +70,11 @@ def _repo() -> Path:
 
 
 def trace_path() -> Path:
-    """The Atlas trace: ``data/traces`` in the repository, else ``/work/shared/traces``."""
-    for base in (_repo() / "data" / "traces", _repo().parent / "shared" / "traces", Path("/work/shared/traces")):
-        if (base / TRACE).exists():
-            return base / TRACE
-    raise FileNotFoundError(f"{TRACE} not found under data/traces or the shared traces directory")
+    """The Atlas trace shipped in ``data/traces``."""
+    path = _repo() / "data" / "traces" / TRACE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: the repository ships it in data/traces")
+    return path
 
 
 def _columns(prepared) -> list[np.ndarray]:
