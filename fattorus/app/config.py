@@ -8,11 +8,14 @@ validated by the module that owns them, with errors that name the field.
 
 from __future__ import annotations
 
+import os
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 DEFAULT_TOPO = "cab"
 DEFAULT_SPEEDUP = "none"
@@ -67,6 +70,7 @@ class WorkloadConf:
     scale: float = 1.0
     window_start_days: float = 0.0
     window_days: Optional[float] = None
+    max_runtime_s: Optional[float] = None  # ceiling on run/requested times; null: 366 days
     synthetic: Optional[dict[str, Any]] = None
 
 
@@ -98,6 +102,35 @@ class Config:
     bins: list[int] = field(default_factory=lambda: [18, 64, 256, 1024])
 
 
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._,=+-]*$")
+
+
+def safe_name(value: Any, what: str) -> str:
+    """``value`` if it can name a directory under the results root, else a one-line error.
+
+    Letters, digits and ``. _ , = + -``, not starting with a dot or dash: no separator, no
+    ``..``, no absolute path, so a study or workload name can never put files elsewhere.
+    """
+    text = str(value)
+    if not _NAME_RE.match(text) or ".." in text:
+        raise ValueError(f"{what}={text!r} cannot name a results directory: use letters, digits and . _ , = + - "
+                         "(no '/', no '..')")
+    return text
+
+
+def path_component(value: Any) -> str:
+    """``value`` made into ONE path component: separators become ``_`` and a leading dot is
+    escaped, so an override value like ``workload.path=../../x`` stays inside its sweep."""
+    text = re.sub(r"[/\\\x00]", "_", str(value))
+    return "_" + text if text.startswith(".") or not text else text
+
+
 def register() -> None:
-    """Register the schema as ``fattorus_schema`` (used first in ``conf/config.yaml``)."""
+    """Register the schema as ``fattorus_schema`` (used first in ``conf/config.yaml``) and the
+    resolvers the results paths use (``fattorus_name``, ``fattorus_component``, ``fattorus_pid``)."""
     ConfigStore.instance().store(name="fattorus_schema", node=Config)
+    OmegaConf.register_new_resolver("fattorus_name", safe_name, replace=True)
+    OmegaConf.register_new_resolver("fattorus_component", path_component, replace=True)
+    # Two single runs started in the same second get different directories: the process id
+    # is unique among running processes.
+    OmegaConf.register_new_resolver("fattorus_pid", os.getpid, replace=True)

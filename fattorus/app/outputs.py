@@ -1,8 +1,10 @@
 """Writing a run directory: ``jobs.parquet``, ``utilization.parquet``, ``summary.json``.
 
-Every file is written to a temporary name in the same directory and then renamed, so an
-interrupted run never leaves a half-written file under a final name, and ``summary.json``
-is written last: its presence marks a finished run (the sweep's resume rule).
+Every file is written to a temporary name in the same directory, flushed to disk, and then
+renamed, so an interrupted run (or a machine that loses power) never leaves a half-written
+file under a final name. ``summary.json`` is written last and records the row count of each
+table beside it: a run is finished only when its summary parses and agrees with the files
+(:func:`check_complete`, the sweep's resume rule).
 """
 
 from __future__ import annotations
@@ -40,14 +42,27 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str | Callable[[Pat
         if callable(data):
             os.close(fd)
             data(Path(tmp))
+            _fsync(tmp)
         else:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data.encode() if isinstance(data, str) else data)
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
+        _fsync(path.parent)  # the rename itself reaches the disk
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _fsync(path: str | os.PathLike[str]) -> None:
+    """Flush a file's (or a directory's) content to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -56,14 +71,42 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def write_run(out_dir: str | os.PathLike[str], jobs: pl.DataFrame, utilization: pl.DataFrame, summary: dict) -> Path:
-    """Write a replay's three files into ``out_dir`` (summary last); returns the directory."""
+    """Write a replay's three files into ``out_dir`` (summary last, with the row count of each
+    table under ``files``); returns the directory."""
     out = Path(out_dir)
     atomic_write(out / "jobs.parquet", lambda p: jobs.write_parquet(p))
     atomic_write(out / "utilization.parquet", lambda p: utilization.write_parquet(p))
-    write_json(out / "summary.json", summary)
+    files = {"jobs.parquet": {"rows": jobs.height}, "utilization.parquet": {"rows": utilization.height}}
+    write_json(out / "summary.json", {**summary, "files": files})
     return out
 
 
+def check_complete(run_dir: str | os.PathLike[str]) -> str | None:
+    """Why ``run_dir`` does not hold a finished run (one line), or None when it does.
+
+    Finished means: ``summary.json`` parses, and each table it lists exists, reads, and has
+    the number of rows the summary recorded (``jobs.parquet`` also ``counts.replayed``).
+    """
+    run = Path(run_dir)
+    if not (run / "summary.json").exists():
+        return "no summary.json"
+    try:
+        summary = json.loads((run / "summary.json").read_text())
+        expected = dict(summary.get("files") or {})
+        expected.setdefault("jobs.parquet", {"rows": summary["counts"]["replayed"]})
+        expected.setdefault("utilization.parquet", {"rows": None})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        return f"summary.json is damaged ({type(err).__name__})"
+    for name, meta in expected.items():
+        try:
+            rows = pl.scan_parquet(run / name).select(pl.len()).collect().item()
+        except Exception as err:  # noqa: BLE001 - any unreadable table means the trial is incomplete
+            return f"{name} is missing or unreadable ({type(err).__name__})"
+        if meta.get("rows") is not None and rows != meta["rows"]:
+            return f"{name} has {rows} rows, summary.json says {meta['rows']}"
+    return None
+
+
 def is_complete(run_dir: str | os.PathLike[str]) -> bool:
-    """True when every output file of a run exists (``summary.json`` is written last)."""
-    return all((Path(run_dir) / f).exists() for f in FILES)
+    """True when ``run_dir`` holds a finished run (:func:`check_complete`)."""
+    return check_complete(run_dir) is None

@@ -34,7 +34,35 @@ config_mod.register()
 
 
 class UserError(Exception):
-    """A mistake in the user's configuration or input, reported as one line."""
+    """A mistake in the user's configuration or input, reported as one line (exit 2)."""
+
+
+class RunError(Exception):
+    """The environment failed the run (disk full, read-only results, ...): one line, exit 1."""
+
+
+SEED_MAX = 2**32 - 1  # jax.random.PRNGKey and NumPy generators agree on seeds in [0, 2**32)
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """Top-level settings a replay cannot mean anything with: one-line UserError each."""
+    seed = cfg.seed
+    if not 0 <= int(seed) <= SEED_MAX:
+        raise UserError(f"seed={seed}: choose an integer between 0 and {SEED_MAX}")
+    bins = [int(b) for b in cfg.bins]
+    if not bins or bins[0] < 1 or any(b >= c for b, c in zip(bins, bins[1:])):
+        raise UserError(f"bins={bins}: give job-size bin edges (nodes) as a non-empty, strictly increasing list of "
+                        "positive integers, e.g. [18,64,256,1024]")
+
+
+def _skip_line(wl: Any) -> str | None:
+    """One line summarising a log's dirty lines (None when there are none)."""
+    sk = wl.skipped
+    if not sk.total:
+        return None
+    reasons = ", ".join(f"{r} {n}" for r, n in sorted(sk.counts.items()))
+    first = f"; first: line {sk.entries[0].line} ({sk.entries[0].reason})" if sk.entries else ""
+    return f"fattorus.sweep: {wl.path}: skipped {sk.total} dirty line(s): {reasons}{first}"
 
 
 def _fill_default(cfg: DictConfig, group: str, default: str) -> str:
@@ -58,6 +86,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     from fattorus.sched import replay
     from fattorus.workload import speedup
 
+    check_settings(cfg)
     topo_name = _fill_default(cfg, "topo", config_mod.DEFAULT_TOPO)
     speedup_name = _fill_default(cfg, "speedup", config_mod.DEFAULT_SPEEDUP)
     if cfg.sched.name not in replay.SCHEDULERS:
@@ -68,6 +97,9 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
     wl, transform_counts = workload.from_config(wl_cfg, machine_nodes=ft.n_nodes)
+    skip_line = _skip_line(wl)
+    if skip_line:
+        print(skip_line, file=sys.stderr, flush=True)
     jobs = workload.with_estimate(wl.jobs)
 
     runtime_s = None
@@ -93,6 +125,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             "sha256": wl.sha256,
             "lines": wl.lines,
             "parse_skipped": wl.skipped.total,
+            "parse_skipped_by_reason": dict(wl.skipped.counts),
+            "parse_skipped_first": [e._asdict() for e in wl.skipped.entries[:5]],
             "outside_window": transform_counts.get("outside_window", 0),
         },
     }
@@ -109,7 +143,15 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         extra_skips={"dropped_by_scaling": transform_counts.get("dropped_by_scaling", 0)},
         progress=bool(cfg.progress) and sys.stderr.isatty(),
     )
-    outputs.write_run(out_dir, result.jobs, result.utilization, result.summary)
+    counts = result.summary["counts"]
+    if counts["replayed"] == 0:
+        skipped = ", ".join(f"{r} {n}" for r, n in sorted(counts["skipped"].items()) if n) or "none"
+        raise UserError(f"no job was replayed: {counts['read']} read, skipped by reason: {skipped} "
+                        "(check workload.scale, the window and the machine size)")
+    try:
+        outputs.write_run(out_dir, result.jobs, result.utilization, result.summary)
+    except OSError as err:
+        raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
     if cfg.logger.name == "wandb":
         from fattorus.app import logger
 
@@ -144,19 +186,28 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
-    if multirun and outputs.is_complete(out_dir):
-        print(f"[skip] {out_dir} already holds a finished run", flush=True)
-        return json.loads((out_dir / "summary.json").read_text())
+    if multirun:
+        why = outputs.check_complete(out_dir)
+        if why is None:
+            print(f"[skip] {out_dir} already holds a finished run", flush=True)
+            return json.loads((out_dir / "summary.json").read_text())
+        if (out_dir / "summary.json").exists():
+            print(f"fattorus.sweep: warning: {out_dir}: damaged trial ({why}); re-running it", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
+        if not multirun:
+            _claim(out_dir)
         summary = run(cfg, out_dir)
-    except (UserError, TopologyError, SpeedupError, WorkloadError, ValueError) as err:
+    except (UserError, RunError, TopologyError, SpeedupError, WorkloadError, ValueError, OSError) as err:
+        error = err if isinstance(err, (UserError, RunError)) else (
+            RunError(f"{err.strerror or err}: {getattr(err, 'filename', '') or ''}".rstrip(": "))
+            if isinstance(err, OSError) else UserError(str(err)))
         if multirun:  # the launcher collects it; main() prints it in one line
-            raise UserError(str(err)) from None
+            raise error from None
         # A single run exits here: Hydra would first print the job's overrides on a line of
         # its own.
-        sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}\n")
-        sys.exit(2)
+        sys.stderr.write(f"fattorus.sweep: error: {_squash(error)}\n")
+        sys.exit(1 if isinstance(error, RunError) else 2)
     prefix = "[done]" if multirun else "done:"
     finished = ""
     if multirun:
@@ -167,9 +218,21 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     return summary
 
 
+def _claim(out_dir: Path) -> None:
+    """Mark ``out_dir`` as this run's own; refuse a directory another run already claimed
+    (a single run never writes into a directory holding another run's files)."""
+    try:
+        fd = os.open(out_dir / ".fattorus-run", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        raise RunError(f"{out_dir} already holds another run; not writing into it") from None
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"{os.getpid()}\n")
+
+
 def _squash(text: Any) -> str:
     # Hydra appends its config search path to "could not find" errors: noise for a user.
-    return " ".join(str(text).split("Config search path")[0].split())
+    text = str(text).split("Config search path")[0].split(" full_key:")[0]
+    return " ".join(text.replace("ValueError raised while resolving interpolation: ", "").split())
 
 
 def main() -> None:
@@ -184,10 +247,17 @@ def main() -> None:
     except UserError as err:
         sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}\n")
         sys.exit(2)
-    except (HydraException, OmegaConfBaseException) as err:
+    except RunError as err:
+        sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}\n")
+        sys.exit(1)
+    except (HydraException, OmegaConfBaseException) as err:  # before OSError: some are IOErrors
         cause = f" ({_squash(err.__cause__)})" if err.__cause__ is not None else ""
         sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}{cause}\n")
         sys.exit(2)
+    except OSError as err:  # e.g. Hydra cannot create the run directory (read-only, disk full)
+        where = f": {err.filename}" if getattr(err, "filename", None) else ""
+        sys.stderr.write(f"fattorus.sweep: error: {_squash(err.strerror or err)}{where}\n")
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.stderr.write("fattorus.sweep: interrupted; finished runs are kept, re-run to resume\n")
         sys.exit(130)

@@ -25,6 +25,7 @@ import dataclasses
 import datetime
 import gzip
 import hashlib
+import math
 import numbers
 import os
 import re
@@ -53,6 +54,23 @@ MAX_SKIP_ENTRIES = 1000
 
 SWF_FIELDS = 18
 DAY_S = 86400.0
+
+DEFAULT_MAX_RUNTIME_S = 366 * DAY_S
+"""Ceiling on a job's run time and requested time (seconds). Real logs hold jobs of hours to
+a few months; a value beyond a year is corruption (an unsigned ``-1``, a timestamp in a
+duration field), so such a line is skipped and counted, not replayed. Configurable:
+``workload.max_runtime_s``."""
+
+MAX_SUBMIT_S = 100 * 366 * DAY_S
+"""Submit times (seconds from the log's start) beyond a century are corruption: skipped."""
+
+UINT32_MINUS_ONE = 4294967295.0
+"""``-1`` written as an unsigned 32-bit integer: a corrupt "unknown", never a real value."""
+
+# Largest value of the integer columns each SWF field feeds (job id, user, group: Int64;
+# processors become Int32 node counts; status: Int32). Beyond it the line is corrupt.
+_INT64_MAX, _INT32_MAX = 2.0**63 - 1024, 2.0**31 - 1
+_SWF_INT_LIMIT = {1: _INT64_MAX, 5: _INT32_MAX, 8: _INT32_MAX, 11: _INT32_MAX, 12: _INT64_MAX, 13: _INT64_MAX}
 
 # SWF fields (1-based, as the PWA documentation numbers them) that must hold integers.
 _SWF_INT_FIELDS = (1, 5, 8, 11, 12, 13)
@@ -237,7 +255,8 @@ def _sniff(text: str) -> str | None:
     return None
 
 
-def load(path: str | os.PathLike[str], fmt: str = "auto", cores_per_node: int | None = None) -> Workload:
+def load(path: str | os.PathLike[str], fmt: str = "auto", cores_per_node: int | None = None,
+         max_runtime_s: float = DEFAULT_MAX_RUNTIME_S) -> Workload:
     """Read a job log.
 
     Args:
@@ -246,6 +265,8 @@ def load(path: str | os.PathLike[str], fmt: str = "auto", cores_per_node: int | 
       cores_per_node: processors per node, to turn processor counts into node counts
         (``nodes = ceil(procs / cores_per_node)``). SWF: defaults to the header's
         ``MaxProcs / MaxNodes``. sacct: only needed when ``NNodes`` is absent.
+      max_runtime_s: run times and requested times above it (seconds) make a line dirty
+        (:data:`DEFAULT_MAX_RUNTIME_S`).
 
     Returns:
       The :class:`Workload`.
@@ -261,6 +282,8 @@ def load(path: str | os.PathLike[str], fmt: str = "auto", cores_per_node: int | 
         if isinstance(cores_per_node, bool) or not isinstance(cores_per_node, numbers.Integral) or cores_per_node < 1:
             raise WorkloadError(f"{p}: cores_per_node must be a positive integer, got {cores_per_node!r}")
         cores_per_node = int(cores_per_node)
+    if isinstance(max_runtime_s, bool) or not isinstance(max_runtime_s, numbers.Real) or not max_runtime_s > 0:
+        raise WorkloadError(f"{p}: max_runtime_s must be a positive number of seconds, got {max_runtime_s!r}")
     text, digest, binary = _read_text(p)
     not_text = WorkloadError(f"{p}: binary file, not a job log (SWF or sacct text expected)")
     kind = fmt if fmt != "auto" else _sniff(text)
@@ -271,7 +294,7 @@ def load(path: str | os.PathLike[str], fmt: str = "auto", cores_per_node: int | 
         )
     reader = _parse_swf if kind == "swf" else _parse_sacct
     try:
-        jobs, header, lines, skipped = reader(text, str(p), cores_per_node)
+        jobs, header, lines, skipped = reader(text, str(p), cores_per_node, float(max_runtime_s))
     except WorkloadError:
         if binary:
             raise not_text from None
@@ -337,7 +360,8 @@ def swf_cores_per_node(header: Mapping[str, str]) -> int | None:
     return procs // nodes
 
 
-def _parse_swf(text: str, file: str, cores_per_node: int | None) -> tuple[pl.DataFrame, dict[str, str], int, SkipReport]:
+def _parse_swf(text: str, file: str, cores_per_node: int | None,
+               max_runtime_s: float = DEFAULT_MAX_RUNTIME_S) -> tuple[pl.DataFrame, dict[str, str], int, SkipReport]:
     frame = _lines_frame(text)
     is_comment = pl.col("line").str.starts_with(";")
     header = _swf_header(frame.filter(is_comment)["line"].to_list())
@@ -360,6 +384,7 @@ def _parse_swf(text: str, file: str, cores_per_node: int | None) -> tuple[pl.Dat
         for i in range(1, SWF_FIELDS + 1)
     ]
     checks += [(pl.col(f"f{i}") == pl.col(f"f{i}").round(0), ("non-integer field", shown(i))) for i in _SWF_INT_FIELDS]
+    checks += _absurd_swf_checks(shown, max_runtime_s)
     reason, detail = _first_failure(checks)
     parsed = parsed.with_columns(reason=reason, detail=detail)
     skipped = _skip_report(file, parsed.filter(pl.col("reason").is_not_null()))
@@ -375,6 +400,21 @@ def _parse_swf(text: str, file: str, cores_per_node: int | None) -> tuple[pl.Dat
         )
     jobs = _swf_columns(good, cpn)
     return jobs, header, n_lines, skipped
+
+
+def _absurd_swf_checks(shown, max_runtime_s: float) -> list[tuple[pl.Expr, tuple[str, pl.Expr]]]:
+    """Checks that turn absurd SWF values into dirty lines (each a reason of its own)."""
+    checks = [
+        (pl.col(f"f{i}") != UINT32_MINUS_ONE, ("unsigned -1 (4294967295)", shown(i)))
+        for i in range(1, SWF_FIELDS + 1)
+    ]
+    checks += [(pl.col(f"f{i}").abs() <= limit, ("integer out of range", shown(i))) for i, limit in _SWF_INT_LIMIT.items()]
+    checks += [
+        (pl.col("f2") <= MAX_SUBMIT_S, ("absurd submit time", shown(2))),
+        (pl.col("f4") <= max_runtime_s, ("run time beyond ceiling", shown(4))),
+        (pl.col("f9") <= max_runtime_s, ("requested time beyond ceiling", shown(9))),
+    ]
+    return checks
 
 
 def _known(col: str, min_value: float = 0.0) -> pl.Expr:
@@ -469,7 +509,8 @@ def _sacct_int(name: str) -> tuple[pl.Expr, pl.Expr]:
     return value, (raw == "") | (raw.str.contains(r"^\d+$") & value.is_not_null())
 
 
-def _parse_sacct(text: str, file: str, cores_per_node: int | None) -> tuple[pl.DataFrame, dict[str, str], int, SkipReport]:
+def _parse_sacct(text: str, file: str, cores_per_node: int | None,
+                 max_runtime_s: float = DEFAULT_MAX_RUNTIME_S) -> tuple[pl.DataFrame, dict[str, str], int, SkipReport]:
     frame = _lines_frame(text).filter(pl.col("line") != "")
     header_line = frame["line"][0]
     names = [n.strip() for n in header_line.split("|")]
@@ -527,6 +568,10 @@ def _parse_sacct(text: str, file: str, cores_per_node: int | None) -> tuple[pl.D
     checks += [(ok, ("unparseable duration", field(k))) for k, (_, ok) in durations.items()]
     checks += [(ok, ("non-numeric field", field(k))) for k, (_, ok) in ints.items()]
     checks = [(ok.fill_null(False), why) for ok, why in checks]
+    # Absurd values are dirty lines too; a null (unknown) value passes.
+    checks += [((v <= max_runtime_s).fill_null(True), (f"{k} beyond ceiling", field(k))) for k, (v, _) in durations.items()]
+    checks += [((v <= _INT32_MAX).fill_null(True), ("integer out of range", field(k)))
+               for k, (v, _) in ints.items() if k in ("nnodes", "ncpus")]
     reason, detail = _first_failure(checks)
 
     # Steps are recognised before any other check: a step is not a job, whatever it holds.
@@ -621,8 +666,8 @@ def scale_nodes(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) ->
     Returns:
       ``(scaled jobs, number dropped)``.
     """
-    if not factor > 0:
-        raise ValueError(f"scale factor must be positive, got {factor!r}")
+    if not (factor > 0 and math.isfinite(factor)):
+        raise ValueError(f"scale factor must be a positive finite number, got {factor!r}")
     if factor == 1:
         return jobs, 0
     scaled = jobs.with_columns(
@@ -687,6 +732,23 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
     return rooted if rooted.exists() or not p.exists() else p.resolve()
 
 
+def _window_days(cfg: Any) -> tuple[float, float | None]:
+    """``(window_start_days, window_days)`` of a workload config, checked."""
+    start, days = _get(cfg, "window_start_days", 0.0), _get(cfg, "window_days")
+    if isinstance(start, bool) or not isinstance(start, numbers.Real) or not (math.isfinite(start) and start >= 0):
+        raise WorkloadError(f"workload.window_start_days must be a number >= 0, got {start!r}")
+    if days is not None and (isinstance(days, bool) or not isinstance(days, numbers.Real)
+                             or not (math.isfinite(days) and days > 0)):
+        raise WorkloadError(f"workload.window_days must be a positive number of days (or null), got {days!r}")
+    return float(start), None if days is None else float(days)
+
+
+def _span_days(jobs: pl.DataFrame) -> float | None:
+    """Days between the first and the last submission (None for an empty table)."""
+    first, last = jobs["submit_s"].min(), jobs["submit_s"].max()
+    return None if first is None else (float(last) - float(first)) / DAY_S  # type: ignore[arg-type]
+
+
 def _get(cfg: Any, key: str, default: Any = None) -> Any:
     value = cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
     return default if value is None else value
@@ -715,11 +777,19 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None) -> tup
         path = _get(cfg, "path")
         if not path:
             raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: no path given (set workload.path=...)")
-        wl = load(resolve_path(str(path)), fmt=fmt, cores_per_node=_get(cfg, "cores_per_node"))
-    jobs, dropped = scale_nodes(wl.jobs, float(_get(cfg, "scale", 1)), None if machine is None else int(machine))
-    start_days, days = float(_get(cfg, "window_start_days", 0.0)), _get(cfg, "window_days")
+        wl = load(resolve_path(str(path)), fmt=fmt, cores_per_node=_get(cfg, "cores_per_node"),
+                  max_runtime_s=_get(cfg, "max_runtime_s", DEFAULT_MAX_RUNTIME_S))
+    scale = _get(cfg, "scale", 1)
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise WorkloadError(f"workload.scale must be a positive finite number, got {scale!r}")
+    jobs, dropped = scale_nodes(wl.jobs, float(scale), None if machine is None else int(machine))
+    start_days, days = _window_days(cfg)
     if start_days or days is not None:
-        windowed = first_days(jobs, None if days is None else float(days), start_days)
+        windowed = first_days(jobs, days, start_days)
+        span = _span_days(jobs)
+        if windowed.height == 0 and span is not None and start_days >= span:
+            raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: window_start_days={start_days:g} starts after "
+                                f"the log ends (its submissions span {span:.1f} days)")
     else:
         windowed = jobs
     counts = {"dropped_by_scaling": dropped, "outside_window": jobs.height - windowed.height}
@@ -727,6 +797,7 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None) -> tup
 
 
 __all__ = [
+    "DEFAULT_MAX_RUNTIME_S",
     "SCHEMA",
     "SkipEntry",
     "SkipReport",
