@@ -78,12 +78,27 @@ def parse_mix(text: str) -> dict[str, float]:
     return mix
 
 
+def _check_same_machine(summary_path: Path, topo: str) -> None:
+    """``--topo`` may describe the run's machine (e.g. by a file), never another one."""
+    try:
+        ran_on = json.loads(summary_path.read_text())["config"]["topo"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return  # nothing to compare with: the named topology is all there is
+    name = ran_on.get("name") if isinstance(ran_on, Mapping) else ran_on
+    wanted = Path(topo).stem if Path(topo).suffix else topo
+    if name is not None and wanted != name:
+        raise RunDirError(f"--topo {topo!r} is another machine than the one the run was replayed on ({name!r}); "
+                          "drop --topo or name that machine")
+
+
 def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[FatTree, pl.DataFrame]:
     """The run's topology and its ``jobs.parquet`` table; :class:`RunDirError` if unusable."""
     run = Path(run_dir)
     if not run.is_dir():
         raise RunDirError(f"{run}: not a directory")
     jobs_path, summary_path = run / "jobs.parquet", run / "summary.json"
+    if topo is not None and summary_path.is_file():
+        _check_same_machine(summary_path, topo)
     if topo is None:
         if not summary_path.is_file():
             raise RunDirError(f"{summary_path}: missing (is {run} a replay run directory?)")

@@ -50,6 +50,14 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str | Callable[[Pat
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
         _fsync(path.parent)  # the rename itself reaches the disk
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    except Exception as err:
+        # A library writer (e.g. Parquet) reports a full disk or a failed write in its own
+        # exception type: it is still an I/O failure of this file.
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(f"writing {path.name} failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from err
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -1,0 +1,310 @@
+"""Bad inputs and faults, through the real command lines (issue 10).
+
+Every case runs ``python -m fattorus.<cli>`` in a subprocess whose working directory is a
+fresh folder, so the results root is ``<folder>/results``. For each case the test checks the
+exit code, that stderr holds no traceback and (for errors) exactly one line naming the
+mistake, that nothing was written outside the results root, and, for dirty logs, the skip
+counts by reason in ``summary.json``. The cases run two at a time (one per core).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CEILING_S = 366 * 86400
+HEADER = "; MaxNodes: 54\n; MaxProcs: 54\n"
+
+
+def swf_line(job: int | float, submit: float, run: float, procs: float, req: float = 100, status: float = 1,
+             user: float = 1) -> str:
+    """One SWF line (18 fields); floats are written as given."""
+    f = [job, submit, 0, run, procs, -1, -1, procs, req, -1, status, user, 1, -1, 1, -1, -1, -1]
+    return " ".join(str(int(v)) if isinstance(v, float) and v == int(v) else str(v) for v in f) + "\n"
+
+
+GOOD = [swf_line(i, i * 10, 50, 1 + i % 9) for i in range(1, 40)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One bad input or fault: the CLI and its arguments, what must come out."""
+
+    id: str
+    args: tuple[str, ...]
+    rc: int  # expected exit code
+    words: str = ""  # must appear in the one stderr line (errors) or the skip line
+    skips: dict | None = None  # expected parse skips by reason (dirty logs)
+    cli: str = "sweep"
+    files: dict | None = None  # file name -> content written into the case folder first
+    setup: str = ""  # name of a special set-up step (see _prepare)
+
+
+def _log(*extra: str) -> str:
+    return HEADER + "".join(GOOD) + "".join(extra)
+
+
+W = ("workload=file", "workload.cores_per_node=1", "workload.path=log.swf", "+topo=ft6x6", "progress=false")
+
+
+def dirty(id: str, line: str, reason: str, *more: str) -> Case:
+    return Case(id, W + more, 0, reason, {reason: 1}, files={"log.swf": _log(line)})
+
+
+def bad(id: str, words: str, *args: str, rc: int = 2, files: dict | None = None, cli: str = "sweep",
+        setup: str = "") -> Case:
+    base = W if cli == "sweep" and not any(a.startswith("workload=") for a in args) else ()
+    return Case(id, base + args, rc, words, files=files if files is not None else {"log.swf": _log()}, cli=cli,
+                setup=setup)
+
+
+CASES = [
+    # Dirty lines in a log: skipped, counted by reason, the run goes on.
+    dirty("u32_runtime", swf_line(99, 500, 4294967295.0, 2), "unsigned -1 (4294967295)"),
+    dirty("u32_procs", swf_line(99, 500, 50, 4294967295.0), "unsigned -1 (4294967295)"),
+    dirty("u32_submit", swf_line(99, 4294967295.0, 50, 2), "unsigned -1 (4294967295)"),
+    dirty("runtime_ceiling", swf_line(98, 500, CEILING_S + 1.0, 2, req=CEILING_S + 1.0), "run time beyond ceiling"),
+    dirty("requested_ceiling", swf_line(98, 500, 50, 2, req=9e11), "requested time beyond ceiling"),
+    dirty("absurd_submit", swf_line(96, 9e18, 50, 2), "absurd submit time"),
+    dirty("procs_overflow", swf_line(97, 500, 50, 9e15), "integer out of range"),
+    dirty("jobid_overflow", swf_line(10**20, 500, 50, 2), "integer out of range"),
+    dirty("user_overflow", swf_line(95, 500, 50, 2, user=1e19), "integer out of range"),
+    dirty("status_overflow", swf_line(94, 500, 50, 2, status=9e10), "integer out of range"),
+    dirty("nan_field", swf_line(93, 500, "nan", 2), "non-numeric field"),
+    dirty("inf_field", swf_line(93, 500, "inf", 2), "non-numeric field"),
+    dirty("word_field", swf_line(93, 500, "abc", 2), "non-numeric field"),
+    dirty("short_line", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n", "wrong field count"),
+    dirty("long_line", "1 " * 19 + "\n", "wrong field count"),
+    dirty("fraction_id", swf_line(1.5, 500, 50, 2), "non-integer field"),
+    dirty("fraction_procs", swf_line(92, 500, 50, 2.5), "non-integer field"),
+    dirty("nul_byte", "7\x00 1 2\n", "wrong field count"),
+    Case("custom_ceiling", W + ("workload.max_runtime_s=40",), 0, "run time beyond ceiling",
+         {"run time beyond ceiling": 1}, files={"log.swf": HEADER + swf_line(1, 0, 30, 1, req=30) + swf_line(2, 5, 60, 1, req=30)}),
+    # Logs that are not logs, or hold no job: one line, exit 2.
+    bad("missing_log", "no-such.swf", "workload.path=no-such.swf"),
+    bad("log_is_dir", "log.swf", files={"log.swf/x": "a"}),
+    bad("binary_log", "binary file", files={"log.swf": "\x00\x01\x02\xff" * 100}),
+    bad("not_a_log", "not a job log", files={"log.swf": "hello world\nthis is prose\n"}),
+    bad("header_only", "no job lines", files={"log.swf": HEADER}),
+    bad("all_dirty", "are malformed", files={"log.swf": HEADER + swf_line(1, 0, "nan", 1)}),
+    bad("bad_gzip", "log.swf.gz", "workload.path=log.swf.gz", files={"log.swf.gz": b"\x1f\x8b\x08\x00garbage"}),
+    bad("all_too_large", "no job was replayed", files={"log.swf": HEADER + swf_line(1, 0, 50, 500)}),
+    bad("sacct_no_header", "sacct header lacks", "workload.format=sacct",
+        files={"log.swf": "JobID|Submit\n1|2024-01-01T00:00:00\n"}),
+    # Configuration mistakes: one line, exit 2.
+    bad("scale_inf", "positive finite", "workload.scale=inf"),
+    bad("scale_nan", "positive finite", "workload.scale=nan"),
+    bad("scale_zero", "positive finite", "workload.scale=0"),
+    bad("scale_negative", "positive finite", "workload.scale=-2"),
+    bad("scale_word", "workload.scale", "workload.scale=abc"),
+    bad("window_zero", "window_days", "workload.window_days=0"),
+    bad("window_negative", "window_days", "workload.window_days=-3"),
+    bad("window_nan", "window_days", "workload.window_days=nan"),
+    bad("window_start_negative", "window_start_days", "workload.window_start_days=-1"),
+    bad("window_after_end", "starts after the log ends", "workload.window_start_days=1000"),
+    bad("ceiling_zero", "max_runtime_s", "workload.max_runtime_s=0"),
+    bad("bins_empty", "bins=[]", "bins=[]"),
+    bad("bins_unsorted", "strictly increasing", "bins=[64,18]"),
+    bad("bins_zero", "strictly increasing", "bins=[0,5]"),
+    bad("bins_repeated", "strictly increasing", "bins=[5,5]"),
+    bad("seed_negative", "seed=-1", "seed=-1"),
+    bad("seed_too_big", "seed=4294967296", "seed=4294967296"),
+    bad("seed_word", "seed", "seed=abc"),
+    bad("cores_zero", "cores_per_node", "workload.cores_per_node=0"),
+    bad("format_unknown", "unknown workload format", "workload.format=xml"),
+    bad("policy_unknown", "Available options in 'policy'", "policy=nosuch"),
+    bad("sched_unknown", "Available options in 'sched'", "sched=nosuch"),
+    bad("topo_unknown", "Available options in 'topo'", "+topo=nosuch", "workload=atlas"),
+    bad("topo_without_plus", "+topo=cab", "topo=cab", "workload=atlas"),
+    bad("speedup_unknown", "Available options in 'speedup'", "+speedup=nosuch"),
+    bad("speedup_class_without_bins", "has no bins", "+speedup=v1", "speedup.classes=[{min_nodes:1,bins:[]}]"),
+    bad("speedup_bad_bin", "need 0 <= lo <= hi < 1", "+speedup=v1",
+        "speedup.classes=[{min_nodes:1,bins:[{lo:0.5,hi:2.0}]}]"),
+    bad("ta_param_unknown", "policy.params.bogus", "policy.params.bogus=1"),
+    bad("ta_order_bad", "t1_pod_order", "policy.params.t1_pod_order=sideways"),
+    bad("key_unknown", "nosuchkey", "nosuchkey=1"),
+    bad("topo_radix_cannot_wire", "radix", "topo.pods=40"),
+    # Paths that would leave the results root: refused or made one path component.
+    bad("study_dotdot", "cannot name a results directory", "--multirun", "study=../../x"),
+    bad("study_absolute", "cannot name a results directory", "--multirun", "study=/tmp/fattorus-escape"),
+    Case("workload_name_dotdot", W + ("workload.name=../../../escape",), 0, files={"log.swf": _log()}),
+    Case("multirun_value_slashes", ("--multirun", "hydra.launcher.n_jobs=1", "workload.path=UP,HERE") + W[:2] + W[3:],
+         0, files={"log.swf": _log()}, setup="copy_log_up"),
+    # Faults of the environment: one line, exit 1, nothing counted as done.
+    bad("results_read_only", "ermission denied", rc=1, setup="read_only_results"),
+    bad("disk_full", "cannot write the results", rc=1, setup="disk_full"),
+    # Other command lines.
+    bad("interference_not_a_run", "not a directory", "nosuchdir", cli="interference"),
+    bad("interference_other_topo", "another machine", "RUN", "--topo", "cab", cli="interference", setup="run_dir"),
+    bad("interference_bad_mix", "names no pattern", "RUN", "--pattern-mix", ",", cli="interference", setup="run_dir"),
+    bad("study_file_missing", "nosuch.yaml", "nosuch.yaml", cli="study"),
+    bad("report_not_results", "not a directory", "nosuchdir", cli="report"),
+]
+
+
+def _limit_file_size() -> None:
+    # A full disk, as a process sees it: writes past 16 KiB fail with EFBIG (not a signal).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
+
+
+# Root ignores directory permissions unless it drops the capability to (util-linux setpriv).
+RESPECT_PERMISSIONS = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
+
+
+def _prepare(case: Case, cwd: Path) -> tuple[list[str], dict]:
+    """Write the case's files and do its set-up; returns the final arguments and Popen kwargs."""
+    for name, content in (case.files or {}).items():
+        path = cwd / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    args = [a.replace("workload.path=log", f"workload.path={cwd}/log").replace("workload.path=no-such", f"workload.path={cwd}/no-such")
+            for a in case.args]
+    if "--multirun" in args:  # Hydra wants its flags first
+        args = ["--multirun", *(a for a in args if a != "--multirun")]
+    kwargs: dict = {}
+    if case.setup == "read_only_results":
+        (cwd / "results").mkdir()
+        (cwd / "results").chmod(0o555)
+        kwargs["prefix"] = RESPECT_PERMISSIONS
+    elif case.setup == "disk_full":
+        kwargs["preexec_fn"] = _limit_file_size
+        # A real log on Cab: tables far above the file size limit.
+        args = ["workload=atlas", "workload.window_days=10", "+topo=cab", "progress=false"]
+    elif case.setup == "copy_log_up":
+        # A value with '..' and '/' in a multirun: its trial directory must stay one component.
+        (cwd.parent / f"{cwd.name}-log.swf").write_text(_log())
+        args = [a.replace("UP", f"{cwd}/../{cwd.name}-log.swf").replace("HERE", f"{cwd}/log.swf") for a in args]
+    elif case.setup == "run_dir":
+        run = cwd / "results" / "run"
+        subprocess.run([sys.executable, "-m", "fattorus.sweep", f"hydra.run.dir={run}", *W[:2], f"workload.path={cwd}/log.swf",
+                        *W[3:]], cwd=cwd, capture_output=True, check=True, timeout=300)
+        args = [str(run) if a == "RUN" else a for a in args]
+    return args, kwargs
+
+
+def _snapshot(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def run_case(case: Case, base: Path) -> dict:
+    cwd = base / case.id
+    cwd.mkdir()
+    args, kwargs = _prepare(case, cwd)
+    before_cwd, before_base = _snapshot(cwd), {p.name for p in base.iterdir()}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HYDRA_FULL_ERROR": "1"}
+    prefix = kwargs.pop("prefix", [])
+    out = subprocess.run([*prefix, sys.executable, "-m", f"fattorus.{case.cli}", *args], cwd=cwd, capture_output=True,
+                         text=True, timeout=600, env=env, **kwargs)
+    if case.setup == "read_only_results":
+        (cwd / "results").chmod(0o755)
+    created = _snapshot(cwd) - before_cwd
+    outside = sorted(c for c in created if not c.startswith("results"))
+    # Other cases run beside this one: their folders are expected in the base folder.
+    expected = {c.id for c in CASES} | {f"{c.id}-log.swf" for c in CASES}
+    new_in_base = sorted({p.name for p in base.iterdir()} - before_base - expected)
+    summaries = [json.loads(p.read_text()) for p in (cwd / "results").rglob("summary.json")] if (cwd / "results").is_dir() else []
+    return dict(rc=out.returncode, stderr=out.stderr, stdout=out.stdout, outside=outside + new_in_base, summaries=summaries)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, dict]:
+    base = tmp_path_factory.mktemp("bad")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = pool.map(lambda c: (c.id, run_case(c, base)), CASES)
+        return dict(done)
+
+
+def test_the_table_is_large_enough():
+    assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case(results, case: Case):
+    r = results[case.id]
+    err_lines = [line for line in r["stderr"].splitlines() if line.strip()]
+    assert "Traceback" not in r["stderr"] + r["stdout"], r["stderr"][-2000:]
+    assert r["rc"] == case.rc, r["stderr"][-2000:]
+    assert r["outside"] == [], f"written outside the results root: {r['outside']}"
+    if case.rc != 0:
+        # One error line; the only other line a run may print first is the log's skip notice.
+        errors = [line for line in err_lines if "dirty line" not in line]
+        assert len(errors) == 1, r["stderr"]
+        assert case.words in errors[0], errors
+        if case.cli == "sweep":  # nothing is counted as done: no summary.json anywhere
+            assert r["summaries"] == []
+    elif case.skips is not None:
+        (summary,) = r["summaries"]
+        wl = summary["config"]["workload"]
+        assert wl["parse_skipped_by_reason"] == case.skips
+        assert wl["parse_skipped"] == sum(case.skips.values())
+        first = wl["parse_skipped_first"][0]
+        assert first["reason"] == case.words and first["line"] >= 3 and first["file"].endswith("log.swf")
+        skip_lines = [line for line in err_lines if "dirty line" in line]
+        assert len(skip_lines) == 1 and case.words in skip_lines[0]
+        # The dirty line is not replayed: every clean job is read.
+        assert summary["counts"]["read"] == (1 if case.id == "custom_ceiling" else len(GOOD))
+    else:
+        assert r["summaries"], r["stderr"][-2000:]
+
+
+def test_paths_with_separators_stay_inside_their_directory(results):
+    """The sanitised cases still wrote a complete run under results/ (checked by test_case)
+    and the run directory is a single component (no sub-folders from the value)."""
+    for case_id in ("workload_name_dotdot", "multirun_value_slashes"):
+        (summary,) = results[case_id]["summaries"][:1] or [None]
+        assert summary is not None and summary["counts"]["replayed"] > 0
+
+
+def _sweep(cwd: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "fattorus.sweep", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env=env, **kwargs)
+
+
+def test_two_single_runs_in_the_same_second_keep_both_results(tmp_path):
+    (tmp_path / "log.swf").write_text(_log())
+    args = [a.replace("workload.path=log", f"workload.path={tmp_path}/log") for a in W]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen([sys.executable, "-m", "fattorus.sweep", *args], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    runs = sorted((tmp_path / "results" / "runs").iterdir())
+    assert len(runs) == 2
+    for run in runs:
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["counts"]["replayed"] == len(GOOD)
+        assert (run / ".fattorus-run").read_text().strip() in {str(p.pid) for p in procs}
+
+
+def test_resume_reruns_damaged_trials_with_a_warning(tmp_path):
+    (tmp_path / "log.swf").write_text(_log())
+    args = ["--multirun", "hydra.launcher.n_jobs=1", "seed=0,1,2,3",
+            *(a.replace("workload.path=log", f"workload.path={tmp_path}/log") for a in W)]
+    assert _sweep(tmp_path, *args).returncode == 0
+    trials = sorted(d for d in (tmp_path / "results" / "sweeps" / "adhoc").iterdir() if d.is_dir())
+    assert len(trials) == 4
+    jobs = trials[0] / "jobs.parquet"
+    jobs.write_bytes(jobs.read_bytes()[:100])  # truncated table
+    (trials[1] / "summary.json").write_text("{not json")  # damaged summary
+    (trials[3] / "utilization.parquet").write_bytes(b"")  # emptied table
+    again = _sweep(tmp_path, *args)
+    assert again.returncode == 0 and "Traceback" not in again.stderr
+    warnings = [line for line in again.stderr.splitlines() if "damaged trial" in line]
+    assert sorted(w.split(":")[2].strip() for w in warnings) == sorted(str(t) for t in (trials[0], trials[1], trials[3]))
+    assert again.stdout.count("[skip]") == 1 and again.stdout.count("[done]") == 3
+    for t in trials:  # every trial is whole again
+        summary = json.loads((t / "summary.json").read_text())
+        assert summary["files"]["jobs.parquet"]["rows"] == summary["counts"]["replayed"] == len(GOOD)
