@@ -52,7 +52,9 @@ import dataclasses
 import datetime
 import importlib
 import math
+import os
 import re
+import socket
 import sys
 import time
 import warnings
@@ -265,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export", default=None,
                    help="policy config to write (default: conf/policy/ta_tuned_<name>.yaml in the repository)")
     p.add_argument("--out", default=None, help="comparison directory (default: results/tune/<name>)")
+    p.add_argument("--heartbeat", type=float, default=60.0,
+                   help="seconds between a running trial's heartbeats in the storage; a trial silent for 3 "
+                   "heartbeats (its worker died) is failed and retried when the study resumes")
     return p
 
 
@@ -289,6 +294,7 @@ class Options:
     timeout: float | None
     export: Path
     out: Path
+    heartbeat: float = 60.0
 
     @property
     def multi(self) -> bool:
@@ -325,6 +331,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         raise TuneError(f"--scale {a.scale}: must be a positive number")
     if a.timeout is not None and not a.timeout > 0:
         raise TuneError(f"--timeout {a.timeout}: must be a positive number of seconds")
+    if not (a.heartbeat > 0 and math.isfinite(a.heartbeat)):
+        raise TuneError(f"--heartbeat {a.heartbeat}: must be a positive number of seconds")
     if a.cores_per_node is not None and a.cores_per_node < 1:
         raise TuneError(f"--cores-per-node {a.cores_per_node}: must be >= 1")
     train = parse_windows(a.train, "--train")
@@ -351,6 +359,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         timeout=a.timeout,
         export=Path(a.export) if a.export else conf_dir() / "policy" / f"ta_tuned_{a.name}.yaml",
         out=Path(a.out) if a.out else Path("results") / "tune" / a.name,
+        heartbeat=float(a.heartbeat),
     )
 
 
@@ -548,6 +557,8 @@ def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) 
         params, sched = suggest(trial)
         trial.set_user_attr("policy_params", params)
         trial.set_user_attr("sched", sched)
+        # Which process ran the trial (host, pid): a trial left RUNNING can be traced to it.
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
         twin = _twin(trial)
         if twin is not None:  # replays are deterministic: the same point scores the same
             if single:
@@ -665,10 +676,14 @@ def _mask(url: str) -> str:
         return re.sub(r"://[^@/]*@", "://***@", url)
 
 
-def open_storage(url: str) -> optuna.storages.BaseStorage:
+def open_storage(url: str, heartbeat: float = 60.0) -> optuna.storages.BaseStorage:
     """An Optuna RDB storage for any SQLAlchemy URL; SQLite files get their directory created
-    and a long lock timeout (several worker processes write to the same file). Heartbeats
-    mark trials of killed workers as failed on the next run."""
+    and a long lock timeout (several worker processes write to the same file).
+
+    A running trial beats every ``heartbeat`` seconds; one silent for three heartbeats (its
+    worker was killed) is marked failed when any process of the study next starts a trial,
+    and :class:`optuna.storages.RetryFailedTrialCallback` puts its point back in the queue, so
+    a resumed study retries it."""
     import optuna
 
     kwargs: dict[str, Any] = {}
@@ -678,8 +693,9 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None, heartbeat_interval=60,
-                                              grace_period=300)
+            retry = optuna.storages.RetryFailedTrialCallback(max_retry=3)
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None, heartbeat_interval=max(1, round(heartbeat)),
+                                              grace_period=max(3, round(3 * heartbeat)), failed_trial_callback=retry)
     except Exception as err:  # noqa: BLE001 - bad URL, missing driver, unreachable server
         msg = " ".join(str(err).split("\n")[0].split())
         raise TuneError(f"--storage {_mask(url)}: {type(err).__name__}: {msg}") from None
@@ -742,7 +758,7 @@ def _optimize(opts: Options, setup: Setup, take: Callable[[], bool], worker: int
     """Run trials of the study in this process while ``take()`` grants one and the wall-clock
     ``deadline`` (``time.time()`` seconds; None: none) has not passed."""
     _quiet_optuna()
-    storage = open_storage(opts.storage)
+    storage = open_storage(opts.storage, opts.heartbeat)
     sampler = make_sampler(opts.sampler, opts.seed, n_existing, worker, parallel)
     study = open_study(opts, storage, sampler)
     objective = make_objective(setup, opts.objectives, prune=not opts.multi)
@@ -964,6 +980,35 @@ def _now() -> str:
 # The command
 
 
+def _fail_dead_trials(study: optuna.Study) -> None:
+    """Fail (and so re-queue, see :func:`open_storage`) trials whose worker stopped beating."""
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # experimental API
+        optuna.storages.fail_stale_trials(study)
+
+
+def _ensure_default(opts: Options, setup: Setup, study: optuna.Study, n_existing: int) -> optuna.trial.FrozenTrial:
+    """The finished paper-default trial, running it first if a dead worker left it unfinished:
+    an export is never written without "before" measured on the same windows."""
+    import optuna
+    from optuna.trial import TrialState
+
+    for _ in range(10):  # queued retries of other trials may run first
+        base = default_trial(optuna.load_study(study_name=opts.name, storage=study._storage))
+        if base is not None:
+            return base
+        print(f"[tune {opts.name}] the paper-default trial has not finished (its worker died?); running it now",
+              flush=True)
+        _fail_dead_trials(study)
+        waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        if not any(is_default(t) for t in waiting):
+            study.enqueue_trial(default_trial_params())
+        _optimize(opts, setup, _countdown(1), 0, n_existing, False, None)
+    raise TuneError(f"study {opts.name!r}: the paper-default trial could not be completed; nothing exported")
+
+
 def _counts(study: optuna.Study) -> dict[str, int]:
     from optuna.trial import TrialState
 
@@ -983,8 +1028,9 @@ def run(opts: Options) -> dict[str, Any]:
     t_start = time.perf_counter()
     print(f"[tune {opts.name}] loading {opts.workload} x{opts.scale:g} on {opts.topo} ...", flush=True)
     setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, opts.test, opts.cores_per_node)
-    storage = open_storage(opts.storage)
+    storage = open_storage(opts.storage, opts.heartbeat)
     study = open_study(opts, storage)
+    _fail_dead_trials(study)
     fp = setup.fingerprint(opts.objectives)
     old = study.user_attrs.get(SETUP_ATTR)
     if old is None:
@@ -1030,7 +1076,9 @@ def run(opts: Options) -> dict[str, Any]:
     if counts["complete"] == 0:
         raise TuneError(f"study {opts.name!r} has no finished trial yet; run some with --trials N")
 
-    base = default_trial(study)
+    base = _ensure_default(opts, setup, study, n_existing)
+    study = optuna.load_study(study_name=opts.name, storage=storage)
+    counts = _counts(study)
     if opts.multi:
         front = sorted(study.best_trials, key=lambda t: t.number)
         chosen, rule = pick_pareto(front, study.directions, base, opts.pick)

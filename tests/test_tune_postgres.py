@@ -1,0 +1,132 @@
+"""Distributed tuning against a real PostgreSQL server, with a worker killed mid-trial (issue 10).
+
+The test starts its own server (``initdb`` + ``pg_ctl`` on a temporary directory, TCP on a
+free local port, trust authentication), runs a study with two worker processes sharing it,
+SIGKILLs one worker while it runs a trial, then resumes the study and checks: the dead
+trial is failed and its point retried, the number of finished trials is what was asked, the
+paper-default trial finished, and the exported config is the best finished trial.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from fattorus.app import tune
+
+REPO = Path(__file__).resolve().parents[1]
+ARGS = ["--topo", "cab", "--workload", "atlas", "--scale", "2", "--train", "9:11,11:13", "--test", "none",
+        "--heartbeat", "1", "--seed", "5"]
+
+
+def _pg_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb")) or [shutil.which("initdb") or ""]
+    path = Path(found[-1]) if found[-1] else None
+    if path is None or not path.exists():
+        pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) not found: install the Debian package "
+                    "postgresql (`make test` does it when run as root)")
+    return path.parent
+
+
+def _as_server_user(cmd: list[str]) -> list[str]:
+    # initdb and the server refuse to run as root: use the postgres account the package made.
+    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
+
+
+@pytest.fixture(scope="module")
+def postgres_url(tmp_path_factory):
+    bin_dir = _pg_bin()
+    root = tmp_path_factory.mktemp("pg")
+    data = root / "data"
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+        os.chmod(root, 0o755)
+        for parent in root.parents:  # the server user must reach its data directory
+            if parent == Path("/"):
+                break
+            os.chmod(parent, parent.stat().st_mode | 0o005)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(_as_server_user([str(bin_dir / "initdb"), "-D", str(data), "-U", "fattorus", "--auth=trust"]),
+                   check=True, capture_output=True, timeout=120)
+    opts = f"-p {port} -c listen_addresses=127.0.0.1 -k {root}"
+    subprocess.run(_as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"),
+                                    "-w", "start"]), check=True, capture_output=True, timeout=120)
+    try:
+        yield f"postgresql+psycopg2://fattorus@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(_as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+                       capture_output=True, timeout=120)
+
+
+def _workers(pid: int) -> list[int]:
+    """Spawned worker processes of the tune command (multiprocessing 'spawn' children)."""
+    out = subprocess.run(["pgrep", "-P", str(pid), "-f", "spawn_main"], capture_output=True, text=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def test_two_workers_one_killed_mid_trial_then_resume(postgres_url, tmp_path):
+    name = "pgkill"
+    argv = [*ARGS, "--name", name, "--storage", postgres_url, "--export", str(tmp_path / "ta_tuned.yaml"),
+            "--out", str(tmp_path / "out")]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    first = subprocess.Popen([sys.executable, "-m", "fattorus.tune", *argv, "--trials", "6", "--jobs", "2"],
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed_trial = None
+    deadline = time.time() + 300
+    while killed_trial is None and time.time() < deadline and first.poll() is None:
+        time.sleep(0.05)
+        workers = _workers(first.pid)
+        if len(workers) < 2:
+            continue
+        try:
+            study = optuna.load_study(study_name=name, storage=postgres_url)
+        except KeyError:
+            continue
+        # A worker's trial that is running now: kill the very process that runs it.
+        running = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                   if int(str(t.user_attrs.get("worker", ":0")).rsplit(":", 1)[1]) in workers]
+        if running:
+            os.kill(int(running[0].user_attrs["worker"].rsplit(":", 1)[1]), signal.SIGKILL)
+            killed_trial = running[0]
+    out, err = first.communicate(timeout=600)
+    assert killed_trial, f"no worker trial was caught running: {out[-2000:]} {err[-2000:]}"
+    assert first.returncode == 1 and "Traceback" not in err, err[-3000:]
+    assert len([line for line in err.splitlines() if line.startswith("fattorus.tune: error")]) == 1, err
+    assert not (tmp_path / "ta_tuned.yaml").exists()  # nothing exported by the broken run
+
+    time.sleep(4)  # three missed heartbeats: the killed worker's trial is stale
+    again = subprocess.run([sys.executable, "-m", "fattorus.tune", *argv, "--trials", "1"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    study = optuna.load_study(study_name=name, storage=postgres_url)
+    trials = study.get_trials(deepcopy=False)
+    by_state = {s: [t for t in trials if t.state == s] for s in TrialState}
+    assert by_state[TrialState.RUNNING] == [] and by_state[TrialState.WAITING] == []
+    failed = by_state[TrialState.FAIL]
+    assert [f.number for f in failed] == [killed_trial.number]  # the killed worker's trial
+    finished = by_state[TrialState.COMPLETE] + by_state[TrialState.PRUNED]
+    # 6 asked first (one of them lost with its worker) + 1 on resume = 6 finished: the resume's
+    # trial is the retry of the lost one, with the same point.
+    assert len(finished) == 6
+    retried = [t for t in finished if t.number > killed_trial.number and t.params == killed_trial.params
+               and t.system_attrs.get("failed_trial") == killed_trial.number]
+    assert len(retried) == 1, [(t.number, t.state.name, t.params, t.system_attrs) for t in trials]
+    base = tune.default_trial(study)
+    assert base is not None and base.state == TrialState.COMPLETE
+    exported = yaml.safe_load((tmp_path / "ta_tuned.yaml").read_text())
+    best_params, _ = tune.decode(study.best_trial.params)
+    assert exported == {"name": "ta", "params": best_params}
