@@ -38,7 +38,7 @@ from fattorus.topology import fattree
 from fattorus.analysis import interference
 from fattorus.kernels import linkload
 from fattorus.analysis import patterns
-from fattorus.kernels import routes as routing
+from fattorus.topology import fattree_routing as routing
 from fattorus.topology.fattree import FatTree
 
 RED, BLUE, YELLOW = [1, 4], [2, 3, 5, 10, 11], [7, 13, 14]

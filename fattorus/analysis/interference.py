@@ -45,7 +45,7 @@ import polars as pl
 from fattorus.topology import fattree
 from fattorus.kernels import linkload
 from fattorus.analysis import patterns
-from fattorus.kernels import routes as routing
+from fattorus.topology import fattree_routing as routing
 from fattorus.app.outputs import atomic_write
 from fattorus.topology.fattree import FatTree
 

@@ -28,7 +28,7 @@ import numpy as np
 from fattorus.topology import fattree
 from fattorus.kernels import linkload
 from fattorus.analysis import patterns
-from fattorus.kernels import routes as routing
+from fattorus.topology import fattree_routing as routing
 from fattorus.topology.fattree import FatTree
 
 

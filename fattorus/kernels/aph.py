@@ -7,10 +7,9 @@ Two kernels compute the same number:
 
 * :func:`hop_sums_pairwise` builds the ``n_max x n_max`` hop matrix: the general reference,
   valid for any topology with a ``hops`` function.
-* :func:`hop_sums` uses the fat-tree structure: with ``c_l`` nodes of the job on leaf ``l``
-  and ``c_p`` on pod ``p``,
-  ``sum_{i != j} H = 2 (sum_p c_p^2 - sum_l c_l^2) + 4 (n^2 - sum_p c_p^2)``,
-  which needs only the per-leaf and per-pod counts: ``O(n + leaves)`` per job, no matrix.
+* :func:`hop_sums` uses the topology's own ``hop_sum`` kernel: a closed form from per-group
+  counts where the family has one (the fat-tree's from per-leaf and per-pod counts,
+  ``O(n + groups)`` per job, no matrix), the pairwise sum otherwise.
 
 Both return the integer numerator so that tests can compare them exactly; :func:`aph`
 divides. The sums are int32: exact for any job of up to 23,170 nodes (``4 n^2 < 2^31``).
@@ -24,8 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus.topology import fattree
-from fattorus.topology.fattree import FatTree
+
+from fattorus.topology.base import Topology
 
 # Allocation widths are padded to these buckets so a sweep compiles each kernel a few times,
 # not once per job size.
@@ -56,38 +55,30 @@ def _sizes(allocs: jax.Array) -> jax.Array:
 
 
 @partial(jax.jit, static_argnums=0)
-def hop_sums(ft: FatTree, allocs: jax.Array) -> jax.Array:
-    """Closed-form ``sum_{i != j} H_T(i, j)`` for each padded allocation ``(B, n_max)`` -> ``(B,)`` int32."""
+def hop_sums(topo: Topology, allocs: jax.Array) -> jax.Array:
+    """``sum_{i != j} H(i, j)`` for each padded allocation ``(B, n_max)`` -> ``(B,)`` int32, by the
+    topology's own hop-sum kernel (a closed form from per-group counts where the family has
+    one, e.g. the fat-tree's per-leaf/per-pod form; the pairwise sum otherwise)."""
     valid = allocs >= 0
     safe = jnp.where(valid, allocs, 0)
-    w = valid.astype(jnp.int32)
-
-    def one(nodes, weight):
-        leaf_counts = jnp.zeros(ft.n_leaves, jnp.int32).at[fattree.leaf_of(ft, nodes)].add(weight)
-        pod_counts = jnp.zeros(ft.pods, jnp.int32).at[fattree.pod_of(ft, nodes)].add(weight)
-        n = jnp.sum(weight)
-        s_leaf = jnp.sum(leaf_counts * leaf_counts)
-        s_pod = jnp.sum(pod_counts * pod_counts)
-        return 2 * (s_pod - s_leaf) + 4 * (n * n - s_pod)
-
-    return jax.vmap(one)(safe, w)
+    return jax.vmap(topo.hop_sum)(safe, valid).astype(jnp.int32)
 
 
-def _pairwise_one(ft: FatTree, nodes: jax.Array) -> jax.Array:
+def _pairwise_one(ft: Topology, nodes: jax.Array) -> jax.Array:
     valid = nodes >= 0
-    h = fattree.hops(ft, nodes[:, None], nodes[None, :]).astype(jnp.int32)
+    h = ft.hops(nodes[:, None], nodes[None, :]).astype(jnp.int32)
     mask = valid[:, None] & valid[None, :]
     return jnp.sum(jnp.where(mask, h, 0))
 
 
 @partial(jax.jit, static_argnums=0)
-def hop_matrix(ft: FatTree, nodes: jax.Array) -> jax.Array:
+def hop_matrix(ft: Topology, nodes: jax.Array) -> jax.Array:
     """``(n, n)`` inter-switch hop counts between the given node ids (general pairwise path)."""
-    return fattree.hops(ft, nodes[:, None], nodes[None, :]).astype(jnp.int32)
+    return ft.hops(nodes[:, None], nodes[None, :]).astype(jnp.int32)
 
 
 @partial(jax.jit, static_argnums=0)
-def hop_sums_pairwise(ft: FatTree, allocs: jax.Array) -> jax.Array:
+def hop_sums_pairwise(ft: Topology, allocs: jax.Array) -> jax.Array:
     """Reference ``sum_{i != j} H_T(i, j)`` through the full hop matrix, ``(B, n_max)`` -> ``(B,)``.
 
     Memory is ``B * n_max^2``; it is the reference, not the fast path. ``lax.map`` keeps only
@@ -105,31 +96,22 @@ def aph_from_sums(sums, sizes):
 
 
 @partial(jax.jit, static_argnums=0)
-def aph(ft: FatTree, allocs: jax.Array) -> jax.Array:
+def aph(ft: Topology, allocs: jax.Array) -> jax.Array:
     """APH of each padded allocation ``(B, n_max)`` -> ``(B,)`` float (hops per ordered pair)."""
     return aph_from_sums(hop_sums(ft, allocs), _sizes(allocs))
 
 
-def ideal_hop_sums(ft: FatTree, n):
-    """``sum_{i != j} H`` of the most compact ``n``-node placement on an empty machine.
-
-    Fill one leaf, then the leaves of one pod, then further pods: ``n // k`` full leaves and
-    a remainder, ``n // p`` full pods and a remainder.
-    """
-    xp = jnp if isinstance(n, jax.Array) else np
-    n = xp.asarray(n, dtype=xp.int64 if xp is np else jnp.int32)
-    k, p = ft.nodes_per_leaf, ft.nodes_per_pod
-    s_leaf = (n // k) * k * k + (n % k) ** 2
-    s_pod = (n // p) * p * p + (n % p) ** 2
-    return 2 * (s_pod - s_leaf) + 4 * (n * n - s_pod)
+def ideal_aph(topo: Topology, n):
+    """Ideal APH of an ``n``-node job on ``topo`` (spec `metrics-and-outputs.md`): the APH of the
+    topology's most compact allocation; vectorised over an array of sizes."""
+    if np.ndim(n) == 0:
+        return topo.ideal_aph(int(n))
+    sizes = np.asarray(n)
+    values = {int(v): topo.ideal_aph(int(v)) for v in np.unique(sizes)}
+    return np.vectorize(lambda v: values[int(v)], otypes=[np.float64])(sizes)
 
 
-def ideal_aph(ft: FatTree, n):
-    """Ideal APH of an ``n``-node job (spec `metrics-and-outputs.md`); vectorised over ``n``."""
-    return aph_from_sums(ideal_hop_sums(ft, n), n)
-
-
-def aph_of(ft: FatTree, allocs: list[np.ndarray]) -> np.ndarray:
+def aph_of(ft: Topology, allocs: list[np.ndarray]) -> np.ndarray:
     """APH (float64) of many variable-size allocations with the closed-form kernel.
 
     Allocations are grouped by padding bucket and each group's batch is padded to a power of

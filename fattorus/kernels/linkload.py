@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus.kernels import routes as routing
+from fattorus.topology import fattree_routing as routing
 from fattorus.topology.fattree import FatTree
 
 #: Quantiles reported by :func:`level_stats` after max and mean.

@@ -87,7 +87,6 @@ class Topology(abc.ABC):
         """Number of groups at ``levels[level]``."""
         return self.n_nodes // self.levels[level].size
 
-    @abc.abstractmethod
     def size_class(self, n_nodes):
         """Class of a job of ``n_nodes`` by the smallest grouping level that can hold it:
         ``1`` if it fits one group of ``levels[0]``, ``2`` one group of ``levels[1]``, ...,
@@ -131,7 +130,8 @@ class Topology(abc.ABC):
         ...
 
     def hop_sum(self, nodes, valid):
-        """Sum of ``hops`` over unordered pairs of the valid entries of one padded allocation.
+        """Sum of ``hops`` over ordered pairs ``i != j`` of the valid entries of one padded
+        allocation (APH = hop sum / (n (n - 1))).
 
         ``nodes``: ``(W,)`` int, ``valid``: ``(W,)`` bool. Default: the pairwise ``O(W^2)``
         sum; families override with a closed form from per-group counts (jit-traceable).
@@ -141,7 +141,7 @@ class Topology(abc.ABC):
         nodes = jnp.asarray(nodes)
         h = self.hops(nodes[:, None], nodes[None, :])
         both = valid[:, None] & valid[None, :]
-        return jnp.sum(jnp.where(both, h, 0)) // 2
+        return jnp.sum(jnp.where(both, h, 0))
 
     @abc.abstractmethod
     def ideal_allocation(self, n: int) -> np.ndarray:

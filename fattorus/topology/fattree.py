@@ -21,18 +21,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fattorus.topology.base import Level, Topology
+from fattorus.topology import register
+from fattorus.topology.base import Level, Topology, TopologyError
 
 T1, T2, T3 = 1, 2, 3
 JOB_TYPE_NAMES = {T1: "T1", T2: "T2", T3: "T3"}
 
 
-class TopologyError(ValueError):
-    """A topology configuration that cannot describe a real fat-tree."""
-
-
+@register
 @dataclasses.dataclass(frozen=True)
-class FatTree:
+class FatTree(Topology):
     """Static parameters of a three-level fat-tree.
 
     Attributes:
@@ -83,6 +81,9 @@ class FatTree:
             )
         if self.core_switches is not None and self.core_switches < 1:
             raise TopologyError(f"topology {self.name!r}: core_switches must be positive, got {self.core_switches!r}")
+        from fattorus.topology.fattree_routing import cores_per_l2
+
+        cores_per_l2(self)  # the L2-core wiring must be possible with this radix
 
     # Derived sizes -------------------------------------------------------------------------
     @property
@@ -122,27 +123,131 @@ class FatTree:
         """True when leaves have fewer up-ports than node ports."""
         return self.l2_per_pod < self.nodes_per_leaf
 
-    # The generic grouping interface of fattorus.topology.base (the subset the scheduler
-    # engine uses). Helper RA's FatTree(Topology) supersedes this block on merge.
+    # The topology interface (fattorus.topology.base) --------------------------------------
     kind: ClassVar[str] = "fattree"
+    hop_classes: ClassVar[tuple[str, ...]] = ("leaf-L2", "L2-core")
 
     @functools.cached_property
     def levels(self) -> tuple[Level, ...]:
         """Grouping levels, innermost first: leaf (``k`` nodes), pod (``L * k`` nodes)."""
         return (Level("leaf", self.nodes_per_leaf), Level("pod", self.nodes_per_pod))
 
-    group_of = Topology.group_of
-    n_groups = Topology.n_groups
-    footprint_class = Topology.footprint_class
-    class_name = staticmethod(Topology.class_name)
+    def coords(self, nodes) -> tuple:
+        """``(pod, leaf_in_pod, slot)`` of each node id."""
+        return coords(self, nodes)
 
-    def size_class(self, n_nodes):
-        """Job type of a request of ``n_nodes`` (1/2/3 = T1/T2/T3); broadcasting."""
-        return job_type(self, n_nodes)
+    def hops(self, a, b):
+        """Inter-switch hops between nodes ``a`` and ``b`` (broadcasting): 0, 2 or 4."""
+        return hops(self, a, b)
+
+    def hop_sum(self, nodes, valid):
+        """Closed-form ``sum_{i != j} H`` over the valid entries of one padded allocation, from
+        per-leaf and per-pod counts (no ``n x n`` matrix): ``2 (S_pod - S_leaf) + 4 (n^2 - S_pod)``
+        with ``S = sum of squared counts`` (spec `kernels.md`). jit-traceable."""
+        import jax.numpy as jnp
+
+        w = jnp.asarray(valid).astype(jnp.int32)
+        safe = jnp.where(valid, nodes, 0)
+        leaf_counts = jnp.zeros(self.n_leaves, jnp.int32).at[leaf_of(self, safe)].add(w)
+        pod_counts = jnp.zeros(self.pods, jnp.int32).at[pod_of(self, safe)].add(w)
+        n = jnp.sum(w)
+        s_leaf = jnp.sum(leaf_counts * leaf_counts)
+        s_pod = jnp.sum(pod_counts * pod_counts)
+        return 2 * (s_pod - s_leaf) + 4 * (n * n - s_pod)
+
+    def ideal_allocation(self, n: int) -> np.ndarray:
+        """The first ``n`` node ids: a full leaf, then the leaves of one pod, then further pods."""
+        return np.arange(int(n))
+
+    def ideal_aph(self, n: int) -> float:
+        """APH of :meth:`ideal_allocation` in closed form (``n // k`` full leaves and a
+        remainder, ``n // p`` full pods and a remainder); 0 for ``n <= 1``."""
+        n = int(n)
+        if n <= 1:
+            return 0.0
+        k, p = self.nodes_per_leaf, self.nodes_per_pod
+        s_leaf = (n // k) * k * k + (n % k) ** 2
+        s_pod = (n // p) * p * p + (n % p) ** 2
+        return float(2 * (s_pod - s_leaf) + 4 * (n * n - s_pod)) / (n * (n - 1))
+
+    @property
+    def link_class_names(self) -> tuple[str, ...]:
+        """Link classes by level: node--leaf, leaf--L2 (L1--L2), L2--core (L2--L3)."""
+        from fattorus.topology import fattree_routing
+
+        return fattree_routing.LEVEL_NAMES
+
+    @property
+    def n_links(self) -> int:
+        """Directed links, node--leaf ones included (see :mod:`fattorus.topology.fattree_routing`)."""
+        from fattorus.topology import fattree_routing
+
+        return fattree_routing.n_links(self)
+
+    @property
+    def link_class(self) -> np.ndarray:
+        """Class (level) of each link: 0 node--leaf, 1 leaf--L2, 2 L2--core."""
+        from fattorus.topology import fattree_routing
+
+        return fattree_routing.links(self).level.astype(np.int32)
+
+    @property
+    def link_ends(self) -> np.ndarray:
+        """``(n_links, 2)`` vertex ids (tail, head) of each link; nodes are vertices ``0..N-1``."""
+        from fattorus.topology import fattree_routing
+
+        lk = fattree_routing.links(self)
+        return np.stack([lk.src, lk.dst], axis=1)
+
+    @property
+    def link_bandwidth(self) -> np.ndarray:
+        """Relative bandwidth of each link: 1 (every cable of a fat-tree is alike; a trunk of
+        parallel L2--core cables is one logical link)."""
+        return np.ones(self.n_links)
+
+    @property
+    def max_route_links(self) -> int:
+        """Longest route: node->leaf->L2->core->L2->leaf->node (6 links)."""
+        from fattorus.topology import fattree_routing
+
+        return fattree_routing.HOPS_MAX
+
+    def routes(self, src, dst):
+        """D-mod-k routes of a batch of pairs (:func:`fattorus.topology.fattree_routing.routes`)."""
+        from fattorus.topology import fattree_routing
+
+        return fattree_routing.routes(self, src, dst)
+
+    def job_links(self, nodes: np.ndarray) -> np.ndarray:
+        """Links a job's own D-mod-k traffic can use: none inside one leaf; every leaf--L2 link
+        of its leaves inside one pod; plus every L2--core link of its pods across pods."""
+        from fattorus.topology import fattree_routing as fr
+
+        nodes = np.asarray(nodes, np.int64)
+        mask = np.zeros(self.n_links, bool)
+        fp = self.footprint_class(nodes)
+        if fp >= 2:
+            S = self.l2_per_pod
+            leaves = np.unique(nodes // self.nodes_per_leaf)
+            s = np.arange(S)
+            mask[fr.leaf_up_link(self, leaves[:, None], s[None, :]).ravel()] = True
+            mask[fr.leaf_down_link(self, leaves[:, None], s[None, :]).ravel()] = True
+        if fp >= 3:
+            C = fr.cores_per_l2(self)
+            pods = np.unique(nodes // self.nodes_per_pod)
+            ps = np.stack(np.meshgrid(pods, np.arange(S), np.arange(C), indexing="ij"), -1).reshape(-1, 3)
+            mask[fr.l2_up_link(self, ps[:, 0], ps[:, 1], ps[:, 2])] = True
+            mask[fr.l2_down_link(self, ps[:, 0], ps[:, 1], ps[:, 2])] = True
+        return mask
 
     def config(self) -> dict[str, Any]:
         """The full configuration (``kind`` included) that rebuilds this fat-tree."""
         return {"kind": self.kind, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> FatTree:
+        """Build from a config mapping (:func:`from_config`)."""
+        return from_config(cfg)
 
 
 def from_config(cfg: Mapping[str, Any]) -> FatTree:

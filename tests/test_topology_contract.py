@@ -1,0 +1,108 @@
+"""One contract test over every machine in ``conf/topo`` (every family that has a config).
+
+Checked against the topology's own declared structure, with independent arithmetic: hops
+symmetric, zero on the diagonal, at most ``max_hops``; every static route walks existing
+links from ``src`` to ``dst`` and its hop-class links number exactly ``hops``; the hop-sum
+kernel equals the pairwise sum; the ideal allocation is at least as compact as random ones;
+the configuration round-trips; orderings are permutations; ``job_links`` covers every route
+between a job's nodes. A new family's configs are picked up without editing this file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from fattorus import topology
+from fattorus.kernels import aph
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = sorted(p.stem for p in (REPO / "conf" / "topo").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module", params=CONFIGS)
+def topo(request):
+    cfg = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "topo" / f"{request.param}.yaml"))
+    return topology.from_config(cfg)
+
+
+def _sample(topo, n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).choice(topo.n_nodes, size=min(n, topo.n_nodes), replace=False)
+
+
+def test_hops_are_a_metric_bounded_by_max_hops(topo):
+    a = _sample(topo, 64, 0)
+    h = np.asarray(topo.hops(a[:, None], a[None, :]))
+    assert np.array_equal(h, h.T) and np.all(np.diag(h) == 0)
+    assert h.min() >= 0 and h.max() <= topo.max_hops
+
+
+def test_routes_walk_existing_links_and_count_hops(topo):
+    src, dst = _sample(topo, 200, 1), _sample(topo, 200, 2)
+    routes = np.asarray(topo.routes(src, dst))
+    ends = np.asarray(topo.link_ends)
+    names = topo.link_class_names
+    is_hop = np.array([names[c] in topo.hop_classes for c in np.asarray(topo.link_class)])
+    hops = np.asarray(topo.hops(src, dst))
+    for s, d, r, h in zip(src, dst, routes, hops):
+        links = r[r >= 0]
+        if s == d:
+            assert len(links) == 0
+            continue
+        vertex = s
+        for link in links:  # each link leaves where the previous one arrived
+            assert ends[link, 0] == vertex
+            vertex = ends[link, 1]
+        assert vertex == d
+        assert is_hop[links].sum() == h
+
+
+def test_hop_sum_kernel_equals_pairwise_sums(topo):
+    rng = np.random.default_rng(3)
+    allocs = [rng.choice(topo.n_nodes, size=int(rng.integers(1, min(64, topo.n_nodes) + 1)), replace=False)
+              for _ in range(64)]
+    padded = aph.pad(allocs, width=64)
+    fast = np.asarray(aph.hop_sums(topo, padded))
+    slow = [int(np.asarray(topo.hops(a[:, None], a[None, :])).sum()) for a in allocs]
+    assert fast.tolist() == slow
+
+
+def test_ideal_allocation_is_at_least_as_compact_as_random(topo):
+    for n in (2, 7, min(40, topo.n_nodes)):
+        ideal = topo.ideal_aph(n)
+        nodes = np.asarray(topo.ideal_allocation(n))
+        assert len(np.unique(nodes)) == n
+        h = np.asarray(topo.hops(nodes[:, None], nodes[None, :])).sum()
+        assert ideal == pytest.approx(h / (n * (n - 1)))
+        for seed in range(20):
+            a = _sample(topo, n, 100 + seed)
+            assert np.asarray(topo.hops(a[:, None], a[None, :])).sum() / (n * (n - 1)) >= ideal - 1e-12
+
+
+def test_config_round_trips_and_the_value_is_static(topo):
+    again = topology.from_config(topo.config())
+    assert again == topo and hash(again) == hash(topo)
+    # usable as a static argument of a jitted function
+    f = jax.jit(lambda t, x: t.hops(x, x + 1), static_argnums=0)
+    assert int(f(topo, np.int32(0))) == int(topo.hops(0, 1))
+
+
+def test_orderings_are_permutations(topo):
+    for name in topo.ordering_names:
+        order = np.asarray(topo.ordering(name))
+        assert np.array_equal(np.sort(order), np.arange(topo.n_nodes))
+
+
+def test_job_links_cover_every_route_between_the_job_nodes(topo):
+    for seed, n in ((4, 3), (5, 12), (6, min(30, topo.n_nodes))):
+        nodes = _sample(topo, n, seed)
+        mask = topo.job_links(nodes)
+        src, dst = np.meshgrid(nodes, nodes, indexing="ij")
+        r = np.asarray(topo.routes(src.ravel(), dst.ravel()))
+        used = np.unique(r[r >= 0])
+        hop_class = np.array([topo.link_class_names[c] in topo.hop_classes for c in np.asarray(topo.link_class)])
+        assert mask[used[hop_class[used]]].all()
