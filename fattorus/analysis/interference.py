@@ -46,7 +46,7 @@ from fattorus.topology import fattree
 from fattorus.kernels import linkload
 from fattorus.analysis import patterns
 from fattorus.topology import fattree_routing as routing
-from fattorus.app.outputs import atomic_write
+from fattorus.files import atomic_write
 from fattorus.topology.fattree import FatTree
 
 #: The four patterns of the fat-tree paper's Section V-B, equally likely.

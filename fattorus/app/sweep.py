@@ -70,8 +70,8 @@ def _fill_default(cfg: DictConfig, group: str, default: str) -> str:
     if cfg.get(group) is not None:
         return str(cfg[group].name)
     path = Path(__file__).resolve().parents[2] / "conf" / group / f"{default}.yaml"
-    schema = {"topo": config_mod.TopoConf, "speedup": config_mod.SpeedupConf}[group]
-    cfg[group] = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.load(path))
+    loaded = OmegaConf.load(path)
+    cfg[group] = loaded if group == "topo" else OmegaConf.merge(OmegaConf.structured(config_mod.SpeedupConf), loaded)
     return default
 
 
@@ -81,7 +81,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     import numpy as np
 
     from fattorus import workload
-    from fattorus.topology import fattree
+    from fattorus import topology
     from fattorus.sched import policy
     from fattorus.sched import replay
     from fattorus.workload import speedup
@@ -93,7 +93,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         raise UserError(f"sched.name={cfg.sched.name!r}: choose one of {list(replay.SCHEDULERS)}")
     if cfg.policy.name not in policy.NAMES:
         raise UserError(f"policy.name={cfg.policy.name!r}: choose one of {list(policy.NAMES)}")
-    ft = fattree.from_config(OmegaConf.to_container(cfg.topo, resolve=True))
+    ft = topology.from_config(OmegaConf.to_container(cfg.topo, resolve=True))
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
     wl, transform_counts = workload.from_config(wl_cfg, machine_nodes=ft.n_nodes)
@@ -177,7 +177,7 @@ def _one_line(summary: dict[str, Any]) -> str:
 # resolve a path relative to the caller.
 @hydra.main(config_path=str(Path(__file__).resolve().parents[2] / "conf"), config_name="config", version_base="1.3")
 def _app(cfg: DictConfig) -> dict[str, Any] | None:
-    from fattorus.topology.fattree import TopologyError
+    from fattorus.topology import TopologyError
     from fattorus.workload.speedup import SpeedupError
     from fattorus.workload import WorkloadError
 

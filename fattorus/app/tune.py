@@ -899,7 +899,7 @@ def export_policy(path: Path, params: Mapping[str, Any], header: Sequence[str]) 
     """Write a ``conf/policy`` config (``name: ta``, ``params``) with a comment header, atomically."""
     import yaml
 
-    from fattorus.app.outputs import atomic_write
+    from fattorus.files import atomic_write
 
     body = yaml.safe_dump({"name": "ta", "params": dict(params)}, sort_keys=False, default_flow_style=False)
     text = "".join(f"# {line}\n" for line in header) + body
@@ -1134,7 +1134,7 @@ def run(opts: Options) -> dict[str, Any]:
                          for t in front],
         "rows": [],
     }
-    from fattorus.app.outputs import atomic_write, write_json
+    from fattorus.files import atomic_write, write_json
 
     if setup.test:
         report["rows"] = compare(setup, params, sched)

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from fattorus.app.outputs import atomic_write
+from fattorus.files import atomic_write
 
 SECTIONS = ("kernels", "replay", "network", "batched")
 

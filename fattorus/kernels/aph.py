@@ -8,7 +8,7 @@ Two kernels compute the same number:
 * :func:`hop_sums_pairwise` builds the ``n_max x n_max`` hop matrix: the general reference,
   valid for any topology with a ``hops`` function.
 * :func:`hop_sums` uses the topology's own ``hop_sum`` kernel: a closed form from per-group
-  counts where the family has one (the fat-tree's from per-leaf and per-pod counts,
+  counts where the family has one (e.g. the fat-tree's, from its per-switch-group counts,
   ``O(n + groups)`` per job, no matrix), the pairwise sum otherwise.
 
 Both return the integer numerator so that tests can compare them exactly; :func:`aph`
@@ -58,7 +58,7 @@ def _sizes(allocs: jax.Array) -> jax.Array:
 def hop_sums(topo: Topology, allocs: jax.Array) -> jax.Array:
     """``sum_{i != j} H(i, j)`` for each padded allocation ``(B, n_max)`` -> ``(B,)`` int32, by the
     topology's own hop-sum kernel (a closed form from per-group counts where the family has
-    one, e.g. the fat-tree's per-leaf/per-pod form; the pairwise sum otherwise)."""
+    one; the pairwise sum otherwise)."""
     valid = allocs >= 0
     safe = jnp.where(valid, allocs, 0)
     return jax.vmap(topo.hop_sum)(safe, valid).astype(jnp.int32)

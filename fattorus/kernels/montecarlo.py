@@ -101,7 +101,7 @@ def main() -> None:
     name = sys.argv[1] if len(sys.argv) > 1 else "pinot"
     ft = fattree.load(name)
     print(f"APH of uniformly random (topology-oblivious) allocations on {ft.name} "
-          f"({ft.n_nodes} nodes, {ft.pods} pods), 1,024 draws per cell, seed 0")
+          f"({ft.n_nodes} nodes), 1,024 draws per cell, seed 0")
     print(f"{'busy':>5} {'nodes':>6} {'ideal':>7} {'mean':>7} {'median':>7} {'p95':>7}")
     for r in aph_table(ft):
         print(f"{r['busy']:>5.0%} {r['nodes']:>6} {r['ideal_aph']:>7.3f} {r['mean_aph']:>7.3f} "

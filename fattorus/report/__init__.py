@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from fattorus.app.outputs import atomic_write
+from fattorus.files import atomic_write
 
 RUN_FILES = ("summary.json", "jobs.parquet", "utilization.parquet")
 DEFAULT_EDGES = (18, 64, 256, 1024)

@@ -15,7 +15,7 @@ job for job); the scheduling rules are those of the spec's `scheduling.md`, as d
   order: a job that ends by its estimate at or before the shadow time takes free nodes with
   ``R`` first (``prefer=R``); any other job must fit on the free nodes outside ``R``.
 
-Policies (:mod:`fattorus.sched.batched_policies`): ``to`` (first fit, lowest node ids,
+Policies (:mod:`fattorus.sched.policy.fattree.compiled`): ``to`` (first fit, lowest node ids,
 preferred nodes first) and ``ta`` (Algorithm 1 of the fat-tree paper). State per trial (all arrays, no Python objects, so ``vmap`` applies):
 
 * per node: free flag, booked footprint class, estimated end, actual end (``inf`` where free);
@@ -36,8 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus.sched import batched_policies as bp
-from fattorus.sched.batched_policies import CompiledPolicy
+from fattorus.sched.policy.fattree import compiled as bp
+from fattorus.sched.policy.fattree.compiled import CompiledPolicy
 from fattorus.topology.fattree import FatTree
 
 QUEUES = ("fcfs", "easy")
@@ -285,7 +285,7 @@ def replay_batch(
 
     Args:
       submit, estimate, nodes: ``(J,)`` per job, sorted by (submit, job id) as
-        :func:`fattorus.sched.replay.prepare` leaves them; seconds and node counts.
+        :func:`fattorus.sched.replay.prepare` orders them; seconds and node counts.
       runtime: ``(B, J)`` seconds, one row per trial (e.g. speedup draws); every entry must
         be positive, finite and at most the job's estimate (EASY's reservations rely on it).
       ft: the machine; every job needs ``1 <= nodes <= ft.n_nodes``.

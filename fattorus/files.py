@@ -1,0 +1,73 @@
+"""Writing files atomically and durably: the one way every part of fattorus writes results.
+
+A file is written to a temporary name in its directory, flushed to disk, renamed over its
+final name, and the directory flushed, so an interrupted process (or a machine that loses
+power) never leaves a half-written file under a final name. The lowest layer: it imports
+nothing from the package, so the report, the analysis tools and the app can all use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str | Callable[[Path], object]) -> Path:
+    """Write ``path`` atomically: a temporary file in the same directory, then a rename.
+
+    ``data`` is the content (bytes or text) or a function that writes a given path (e.g.
+    ``lambda p: table.write_parquet(p)``). The file gets the usual ``0o666 & ~umask``
+    permissions (a bare ``mkstemp`` file would be private). Returns ``path``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+        if callable(data):
+            os.close(fd)
+            data(Path(tmp))
+            _fsync(tmp)
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data.encode() if isinstance(data, str) else data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        _fsync(path.parent)  # the rename itself reaches the disk
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    except Exception as err:
+        # A library writer (e.g. Parquet) reports a full disk or a failed write in its own
+        # exception type: it is still an I/O failure of this file.
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(f"writing {path.name} failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from err
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _fsync(path: str | os.PathLike[str]) -> None:
+    """Flush a file's (or a directory's) content to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomically write ``data`` as indented JSON."""
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
