@@ -132,25 +132,24 @@ def _overlapping(groups: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.n
     return out
 
 
-def exposed(jobs: pl.DataFrame, ft) -> np.ndarray:
+def exposed(jobs: pl.DataFrame, topo) -> np.ndarray:
     """Per job: does it interfere with a concurrently running job (spec `allocation.md`)?
 
-    Two jobs running at the same time interfere when both span several leaves and share a
-    leaf, or both span several pods and share a pod. Computed per leaf and per pod from the
-    jobs' ``[start, end)`` intervals, never over all pairs of jobs.
+    Two jobs running at the same time interfere when the resources their own traffic uses
+    intersect: ``topo.interference_keys`` of their node sets (the switch groups each spans on a
+    hierarchical network; by default the links of the job's routes).
+    Computed per key from the jobs' ``[start, end)`` intervals, never over all pairs of jobs.
     """
     start, end = jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()
     result = np.zeros(len(jobs), bool)
-    for size in (ft.nodes_per_leaf, ft.nodes_per_pod):
-        owners, units = [], []
-        for j, alloc in enumerate(jobs["alloc"].to_list()):
-            u = np.unique(np.asarray(alloc, np.int64) // size)
-            if len(u) > 1:
-                owners.append(np.full(len(u), j))
-                units.append(u)
-        if not owners:
-            continue
-        owner, unit = np.concatenate(owners), np.concatenate(units)
-        hit = _overlapping(unit, start[owner], end[owner])
+    owners, keys = [], []
+    for j, alloc in enumerate(jobs["alloc"].to_list()):
+        k = np.asarray(topo.interference_keys(np.asarray(alloc, np.int64)), np.int64)
+        if len(k):
+            owners.append(np.full(len(k), j))
+            keys.append(k)
+    if owners:
+        owner, key = np.concatenate(owners), np.concatenate(keys)
+        hit = _overlapping(key, start[owner], end[owner])
         result[np.unique(owner[hit])] = True
     return result

@@ -7,6 +7,7 @@ dispatches on the config's ``kind`` (default ``fattree``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from fattorus.topology.base import Level, Topology, TopologyError
@@ -33,6 +34,27 @@ def from_config(cfg: Mapping[str, Any]) -> Topology:
     return FAMILIES[kind].from_config(data)
 
 
+def conf_dir() -> Path:
+    """The repository's ``conf/`` directory (next to the package in a source checkout)."""
+    return Path(__file__).resolve().parents[2] / "conf"
+
+
+def load(name_or_path: str) -> Topology:
+    """Load ``conf/topo/NAME.yaml`` (or a YAML file path) as the topology of its ``kind``."""
+    from omegaconf import OmegaConf
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = conf_dir() / "topo" / f"{name_or_path}.yaml"
+    if not path.exists():
+        choices = sorted(p.stem for p in (conf_dir() / "topo").glob("*.yaml"))
+        raise TopologyError(f"unknown topology {name_or_path!r}; choices: {choices}")
+    try:
+        return from_config(OmegaConf.to_container(OmegaConf.load(path)))
+    except TopologyError as err:
+        raise TopologyError(f"{path}: {err}") from None
+
+
 def _load_families() -> None:
     # Imported lazily so that `topology.base` stays free of family code and import cycles.
     import importlib
@@ -45,4 +67,4 @@ def _load_families() -> None:
                 raise
 
 
-__all__ = ["FAMILIES", "Level", "Topology", "TopologyError", "from_config", "register"]
+__all__ = ["FAMILIES", "Level", "Topology", "TopologyError", "conf_dir", "from_config", "load", "register"]

@@ -203,6 +203,12 @@ class Topology(abc.ABC):
         mask[r[r >= 0]] = True
         return mask
 
+    def interference_keys(self, nodes: np.ndarray) -> np.ndarray:
+        """Ids of the shared resources a job's own traffic uses: two jobs running together
+        interfere iff their key sets intersect. Default: the ids of :meth:`job_links` (so
+        for a large job on a family without a cheaper rule this is ``O(n^2)`` routes)."""
+        return np.flatnonzero(self.job_links(nodes))
+
     # --- orderings -----------------------------------------------------------------------
     @property
     def ordering_names(self) -> tuple[str, ...]:

@@ -240,6 +240,18 @@ class FatTree(Topology):
             mask[fr.l2_down_link(self, ps[:, 0], ps[:, 1], ps[:, 2])] = True
         return mask
 
+    def interference_keys(self, nodes: np.ndarray) -> np.ndarray:
+        """The leaves a job spans when it spans several (its leaf--L2 links) and the pods it
+        spans when it spans several (its L2--core links), as disjoint ids: two jobs share a
+        link of their own traffic iff they share such a key (same rule as :meth:`job_links`)."""
+        nodes = np.asarray(nodes, np.int64)
+        leaves = np.unique(nodes // self.nodes_per_leaf)
+        pods = np.unique(nodes // self.nodes_per_pod)
+        keys = [leaves] if len(leaves) > 1 else []
+        if len(pods) > 1:
+            keys.append(self.n_leaves + pods)
+        return np.concatenate(keys) if keys else np.empty(0, np.int64)
+
     def config(self) -> dict[str, Any]:
         """The full configuration (``kind`` included) that rebuilds this fat-tree."""
         return {"kind": self.kind, **dataclasses.asdict(self)}
@@ -317,19 +329,8 @@ def conf_dir() -> "Path":
     return Path(__file__).resolve().parents[2] / "conf"
 
 
-def load(name_or_path: str) -> FatTree:
-    """Load ``conf/topo/NAME.yaml`` (or a YAML file path) as a :class:`FatTree`."""
-    from pathlib import Path
+def load(name_or_path: str) -> Topology:
+    """Load ``conf/topo/NAME.yaml`` (or a YAML file path): any family (:func:`fattorus.topology.load`)."""
+    from fattorus import topology
 
-    from omegaconf import OmegaConf
-
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = conf_dir() / "topo" / f"{name_or_path}.yaml"
-    if not path.exists():
-        choices = sorted(p.stem for p in (conf_dir() / "topo").glob("*.yaml"))
-        raise TopologyError(f"unknown topology {name_or_path!r}; choices: {choices}")
-    try:
-        return from_config(OmegaConf.to_container(OmegaConf.load(path)))
-    except TopologyError as err:
-        raise TopologyError(f"{path}: {err}") from None
+    return topology.load(name_or_path)

@@ -1,0 +1,300 @@
+"""Three-dimensional torus (Blue Waters' Cray Gemini network; spec `machines.md`).
+
+A router grid ``X x Y x Z`` with wrap-around links in every dimension and ``p`` nodes per
+router (Gemini: 2). Router ``(x, y, z)`` has id ``r = (x * Y + y) * Z + z`` and its nodes are
+``node = r * p + slot``.
+
+* **Hops** between two nodes: the sum over dimensions of the ring distances between their
+  routers (0 for the nodes of one router).
+* **Static routing**: dimension order, x then y then z, the shorter way round each ring;
+  when both ways are equally long (exactly half the ring) the positive direction.
+* **Links** (directed): node -> router and router -> node (class ``node-router``, no hop),
+  and per router and dimension one link in each direction (classes ``x+ x- y+ y- z+ z-``).
+  Vertices: nodes ``0..N-1``, router ``r`` is vertex ``N + r``. Link ids: node ``n``'s
+  up-link ``n``, its down-link ``N + n``, router ``r``'s link in dimension ``d`` and
+  direction ``s`` (0 = +, 1 = -): ``2N + (3 r + d) * 2 + s``.
+* **Bandwidth** per dimension from the config (Blue Waters x:y:z = 2:1:2, relative units);
+  node-router links get the largest of them.
+* The **hop-sum kernel** separates by dimension: ``sum_{i != j} H = sum_d h_d^T D_d h_d`` with
+  ``h_d`` the job's histogram of coordinates in dimension ``d`` and ``D_d`` that ring's
+  distance matrix — ``O(n + X^2 + Y^2 + Z^2)`` per job, no ``n x n`` matrix.
+
+Not modelled yet (issue 12): node types (XE/XK/service), the ALPS and paper orderings, prism
+allocation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fattorus.topology import register
+from fattorus.topology.base import Level, Topology, TopologyError
+
+CLASSES = ("node-router", "x+", "x-", "y+", "y-", "z+", "z-")
+
+
+def ring_distance(a, b, n: int):
+    """Distance between positions ``a`` and ``b`` on a ring of ``n`` (broadcasting)."""
+    d = abs(a - b)
+    return np.minimum(d, n - d) if isinstance(d, np.ndarray | int | np.integer) else _jnp().minimum(d, n - d)
+
+
+def _jnp():
+    import jax.numpy as jnp
+
+    return jnp
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class Torus3D(Topology):
+    """Static parameters of a 3D torus.
+
+    Attributes:
+      name: label used in outputs (``bluewaters``, ...).
+      dims: routers per dimension ``(X, Y, Z)``.
+      nodes_per_router: ``p`` (Gemini: 2).
+      bandwidth: relative link bandwidth per dimension ``(x, y, z)`` (Blue Waters 2:1:2).
+    """
+
+    name: str
+    dims: tuple[int, int, int]
+    nodes_per_router: int = 2
+    bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+    kind: ClassVar[str] = "torus3d"
+    hop_classes: ClassVar[tuple[str, ...]] = CLASSES[1:]
+
+    def __post_init__(self) -> None:
+        dims = tuple(self.dims)
+        if len(dims) != 3 or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in dims):
+            raise TopologyError(f"topology {self.name!r}: dims must be three positive integers, got {self.dims!r}")
+        p = self.nodes_per_router
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+            raise TopologyError(f"topology {self.name!r}: nodes_per_router must be a positive integer, got {p!r}")
+        bw = tuple(self.bandwidth)
+        if len(bw) != 3 or not all(isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0 for b in bw):
+            raise TopologyError(f"topology {self.name!r}: bandwidth must be three positive numbers, got {self.bandwidth!r}")
+        object.__setattr__(self, "dims", tuple(int(d) for d in dims))  # lists from YAML -> hashable
+        object.__setattr__(self, "bandwidth", tuple(float(b) for b in bw))
+
+    # Sizes and coordinates -----------------------------------------------------------------
+    @property
+    def n_routers(self) -> int:
+        """Routers in the grid."""
+        X, Y, Z = self.dims
+        return X * Y * Z
+
+    @property
+    def n_nodes(self) -> int:
+        """Node slots: routers times nodes per router."""
+        return self.n_routers * self.nodes_per_router
+
+    @functools.cached_property
+    def levels(self) -> tuple[Level, ...]:
+        """One grouping level: the router (its ``p`` nodes are 0 hops apart)."""
+        return (Level("router", self.nodes_per_router),)
+
+    def router_coords(self, routers):
+        """``(x, y, z)`` of router ids (broadcasting)."""
+        _, Y, Z = self.dims
+        return routers // (Y * Z), (routers // Z) % Y, routers % Z
+
+    def coords(self, nodes) -> tuple:
+        """``(x, y, z, slot)`` of each node id."""
+        p = self.nodes_per_router
+        return (*self.router_coords(nodes // p), nodes % p)
+
+    # Distances -----------------------------------------------------------------------------
+    def hops(self, a, b):
+        """Sum over dimensions of the ring distances between the nodes' routers (broadcasting)."""
+        ca, cb = self.coords(a)[:3], self.coords(b)[:3]
+        return sum(ring_distance(u, v, n) for u, v, n in zip(ca, cb, self.dims))
+
+    @property
+    def max_hops(self) -> int:
+        """Half of each ring, summed."""
+        return sum(n // 2 for n in self.dims)
+
+    def hop_sum(self, nodes, valid):
+        """Closed-form ``sum_{i != j} H`` of one padded allocation: per-dimension coordinate
+        histograms against each ring's distance matrix (jit-traceable)."""
+        jnp = _jnp()
+        w = jnp.asarray(valid).astype(jnp.int32)
+        coords = self.coords(jnp.where(valid, nodes, 0))[:3]
+        total = jnp.int32(0)
+        for c, n in zip(coords, self.dims):
+            h = jnp.zeros(n, jnp.int32).at[c].add(w)
+            ring = np.arange(n)
+            dist = jnp.asarray(ring_distance(ring[:, None], ring[None, :], n), jnp.int32)
+            total = total + h @ dist @ h
+        return total
+
+    def ideal_allocation(self, n: int) -> np.ndarray:
+        """The ``n`` nodes of the routers nearest router 0 (an L1 ball in torus distance,
+        ties by router id), both slots of a router before the next: compact, though not
+        proven optimal for every ``n``."""
+        routers = np.arange(self.n_routers)
+        dist = self.hops(routers * self.nodes_per_router, np.zeros_like(routers))
+        order = routers[np.lexsort((routers, dist))]
+        nodes = (order[:, None] * self.nodes_per_router + np.arange(self.nodes_per_router)).ravel()
+        return nodes[: int(n)]
+
+    def ideal_aph(self, n: int) -> float:
+        """APH of :meth:`ideal_allocation`, by the closed-form hop sum."""
+        n = int(n)
+        if n <= 1:
+            return 0.0
+        nodes = self.ideal_allocation(n)
+        return float(self.hop_sum(nodes, np.ones(n, bool))) / (n * (n - 1))
+
+    # Links and routes ----------------------------------------------------------------------
+    @property
+    def link_class_names(self) -> tuple[str, ...]:
+        """``node-router`` then ``x+ x- y+ y- z+ z-``."""
+        return CLASSES
+
+    @property
+    def n_links(self) -> int:
+        """Injection/ejection links of every node plus six router links per router."""
+        return 2 * self.n_nodes + 6 * self.n_routers
+
+    @functools.cached_property
+    def link_class(self) -> np.ndarray:
+        """Class index of each link (:data:`CLASSES`)."""
+        router = np.tile(np.arange(1, 7, dtype=np.int32), self.n_routers)
+        return np.concatenate([np.zeros(2 * self.n_nodes, np.int32), router])
+
+    @functools.cached_property
+    def link_ends(self) -> np.ndarray:
+        """``(n_links, 2)`` tail and head vertex ids (nodes ``0..N-1``, router ``r`` is ``N + r``)."""
+        N, p = self.n_nodes, self.nodes_per_router
+        nodes = np.arange(N)
+        up = np.stack([nodes, N + nodes // p], axis=1)
+        down = up[:, ::-1]
+        r = np.repeat(np.arange(self.n_routers), 6)
+        d, s = np.tile(np.repeat(np.arange(3), 2), self.n_routers), np.tile([0, 1], 3 * self.n_routers)
+        head = self._step(r, d, np.where(s == 0, 1, -1))
+        return np.concatenate([up, down, np.stack([N + r, N + head], axis=1)]).astype(np.int64)
+
+    def _step(self, routers, dim, sign):
+        """Router one step from ``routers`` along ``dim`` (0/1/2) by ``sign`` (+1/-1), wrapping."""
+        X, Y, Z = self.dims
+        x, y, z = self.router_coords(routers)
+        x = np.where(dim == 0, (x + sign) % X, x)
+        y = np.where(dim == 1, (y + sign) % Y, y)
+        z = np.where(dim == 2, (z + sign) % Z, z)
+        return (x * Y + y) * Z + z
+
+    @functools.cached_property
+    def link_bandwidth(self) -> np.ndarray:
+        """Relative bandwidth of each link: its dimension's; node-router links the fastest."""
+        per_class = np.array([max(self.bandwidth), *np.repeat(self.bandwidth, 2)])
+        return per_class[self.link_class]
+
+    @property
+    def max_route_links(self) -> int:
+        """Injection + the longest dimension-order path + ejection."""
+        return 2 + self.max_hops
+
+    def routes(self, src, dst):
+        """Dimension-order routes (x, y, z; shorter way, ties positive) of a batch of pairs:
+        ``(..., max_route_links)`` link ids, ``-1`` padded; empty for ``src == dst`` or padding."""
+        jnp = _jnp()
+        src, dst = jnp.asarray(src), jnp.asarray(dst)
+        N, p, W = self.n_nodes, self.nodes_per_router, self.max_route_links
+        a, b = self.coords(src)[:3], self.coords(dst)[:3]
+        steps, signs = [], []
+        for u, v, n in zip(a, b, self.dims):
+            delta = (v - u) % n
+            positive = 2 * delta <= n  # the shorter way, or exactly half: positive
+            steps.append(jnp.where(positive, delta, n - delta))
+            signs.append(jnp.where(positive, 1, -1))
+        t = jnp.arange(W)[(None,) * src.ndim]  # position along the route
+        e = [s[..., None] for s in steps]
+        ends = [1 + e[0], 1 + e[0] + e[1], 1 + e[0] + e[1] + e[2]]
+        cur = [c[..., None] for c in a]
+        out = jnp.full(src.shape + (W,), -1, jnp.int32)
+        out = jnp.where(t == 0, src[..., None], out)
+        start = [jnp.ones_like(ends[0]), ends[0], ends[1]]
+        pos = [b_[..., None] for b_ in b]
+        for d in range(3):
+            k = t - start[d]
+            inside = (k >= 0) & (t < ends[d])
+            xyz = [pos[i] if i < d else cur[i] for i in range(3)]
+            xyz[d] = (cur[d] + signs[d][..., None] * k) % self.dims[d]
+            router = (xyz[0] * self.dims[1] + xyz[1]) * self.dims[2] + xyz[2]
+            link = 2 * N + (3 * router + d) * 2 + jnp.where(signs[d][..., None] > 0, 0, 1)
+            out = jnp.where(inside, link, out)
+        out = jnp.where(t == ends[2], N + dst[..., None], out)
+        valid = (src >= 0) & (dst >= 0) & (src != dst)
+        return jnp.where(valid[..., None], out, -1).astype(jnp.int32)
+
+    def job_links(self, nodes: np.ndarray) -> np.ndarray:
+        """Router links that dimension-order routes between any two of the job's routers use.
+
+        Exact and without enumerating pairs: a route's x part runs on the source's row
+        ``(y_s, z_s)`` towards any destination x; its y part on column ``(x_d, z_s)`` from
+        ``y_s`` to ``y_d``; its z part on ``(x_d, y_d)`` from ``z_s`` to ``z_d``. Each phase is
+        the union of ring arcs over the distinct coordinate combinations that can meet there.
+        """
+        r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
+        x, y, z = self.router_coords(r)
+        X, Y, Z = self.dims
+        mask = np.zeros(self.n_links, bool)
+        # x: every source router towards every destination x.
+        ux = np.unique(x)
+        a, b = np.repeat(x, len(ux)), np.tile(ux, len(r))
+        self._mark(mask, 0, a, b, lambda pos, i: (pos * Y + np.repeat(y, len(ux))[i]) * Z + np.repeat(z, len(ux))[i])
+        # y: (y_s, z_s) of a source with (x_d, y_d) of a destination.
+        yz = np.unique(np.stack([y, z], 1), axis=0)
+        xy = np.unique(np.stack([x, y], 1), axis=0)
+        ys, zs = np.repeat(yz[:, 0], len(xy)), np.repeat(yz[:, 1], len(xy))
+        xd, yd = np.tile(xy[:, 0], len(yz)), np.tile(xy[:, 1], len(yz))
+        self._mark(mask, 1, ys, yd, lambda pos, i: (xd[i] * Y + pos) * Z + zs[i])
+        # z: z_s of a source with a destination router.
+        uz = np.unique(z)
+        zs2, xd2, yd2, zd2 = np.repeat(uz, len(r)), np.tile(x, len(uz)), np.tile(y, len(uz)), np.tile(z, len(uz))
+        self._mark(mask, 2, zs2, zd2, lambda pos, i: (xd2[i] * Y + yd2[i]) * Z + pos)
+        return mask
+
+    def _mark(self, mask: np.ndarray, d: int, a: np.ndarray, b: np.ndarray, router_at) -> None:
+        """Mark the links of the dimension-``d`` ring arcs from ``a`` to ``b`` (the shorter
+        way, half a ring positive); ``router_at(position, arc index)`` gives the router id."""
+        n = self.dims[d]
+        delta = (b - a) % n
+        positive = 2 * delta <= n
+        steps = np.where(positive, delta, n - delta)
+        sign = np.where(positive, 1, -1)
+        k = np.arange(n // 2 + 1)
+        arc, kk = np.nonzero(k[None, :] < steps[:, None])
+        pos = (a[arc] + sign[arc] * kk) % n
+        routers = router_at(pos, arc)
+        mask[2 * self.n_nodes + (3 * routers + d) * 2 + np.where(sign[arc] > 0, 0, 1)] = True
+
+    # Configuration -------------------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        """Full configuration (``kind`` included) that rebuilds this torus."""
+        return {"kind": self.kind, "name": self.name, "dims": list(self.dims),
+                "nodes_per_router": self.nodes_per_router, "bandwidth": list(self.bandwidth)}
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> Torus3D:
+        """Build from a mapping; unknown or missing keys are one-line errors naming them."""
+        data = dict(cfg)
+        name = str(data.get("name", "?"))
+        allowed = {"kind", "name", "dims", "nodes_per_router", "bandwidth", "description"}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise TopologyError(f"topology {name!r}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+        missing = [k for k in ("name", "dims") if k not in data]
+        if missing:
+            raise TopologyError(f"topology {name!r}: missing key(s) {missing}")
+        data.pop("kind", None)
+        data.pop("description", None)
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})

@@ -1,0 +1,100 @@
+"""The 3D torus family by hand (issue 12, first part): numbering, hops, dimension-order routes.
+
+References are worked out here from the spec's rules (`machines.md`): router (x, y, z) has id
+(x * Y + y) * Z + z and nodes r * p + slot; hops are summed ring distances; routes go x, then
+y, then z, the shorter way round, exactly half a ring in the positive direction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fattorus import topology
+from fattorus.kernels import aph
+from fattorus.topology.fattree import load
+
+T4 = topology.from_config({"kind": "torus3d", "name": "t4", "dims": [4, 4, 4], "nodes_per_router": 2})
+N = T4.n_nodes  # 128
+
+
+def node(x: int, y: int, z: int, slot: int = 0) -> int:
+    return ((x * 4 + y) * 4 + z) * 2 + slot
+
+
+def link(x: int, y: int, z: int, dim: str, sign: str) -> int:
+    r = (x * 4 + y) * 4 + z
+    return 2 * N + (3 * r + "xyz".index(dim)) * 2 + (0 if sign == "+" else 1)
+
+
+def route(a: int, b: int) -> list[int]:
+    r = np.asarray(T4.routes(np.array([a]), np.array([b])))[0]
+    return r[r >= 0].tolist()
+
+
+def test_numbering_and_sizes():
+    assert T4.n_nodes == 128 and T4.coords(node(1, 2, 3, 1)) == (1, 2, 3, 1) and node(1, 2, 3, 1) == 55
+    bw = load("bluewaters")
+    assert (bw.n_nodes, bw.max_hops, bw.n_links) == (27_648, 36, 2 * 27_648 + 6 * 13_824)
+    assert bw.link_bandwidth[bw.link_class == 1].tolist()[:1] == [2.0]  # x links at 2, y at 1
+    assert set(bw.link_bandwidth[bw.link_class == 3]) == {1.0}
+
+
+@pytest.mark.parametrize("a, b, hops", [
+    (node(0, 0, 0), node(0, 0, 0, 1), 0),  # two nodes of one Gemini
+    (node(0, 0, 0), node(3, 0, 0), 1),  # wrap-around
+    (node(0, 0, 0), node(2, 0, 0), 2),  # half the ring
+    (node(0, 0, 0), node(3, 3, 3), 3),
+    (node(1, 2, 3), node(3, 0, 1), 6),
+])
+def test_hops_by_hand(a, b, hops):
+    assert int(T4.hops(a, b)) == hops == int(T4.hops(b, a))
+
+
+def test_dimension_order_routes_by_hand():
+    # x the short way round (negative, through the wrap), then y positive.
+    assert route(node(0, 0, 0), node(3, 1, 0)) == [node(0, 0, 0), link(0, 0, 0, "x", "-"), link(3, 0, 0, "y", "+"),
+                                                   N + node(3, 1, 0)]
+    # Exactly half a ring: the positive direction, both ways.
+    assert route(node(0, 0, 0), node(2, 0, 0)) == [node(0, 0, 0), link(0, 0, 0, "x", "+"), link(1, 0, 0, "x", "+"),
+                                                   N + node(2, 0, 0)]
+    assert route(node(2, 0, 0), node(0, 0, 0)) == [node(2, 0, 0), link(2, 0, 0, "x", "+"), link(3, 0, 0, "x", "+"),
+                                                   N + node(0, 0, 0)]
+    # x, then y, then z.
+    assert route(node(1, 1, 1), node(2, 3, 0, 1)) == [
+        node(1, 1, 1), link(1, 1, 1, "x", "+"), link(2, 1, 1, "y", "+"), link(2, 2, 1, "y", "+"),
+        link(2, 3, 1, "z", "-"), N + node(2, 3, 0, 1)]
+    # Same router: in and out, no hop; same node: no route.
+    assert route(node(1, 1, 1), node(1, 1, 1, 1)) == [node(1, 1, 1), N + node(1, 1, 1, 1)]
+    assert route(node(1, 1, 1), node(1, 1, 1)) == []
+
+
+def test_hop_sum_by_hand_and_against_pairs():
+    # Both nodes of routers (0,0,0) and (2,2,2): 8 ordered cross-router pairs of 6 hops.
+    job = np.array([node(0, 0, 0), node(0, 0, 0, 1), node(2, 2, 2), node(2, 2, 2, 1)])
+    assert int(aph.hop_sums(T4, aph.pad([job], width=8))[0]) == 48
+    rng = np.random.default_rng(0)
+    allocs = [rng.choice(N, int(rng.integers(2, 60)), replace=False) for _ in range(500)]
+    fast = np.asarray(aph.hop_sums(T4, aph.pad(allocs, width=64)))
+    slow = [sum(int(T4.hops(a, b)) for a in al for b in al) for al in allocs[:50]]
+    assert fast[:50].tolist() == slow
+    assert np.array_equal(fast, np.asarray(aph.hop_sums_pairwise(T4, aph.pad(allocs, width=64))))
+
+
+def test_bad_configs_are_one_line():
+    for cfg, words in [({"kind": "torus3d", "name": "x", "dims": [4, 4]}, "dims"),
+                       ({"kind": "torus3d", "name": "x", "dims": [4, 4, 4], "nodes_per_router": 0}, "nodes_per_router"),
+                       ({"kind": "torus3d", "name": "x", "dims": [4, 4, 4], "wrap": True}, "unknown key"),
+                       ({"kind": "torus3d", "name": "x"}, "missing key")]:
+        with pytest.raises(topology.TopologyError, match=words):
+            topology.from_config(cfg)
+
+
+def test_job_links_are_exactly_the_links_of_the_job_routes():
+    rng = np.random.default_rng(5)
+    for n in (2, 5, 17, 60):
+        nodes = rng.choice(N, n, replace=False)
+        src, dst = np.meshgrid(nodes, nodes, indexing="ij")
+        r = np.asarray(T4.routes(src.ravel(), dst.ravel()))
+        used = np.unique(r[r >= 2 * N])  # router links only
+        assert np.array_equal(np.flatnonzero(T4.job_links(nodes)), used)
