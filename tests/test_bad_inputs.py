@@ -13,8 +13,6 @@ import dataclasses
 import gzip
 import json
 import os
-import resource
-import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -153,10 +151,10 @@ CASES = [
 ]
 
 
-def _limit_file_size() -> None:
-    # A full disk, as a process sees it: writes past 16 KiB fail with EFBIG (not a signal).
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
+# A full disk, as a process sees it: writes past 16 KiB fail with EFBIG (util-linux prlimit;
+# CPython ignores SIGXFSZ, so the write fails instead of killing the process). No fork from
+# this multithreaded test process: the limit is set by the command, not a preexec_fn.
+FULL_DISK = ["prlimit", f"--fsize={16 * 1024}", "--"]
 
 
 # Root ignores directory permissions unless it drops the capability to (util-linux setpriv).
@@ -179,7 +177,7 @@ def _prepare(case: Case, cwd: Path) -> tuple[list[str], dict]:
         (cwd / "results").chmod(0o555)
         kwargs["prefix"] = RESPECT_PERMISSIONS
     elif case.setup == "disk_full":
-        kwargs["preexec_fn"] = _limit_file_size
+        kwargs["prefix"] = FULL_DISK
         # A real log on Cab: tables far above the file size limit.
         args = ["workload=atlas", "workload.window_days=10", "+topo=cab", "progress=false"]
     elif case.setup == "copy_log_up":
