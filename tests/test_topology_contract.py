@@ -106,3 +106,16 @@ def test_job_links_cover_every_route_between_the_job_nodes(topo):
         used = np.unique(r[r >= 0])
         hop_class = np.array([topo.link_class_names[c] in topo.hop_classes for c in np.asarray(topo.link_class)])
         assert mask[used[hop_class[used]]].all()
+
+
+def test_flow_loads_equal_the_scatter_of_the_routes(topo):
+    from fattorus.kernels import linkload
+
+    src, dst = _sample(topo, 300, 7), _sample(topo, 300, 8)
+    nbytes = np.random.default_rng(9).integers(1, 1000, len(src)).astype(np.float32)
+    fused = np.asarray(linkload.flow_link_loads(topo, src, dst, nbytes))
+    plain = np.asarray(linkload.link_loads(topo.routes(src, dst), nbytes, topo.n_links))
+    np.testing.assert_allclose(fused, plain, rtol=1e-6)
+    # every byte crosses each link of its route once
+    lengths = (np.asarray(topo.routes(src, dst)) >= 0).sum(axis=1)
+    assert fused.sum() == pytest.approx(float((nbytes * lengths).sum()), rel=1e-5)

@@ -192,6 +192,18 @@ class Topology(abc.ABC):
         """Static routes of a batch of pairs: ``(P, max_route_links)`` link ids, ``-1`` padded."""
         ...
 
+    def flow_loads(self, src, dst, nbytes, dtype=None):
+        """Bytes per link ``(n_links,)`` of flows ``src -> dst`` (``-1`` pads) along the static
+        routes: a scatter-add of each flow's bytes onto its route's links (jit-traceable).
+        Families may fuse routing and the scatter (the fat-tree does)."""
+        import jax.numpy as jnp
+
+        route_ids = jnp.asarray(self.routes(src, dst))
+        dtype = dtype or jnp.float32
+        idx = jnp.where(route_ids >= 0, route_ids, self.n_links)  # padding: out of bounds, dropped
+        w = jnp.broadcast_to(jnp.asarray(nbytes, dtype)[..., None], route_ids.shape)
+        return jnp.zeros(self.n_links, dtype).at[idx.reshape(-1)].add(w.reshape(-1), mode="drop")
+
     def job_links(self, nodes: np.ndarray) -> np.ndarray:
         """``(n_links,)`` bool: links that the traffic of a job on ``nodes`` can use under the
         family's static routing (used for interference exposure). Default: the union of the

@@ -218,6 +218,21 @@ class FatTree(Topology):
 
         return fattree_routing.routes(self, src, dst)
 
+    def flow_loads(self, src, dst, nbytes, dtype=None):
+        """Bytes per link of flows ``src -> dst``: one scatter-add per D-mod-k route slot
+        (:func:`fattorus.topology.fattree_routing.route_slots`), without materialising the
+        padded routes — two to three times faster on CPU than the generic scatter."""
+        import jax.numpy as jnp
+
+        from fattorus.topology import fattree_routing
+
+        ids, used = fattree_routing.route_slots(self, src, dst)
+        w = jnp.asarray(nbytes, dtype or jnp.float32)
+        out = jnp.zeros(self.n_links, dtype or jnp.float32)
+        for link, use in zip(ids, used):
+            out = out.at[link.reshape(-1)].add(jnp.where(use, w, 0).reshape(-1))
+        return out
+
     def job_links(self, nodes: np.ndarray) -> np.ndarray:
         """Links a job's own D-mod-k traffic can use: none inside one leaf; every leaf--L2 link
         of its leaves inside one pod; plus every L2--core link of its pods across pods."""
