@@ -77,9 +77,6 @@ def _fill_default(cfg: DictConfig, group: str, default: str) -> str:
 
 def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     """Replay one configuration and write its run directory; returns the summary."""
-    import jax
-    import numpy as np
-
     from fattorus import workload
     from fattorus import topology
     from fattorus.sched import policy
@@ -102,15 +99,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         print(skip_line, file=sys.stderr, flush=True)
     jobs = workload.with_estimate(wl.jobs)
 
-    runtime_s = None
-    if scenario.classes:
-        # One key per run, derived from the seed; fold_in keeps it independent of any other
-        # draw made from the same seed (e.g. a random policy).
-        key = jax.random.fold_in(jax.random.PRNGKey(int(cfg.seed)), 0x5EED)
-        nodes = jobs["nodes"].fill_null(0).to_numpy()
-        factor = np.asarray(speedup.factors64(scenario, key, nodes), dtype=np.float64)
-        runtime_s = jobs["runtime_s"].to_numpy() * factor  # float64: exact for unchanged jobs
-
+    runtime_s = _speedup_runtimes(scenario, int(cfg.seed), jobs)
     key_choices = {
         "topo": topo_name,
         "policy": str(cfg.policy.name),
@@ -143,6 +132,36 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         extra_skips={"dropped_by_scaling": transform_counts.get("dropped_by_scaling", 0)},
         progress=bool(cfg.progress) and sys.stderr.isatty(),
     )
+    _write(result, out_dir)
+    if cfg.logger.name == "wandb":
+        from fattorus.app import logger
+
+        logger.log_run(OmegaConf.to_container(cfg.logger, resolve=True), OmegaConf.to_container(cfg, resolve=True),
+                       result, out_dir)
+    elif cfg.logger.name != "none":
+        raise UserError(f"logger.name={cfg.logger.name!r}: choose one of ['none', 'wandb']")
+    return result.summary
+
+
+def _speedup_runtimes(scenario: Any, seed: int, jobs: Any) -> Any:
+    """Run times after the speedup scenario (None when it changes nothing), seconds, float64."""
+    import jax
+    import numpy as np
+
+    from fattorus.workload import speedup
+
+    if not scenario.classes:
+        return None
+    # One key per run, derived from the seed; fold_in keeps it independent of any other
+    # draw made from the same seed (e.g. a random policy).
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), 0x5EED)
+    nodes = jobs["nodes"].fill_null(0).to_numpy()
+    factor = np.asarray(speedup.factors64(scenario, key, nodes), dtype=np.float64)
+    return jobs["runtime_s"].to_numpy() * factor  # float64: exact for unchanged jobs
+
+
+def _write(result: Any, out_dir: Path) -> None:
+    """Write the run's files; a run that replayed nothing is an error, not a quiet success."""
     counts = result.summary["counts"]
     if counts["replayed"] == 0:
         skipped = ", ".join(f"{r} {n}" for r, n in sorted(counts["skipped"].items()) if n) or "none"
@@ -152,14 +171,6 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         outputs.write_run(out_dir, result.jobs, result.utilization, result.summary)
     except OSError as err:
         raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
-    if cfg.logger.name == "wandb":
-        from fattorus.app import logger
-
-        logger.log_run(OmegaConf.to_container(cfg.logger, resolve=True), OmegaConf.to_container(cfg, resolve=True),
-                       result, out_dir)
-    elif cfg.logger.name != "none":
-        raise UserError(f"logger.name={cfg.logger.name!r}: choose one of ['none', 'wandb']")
-    return result.summary
 
 
 def _one_line(summary: dict[str, Any]) -> str:

@@ -1020,6 +1020,87 @@ def _counts(study: optuna.Study) -> dict[str, int]:
     return counts
 
 
+def _export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: str, base_values: Any,
+                   sched: str) -> list[str]:
+    """Comment lines heading an exported policy config: where it came from and how to run it."""
+    return [
+        "Tuned `ta` heuristics written by fattorus.tune (python -m fattorus.tune); see docs/tuning.md.",
+        f"study: {opts.name} ({_mask(opts.storage)}), trial {chosen.number} (of {counts['total']} trials)"
+        f"{'' if not opts.multi else f', Pareto pick: {rule}'}",
+        f"objective: {', '.join(f'{o} ({d})' for o, d in zip(opts.objectives, opts.directions))} on "
+        f"{setup.workload} x{setup.scale:g} on {setup.ft.name}, training windows (days) {windows_label(setup.train)}",
+        f"value: {fmt_values(opts.objectives, chosen.values)}; "
+        f"paper defaults: {fmt_values(opts.objectives, base_values)}",
+        f"date: {_now()}",
+        f"the study also chose the scheduler: run with sched={sched}, e.g.",
+        f"  python -m fattorus.sweep +topo={setup.ft.name} policy={opts.export.stem} sched={sched}",
+    ]
+
+
+def _report(opts: Options, setup: Setup, counts: dict, before: dict, opt_wall: float, base: Any, base_values: Any,
+            chosen: Any, rule: str, params: Mapping[str, Any], sched: str, front: Sequence[Any]) -> dict[str, Any]:
+    """The comparison report of a run (written to ``comparison.json``), without its rows yet."""
+    return {
+        "study": opts.name,
+        "storage": _mask(opts.storage),
+        "date": _now(),
+        "objectives": list(opts.objectives),
+        "directions": list(opts.directions),
+        "setup": {"topo": setup.ft.name, "workload": setup.workload, "workload_sha256": setup.sha256,
+                  "scale": setup.scale, "train": windows_label(setup.train), "test": windows_label(setup.test)},
+        "trials": counts,
+        "this_run": {"trials_added": counts["total"] - before["total"], "optimize_wall_s": opt_wall,
+                     "jobs": opts.jobs, "seed": opts.seed, "sampler": opts.sampler},
+        "paper_default": {"trial": base.number if base else None, "train_values": base_values,
+                          "train_metrics": base.user_attrs.get("train_metrics") if base else None},
+        "tuned": {"trial": chosen.number, "rule": rule, "train_values": list(chosen.values),
+                  "train_metrics": chosen.user_attrs.get("train_metrics"), "policy_params": params,
+                  "sched": sched, "describe": describe(params, sched), "export": str(opts.export)},
+        "pareto_front": [{"trial": t.number, "values": list(t.values), "describe": describe(*decode(t.params))}
+                         for t in front],
+        "rows": [],
+    }
+
+
+def _add_trials(opts: Options, setup: Setup, study: optuna.Study, n_existing: int) -> None:
+    """Run ``opts.trials`` more trials: in this process, or enqueued ones here and the rest in
+    ``opts.jobs`` worker processes; no new trial starts after ``opts.timeout``."""
+    from optuna.trial import TrialState
+
+    deadline = None if opts.timeout is None else time.time() + opts.timeout
+    if not opts.trials:
+        return
+    if opts.jobs == 1 or opts.trials == 1:
+        _optimize(opts, setup, _countdown(opts.trials), 0, n_existing, False, deadline)
+        return
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    first = min(len(waiting), opts.trials)
+    if first:
+        # Enqueued trials first, here: two workers could both pop the same waiting trial
+        # from an SQLite storage.
+        _optimize(opts, setup, _countdown(first), 0, n_existing, False, deadline)
+    if opts.trials > first and (deadline is None or time.time() < deadline):
+        run_parallel(opts, opts.trials - first, n_existing + first, deadline)
+
+
+def _choose(opts: Options, study: optuna.Study, base: Any) -> tuple[Any, str, list]:
+    """The trial to export, the rule that chose it and the Pareto front (printed when several
+    objectives)."""
+    if not opts.multi:
+        return study.best_trial, "best", []
+    front = sorted(study.best_trials, key=lambda t: t.number)
+    chosen, rule = pick_pareto(front, study.directions, base, opts.pick)
+    print(f"[tune {opts.name}] Pareto front ({len(front)} trial(s); * exported by rule '{rule}', "
+          "d paper default; repeats of a point listed together):", flush=True)
+    for group in _same_points(front):
+        numbers = [t.number for t in group]
+        mark = "*" if chosen.number in numbers else ("d" if base is not None and base.number in numbers else " ")
+        label = ",".join(map(str, numbers))
+        print(f"  {mark} trial {label:>6}: {fmt_values(opts.objectives, group[0].values)} | "
+              f"{describe(*decode(group[0].params))}", flush=True)
+    return chosen, rule, front
+
+
 def run(opts: Options) -> dict[str, Any]:
     """Optimise, export and compare; returns the comparison report (also written to disk)."""
     import optuna
@@ -1053,19 +1134,7 @@ def run(opts: Options) -> dict[str, Any]:
           f"{opts.jobs} worker(s); objective {what}; training jobs per window {{{sizes}}}", flush=True)
 
     t_opt = time.perf_counter()
-    deadline = None if opts.timeout is None else time.time() + opts.timeout
-    if opts.trials:
-        waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-        if opts.jobs == 1 or opts.trials == 1:
-            _optimize(opts, setup, _countdown(opts.trials), 0, n_existing, False, deadline)
-        else:
-            first = min(len(waiting), opts.trials)
-            if first:
-                # Enqueued trials first, here: two workers could both pop the same waiting
-                # trial from an SQLite storage.
-                _optimize(opts, setup, _countdown(first), 0, n_existing, False, deadline)
-            if opts.trials > first and (deadline is None or time.time() < deadline):
-                run_parallel(opts, opts.trials - first, n_existing + first, deadline)
+    _add_trials(opts, setup, study, n_existing)
     opt_wall = time.perf_counter() - t_opt
     study = optuna.load_study(study_name=opts.name, storage=storage)
     counts = _counts(study)
@@ -1079,19 +1148,7 @@ def run(opts: Options) -> dict[str, Any]:
     base = _ensure_default(opts, setup, study, n_existing)
     study = optuna.load_study(study_name=opts.name, storage=storage)
     counts = _counts(study)
-    if opts.multi:
-        front = sorted(study.best_trials, key=lambda t: t.number)
-        chosen, rule = pick_pareto(front, study.directions, base, opts.pick)
-        print(f"[tune {opts.name}] Pareto front ({len(front)} trial(s); * exported by rule '{rule}', "
-              "d paper default; repeats of a point listed together):", flush=True)
-        for group in _same_points(front):
-            numbers = [t.number for t in group]
-            mark = "*" if chosen.number in numbers else ("d" if base is not None and base.number in numbers else " ")
-            label = ",".join(map(str, numbers))
-            print(f"  {mark} trial {label:>6}: {fmt_values(opts.objectives, group[0].values)} | "
-                  f"{describe(*decode(group[0].params))}", flush=True)
-    else:
-        chosen, rule, front = study.best_trial, "best", []
+    chosen, rule, front = _choose(opts, study, base)
     params, sched = decode(chosen.params)
     base_values = list(base.values) if base is not None else None
     print(f"[tune {opts.name}] paper default (trial {base.number if base else '-'}): "
@@ -1099,41 +1156,9 @@ def run(opts: Options) -> dict[str, Any]:
     print(f"[tune {opts.name}] tuned (trial {chosen.number}): {fmt_values(opts.objectives, chosen.values)} | "
           f"{describe(params, sched)}", flush=True)
 
-    header = [
-        "Tuned `ta` heuristics written by fattorus.tune (python -m fattorus.tune); see docs/tuning.md.",
-        f"study: {opts.name} ({_mask(opts.storage)}), trial {chosen.number} (of {counts['total']} trials)"
-        f"{'' if not opts.multi else f', Pareto pick: {rule}'}",
-        f"objective: {', '.join(f'{o} ({d})' for o, d in zip(opts.objectives, opts.directions))} on "
-        f"{setup.workload} x{setup.scale:g} on {setup.ft.name}, training windows (days) {windows_label(setup.train)}",
-        f"value: {fmt_values(opts.objectives, chosen.values)}; "
-        f"paper defaults: {fmt_values(opts.objectives, base_values)}",
-        f"date: {_now()}",
-        f"the study also chose the scheduler: run with sched={sched}, e.g.",
-        f"  python -m fattorus.sweep +topo={setup.ft.name} policy={opts.export.stem} sched={sched}",
-    ]
-    export_policy(opts.export, params, header)
+    export_policy(opts.export, params, _export_header(opts, setup, chosen, counts, rule, base_values, sched))
     print(f"[tune {opts.name}] wrote {opts.export}", flush=True)
-
-    report: dict[str, Any] = {
-        "study": opts.name,
-        "storage": _mask(opts.storage),
-        "date": _now(),
-        "objectives": list(opts.objectives),
-        "directions": list(opts.directions),
-        "setup": {"topo": setup.ft.name, "workload": setup.workload, "workload_sha256": setup.sha256,
-                  "scale": setup.scale, "train": windows_label(setup.train), "test": windows_label(setup.test)},
-        "trials": counts,
-        "this_run": {"trials_added": counts["total"] - before["total"], "optimize_wall_s": opt_wall,
-                     "jobs": opts.jobs, "seed": opts.seed, "sampler": opts.sampler},
-        "paper_default": {"trial": base.number if base else None, "train_values": base_values,
-                          "train_metrics": base.user_attrs.get("train_metrics") if base else None},
-        "tuned": {"trial": chosen.number, "rule": rule, "train_values": list(chosen.values),
-                  "train_metrics": chosen.user_attrs.get("train_metrics"), "policy_params": params,
-                  "sched": sched, "describe": describe(params, sched), "export": str(opts.export)},
-        "pareto_front": [{"trial": t.number, "values": list(t.values), "describe": describe(*decode(t.params))}
-                         for t in front],
-        "rows": [],
-    }
+    report = _report(opts, setup, counts, before, opt_wall, base, base_values, chosen, rule, params, sched, front)
     from fattorus.files import atomic_write, write_json
 
     if setup.test:
