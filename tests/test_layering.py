@@ -20,7 +20,6 @@ FAMILY_WORDS = re.compile(r"\b(leaf|pod|pods|T1|T2|T3|L2-core|leaf-L2|per_leaf|l
 # Modules not yet rewritten to the topology interface (issue 11 is open; its note says what
 # each needs). The list only shrinks: a module that no longer needs it fails the last test.
 ALLOWLIST = {
-    "analysis/interference.py": "link levels by name; should use topo.link_class_names",
     "bench/kernels.py": "fat-tree machines named in the benchmark rows",
     "bench/network.py": "fat-tree link levels in the benchmark rows",
     "report/__init__.py": "fat-tree ideal APH and machine shapes; should read summary.json topology + ideal_aph",

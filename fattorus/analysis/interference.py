@@ -6,13 +6,14 @@ Usage::
                                             [--seed S] [--instants K] [--topo NAME] [--out FILE]
 
 Reads ``RUN_DIR/jobs.parquet`` (``job_id``, ``start_s``, ``end_s``, ``alloc``, ``nodes``,
-``job_type``; docs/outputs.md) and ``RUN_DIR/summary.json`` (``config.topo`` names the
-topology in ``conf/topo``, or is a mapping with its parameters), then:
+``job_type``; docs/outputs.md) and ``RUN_DIR/summary.json`` (its ``topology``, the machine's
+full configuration; older runs: ``config.topo`` naming a machine in ``conf/topo`` or giving
+its parameters), then:
 
 1. gives each job a communication pattern drawn from the mix (weights, seeded;
    :mod:`fattorus.patterns`), ranks on the job's nodes in allocation order;
-2. computes each job's link loads alone (:mod:`fattorus.routing` D-mod-k routes,
-   :func:`fattorus.linkload.link_loads`), once per job;
+2. computes each job's link loads alone (the topology's static routes,
+   :func:`fattorus.kernels.linkload.flow_link_loads`), once per job;
 3. at ``K`` instants drawn uniformly (seeded) between the first start and the last end,
    stacks the loads of the jobs running then (``start_s <= t < end_s``) and computes each
    job's exposure (:func:`fattorus.linkload.interference`, inter-switch links only);
@@ -23,10 +24,11 @@ Columns: ``instant`` (int32), ``t_s`` (float64 s), ``running_jobs`` (int32), ``j
 (int64), ``nodes`` (int32), ``job_type`` (str), ``pattern`` (str), ``flows`` (int64),
 ``bytes`` (float64, bytes the job sends), ``links_used`` (int32, inter-switch links its
 traffic uses), ``shared_links`` (int32, of those, links also used by another running job),
-``shared_leaf_l2`` / ``shared_l2_core`` (int32, the same by level), ``shared_share``
+``shared_<class>`` (int32, the same per inter-switch link class, e.g. ``shared_leaf_l2`` and
+``shared_l2_core`` on a fat-tree, ``shared_xp`` ... ``shared_zm`` on a torus), ``shared_share``
 (float64, traffic-weighted share of its link load on shared links), ``exposed`` (bool),
-``instant_shared_leaf_l2`` / ``instant_shared_l2_core`` (int32, links of that level carrying
-traffic of more than one running job at this instant; the same on every row of an instant).
+``instant_shared_<class>`` (int32, links of that class carrying traffic of more than one
+running job at this instant; the same on every row of an instant).
 """
 
 from __future__ import annotations
@@ -42,12 +44,11 @@ import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
-from fattorus.topology import fattree
+from fattorus import topology as topology_mod
 from fattorus.kernels import linkload
 from fattorus.analysis import patterns
-from fattorus.topology import fattree_routing as routing
 from fattorus.files import atomic_write
-from fattorus.topology.fattree import FatTree
+from fattorus.topology.base import Topology
 
 #: The four patterns of the fat-tree paper's Section V-B, equally likely.
 DEFAULT_MIX = "stencil4d=1,unstructured_mesh=1,random_pairs=1,subcomm_a2a=1"
@@ -91,7 +92,7 @@ def _check_same_machine(summary_path: Path, topo: str) -> None:
                           "drop --topo or name that machine")
 
 
-def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[FatTree, pl.DataFrame]:
+def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[Topology, pl.DataFrame]:
     """The run's topology and its ``jobs.parquet`` table; :class:`RunDirError` if unusable."""
     run = Path(run_dir)
     if not run.is_dir():
@@ -104,16 +105,16 @@ def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[FatTree, pl.
             raise RunDirError(f"{summary_path}: missing (is {run} a replay run directory?)")
         try:
             summary = json.loads(summary_path.read_text())
-            topo = summary["config"]["topo"]
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            topo = summary.get("topology") or summary["config"]["topo"]
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
             raise RunDirError(f"{summary_path}: cannot read config.topo ({type(err).__name__}: {err})") from None
-        if isinstance(topo, Mapping) and "radix" not in topo:
+        if isinstance(topo, Mapping) and len(topo) <= 2:  # a name only, not a configuration
             topo = topo.get("name")
         if not isinstance(topo, (str, Mapping)):
             raise RunDirError(f"{summary_path}: config.topo must name or describe a topology, got {topo!r}")
     try:
-        ft = fattree.from_config(topo) if isinstance(topo, Mapping) else fattree.load(topo)
-    except (fattree.TopologyError, TypeError) as err:
+        ft = topology_mod.from_config(topo) if isinstance(topo, Mapping) else topology_mod.load(topo)
+    except (topology_mod.TopologyError, TypeError) as err:
         raise RunDirError(f"{summary_path}: {err}") from None
     if not jobs_path.is_file():
         raise RunDirError(f"{jobs_path}: missing (is {run} a replay run directory?)")
@@ -155,7 +156,7 @@ def _pad_pow2(n: int, lo: int = 256) -> int:
     return max(lo, 1 << max(n - 1, 0).bit_length())
 
 
-def job_loads(ft: FatTree, alloc: np.ndarray, traffic: patterns.Traffic) -> np.ndarray:
+def job_loads(ft: Topology, alloc: np.ndarray, traffic: patterns.Traffic) -> np.ndarray:
     """``(n_links,)`` float32 loads (bytes) of one job's traffic on its allocation.
 
     Flows are padded to a power of two so that jobs of similar size share a compilation.
@@ -169,7 +170,7 @@ def job_loads(ft: FatTree, alloc: np.ndarray, traffic: patterns.Traffic) -> np.n
     return np.asarray(linkload.flow_link_loads(ft, src, dst, nbytes))
 
 
-def exposure(ft: FatTree, loads: Sequence[np.ndarray]) -> linkload.Interference:
+def exposure(ft: Topology, loads: Sequence[np.ndarray]) -> linkload.Interference:
     """:func:`fattorus.linkload.interference` of the given per-job loads, as NumPy arrays.
 
     The job axis is padded with all-zero rows to a power of two (which changes nothing) so
@@ -178,7 +179,7 @@ def exposure(ft: FatTree, loads: Sequence[np.ndarray]) -> linkload.Interference:
     n = len(loads)
     if n == 0:
         raise ValueError("exposure needs the loads of at least one job")
-    stacked = np.zeros((_pad_pow2(n, lo=8), routing.n_links(ft)), np.float32)
+    stacked = np.zeros((_pad_pow2(n, lo=8), ft.n_links), np.float32)
     stacked[:n] = np.stack(loads)
     res = linkload.interference(ft, jnp.asarray(stacked))
     per_job = {"links_used", "shared_links", "shared_share", "shared_by_level"}
@@ -188,7 +189,7 @@ def exposure(ft: FatTree, loads: Sequence[np.ndarray]) -> linkload.Interference:
 
 
 def analyse(
-    ft: FatTree,
+    ft: Topology,
     jobs: pl.DataFrame,
     mix: Mapping[str, float],
     seed: int = 0,
@@ -206,11 +207,12 @@ def analyse(
     job_ids = jobs["job_id"].cast(pl.Int64).to_numpy()
     nodes = jobs["nodes"].cast(pl.Int32).to_numpy() if "nodes" in jobs.columns else np.array([len(a) for a in allocs], np.int32)
     types = jobs["job_type"].cast(pl.String).to_list() if "job_type" in jobs.columns else [
-        fattree.JOB_TYPE_NAMES[int(fattree.job_type(ft, len(a)))] for a in allocs
+        ft.class_name(ft.size_class(len(a))) for a in allocs
     ]
     params = {name: dict((pattern_params or {}).get(name, {})) for name in mix}
     times = sample_instants(k_time, start, end, instants)
-    n_links = routing.n_links(ft)
+    n_links = ft.n_links
+    classes = hop_class_columns(ft)
     cache: dict[int, tuple[np.ndarray, int, float]] = {}
 
     def loads_of(j: int) -> tuple[np.ndarray, int, float]:
@@ -230,7 +232,8 @@ def analyse(
         res = exposure(ft, [g[0] for g in got])
         by_level = np.asarray(res.shared_by_level)
         shared = np.asarray(res.shared)
-        inst_shared = [int(shared[sl].sum()) for sl in routing.level_slices(ft)]
+        cls = np.asarray(ft.link_class)
+        inst_shared = {c: int(shared[cls == c].sum()) for c in classes}
         frames.append(
             pl.DataFrame(
                 {
@@ -245,27 +248,41 @@ def analyse(
                     "bytes": np.array([g[2] for g in got], np.float64),
                     "links_used": np.asarray(res.links_used, np.int32),
                     "shared_links": np.asarray(res.shared_links, np.int32),
-                    "shared_leaf_l2": by_level[:, 1].astype(np.int32),
-                    "shared_l2_core": by_level[:, 2].astype(np.int32),
+                    **{f"shared_{name}": by_level[:, c].astype(np.int32) for c, name in classes.items()},
                     "shared_share": np.asarray(res.shared_share, np.float64),
                     "exposed": np.asarray(res.shared_links) > 0,
-                    "instant_shared_leaf_l2": np.full(len(running), inst_shared[1], np.int32),
-                    "instant_shared_l2_core": np.full(len(running), inst_shared[2], np.int32),
+                    **{f"instant_shared_{name}": np.full(len(running), inst_shared[c], np.int32)
+                       for c, name in classes.items()},
                 }
             )
         )
     if not frames:
-        return pl.DataFrame(schema=SCHEMA)
+        return pl.DataFrame(schema=schema(ft))
     return pl.concat(frames)
 
 
-SCHEMA = {
-    "instant": pl.Int32, "t_s": pl.Float64, "running_jobs": pl.Int32, "job_id": pl.Int64,
-    "nodes": pl.Int32, "job_type": pl.String, "pattern": pl.String, "flows": pl.Int64,
-    "bytes": pl.Float64, "links_used": pl.Int32, "shared_links": pl.Int32,
-    "shared_leaf_l2": pl.Int32, "shared_l2_core": pl.Int32, "shared_share": pl.Float64,
-    "exposed": pl.Boolean, "instant_shared_leaf_l2": pl.Int32, "instant_shared_l2_core": pl.Int32,
-}
+def hop_class_columns(topo: Topology) -> dict[int, str]:
+    """Column suffix of each inter-switch link class (class index >= 1): ``A-B`` becomes
+    ``a_b`` (a fat-tree's classes give the long-standing column names), ``x+`` ``xp``, ``x-`` ``xm``."""
+    def column(name: str) -> str:
+        name = name.lower()
+        if name.endswith(("+", "-")):
+            name = name[:-1] + ("p" if name.endswith("+") else "m")
+        return name.replace("-", "_")
+
+    return {c: column(n) for c, n in enumerate(topo.link_class_names) if c >= 1}
+
+
+def schema(topo: Topology) -> dict[str, pl.DataType]:
+    """Columns and dtypes of the interference table on ``topo``."""
+    per_class = {f"shared_{n}": pl.Int32 for n in hop_class_columns(topo).values()}
+    instant = {f"instant_shared_{n}": pl.Int32 for n in hop_class_columns(topo).values()}
+    return {
+        "instant": pl.Int32, "t_s": pl.Float64, "running_jobs": pl.Int32, "job_id": pl.Int64,
+        "nodes": pl.Int32, "job_type": pl.String, "pattern": pl.String, "flows": pl.Int64,
+        "bytes": pl.Float64, "links_used": pl.Int32, "shared_links": pl.Int32,
+        **per_class, "shared_share": pl.Float64, "exposed": pl.Boolean, **instant,
+    }
 
 
 def write_atomic(table: pl.DataFrame, path: str | Path) -> Path:
@@ -274,30 +291,28 @@ def write_atomic(table: pl.DataFrame, path: str | Path) -> Path:
 
 
 def summary_lines(table: pl.DataFrame) -> list[str]:
-    """Human-readable summary of an interference table."""
+    """Human-readable summary of an interference table (per inter-switch link class)."""
     if table.is_empty():
         return ["no job was running at the sampled instants"]
     rows = len(table)
     exposed = int(table["exposed"].sum())
     jobs = table["job_id"].n_unique()
     jobs_exposed = table.filter(pl.col("exposed"))["job_id"].n_unique()
+    classes = [c[len("instant_shared_"):] for c in table.columns if c.startswith("instant_shared_")]
     per_instant = table.group_by("instant").agg(
         pl.len().alias("running"),
         pl.col("exposed").sum().alias("exposed"),
-        pl.col("instant_shared_leaf_l2").first().alias("leaf_l2"),
-        pl.col("instant_shared_l2_core").first().alias("l2_core"),
+        *(pl.col(f"instant_shared_{c}").first().alias(c) for c in classes),
     )
+    by_class = ", ".join(f"{c} mean {per_instant[c].mean():.1f} (max {per_instant[c].max()})" for c in classes)
+    per_job = ", ".join(f"{c} {_mean_exposed(table, f'shared_{c}'):.1f}" for c in classes)
     lines = [
         f"instants with running jobs: {per_instant.height}; running jobs per instant: "
         f"mean {per_instant['running'].mean():.1f}, max {per_instant['running'].max()}",
         f"job-instants exposed: {exposed}/{rows} ({exposed / rows:.1%}); "
         f"jobs exposed at least once: {jobs_exposed}/{jobs}",
-        f"links shared by >1 job per instant: leaf-L2 mean {per_instant['leaf_l2'].mean():.1f} "
-        f"(max {per_instant['leaf_l2'].max()}), L2-core mean {per_instant['l2_core'].mean():.1f} "
-        f"(max {per_instant['l2_core'].max()})",
-        f"shared links per exposed job-instant (mean): total "
-        f"{_mean_exposed(table, 'shared_links'):.1f}, leaf-L2 {_mean_exposed(table, 'shared_leaf_l2'):.1f}, "
-        f"L2-core {_mean_exposed(table, 'shared_l2_core'):.1f}",
+        f"links shared by >1 job per instant: {by_class}",
+        f"shared links per exposed job-instant (mean): total {_mean_exposed(table, 'shared_links'):.1f}, {per_job}",
         f"traffic share on shared links (mean over exposed job-instants): {_mean_exposed(table, 'shared_share'):.3f}",
     ]
     by_pattern = (
@@ -319,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0, or 2 on a usage/data error)."""
     parser = argparse.ArgumentParser(
         prog="python -m fattorus.interference",
-        description="Link sharing between concurrently running jobs of a replay run (D-mod-k routing).",
+        description="Link sharing between concurrently running jobs of a replay run (static routing).",
     )
     parser.add_argument("run_dir", help="replay run directory (jobs.parquet, summary.json)")
     parser.add_argument("--pattern-mix", default=DEFAULT_MIX,
