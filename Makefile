@@ -14,10 +14,10 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# System packages some tests drive for real: headless Chromium (the report page) and a
-# PostgreSQL server (distributed tuning). Installed from Debian's packages when missing and
+# System packages some tests drive for real: a PostgreSQL server (distributed tuning; a
+# headless-Chromium report test will join it). Installed from Debian's packages when missing and
 # we are root (CI, fresh machines); otherwise say what to install.
-SYSDEPS_BIN := chromium:chromium initdb:postgresql
+SYSDEPS_BIN := initdb:postgresql
 sysdeps:
 	@for pair in $(SYSDEPS_BIN); do bin=$${pair%%:*}; pkg=$${pair##*:}; \
 	  if ! command -v $$bin >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/$$bin >/dev/null 2>&1; then \
