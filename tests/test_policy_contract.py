@@ -18,17 +18,12 @@ from omegaconf import OmegaConf
 from fattorus import topology
 from fattorus.sched import policy
 from fattorus.sched import state as st
-from fattorus.topology import fattree
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "topo"
 
 
 def _load(path: Path):
-    cfg = OmegaConf.to_container(OmegaConf.load(path))
-    try:
-        return topology.from_config(cfg)
-    except topology.TopologyError:
-        return fattree.from_config(cfg)  # until FatTree registers itself as a Topology family
+    return topology.from_config(OmegaConf.to_container(OmegaConf.load(path)))
 
 
 TOPOS = {p.stem: _load(p) for p in sorted(CONF.glob("*.yaml"))}
