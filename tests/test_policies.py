@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fattorus import topology
 from fattorus.sched import engine, policy, queues
 from fattorus.sched import state as st
 from fattorus.topology import fattree
@@ -61,8 +62,14 @@ def test_oblivious_takes_preferred_nodes_first(ft6):
 
 
 def test_registry_names_and_errors(ft6):
-    assert set(policy.NAMES) == {"to", "to_random", "ta", "tree_bestfit"}
+    assert set(policy.NAMES) == {"to", "to_random", "first_fit", "ta", "tree_bestfit"}
     assert policy.supporting(ft6) == policy.NAMES
+    torus = topology.from_config({"kind": "torus3d", "name": "t", "dims": [2, 2, 2]})
+    assert set(policy.supporting(torus)) == {"to", "to_random", "first_fit"}
+    with pytest.raises(ValueError, match="only 'ordering'"):
+        policy.make("first_fit", ft6, {"order": "id"})
+    with pytest.raises(ValueError, match="unknown ordering"):
+        policy.make("first_fit", torus, {"ordering": "hilbert"})
     with pytest.raises(ValueError, match="unknown policy"):
         policy.make("nope", ft6)
     with pytest.raises(ValueError, match="takes no parameters"):

@@ -62,9 +62,9 @@ def check_run_dir(d: Path) -> dict:
 
 
 GROUPS = [
-    ("+topo", ["cab", "pinot", "ft44", "ft6", "ft6x6", "ft6_tapered"], "topo"),
+    ("+topo", ["cab", "pinot", "ft44", "ft6", "ft6x6", "ft6_tapered"], "topo"),  # tori: test_torus
     ("+speedup", ["none", "x5", "x10", "x20", "v1", "v2"], "speedup"),
-    ("policy", ["to", "to_random", "ta", "tree_bestfit"], "policy"),
+    ("policy", ["to", "to_random", "first_fit", "ta", "tree_bestfit"], "policy"),
     ("sched", ["fcfs", "easy"], "sched"),
 ]
 

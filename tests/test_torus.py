@@ -98,3 +98,49 @@ def test_job_links_are_exactly_the_links_of_the_job_routes():
         r = np.asarray(T4.routes(src.ravel(), dst.ravel()))
         used = np.unique(r[r >= 2 * N])  # router links only
         assert np.array_equal(np.flatnonzero(T4.job_links(nodes)), used)
+
+
+def test_orderings_have_the_structure_the_paper_describes():
+    bw = load("bluewaters")
+    def routers(name, k):
+        r = bw.ordering(name)[::2][:k] // 2
+        return np.stack(bw.router_coords(r), axis=1)
+    # -O2: yz slabs 4 routers thick in x, x fastest within the slab.
+    o2 = routers("O2", 4 * 24 * 24)
+    assert set(o2[:, 0]) == {0, 1, 2, 3} and o2[:4].tolist() == [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]]
+    # -OY: whole xz planes, one y after another.
+    assert set(routers("OY", 24 * 24)[:, 1]) == {0}
+    for name, thick in (("2Y", 2), ("4Y", 4)):
+        order = routers(name, 24 ** 3)
+        size = 4 * thick * 8
+        blocks = order.reshape(-1, size, 3)
+        corner = blocks.min(axis=1)
+        # every block is a whole 4 x thick x 8 box of routers ...
+        assert np.all(blocks.max(axis=1) - corner == [3, thick - 1, 7])
+        # ... the torus is filled along z first, then x, then y ...
+        assert corner[:3].tolist() == [[0, 0, 0], [0, 0, 8], [0, 0, 16]]
+        assert corner[3].tolist() == [4, 0, 16]  # the next x step starts where z ended (serpentine)
+        # ... and consecutive blocks always touch: one step in one dimension.
+        step = np.abs(np.diff(corner // [4, thick, 8], axis=0)).sum(axis=1)
+        assert np.all(step == 1)
+
+
+@pytest.mark.parametrize("ordering", ["id", "O2", "2Y"])
+def test_first_fit_start_times_equal_the_count_based_reference(ordering):
+    from pathlib import Path
+
+    from fattorus import workload
+    from fattorus.sched import policy, reference, replay
+
+    t8 = load("torus8")
+    trace = Path(__file__).resolve().parents[1] / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz"
+    jobs, _ = workload.scale_nodes(workload.load(trace, cores_per_node=4).jobs, 2, t8.n_nodes)
+    prepared, _ = replay.prepare(workload.first_days(jobs, 10), t8.n_nodes)
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    got = replay.simulate(*cols, t8, policy.make("first_fit", t8, {"ordering": ordering}), "easy")
+    expected = reference.schedule(*[c.tolist() for c in cols], t8.n_nodes, easy=True)
+    assert len(prepared) > 300 and got.backfilled.sum() > 0
+    assert np.array_equal(got.start, np.array(expected, dtype=float))
+    # the nodes follow the ordering: the first job gets the ordering's first nodes
+    first = int(np.argmin(got.start))
+    assert np.array_equal(np.sort(got.alloc[first]), np.sort(t8.ordering(ordering)[: int(cols[3][first])]))

@@ -19,7 +19,7 @@ router (Gemini: 2). Router ``(x, y, z)`` has id ``r = (x * Y + y) * Z + z`` and 
   ``h_d`` the job's histogram of coordinates in dimension ``d`` and ``D_d`` that ring's
   distance matrix — ``O(n + X^2 + Y^2 + Z^2)`` per job, no ``n x n`` matrix.
 
-Not modelled yet (issue 12): node types (XE/XK/service), the ALPS and paper orderings, prism
+Not modelled yet (issue 12): node types (XE/XK/service), a Hilbert-curve ordering, prism
 allocation.
 """
 
@@ -276,6 +276,48 @@ class Torus3D(Topology):
         pos = (a[arc] + sign[arc] * kk) % n
         routers = router_at(pos, arc)
         mask[2 * self.n_nodes + (3 * routers + d) * 2 + np.where(sign[arc] > 0, 0, 1)] = True
+
+    # Node orderings (what first fit walks; the torus paper, Section II-A2) ------------------
+    @property
+    def ordering_names(self) -> tuple[str, ...]:
+        """``id``/``xyz`` (router id order), ``O2`` (ALPS default), ``OY``, ``2Y``, ``4Y``."""
+        return ("id", "xyz", "O2", "OY", "2Y", "4Y")
+
+    def ordering(self, name: str = "id") -> np.ndarray:
+        """Nodes in the order of ordering ``name`` (both slots of a router together):
+
+        * ``id``/``xyz``: router id order (z fastest, then y, then x);
+        * ``O2``: ALPS' default as the paper observes it: x in blocks of 4 and, within a block,
+          x fastest, then z, then y, so that consecutive nodes fill yz slabs 4 routers thick
+          in x;
+        * ``OY``: xz planes, one y value after another;
+        * ``2Y``/``4Y``: the paper's modified orders: blocks of 4 x 2 x 8 (4 x 4 x 8) routers
+          filling the torus along z, then x, then y, reversing direction after each jump
+          (serpentine), so that jobs get xz slabs 2 (4) routers thick in y. Within a block
+          z is fastest, then x, then y. Partial blocks at the torus edge are kept as they
+          fall. (The XK region is not skipped: node types are not modelled yet.)
+        """
+        p = self.nodes_per_router
+        routers = self._router_order(name)
+        return (routers[:, None] * p + np.arange(p)).ravel()
+
+    def _router_order(self, name: str) -> np.ndarray:
+        r = np.arange(self.n_routers)
+        x, y, z = self.router_coords(r)
+        if name in ("id", "xyz"):
+            return r
+        if name == "O2":
+            return r[np.lexsort((x % 4, z, y, x // 4))]
+        if name == "OY":
+            return r[np.lexsort((z, x, y))]
+        if name in ("2Y", "4Y"):
+            thick = 2 if name == "2Y" else 4
+            bx, by, bz = x // 4, y // thick, z // 8
+            nbx, nbz = -(-self.dims[0] // 4), -(-self.dims[2] // 8)
+            bx = np.where(by % 2 == 1, nbx - 1 - bx, bx)  # serpentine in x across y layers
+            bz = np.where((by * nbx + bx) % 2 == 1, nbz - 1 - bz, bz)  # and in z across x steps
+            return r[np.lexsort((z % 8, x % 4, y % thick, bz, bx, by))]
+        raise TopologyError(f"topology {self.name!r}: unknown ordering {name!r}; choices: {list(self.ordering_names)}")
 
     # Configuration -------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:

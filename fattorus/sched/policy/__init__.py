@@ -16,7 +16,7 @@ from typing import Any
 
 from fattorus.sched.policy.base import Policy
 from fattorus.sched.policy.fattree import ORDERS, TIES, TAParams, TopologyAware, TreeBestFit
-from fattorus.sched.policy.oblivious import TopologyOblivious, TopologyObliviousRandom
+from fattorus.sched.policy.oblivious import FirstFit, TopologyOblivious, TopologyObliviousRandom
 
 
 def _no_params(name: str, params: Mapping[str, Any]) -> None:
@@ -34,6 +34,13 @@ def _to_random(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
     return TopologyObliviousRandom(topo, seed)
 
 
+def _first_fit(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
+    unknown = sorted(set(params) - {"ordering"})
+    if unknown:
+        raise ValueError(f"policy 'first_fit' takes only 'ordering', got {unknown}")
+    return FirstFit(topo, str(params.get("ordering", "id")))
+
+
 def _ta(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
     return TopologyAware(topo, TAParams.from_mapping(params))
 
@@ -47,6 +54,7 @@ def _tree_bestfit(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
 REGISTRY: dict[str, tuple[type[Policy], Callable[[Any, Mapping[str, Any], int], Policy]]] = {
     "to": (TopologyOblivious, _to),
     "to_random": (TopologyObliviousRandom, _to_random),
+    "first_fit": (FirstFit, _first_fit),
     "ta": (TopologyAware, _ta),
     "tree_bestfit": (TreeBestFit, _tree_bestfit),
 }
@@ -70,5 +78,5 @@ def make(name: str, topo: Any, params: Mapping[str, Any] | None = None, seed: in
     return build(topo, dict(params or {}), seed)
 
 
-__all__ = ["NAMES", "ORDERS", "REGISTRY", "TIES", "Policy", "TAParams", "TopologyAware",
+__all__ = ["NAMES", "ORDERS", "REGISTRY", "TIES", "FirstFit", "Policy", "TAParams", "TopologyAware",
            "TopologyOblivious", "TopologyObliviousRandom", "TreeBestFit", "make", "supporting"]

@@ -53,3 +53,26 @@ class TopologyObliviousRandom(TopologyOblivious):
         if len(first) >= n:
             return np.sort(self.rng.choice(first, n, replace=False))
         return np.concatenate([first, np.sort(self.rng.choice(rest, n - len(first), replace=False))])
+
+
+class FirstFit(TopologyOblivious):
+    """First fit over a named node ordering of the topology (``topo.ordering(name)``): the
+    first free nodes in that order, preferred nodes first — what Moab does with an ALPS node
+    list. Topology-oblivious: it only counts nodes, so its start times are count-based EASY's."""
+
+    name = "first_fit"
+
+    def __init__(self, topo: Any, ordering: str = "id") -> None:
+        super().__init__(topo)
+        self.ordering = ordering
+        self.order = np.asarray(topo.ordering(ordering), np.int64)
+
+    def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
+              waited_s: float = 0.0) -> np.ndarray | None:
+        """The first ``n`` free nodes in the ordering (preferred free nodes first), or None."""
+        if n > state.n_free:
+            return None
+        free = self.order[state.free[self.order]]
+        if prefer is not None:
+            free = np.concatenate([free[prefer[free]], free[~prefer[free]]])
+        return free[:n]
