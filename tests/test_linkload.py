@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from fattorus import paths
 from fattorus.topology import fattree
 from fattorus.analysis import interference
 from fattorus.kernels import linkload
@@ -112,11 +113,6 @@ YELLOW_LOADS = {
 def a2a_loads(ft: FatTree, nodes: list[int]) -> np.ndarray:
     src, dst, nbytes = patterns.to_nodes(nodes, patterns.all_to_all(None, len(nodes), nbytes=1.0))
     return np.asarray(linkload.flow_link_loads(ft, src, dst, nbytes))
-
-
-@pytest.fixture(scope="module")
-def ft6():
-    return fattree.load("ft6")
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +303,7 @@ def read_swf(path: Path, n: int, skip: int) -> pl.DataFrame:
 
 
 # Shipped with the repository (data/traces/README.md has its provenance).
-TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+TRACE = paths.traces_dir() / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
 def max_jobs_per_link(ft: FatTree, jobs: pl.DataFrame) -> int:

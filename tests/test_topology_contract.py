@@ -5,29 +5,24 @@ symmetric, zero on the diagonal, at most ``max_hops``; every static route walks 
 links from ``src`` to ``dst`` and its hop-class links number exactly ``hops``; the hop-sum
 kernel equals the pairwise sum; the ideal allocation is at least as compact as random ones;
 the configuration round-trips; orderings are permutations; ``job_links`` covers every route
-between a job's nodes. A new family's configs are picked up without editing this file.
+between a job's nodes. A new family's configs are picked up without editing this file (the
+``conf_topo`` fixture of conftest.py runs each test once per config).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jax
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
 from fattorus import topology
 from fattorus.kernels import aph
 
-REPO = Path(__file__).resolve().parents[1]
-CONFIGS = sorted(p.stem for p in (REPO / "conf" / "topo").glob("*.yaml"))
 
-
-@pytest.fixture(scope="module", params=CONFIGS)
-def topo(request):
-    cfg = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "topo" / f"{request.param}.yaml"))
-    return topology.from_config(cfg)
+@pytest.fixture(scope="module")
+def topo(conf_topo):
+    """Each machine of ``conf/topo`` in turn (``conf_topo`` in conftest.py)."""
+    return conf_topo
 
 
 def _sample(topo, n: int, seed: int) -> np.ndarray:
@@ -119,3 +114,15 @@ def test_flow_loads_equal_the_scatter_of_the_routes(topo):
     # every byte crosses each link of its route once
     lengths = (np.asarray(topo.routes(src, dst)) >= 0).sum(axis=1)
     assert fused.sum() == pytest.approx(float((nbytes * lengths).sum()), rel=1e-5)
+
+
+def test_a_config_with_an_unknown_key_fails_in_one_line_naming_it(topo):
+    with pytest.raises(topology.TopologyError) as err:
+        topology.from_config({**topo.config(), "no_such_key": 1})
+    message = str(err.value)
+    assert "no_such_key" in message and "\n" not in message
+
+
+def test_the_ideal_aph_kernel_delegates_to_the_topology(topo):
+    for n in (1, 2, 5, min(33, topo.n_nodes)):
+        assert aph.ideal_aph(topo, n) == pytest.approx(topo.ideal_aph(n))

@@ -1,14 +1,16 @@
 """Benchmark: the APH and random-allocation kernels against plain NumPy, in the same run.
 
-For each machine (Cab 1,296 nodes, Pinot 2,592, ft44 10,648) and allocation size ``n`` in
+For each machine (the fat-trees Cab 1,296 nodes, Pinot 2,592, ft44 10,648, and the 3D torus
+torus8, 1,024: the kernels take any topology) and allocation size ``n`` in
 16 / 256 / 1,024 / 4,096 (sizes larger than the machine are skipped), a batch of ``B =
 1,024`` allocations is drawn uniformly on an empty machine with
-:func:`fattorus.montecarlo.random_allocations` (``width = aph.bucket(n)``). Two rows per cell:
+:func:`fattorus.kernels.montecarlo.random_allocations` (``width = aph.bucket(n)``). Two rows per cell:
 
-* ``hop_sums``: :func:`fattorus.aph.hop_sums`, the closed-form ``sum_{i != j} H`` from
-  per-leaf and per-pod counts, on the ``(B, width)`` batch. The reference builds each
-  allocation's ``n x n`` hop matrix with NumPy (``2 [leaf_i != leaf_j] + 2 [pod_i != pod_j]``)
-  and sums it, one allocation at a time. The kernel's sums must equal the reference's on every
+* ``hop_sums``: :func:`fattorus.kernels.aph.hop_sums`, the topology's ``hop_sum`` kernel
+  (on a fat-tree the closed-form ``sum_{i != j} H`` from per-group counts) on the
+  ``(B, width)`` batch. The reference builds each allocation's ``n x n`` hop matrix with
+  NumPy (``topo.hops`` on NumPy arrays, broadcast) and sums it, one allocation at a time.
+  The kernel's sums must equal the reference's on every
   allocation the reference timed, or the benchmark raises.
 * ``random_allocations``: the kernel itself (``top_k`` of uniform scores on the free mask).
   The reference is ``numpy.random.Generator.choice(free_ids, n, replace=False)`` per
@@ -37,12 +39,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus.kernels import aph
-from fattorus.topology import fattree
-from fattorus.kernels import montecarlo
-from fattorus.topology.fattree import FatTree
+from fattorus import topology
+from fattorus.kernels import aph, montecarlo
+from fattorus.topology import Topology
 
-MACHINES = ("cab", "pinot", "ft44")
+MACHINES = ("cab", "pinot", "ft44", "torus8")
 SIZES = (16, 256, 1024, 4096)
 BATCH = 1024
 REPEATS = 7
@@ -137,13 +138,14 @@ def _time_reference(one, rows: np.ndarray, target_s: float) -> tuple[float, int,
     return statistics.median(per_alloc), m, passes, results
 
 
-def reference_hop_sum(ft: FatTree, row: np.ndarray) -> int:
-    """``sum_{i != j} H`` of one padded allocation through its ``n x n`` NumPy hop matrix."""
+def reference_hop_sum(topo: Topology, row: np.ndarray) -> int:
+    """``sum_{i != j} H`` of one padded allocation through its ``n x n`` NumPy hop matrix.
+
+    ``topo.hops`` is plain integer arithmetic on its arguments, so on NumPy arrays it runs in
+    NumPy (no JAX dispatch), which is the reference timed here.
+    """
     a = row[row >= 0]
-    leaf = a // ft.nodes_per_leaf
-    pod = a // ft.nodes_per_pod
-    h = 2 * (leaf[:, None] != leaf[None, :]) + 2 * (pod[:, None] != pod[None, :])
-    return int(h.sum())
+    return int(np.asarray(topo.hops(a[:, None], a[None, :])).sum())
 
 
 def _check_allocations(allocs: np.ndarray, n: int, free: np.ndarray, what: str) -> None:
@@ -159,14 +161,14 @@ def _check_allocations(allocs: np.ndarray, n: int, free: np.ndarray, what: str) 
         raise AssertionError(f"{what}: rows are not {n} distinct free node ids padded with -1")
 
 
-def bench_cell(ft: FatTree, n: int, batch: int, repeats: int, ref_target_s: float, key: jax.Array) -> list[dict]:
+def bench_cell(topo: Topology, n: int, batch: int, repeats: int, ref_target_s: float, key: jax.Array) -> list[dict]:
     """The two rows (``random_allocations``, ``hop_sums``) of one machine and size."""
     width = aph.bucket(n)
-    free = jnp.ones(ft.n_nodes, bool)
-    free_np = np.ones(ft.n_nodes, bool)
+    free = jnp.ones(topo.n_nodes, bool)
+    free_np = np.ones(topo.n_nodes, bool)
     keys = jax.random.split(key, batch)
     jax.block_until_ready(keys)
-    common = {"machine": ft.name, "machine_nodes": ft.n_nodes, "n": n, "width": width, "batch": batch}
+    common = {"machine": topo.name, "machine_nodes": topo.n_nodes, "n": n, "width": width, "batch": batch}
 
     # Random allocations: the kernel, then Generator.choice one allocation at a time.
     compile_s, aot_s, run_s, allocs = _time_jax(
@@ -175,31 +177,31 @@ def bench_cell(ft: FatTree, n: int, batch: int, repeats: int, ref_target_s: floa
         repeats,
     )
     allocs_np = np.asarray(allocs)
-    _check_allocations(allocs_np, n, free_np, f"random_allocations {ft.name} n={n}")
+    _check_allocations(allocs_np, n, free_np, f"random_allocations {topo.name} n={n}")
     rng = np.random.default_rng(0)
     free_ids = np.flatnonzero(free_np)
     ref_s, ref_m, ref_passes, drawn = _time_reference(
         lambda _row: rng.choice(free_ids, n, replace=False), allocs_np, ref_target_s
     )
-    _check_allocations(aph.pad(drawn, width), n, free_np, f"reference draws {ft.name} n={n}")
+    _check_allocations(aph.pad(drawn, width), n, free_np, f"reference draws {topo.name} n={n}")
     rand_row = _row("random_allocations", common, compile_s, aot_s, run_s, batch, ref_s, ref_m, ref_passes)
-    _log(f"{ft.name} n={n}: random_allocations compile {rand_row['compile_s']:.3f} s (AOT {aot_s:.3f} s), run {run_s * 1e3:.2f} ms, "
+    _log(f"{topo.name} n={n}: random_allocations compile {rand_row['compile_s']:.3f} s (AOT {aot_s:.3f} s), run {run_s * 1e3:.2f} ms, "
          f"ratio {rand_row['ratio']:.1f}")
 
     # Closed-form hop sums, then the n x n NumPy hop matrix per allocation.
     compile_s, aot_s, run_s, sums = _time_jax(
-        lambda: aph.hop_sums(ft, allocs), lambda: aph.hop_sums.lower(ft, allocs), repeats
+        lambda: aph.hop_sums(topo, allocs), lambda: aph.hop_sums.lower(topo, allocs), repeats
     )
     sums_np = np.asarray(sums)
-    ref_s, ref_m, ref_passes, ref_sums = _time_reference(lambda row: reference_hop_sum(ft, row), allocs_np, ref_target_s)
+    ref_s, ref_m, ref_passes, ref_sums = _time_reference(lambda row: reference_hop_sum(topo, row), allocs_np, ref_target_s)
     if not np.array_equal(sums_np[:ref_m], np.asarray(ref_sums, dtype=np.int64)):
         bad = int(np.flatnonzero(sums_np[:ref_m] != np.asarray(ref_sums))[0])
         raise AssertionError(
-            f"hop_sums {ft.name} n={n}: kernel {int(sums_np[bad])} != NumPy reference {ref_sums[bad]} "
+            f"hop_sums {topo.name} n={n}: kernel {int(sums_np[bad])} != NumPy reference {ref_sums[bad]} "
             f"on allocation {bad}"
         )
     hop_row = _row("hop_sums", common, compile_s, aot_s, run_s, batch, ref_s, ref_m, ref_passes)
-    _log(f"{ft.name} n={n}: hop_sums compile {hop_row['compile_s']:.3f} s (AOT {aot_s:.3f} s), run {run_s * 1e3:.2f} ms, "
+    _log(f"{topo.name} n={n}: hop_sums compile {hop_row['compile_s']:.3f} s (AOT {aot_s:.3f} s), run {run_s * 1e3:.2f} ms, "
          f"ratio {hop_row['ratio']:.1f} (sums agree on {ref_m} allocations)")
     return [rand_row, hop_row]
 
@@ -213,13 +215,13 @@ def run(quick: bool = False, seed: int = 0) -> list[dict]:
     root = jax.random.PRNGKey(seed)
     rows = []
     for m, name in enumerate(MACHINES):
-        ft = fattree.load(name)
+        topo = topology.load(name)
         for n in sizes:
-            if n > ft.n_nodes:
-                _log(f"{name}: skip n={n} (machine has {ft.n_nodes} nodes)")
+            if n > topo.n_nodes:
+                _log(f"{name}: skip n={n} (machine has {topo.n_nodes} nodes)")
                 continue
             key = jax.random.fold_in(jax.random.fold_in(root, m), n)
-            for row in bench_cell(ft, n, batch, repeats, target, key):
+            for row in bench_cell(topo, n, batch, repeats, target, key):
                 rows.append({**row, "repeats": repeats})
     order = {"hop_sums": 0, "random_allocations": 1}
     return sorted(rows, key=lambda r: order[r["kernel"]])

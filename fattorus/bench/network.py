@@ -5,12 +5,13 @@ Problems (spec `kernels.md`, "Benchmarks"):
 * ``all_to_all`` on 1,024 uniformly random nodes of Pinot: 1,047,552 flows;
 * ``stencil4d`` (8 neighbours, MILC-like) on 4,096 uniformly random nodes of ft44: 32,768 flows.
 
-For each, the JAX kernel is :func:`fattorus.linkload.flow_link_loads` (routes and the
-scatter-add fused in one jit). ``compile_s`` is the lower + compile time, ``run_s`` the median
+For each, the JAX kernel is :func:`fattorus.kernels.linkload.flow_link_loads` (the
+topology's routes and the scatter-add fused in one jit). ``compile_s`` is the lower + compile time, ``run_s`` the median
 of ``repeats`` timed calls after one warm-up call (``block_until_ready``), ``flows_per_s`` is
-flows / ``run_s``. The reference is straightforward NumPy on the full problem: the six
-candidate links per flow from the D-mod-k formulas, a mask per route case, and
-``np.add.at``; ``reference_s`` is its median over ``ref_repeats`` calls and ``ratio =
+flows / ``run_s``. The reference is straightforward NumPy on the full problem, written by the
+machine's family (:data:`REFERENCES`; for the fat-tree
+:func:`fattorus.topology.fattree_routing.numpy_flow_loads`: the six candidate links per flow
+from the D-mod-k formulas, a mask per route case, and ``np.add.at``); ``reference_s`` is its median over ``ref_repeats`` calls and ``ratio =
 reference_s / run_s`` (> 1: JAX is faster). Each row also reports the largest relative
 difference between the two load vectors (``max_rel_diff``), so a wrong kernel cannot hide
 behind a fast one.
@@ -20,45 +21,30 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus.topology import fattree
-from fattorus.kernels import linkload
+from fattorus import topology
 from fattorus.analysis import patterns
-from fattorus.topology import fattree_routing as routing
-from fattorus.topology.fattree import FatTree
+from fattorus.kernels import linkload
+from fattorus.topology import Topology, fattree_routing
 
 
-def reference_loads(ft: FatTree, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
-    """NumPy reference: bytes per directed link of flows ``src -> dst`` (D-mod-k)."""
-    k, p, S, C = ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod, routing.cores_per_l2(ft)
-    N, NL, P = ft.n_nodes, ft.n_leaves, ft.pods
-    src = src.astype(np.int64)
-    dst = dst.astype(np.int64)
-    s = dst % S
-    j = (dst // S) % C
-    leaf_a, leaf_b, pod_a, pod_b = src // k, dst // k, src // p, dst // p
-    base_leaf, base_core = 2 * N, 2 * N + 2 * NL * S
-    links = np.stack(
-        [
-            src,  # node -> leaf
-            N + dst,  # leaf -> node
-            base_leaf + leaf_a * S + s,  # leaf -> L2
-            base_leaf + NL * S + leaf_b * S + s,  # L2 -> leaf
-            base_core + (pod_a * S + s) * C + j,  # L2 -> core
-            base_core + P * S * C + (pod_b * S + s) * C + j,  # core -> L2
-        ]
-    )
-    valid = (src >= 0) & (dst >= 0) & (src != dst)
-    leaves_differ = valid & (leaf_a != leaf_b)
-    pods_differ = valid & (pod_a != pod_b)
-    use = np.stack([valid, valid, leaves_differ, leaves_differ, pods_differ, pods_differ])
-    out = np.zeros(routing.n_links(ft))
-    np.add.at(out, links[use], np.broadcast_to(nbytes, links.shape)[use])
-    return out
+#: ``kind`` -> a plain NumPy reference ``(topo, src, dst, nbytes) -> bytes per link`` written by
+#: the family independently of its routes kernel (a family without one is not benchmarked here).
+REFERENCES: dict[str, Callable[[Topology, np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
+    "fattree": fattree_routing.numpy_flow_loads,
+}
+
+
+def reference_loads(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """NumPy reference: bytes per directed link of flows ``src -> dst`` (the family's routes)."""
+    if topo.kind not in REFERENCES:
+        raise ValueError(f"no NumPy link-load reference for kind {topo.kind!r}; have {sorted(REFERENCES)}")
+    return REFERENCES[topo.kind](topo, src, dst, nbytes)
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -71,7 +57,7 @@ def _median_time(fn, repeats: int) -> float:
 
 
 def bench_problem(
-    ft: FatTree,
+    topo: Topology,
     problem: str,
     alloc: np.ndarray,
     traffic: patterns.Traffic,
@@ -83,17 +69,17 @@ def bench_problem(
     args = (jnp.asarray(src), jnp.asarray(dst), jnp.asarray(nbytes, jnp.float32))
     jax.block_until_ready(args)
     t0 = time.perf_counter()
-    compiled = linkload.flow_link_loads.lower(ft, *args).compile()
+    compiled = linkload.flow_link_loads.lower(topo, *args).compile()
     compile_s = time.perf_counter() - t0
     got = np.asarray(compiled(*args).block_until_ready())  # warm-up
     run_s = _median_time(lambda: compiled(*args).block_until_ready(), repeats)
-    ref = reference_loads(ft, src, dst, nbytes)
-    ref_s = _median_time(lambda: reference_loads(ft, src, dst, nbytes), ref_repeats)
+    ref = reference_loads(topo, src, dst, nbytes)
+    ref_s = _median_time(lambda: reference_loads(topo, src, dst, nbytes), ref_repeats)
     rel = float(np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1.0)))
     n_flows = traffic.n_flows
     return {
         "kernel": "routes+link_loads",
-        "machine": ft.name,
+        "machine": topo.name,
         "problem": problem,
         "flows": n_flows,
         "device": jax.devices()[0].platform,
@@ -107,10 +93,10 @@ def bench_problem(
     }
 
 
-def _random_nodes(ft: FatTree, n: int, seed: int) -> np.ndarray:
-    """``n`` distinct nodes of ``ft`` in a uniformly random order (topology-oblivious)."""
+def _random_nodes(topo: Topology, n: int, seed: int) -> np.ndarray:
+    """``n`` distinct nodes of ``topo`` in a uniformly random order (topology-oblivious)."""
     key = jax.random.PRNGKey(seed)
-    return np.asarray(jax.random.permutation(key, ft.n_nodes))[:n].astype(np.int32)
+    return np.asarray(jax.random.permutation(key, topo.n_nodes))[:n].astype(np.int32)
 
 
 def run(repeats: int = 7, ref_repeats: int = 3, seed: int = 0, quick: bool = False) -> list[dict]:
@@ -123,7 +109,7 @@ def run(repeats: int = 7, ref_repeats: int = 3, seed: int = 0, quick: bool = Fal
         repeats, ref_repeats = 5, 1
     n_a2a, n_stencil = (256, 1296) if quick else (1024, 4096)
     rows = []
-    pinot = fattree.load("pinot")
+    pinot = topology.load("pinot")
     a2a = patterns.all_to_all(None, n_a2a)
     rows.append(
         bench_problem(
@@ -135,7 +121,7 @@ def run(repeats: int = 7, ref_repeats: int = 3, seed: int = 0, quick: bool = Fal
             ref_repeats,
         )
     )
-    ft44 = fattree.load("ft44")
+    ft44 = topology.load("ft44")
     stencil = patterns.stencil4d(None, n_stencil)
     grid = "x".join(map(str, patterns.grid_dims(n_stencil, 4)))
     rows.append(

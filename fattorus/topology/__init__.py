@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fattorus import paths
 from fattorus.topology.base import Level, Topology, TopologyError
 
 #: ``kind`` -> Topology subclass. A family module adds itself with :func:`register`.
@@ -35,8 +36,8 @@ def from_config(cfg: Mapping[str, Any]) -> Topology:
 
 
 def conf_dir() -> Path:
-    """The repository's ``conf/`` directory (next to the package in a source checkout)."""
-    return Path(__file__).resolve().parents[2] / "conf"
+    """The repository's ``conf/`` directory (:func:`fattorus.paths.conf_dir`)."""
+    return paths.conf_dir()
 
 
 def load(name_or_path: str) -> Topology:
@@ -45,9 +46,9 @@ def load(name_or_path: str) -> Topology:
 
     path = Path(name_or_path)
     if not path.suffix:
-        path = conf_dir() / "topo" / f"{name_or_path}.yaml"
+        path = paths.config_file("topo", name_or_path)
     if not path.exists():
-        choices = sorted(p.stem for p in (conf_dir() / "topo").glob("*.yaml"))
+        choices = paths.config_names("topo")
         raise TopologyError(f"unknown topology {name_or_path!r}; choices: {choices}")
     try:
         return from_config(OmegaConf.to_container(OmegaConf.load(path)))

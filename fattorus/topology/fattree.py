@@ -338,10 +338,10 @@ def hops(ft: FatTree, a, b):
 
 
 def conf_dir() -> "Path":
-    """The project's ``conf/`` directory (next to the package in a source checkout)."""
-    from pathlib import Path
+    """The project's ``conf/`` directory (:func:`fattorus.paths.conf_dir`; kept for callers)."""
+    from fattorus import paths
 
-    return Path(__file__).resolve().parents[2] / "conf"
+    return paths.conf_dir()
 
 
 def load(name_or_path: str) -> Topology:

@@ -301,3 +301,39 @@ def routes(ft: FatTree, src: jax.Array, dst: jax.Array) -> jax.Array:
 def route_hops(ft: FatTree, route_ids):
     """Inter-switch hops of each route ``(..., HOPS_MAX)`` (links of level >= 1) -> ``(...,)``."""
     return (link_level(ft, route_ids) >= 1).sum(axis=-1)
+
+
+def numpy_flow_loads(ft: FatTree, src: np.ndarray, dst: np.ndarray, nbytes) -> np.ndarray:
+    """Bytes per directed link of flows ``src -> dst``: a plain NumPy D-mod-k reference.
+
+    Written from the formulas in the module docstring, independently of :func:`routes` (no
+    JAX, no shared helper): the six candidate links of every flow, a mask per route case and
+    ``np.add.at``. The network benchmark times it against the fused kernel and checks the two
+    agree. ``nbytes`` is a scalar or one value per flow; padding flows (negative ends) and
+    ``src == dst`` carry nothing. Returns float64 ``(n_links,)``.
+    """
+    k, p, S, C = ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod, cores_per_l2(ft)
+    N, NL, P = ft.n_nodes, ft.n_leaves, ft.pods
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    s = dst % S
+    j = (dst // S) % C
+    leaf_a, leaf_b, pod_a, pod_b = src // k, dst // k, src // p, dst // p
+    base_leaf, base_core = 2 * N, 2 * N + 2 * NL * S
+    links = np.stack(
+        [
+            src,  # node -> leaf
+            N + dst,  # leaf -> node
+            base_leaf + leaf_a * S + s,  # leaf -> L2
+            base_leaf + NL * S + leaf_b * S + s,  # L2 -> leaf
+            base_core + (pod_a * S + s) * C + j,  # L2 -> core
+            base_core + P * S * C + (pod_b * S + s) * C + j,  # core -> L2
+        ]
+    )
+    valid = (src >= 0) & (dst >= 0) & (src != dst)
+    leaves_differ = valid & (leaf_a != leaf_b)
+    pods_differ = valid & (pod_a != pod_b)
+    use = np.stack([valid, valid, leaves_differ, leaves_differ, pods_differ, pods_differ])
+    out = np.zeros(n_links(ft))
+    np.add.at(out, links[use], np.broadcast_to(np.asarray(nbytes, dtype=np.float64), links.shape)[use])
+    return out

@@ -1,0 +1,56 @@
+"""The one place that finds the repository and its folders: ``conf/``, ``data/``, ``results/``.
+
+fattorus runs from a source checkout (or an editable install of one): the package directory
+``fattorus/`` sits beside ``conf/`` (the Hydra config groups: ``topo``, ``policy``,
+``workload``, ``speedup``...), ``data/`` (shipped traces and small tables) and ``results/``
+(run outputs, never committed). Every module that needs one of these folders asks here, so
+moving the package (or the configs) means changing this file only.
+
+The lowest layer: it imports nothing from the package, so any module may use it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: The repository root: the directory that holds the ``fattorus`` package directory.
+ROOT: Path = Path(__file__).resolve().parents[1]
+
+
+def repo_root() -> Path:
+    """The repository root (the directory holding ``fattorus/``, ``conf/`` and ``data/``)."""
+    return ROOT
+
+
+def conf_dir(group: str | None = None) -> Path:
+    """``conf/`` of the repository, or its config group ``conf/GROUP`` (e.g. ``"topo"``)."""
+    conf = ROOT / "conf"
+    return conf if group is None else conf / group
+
+
+def config_file(group: str, name: str) -> Path:
+    """The config ``conf/GROUP/NAME.yaml`` (the file need not exist)."""
+    return conf_dir(group) / f"{name}.yaml"
+
+
+def config_names(group: str) -> list[str]:
+    """Names of the configs in ``conf/GROUP`` (file stems, sorted); empty if there is none."""
+    return sorted(p.stem for p in conf_dir(group).glob("*.yaml"))
+
+
+def data_dir() -> Path:
+    """``data/`` of the repository (shipped job logs under ``data/traces``)."""
+    return ROOT / "data"
+
+
+def traces_dir() -> Path:
+    """``data/traces``: the job logs shipped with the repository (SWF, gzip-compressed)."""
+    return data_dir() / "traces"
+
+
+def results_dir() -> Path:
+    """``results/``: the default parent of run directories (created by the runs, not here)."""
+    return ROOT / "results"
+
+
+__all__ = ["ROOT", "conf_dir", "config_file", "config_names", "data_dir", "repo_root", "results_dir", "traces_dir"]

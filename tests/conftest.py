@@ -1,0 +1,77 @@
+"""Shared test fixtures: the repository's folders (through :mod:`fattorus.paths`) and machines.
+
+* ``conf_topo``: a test (or fixture) that asks for it runs once per config in ``conf/topo``
+  (module-scoped, parametrized by :func:`pytest_generate_tests` with the config names as
+  ids), so a family that adds configs is covered without editing any test;
+* ``ft6``, ``ft6_tapered``, ``ft6x6``, ``torus4``: small machines of ``conf/topo`` that
+  hand-worked tests use (session-scoped: a topology is an immutable value);
+* ``repo_root``, ``conf_dir``, ``traces_dir``: folders of the checkout. Tests read only what
+  the repository ships (``conf/``, ``data/traces``), never ``../shared``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fattorus import paths, topology
+from fattorus.topology import Topology
+
+#: Names of the machine configs in ``conf/topo`` (file stems, sorted).
+TOPO_CONFIGS: list[str] = paths.config_names("topo")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Parametrize here rather than with fixture params so the ids are the config names and
+    # the list is read once, at collection, from the checkout being tested.
+    if "conf_topo_name" in metafunc.fixturenames:
+        metafunc.parametrize("conf_topo_name", TOPO_CONFIGS, scope="module")
+
+
+@pytest.fixture(scope="module")
+def conf_topo(conf_topo_name: str) -> Topology:
+    """The machine ``conf/topo/<name>.yaml``, once per config (any family)."""
+    return topology.load(conf_topo_name)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository root of the checkout under test."""
+    return paths.repo_root()
+
+
+@pytest.fixture(scope="session")
+def conf_dir() -> Path:
+    """``conf/`` of the checkout under test."""
+    return paths.conf_dir()
+
+
+@pytest.fixture(scope="session")
+def traces_dir() -> Path:
+    """``data/traces``: the job logs the repository ships."""
+    return paths.traces_dir()
+
+
+@pytest.fixture(scope="session")
+def ft6() -> Topology:
+    """The fat-tree paper's Figure 2 machine: radix 6, 3 nodes a leaf, 3 leaves a pod, 2 pods."""
+    return topology.load("ft6")
+
+
+@pytest.fixture(scope="session")
+def ft6_tapered() -> Topology:
+    """``ft6`` with fewer up-ports than nodes a leaf (a tapered fat-tree)."""
+    return topology.load("ft6_tapered")
+
+
+@pytest.fixture(scope="session")
+def ft6x6() -> Topology:
+    """A radix-6 fat-tree with 6 pods (54 nodes): small, with every hop class populated."""
+    return topology.load("ft6x6")
+
+
+@pytest.fixture(scope="session")
+def torus4() -> Topology:
+    """The smallest 3D torus config."""
+    return topology.load("torus4")

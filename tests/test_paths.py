@@ -1,0 +1,48 @@
+"""fattorus.paths: the one module that finds the repository, conf/, data/ and results/.
+
+Checked against the checkout itself (the test file's own location, an independent way to
+find the root) and by the behaviour of its users (``topology.load`` by name and by path).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from fattorus import paths, topology
+
+HERE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_root_is_the_checkout_holding_the_package_and_its_folders():
+    assert paths.repo_root() == HERE_ROOT
+    assert (paths.repo_root() / "fattorus" / "paths.py").is_file()
+    assert paths.conf_dir() == HERE_ROOT / "conf" and (paths.conf_dir() / "config.yaml").is_file()
+    assert paths.conf_dir("topo") == HERE_ROOT / "conf" / "topo"
+    assert paths.data_dir() == HERE_ROOT / "data" and paths.traces_dir().is_dir()
+    assert paths.results_dir() == HERE_ROOT / "results"
+
+
+def test_config_names_are_the_yaml_stems_of_a_group():
+    expected = sorted(p.name[: -len(".yaml")] for p in (HERE_ROOT / "conf" / "topo").iterdir()
+                      if p.name.endswith(".yaml"))
+    assert paths.config_names("topo") == expected and "cab" in expected
+    assert paths.config_file("topo", "cab") == HERE_ROOT / "conf" / "topo" / "cab.yaml"
+    assert paths.config_names("no-such-group") == []
+
+
+def test_topology_load_finds_configs_through_paths():
+    by_name = topology.load("ft6")
+    by_path = topology.load(str(paths.config_file("topo", "ft6")))
+    assert by_name == by_path and by_name.n_nodes == 18
+    with pytest.raises(topology.TopologyError, match="unknown topology 'nope'; choices: .*'cab'"):
+        topology.load("nope")
+
+
+def test_paths_imports_nothing_from_the_package():
+    tree = ast.parse((HERE_ROOT / "fattorus" / "paths.py").read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not any(m == "fattorus" or m.startswith("fattorus.") for m in imported)
