@@ -101,12 +101,12 @@ class Replay:
     bar: Any = None
 
     @classmethod
-    def new(cls, jobs: Jobs, topo: Any, policy: Policy) -> Replay:
-        """An empty machine and no job submitted yet."""
+    def new(cls, jobs: Jobs, topo: Any, policy: Policy, usable: np.ndarray | None = None) -> Replay:
+        """An empty machine (only its ``usable`` nodes free, default all) and no job submitted yet."""
         n = len(jobs)
         size_class = np.asarray(policy.size_class(jobs.nodes), np.int64)
         return cls(
-            jobs=jobs, policy=policy, machine=st.empty(topo), size_class=size_class,
+            jobs=jobs, policy=policy, machine=st.empty(topo, usable), size_class=size_class,
             # The class each job is booked under: the links its placement can use; set at start.
             booked=size_class.copy(), start=np.full(n, np.nan),
             alloc=[np.empty(0, np.int64)] * n, backfilled=np.zeros(n, bool), shadow=np.full(n, np.nan),
@@ -117,6 +117,7 @@ class Replay:
         """Start job ``j`` at ``now`` on the free nodes ``placed``."""
         self.booked[j] = self.policy.footprint(placed)
         st.allocate(self.machine, placed, int(self.booked[j]))
+        self.policy.started(placed)
         self.alloc[j] = placed
         self.start[j] = now
         self.waiting[j] = False
@@ -140,6 +141,7 @@ class Replay:
         while self.running and self.running[0][0] == now:
             _, j = heapq.heappop(self.running)
             st.release(self.machine, self.alloc[j], int(self.booked[j]))
+            self.policy.ended(self.alloc[j])
             self.node_est_end[self.alloc[j]] = np.inf
             self.version += 1
         submit = self.jobs.submit
@@ -152,13 +154,19 @@ class Replay:
         return Schedule(self.start, self.alloc, self.backfilled, self.shadow)
 
 
-def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = False) -> Schedule:
+def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = False,
+        usable: np.ndarray | None = None) -> Schedule:
     """Replay ``jobs`` on ``topo`` under queue discipline ``queue`` and allocation ``policy``.
 
     ``queue`` is a :class:`fattorus.sched.queues.Queue` (``Fcfs()``, ``Easy()``); it is
     reset here, so one object may serve several runs. ``progress`` shows a progress bar.
+    ``usable``: ``(N,)`` bool, the nodes the jobs may run on (``topo.usable(kind)``; default
+    all); the others stay out of the machine.
     """
-    replay = Replay.new(jobs, topo, policy)
+    if usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
+        raise ValueError(f"a job asks for {int(jobs.nodes.max())} nodes; the machine has {int(np.sum(usable))} usable")
+    replay = Replay.new(jobs, topo, policy, usable)
+    policy.reset(replay.machine)
     queue.reset(replay)
     if progress:
         from tqdm import tqdm

@@ -251,6 +251,7 @@ def first_fit_time(replay: Replay, head: int) -> float:
         fits = np.flatnonzero(policy.feasible(future_counts, n, waited_s=times - submit))
         return float(times[fits[0]]) if len(fits) else np.inf
     times = np.unique(replay.node_est_end[~machine.free])
+    times = times[np.isfinite(times)]  # nodes held out of the machine are never released
     if len(times) == 0 or not _fits_after(replay, head, times[-1]):
         return np.inf
     a, b = 0, len(times) - 1

@@ -81,6 +81,7 @@ def simulate(
     policy: policy_mod.Policy,
     sched: str = "easy",
     progress: bool = False,
+    usable: np.ndarray | None = None,
 ) -> Schedule:
     """Run the engine on jobs sorted by (submit, id) under queue discipline ``sched``.
 
@@ -92,11 +93,12 @@ def simulate(
       policy: the allocation policy object.
       sched: queue discipline name (:data:`SCHEDULERS`).
       progress: show a progress bar (jobs started).
+      usable: ``(N,)`` bool nodes the jobs may run on (default all).
     """
     if sched not in QUEUES:
         raise ValueError(f"unknown scheduler {sched!r}; choices: {list(SCHEDULERS)}")
     jobs = engine.Jobs.of(submit, runtime, estimate, nodes, topo.n_nodes)
-    return engine.run(jobs, topo, QUEUES[sched](), policy, progress=progress)
+    return engine.run(jobs, topo, QUEUES[sched](), policy, progress=progress, usable=usable)
 
 
 def replay(
@@ -112,6 +114,7 @@ def replay(
     config: Mapping[str, Any] | None = None,
     extra_skips: Mapping[str, int] | None = None,
     progress: bool = False,
+    node_kind: str | None = None,
 ) -> ReplayResult:
     """Replay a workload table on machine ``topo`` and compute the run's tables.
 
@@ -129,20 +132,26 @@ def replay(
       config: the run's key choices, copied into the summary.
       extra_skips: skip counts from earlier steps (e.g. jobs dropped by node scaling).
       progress: show a progress bar.
+      node_kind: the node type every job runs on (``topo.node_kind_names``; default the
+        topology's first, e.g. ``XE``); nodes of other kinds stay out of the machine, and
+        utilization is over the usable nodes (the torus paper's scheduling efficiency).
     """
     wall0 = time.perf_counter()
     pol = policy_mod.make(policy, topo, policy_params, seed)
-    prepared, skipped = prepare(_with_runtimes(jobs, runtime_s), topo.n_nodes)
+    usable = topo.usable(node_kind)
+    capacity = int(usable.sum())
+    prepared, skipped = prepare(_with_runtimes(jobs, runtime_s), capacity)
     for reason, count in (extra_skips or {}).items():
         skipped[reason] = skipped.get(reason, 0) + int(count)
     cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
-    schedule = simulate(*cols, topo, pol, sched, progress=progress)
+    schedule = simulate(*cols, topo, pol, sched, progress=progress,
+                        usable=None if capacity == topo.n_nodes else usable)
     out = _jobs_table(prepared, schedule, topo)
     exposed = metrics.exposed(out, topo)
     # Appended last so that the columns of earlier outputs keep their positions.
     out = out.with_columns(pl.Series("exposed", exposed),
                            _per_size(cols[3], lambda n: float(ideal_aph(topo, n)), pl.Float64).alias("ideal_aph"))
-    util = metrics.utilization(out, topo.n_nodes)
+    util = metrics.utilization(out, capacity)
     summary = metrics.summary(
         out,
         util,
@@ -156,6 +165,8 @@ def replay(
     )
     # The machine's full configuration, so that readers of the outputs need no conf/ lookup.
     summary["topology"] = topo.config()
+    summary["usable_nodes"] = capacity  # utilization's denominator (jobs' node kind only)
+    summary["node_kind"] = node_kind or topo.default_job_kind
     return ReplayResult(out, util, summary)
 
 

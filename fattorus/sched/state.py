@@ -85,9 +85,12 @@ class MachineState:
         )
 
 
-def empty(topo: Any) -> MachineState:
-    """A machine with every node free."""
-    return from_nodes(topo, np.ones(topo.n_nodes, bool), np.zeros(topo.n_nodes, np.int8))
+def empty(topo: Any, usable: np.ndarray | None = None) -> MachineState:
+    """A machine with every node free, or only the ``usable`` ones (bool mask): the others
+    (service nodes, another node type) are held out of the machine, busy with no job and no
+    release time, for the whole replay."""
+    free = np.ones(topo.n_nodes, bool) if usable is None else np.asarray(usable, bool).copy()
+    return from_nodes(topo, free, np.zeros(topo.n_nodes, np.int8))
 
 
 def from_nodes(topo: Any, free: np.ndarray, node_class: np.ndarray) -> MachineState:
@@ -188,7 +191,8 @@ def futures(state: MachineState, node_release: np.ndarray, needs: str = PER_GROU
       ``times`` ``(G,)`` ascending distinct release times and batched :class:`Counts` whose
       entry ``g`` is the machine once every node released at or before ``times[g]`` is free.
     """
-    busy = np.flatnonzero(~state.free)
+    # Nodes held out of the machine never come back (release time inf): not a future instant.
+    busy = np.flatnonzero(~state.free & np.isfinite(node_release))
     times, group = np.unique(node_release[busy], return_inverse=True)
     G = len(times)
     n_free = state.n_free + np.cumsum(np.bincount(group, minlength=G))

@@ -221,6 +221,33 @@ class Topology(abc.ABC):
         for a large job on a family without a cheaper rule this is ``O(n^2)`` routes)."""
         return np.flatnonzero(self.job_links(nodes))
 
+    # --- node kinds ----------------------------------------------------------------------
+    @property
+    def node_kind_names(self) -> tuple[str, ...]:
+        """Names of the node kinds (compute types and service); index = code in :attr:`node_kind`.
+        Default: one kind, ``compute``."""
+        return ("compute",)
+
+    @property
+    def node_kind(self) -> np.ndarray:
+        """``(N,)`` int8 kind code of every node slot (default: all 0)."""
+        return np.zeros(self.n_nodes, np.int8)
+
+    @property
+    def default_job_kind(self) -> str:
+        """The kind of node a job gets when its log says nothing (the first kind)."""
+        return self.node_kind_names[0]
+
+    def usable(self, job_kind: str | None = None) -> np.ndarray:
+        """``(N,)`` bool: the nodes a job of ``job_kind`` (default :attr:`default_job_kind`) may
+        run on. A replay holds every other node (service nodes, another compute type) out of
+        the machine for its whole length."""
+        kind = self.default_job_kind if job_kind is None else job_kind
+        if kind not in self.node_kind_names:
+            raise TopologyError(f"topology {self.name!r}: unknown node kind {kind!r}; "
+                                f"choices: {list(self.node_kind_names)}")
+        return self.node_kind == self.node_kind_names.index(kind)
+
     # --- orderings -----------------------------------------------------------------------
     @property
     def ordering_names(self) -> tuple[str, ...]:

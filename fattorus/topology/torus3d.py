@@ -19,8 +19,11 @@ router (Gemini: 2). Router ``(x, y, z)`` has id ``r = (x * Y + y) * Z + z`` and 
   ``h_d`` the job's histogram of coordinates in dimension ``d`` and ``D_d`` that ring's
   distance matrix — ``O(n + X^2 + Y^2 + Z^2)`` per job, no ``n x n`` matrix.
 
-Not modelled yet (issue 12): node types (XE/XK/service), a Hilbert-curve ordering, prism
-allocation.
+* **Node kinds** (spec `machines.md`): every slot is a compute node of type ``XE`` unless the
+  config's ``node_kinds`` says otherwise, entry by entry in order, each over the slots not yet
+  given a kind: a ``region`` of routers (``origin`` and ``shape``, wrapping; Blue Waters' XK
+  block of 15 x 6 x 24), explicit ``routers`` or ``nodes`` lists, or a ``scatter`` of a
+  ``fraction`` of the remaining routers drawn with a ``seed`` (service node pairs).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class Torus3D(Topology):
     dims: tuple[int, int, int]
     nodes_per_router: int = 2
     bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    node_kinds: tuple = ()
 
     kind: ClassVar[str] = "torus3d"
     hop_classes: ClassVar[tuple[str, ...]] = CLASSES[1:]
@@ -82,6 +86,8 @@ class Torus3D(Topology):
             raise TopologyError(f"topology {self.name!r}: bandwidth must be three positive numbers, got {self.bandwidth!r}")
         object.__setattr__(self, "dims", tuple(int(d) for d in dims))  # lists from YAML -> hashable
         object.__setattr__(self, "bandwidth", tuple(float(b) for b in bw))
+        object.__setattr__(self, "node_kinds", _kind_entries(self.name, self.node_kinds))
+        self.node_kind  # validate the entries now: a bad region is a config error, not a replay crash
 
     # Sizes and coordinates -----------------------------------------------------------------
     @property
@@ -109,6 +115,17 @@ class Torus3D(Topology):
         """``(x, y, z, slot)`` of each node id."""
         p = self.nodes_per_router
         return (*self.router_coords(nodes // p), nodes % p)
+
+    # Node kinds ----------------------------------------------------------------------------
+    @property
+    def node_kind_names(self) -> tuple[str, ...]:
+        """``XE`` (the default compute type) then the kinds the config names, in order."""
+        return ("XE", *(name for name, _, _ in self.node_kinds if name != "XE"))
+
+    @functools.cached_property
+    def node_kind(self) -> np.ndarray:
+        """``(N,)`` int8 kind code of every slot (index into :attr:`node_kind_names`)."""
+        return _assign_kinds(self)
 
     # Distances -----------------------------------------------------------------------------
     def hops(self, a, b):
@@ -322,15 +339,18 @@ class Torus3D(Topology):
     # Configuration -------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
         """Full configuration (``kind`` included) that rebuilds this torus."""
-        return {"kind": self.kind, "name": self.name, "dims": list(self.dims),
-                "nodes_per_router": self.nodes_per_router, "bandwidth": list(self.bandwidth)}
+        cfg = {"kind": self.kind, "name": self.name, "dims": list(self.dims),
+               "nodes_per_router": self.nodes_per_router, "bandwidth": list(self.bandwidth)}
+        if self.node_kinds:
+            cfg["node_kinds"] = [{"kind": name, form: _plain(form, value)} for name, form, value in self.node_kinds]
+        return cfg
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> Torus3D:
         """Build from a mapping; unknown or missing keys are one-line errors naming them."""
         data = dict(cfg)
         name = str(data.get("name", "?"))
-        allowed = {"kind", "name", "dims", "nodes_per_router", "bandwidth", "description"}
+        allowed = {"kind", "name", "dims", "nodes_per_router", "bandwidth", "node_kinds", "description"}
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise TopologyError(f"topology {name!r}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
@@ -339,4 +359,95 @@ class Torus3D(Topology):
             raise TopologyError(f"topology {name!r}: missing key(s) {missing}")
         data.pop("kind", None)
         data.pop("description", None)
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        kinds = data.pop("node_kinds", ())
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}, node_kinds=kinds)
+
+
+# Node-kind entries ---------------------------------------------------------------------------
+_FORMS = ("region", "routers", "nodes", "scatter")
+
+
+def _kind_entries(name: str, entries) -> tuple:
+    """Normalise ``node_kinds`` config entries to hashable ``(kind, form, value)`` triples.
+
+    Accepted per entry: ``{kind: K, region: {origin: [x, y, z], shape: [a, b, c]}}``,
+    ``{kind: K, routers: [...]}``, ``{kind: K, nodes: [...]}`` or
+    ``{kind: K, scatter: {fraction: f, seed: s}}``; already normalised triples pass through.
+    """
+    out = []
+    for i, e in enumerate(entries or ()):
+        if isinstance(e, tuple) and len(e) == 3 and e[1] in _FORMS:
+            out.append(e)
+            continue
+        where = f"topology {name!r}: node_kinds[{i}]"
+        if not isinstance(e, Mapping) or "kind" not in e:
+            raise TopologyError(f"{where} must be a mapping with 'kind' and one of {list(_FORMS)}")
+        forms = [f for f in _FORMS if f in e]
+        extra = sorted(set(e) - {"kind", *_FORMS})
+        if len(forms) != 1 or extra:
+            raise TopologyError(f"{where} needs exactly one of {list(_FORMS)} besides 'kind', got {sorted(e)}")
+        form, v = forms[0], e[forms[0]]
+        try:
+            if form == "region":
+                value = tuple(int(c) for c in v["origin"]) + tuple(int(c) for c in v["shape"])
+                ok = len(value) == 6 and all(c >= 0 for c in value) and all(c >= 1 for c in value[3:])
+            elif form == "scatter":
+                value = (float(v["fraction"]), int(v["seed"]))
+                ok = 0.0 <= value[0] <= 1.0
+            else:
+                value = tuple(int(c) for c in v)
+                ok = all(c >= 0 for c in value)
+        except (KeyError, TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise TopologyError(f"{where}: bad {form} {v!r} (region: origin [x,y,z] >= 0 and shape [a,b,c] >= 1; "
+                                "scatter: fraction in [0, 1] and an integer seed; lists: ids >= 0)")
+        out.append((str(e["kind"]), form, value))
+    return tuple(out)
+
+
+def _plain(form: str, value: tuple):
+    """The config form of a normalised entry value (for ``config()``)."""
+    if form == "region":
+        return {"origin": list(value[:3]), "shape": list(value[3:])}
+    if form == "scatter":
+        return {"fraction": value[0], "seed": value[1]}
+    return list(value)
+
+
+def _assign_kinds(topo: Torus3D) -> np.ndarray:
+    """Apply the ``node_kinds`` entries in order, each to slots still of the default kind."""
+    names = topo.node_kind_names
+    p, R, N = topo.nodes_per_router, topo.n_routers, topo.n_nodes
+    kind = np.zeros(N, np.int8)
+    for name, form, value in topo.node_kinds:
+        code = names.index(name)
+        target = np.zeros(N, bool)
+        if form == "region":
+            x, y, z = topo.router_coords(np.arange(R))
+            inside = np.ones(R, bool)
+            for c, o, s, n in zip((x, y, z), value[:3], value[3:], topo.dims):
+                if s > n:
+                    raise TopologyError(f"topology {topo.name!r}: region shape {list(value[3:])} exceeds dims {list(topo.dims)}")
+                inside &= (c - o) % n < s
+            target = np.repeat(inside, p)
+        elif form in ("routers", "nodes"):
+            ids = np.asarray(value, np.int64)
+            limit = R if form == "routers" else N
+            if len(ids) and ids.max() >= limit:
+                raise TopologyError(f"topology {topo.name!r}: {form} id {int(ids.max())} beyond {limit - 1}")
+            if form == "routers":
+                ids = (ids[:, None] * p + np.arange(p)).ravel()
+            target[ids] = True
+        else:  # scatter whole routers (service node pairs) among routers still all-default
+            fraction, seed = value
+            open_routers = np.flatnonzero((kind.reshape(R, p) == 0).all(axis=1))
+            k = int(round(fraction * R))
+            if k > len(open_routers):
+                raise TopologyError(f"topology {topo.name!r}: scatter of {k} routers, only {len(open_routers)} left")
+            chosen = np.random.default_rng(seed).choice(open_routers, k, replace=False)
+            target = np.zeros(R, bool)
+            target[chosen] = True
+            target = np.repeat(target, p)
+        kind[target & (kind == 0)] = code
+    return kind

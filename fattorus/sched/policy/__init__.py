@@ -6,7 +6,7 @@ engine takes policy objects and knows no names; this registry is what turns a co
 (``policy=ta``) into an object, for the app and :func:`fattorus.sched.replay.replay`.
 
 Layout: generic policies next to this file (``oblivious.py``), family policies under a
-sub-package named after the family (``fattree/``).
+sub-package named after the family (``fattree/``, ``torus/``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from fattorus.sched.policy.base import Policy
 from fattorus.sched.policy.fattree import ORDERS, TIES, TAParams, TopologyAware, TreeBestFit
 from fattorus.sched.policy.oblivious import FirstFit, TopologyOblivious, TopologyObliviousRandom
+from fattorus.sched.policy.torus import Prism, PrismParams
 
 
 def _no_params(name: str, params: Mapping[str, Any]) -> None:
@@ -45,6 +46,10 @@ def _ta(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
     return TopologyAware(topo, TAParams.from_mapping(params))
 
 
+def _prism(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
+    return Prism(topo, PrismParams.from_mapping(params))
+
+
 def _tree_bestfit(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
     _no_params("tree_bestfit", params)
     return TreeBestFit(topo)
@@ -57,6 +62,7 @@ REGISTRY: dict[str, tuple[type[Policy], Callable[[Any, Mapping[str, Any], int], 
     "first_fit": (FirstFit, _first_fit),
     "ta": (TopologyAware, _ta),
     "tree_bestfit": (TreeBestFit, _tree_bestfit),
+    "prism": (Prism, _prism),
 }
 NAMES = tuple(REGISTRY)
 
@@ -78,5 +84,5 @@ def make(name: str, topo: Any, params: Mapping[str, Any] | None = None, seed: in
     return build(topo, dict(params or {}), seed)
 
 
-__all__ = ["NAMES", "ORDERS", "REGISTRY", "TIES", "FirstFit", "Policy", "TAParams", "TopologyAware",
+__all__ = ["NAMES", "ORDERS", "REGISTRY", "TIES", "FirstFit", "Policy", "Prism", "PrismParams", "TAParams", "TopologyAware",
            "TopologyOblivious", "TopologyObliviousRandom", "TreeBestFit", "make", "supporting"]

@@ -17,6 +17,10 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
   cannot be placed, no larger job of the class can) and only shrinks as jobs start; the
   engine relies on it to skip candidates.
 * ``footprint(nodes)`` is the class a placement is booked under in the machine state.
+* ``reset(machine)``, ``started(nodes)`` and ``ended(nodes)`` tell a policy that keeps its
+  own record of running placements (a prism's extent is more than its nodes) what the
+  engine did to the one real machine; default: nothing. Every other state a policy is asked
+  about (a future machine, the machine with a reservation held) is a copy.
 """
 
 from __future__ import annotations
@@ -80,6 +84,15 @@ class Policy(abc.ABC):
     def footprint(self, nodes: np.ndarray) -> int:
         """Class a placement on ``nodes`` is booked under (default: the topology's footprint class)."""
         return int(self.topo.footprint_class(nodes))
+
+    def reset(self, machine: st.MachineState) -> None:
+        """A replay starts on ``machine`` (the engine's real, mutable state). Default: nothing."""
+
+    def started(self, nodes: np.ndarray) -> None:
+        """A job started on ``nodes`` (returned by :meth:`place` on the real machine). Default: nothing."""
+
+    def ended(self, nodes: np.ndarray) -> None:
+        """The job on ``nodes`` ended and its nodes are free again. Default: nothing."""
 
     def wake_time(self, submit_s: float) -> float | None:
         """First instant (s) at which a job submitted at ``submit_s`` gets more placements

@@ -1,0 +1,5 @@
+"""Policies of the 3D-torus family (the torus paper): ``prism`` and ``feature``."""
+
+from fattorus.sched.policy.torus.prism import Prism, PrismParams
+
+__all__ = ["Prism", "PrismParams"]

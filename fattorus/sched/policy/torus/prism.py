@@ -1,0 +1,279 @@
+"""``prism``: the topology-aware Moab policy of the torus paper (Section III-B), on any 3D torus.
+
+A job gets a right prism of routers whose extent in each dimension is either the whole ring
+or at most half of it. Under dimension-order routing (shorter way round each ring) the
+traffic between two routers of such a prism never leaves it, so prisms that share no router
+share no link: no two running jobs interfere. Service nodes, nodes of another type and the
+nodes the job does not need stay idle inside its prism; no other job may use its routers.
+
+Shapes are all allowed ``(a, b, c)`` router extents holding at least ``n`` slots, taken in
+order of size. Every free position of one shape is found at once from wrap-around summed-
+volume tables of the machine (blocked routers; free usable nodes per router): a prism may
+start at ``(x, y, z)`` iff it holds no blocked router and at least ``n`` free usable nodes.
+The search stops once shapes grow beyond ``slack`` times the smallest shape that fits; a
+shape with no blocked-free position at all rules out every larger shape containing it.
+
+Among the positions found, the placement maximises a weighted score of named heuristics
+(:class:`PrismParams`; ties: smaller shape, then lower start router id):
+
+* ``fill`` — ``n`` / free usable nodes in the prism (how completely the job fills it);
+* ``bisection`` — the prism's bisection bandwidth per slot, relative to the best shape of
+  the machine (y links at half speed make 2:1:2 slabs best on Blue Waters);
+* ``contact`` — the share of the one-router shell around the prism that is already blocked
+  (a prism snug against busy routers leaves what stays free in one piece: less fragmentation).
+
+Within the prism the job takes the free usable nodes in prism-local order (x slowest, z
+fastest), preferred nodes first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fattorus.sched import state as st
+from fattorus.sched.policy.base import Policy
+
+HEURISTICS = ("fill", "bisection", "contact")
+
+
+@dataclasses.dataclass(frozen=True)
+class PrismParams:
+    """Tunable heuristics of :class:`Prism` (config ``policy.params``).
+
+    Attributes:
+      fill, bisection, contact: weights of the heuristics in the score (module docstring).
+      slack: shapes are tried up to ``slack`` times the slots of the smallest shape that fits.
+    """
+
+    fill: float = 1.0
+    bisection: float = 1.0
+    contact: float = 0.5
+    slack: float = 2.0
+
+    @classmethod
+    def from_mapping(cls, params: Mapping[str, Any]) -> PrismParams:
+        """From config; unknown names or non-numbers are one-line ``ValueError``s."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise ValueError(f"policy 'prism' takes {sorted(names)}, got unknown {unknown}")
+        try:
+            out = cls(**{k: float(v) for k, v in params.items()})
+        except (TypeError, ValueError):
+            raise ValueError(f"policy 'prism': parameters must be numbers, got {dict(params)}") from None
+        if out.slack < 1 or min(out.fill, out.bisection, out.contact) < 0:
+            raise ValueError(f"policy 'prism': weights must be >= 0 and slack >= 1, got {dict(params)}")
+        return out
+
+
+def allowed_extents(n: int) -> np.ndarray:
+    """Prism extents on a ring of ``n`` routers: ``1 .. n // 2`` and the whole ring ``n``."""
+    return np.unique(np.r_[np.arange(1, n // 2 + 1), n])
+
+
+def bisection_per_slot(shapes: np.ndarray, dims: tuple[int, int, int], bandwidth: tuple[float, ...],
+                       nodes_per_router: int) -> np.ndarray:
+    """Bisection bandwidth of each prism shape ``(S, 3)`` per node slot (relative units).
+
+    Cutting a prism across dimension ``d`` in half cuts the links of its cross-section
+    (``volume / extent_d`` of them, twice when the prism spans the whole ring: the wrap-around
+    closes it), each of dimension ``d``'s bandwidth; the bisection is the weakest cut over the
+    dimensions the prism extends in (a single router: the fastest link, nothing to cut).
+    """
+    shapes = np.asarray(shapes, np.float64)
+    vol = shapes.prod(axis=1)
+    cuts = []
+    for d in range(3):
+        ring = np.where(shapes[:, d] == dims[d], 2.0 if dims[d] > 2 else 1.0, 1.0)
+        cut = vol / shapes[:, d] * ring * bandwidth[d]
+        cuts.append(np.where(shapes[:, d] > 1, cut, np.inf))
+    bis = np.min(cuts, axis=0)
+    bis = np.where(np.isfinite(bis), bis, max(bandwidth))
+    return bis / (vol * nodes_per_router)
+
+
+def summed_volume(grid: np.ndarray) -> np.ndarray:
+    """Wrap-around summed-volume table of a 3D ``grid``: ``(2X+1, 2Y+1, 2Z+1)`` prefix sums of
+    the grid tiled twice per axis, so any wrapped box sum is eight lookups."""
+    tiled = np.pad(grid.astype(np.int32), [(0, n) for n in grid.shape], mode="wrap")
+    table = np.zeros(tuple(s + 1 for s in tiled.shape), np.int32)
+    table[1:, 1:, 1:] = tiled.cumsum(0).cumsum(1).cumsum(2)
+    return table
+
+
+def box_sums(table: np.ndarray, shape: tuple[int, int, int], starts: tuple[int, int, int]) -> np.ndarray:
+    """Sum over the wrapped box of ``shape`` starting at every position ``(x, y, z)`` with
+    ``x < starts[0]`` etc.: ``(starts)`` array, from a :func:`summed_volume` table."""
+    a, b, c = shape
+    nx, ny, nz = starts
+
+    def at(i: int, j: int, k: int) -> np.ndarray:
+        return table[i:i + nx, j:j + ny, k:k + nz]
+
+    return (at(a, b, c) - at(0, b, c) - at(a, 0, c) - at(a, b, 0)
+            + at(0, 0, c) + at(0, b, 0) + at(a, 0, 0) - at(0, 0, 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """What the search reads off one machine state: routers blocked by running prisms or
+    busy usable nodes, and free usable nodes per router, as grids and summed-volume tables."""
+
+    blocked: np.ndarray
+    avail: np.ndarray
+    blocked_table: np.ndarray
+    avail_table: np.ndarray
+
+
+class Prism(Policy):
+    """Non-interfering right prisms under the half-or-full rule; see the module docstring."""
+
+    name = "prism"
+    families = ("torus3d",)
+    needs = None  # no count test: EASY's shadow time comes from place() on future machines
+
+    def __init__(self, topo: Any, params: PrismParams | None = None) -> None:
+        super().__init__(topo)
+        self.params = params or PrismParams()
+        ext = [allowed_extents(n) for n in topo.dims]
+        shapes = np.stack(np.meshgrid(*ext, indexing="ij"), -1).reshape(-1, 3)
+        self.slots = shapes.prod(axis=1) * topo.nodes_per_router
+        bis = bisection_per_slot(shapes, topo.dims, topo.bandwidth, topo.nodes_per_router)
+        self.bisection = bis / bis.max()
+        order = np.lexsort((shapes[:, 2], shapes[:, 1], shapes[:, 0], -self.bisection, self.slots))
+        self.shapes, self.slots, self.bisection = shapes[order], self.slots[order], self.bisection[order]
+        self.usable = np.ones(topo.n_nodes, bool)
+        self.machine: st.MachineState | None = None
+        self.running: dict[bytes, np.ndarray] = {}  # job nodes -> its prism's routers (bool)
+        self.pending: dict[bytes, np.ndarray] = {}  # placements not started (yet)
+        self.shape_of: dict[bytes, tuple[int, ...]] = {}  # pending placements' (x, y, z, a, b, c)
+        self.started_prisms: list[tuple[int, ...]] = []  # (x, y, z, a, b, c) of each start, in order
+
+    # Engine hooks ----------------------------------------------------------------------------
+    def reset(self, machine: st.MachineState) -> None:
+        """A replay starts: the free nodes now are the usable ones; no prism is running."""
+        self.machine, self.usable = machine, machine.free.copy()
+        self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
+
+    def started(self, nodes: np.ndarray) -> None:
+        """The placement on ``nodes`` started: its prism is running; hypothetical ones are dropped."""
+        key = _key(nodes)
+        self.running[key] = self.pending[key]
+        self.started_prisms.append(self.shape_of[key])
+        self.pending, self.shape_of = {}, {}
+
+    def ended(self, nodes: np.ndarray) -> None:
+        """The job on ``nodes`` ended: its prism is free again."""
+        self.running.pop(_key(nodes), None)
+        self.pending, self.shape_of = {}, {}
+
+    # Placement -------------------------------------------------------------------------------
+    def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
+              waited_s: float = 0.0) -> np.ndarray | None:
+        """The job's nodes in the best free prism (module docstring), or None."""
+        if n > int(np.count_nonzero(state.free & self.usable)):
+            return None
+        machine = self._machine(state)
+        found = self._search(machine, n)
+        if found is None:
+            return None
+        start, shape = found
+        routers = self._prism_routers(start, shape)
+        nodes = self._nodes_in(state, routers, n, prefer)
+        mask = np.zeros(self.topo.n_routers, bool)
+        mask[routers] = True
+        key = _key(nodes)
+        self.pending[key] = mask
+        self.shape_of[key] = (*start, *shape)
+        return nodes
+
+    def _machine(self, state: st.MachineState) -> Machine:
+        topo, p = self.topo, self.topo.nodes_per_router
+        R = topo.n_routers
+        busy = (~state.free & self.usable).reshape(R, p).any(axis=1)
+        owned = np.zeros(R, bool)
+        records = list(self.running.items())
+        if state is not self.machine:  # a hypothetical machine: its reservation's prism counts too
+            records += list(self.pending.items())
+        for key, routers in records:
+            # A prism holds while its job's nodes are busy here (a future machine frees them).
+            if not state.free[np.frombuffer(key, np.int64)].any():
+                owned |= routers
+        blocked = (busy | owned).reshape(topo.dims)
+        avail = (state.free & self.usable).reshape(R, p).sum(axis=1).reshape(topo.dims)
+        return Machine(blocked, avail, summed_volume(blocked), summed_volume(avail))
+
+    def _search(self, m: Machine, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+        """Best ``(start, shape)`` over the candidate shapes, or None (module docstring)."""
+        dims = self.topo.dims
+        dead: list[np.ndarray] = []
+        best, best_key, limit = None, None, np.inf
+        for i in np.flatnonzero(self.slots >= n):
+            if self.slots[i] > limit:
+                break
+            shape = tuple(int(s) for s in self.shapes[i])
+            if dead and np.any(np.all(np.asarray(dead) <= self.shapes[i], axis=1)):
+                continue
+            starts = tuple(1 if s == d else d for s, d in zip(shape, dims))  # a whole ring: one start
+            clear = box_sums(m.blocked_table, shape, starts) == 0
+            if not clear.any():
+                dead.append(self.shapes[i])
+                continue
+            avail = box_sums(m.avail_table, shape, starts)
+            ok = clear & (avail >= n)
+            if not ok.any():
+                continue
+            if limit == np.inf:
+                limit = self.params.slack * self.slots[i]
+            score = self._score(m, shape, starts, n, avail, ok, self.bisection[i])
+            pos = np.flatnonzero(score == score.max())[0]  # lowest start id among the best
+            key = (-float(score.max()), int(self.slots[i]))
+            if best_key is None or key < best_key:
+                best_key, best = key, (tuple(int(c) for c in np.unravel_index(pos, starts)), shape)
+        return best
+
+    def _score(self, m: Machine, shape: tuple[int, int, int], starts: tuple[int, int, int], n: int,
+               avail: np.ndarray, ok: np.ndarray, bisection: float) -> np.ndarray:
+        """Weighted heuristic score at every start (``-inf`` where the prism does not fit)."""
+        prm = self.params
+        score = prm.fill * n / np.maximum(avail, 1) + prm.bisection * bisection
+        if prm.contact:
+            score = score + prm.contact * self._contact(m, shape, starts)
+        return np.where(ok, score, -np.inf)
+
+    def _contact(self, m: Machine, shape: tuple[int, int, int], starts: tuple[int, int, int]) -> np.ndarray:
+        """Blocked share of the one-router shell around the prism at every start."""
+        dims = self.topo.dims
+        grown = tuple(min(s + 2, d) if s < d else s for s, d in zip(shape, dims))
+        shell = int(np.prod(grown) - np.prod(shape))
+        if shell == 0:
+            return np.zeros(starts)
+        full = box_sums(m.blocked_table, grown, dims)
+        for axis, (s, d) in enumerate(zip(shape, dims)):
+            if s < d:
+                full = np.roll(full, 1, axis=axis)  # the shell starts one router before the prism
+        return full[: starts[0], : starts[1], : starts[2]] / shell
+
+    def _prism_routers(self, start: tuple[int, int, int], shape: tuple[int, int, int]) -> np.ndarray:
+        """Router ids of the prism, in prism-local order (x slowest, z fastest)."""
+        X, Y, Z = self.topo.dims
+        xs, ys, zs = ((o + np.arange(s)) % d for o, s, d in zip(start, shape, (X, Y, Z)))
+        return ((xs[:, None, None] * Y + ys[None, :, None]) * Z + zs[None, None, :]).ravel()
+
+    def _nodes_in(self, state: st.MachineState, routers: np.ndarray, n: int,
+                  prefer: np.ndarray | None) -> np.ndarray:
+        p = self.topo.nodes_per_router
+        nodes = (routers[:, None] * p + np.arange(p)).ravel()
+        nodes = nodes[state.free[nodes] & self.usable[nodes]]
+        if prefer is not None:
+            nodes = np.concatenate([nodes[prefer[nodes]], nodes[~prefer[nodes]]])
+        return nodes[:n].astype(np.int64)
+
+
+def _key(nodes: np.ndarray) -> bytes:
+    """A placement's identity: its node ids, sorted."""
+    return np.sort(np.asarray(nodes, np.int64)).tobytes()
