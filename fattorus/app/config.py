@@ -53,7 +53,11 @@ class WorkloadConf:
     path: Optional[str] = None
     format: str = "auto"
     cores_per_node: Optional[int] = None
-    scale: float = 1.0
+    # A number, "fit" (machine nodes / the log's machine nodes) or "machine" (the topology's
+    # default_scale: the load the papers ran that machine at; docs/workloads.md).
+    scale: Any = "machine"
+    log_nodes: Optional[int] = None  # the log's machine size for scale=fit (default: its header)
+    node_kind: Optional[str] = None  # node type every job runs on (default: the machine's first, XE)
     window_start_days: float = 0.0
     window_days: Optional[float] = None
     max_runtime_s: Optional[float] = None  # ceiling on run/requested times; null: 366 days

@@ -90,10 +90,18 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         raise UserError(f"sched.name={cfg.sched.name!r}: choose one of {list(replay.SCHEDULERS)}")
     if cfg.policy.name not in policy.NAMES:
         raise UserError(f"policy.name={cfg.policy.name!r}: choose one of {list(policy.NAMES)}")
-    ft = topology.from_config(OmegaConf.to_container(cfg.topo, resolve=True))
+    topo_cfg = OmegaConf.to_container(cfg.topo, resolve=True)
+    ft = topology.from_config(topo_cfg)
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
-    wl, transform_counts = workload.from_config(wl_cfg, machine_nodes=ft.n_nodes)
+    if wl_cfg.get("scale") == "machine":  # the machine's default load (conf/topo: default_scale)
+        wl_cfg["scale"] = topo_cfg.get("default_scale", 1)
+    try:
+        usable = int(ft.usable(wl_cfg.get("node_kind")).sum())
+    except topology.TopologyError as err:
+        raise UserError(f"workload.node_kind: {err}") from None
+    wl, transform_counts = workload.from_config(wl_cfg, machine_nodes=usable)
+    print(_scale_line(wl_cfg, transform_counts, usable), file=sys.stderr, flush=True)
     skip_line = _skip_line(wl)
     if skip_line:
         print(skip_line, file=sys.stderr, flush=True)
@@ -117,6 +125,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             "parse_skipped_by_reason": dict(wl.skipped.counts),
             "parse_skipped_first": [e._asdict() for e in wl.skipped.entries[:5]],
             "outside_window": transform_counts.get("outside_window", 0),
+            "scale_factor": transform_counts.get("scale_factor", 1.0),
+            "node_kind": wl_cfg.get("node_kind") or ft.default_job_kind,
         },
     }
     result = replay.replay(
@@ -131,6 +141,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         config=key_choices,
         extra_skips={"dropped_by_scaling": transform_counts.get("dropped_by_scaling", 0)},
         progress=bool(cfg.progress) and sys.stderr.isatty(),
+        node_kind=wl_cfg.get("node_kind"),
     )
     _write(result, out_dir)
     if cfg.logger.name == "wandb":
@@ -141,6 +152,15 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     elif cfg.logger.name != "none":
         raise UserError(f"logger.name={cfg.logger.name!r}: choose one of ['none', 'wandb']")
     return result.summary
+
+
+def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> str:
+    """The one line that says which load a run used (the scaling is part of the result)."""
+    factor = counts.get("scale_factor", 1.0)
+    how = {"fit": f"fit: {usable} usable nodes / the log's machine"}.get(wl_cfg.get("scale"), "")
+    return (f"workload {wl_cfg.get('name')}: node counts x{factor:.4g}{f' ({how})' if how else ''}, "
+            f"nodes' = ceil(nodes x factor); {counts.get('dropped_by_scaling', 0)} job(s) pushed past "
+            f"the {usable} usable nodes dropped")
 
 
 def _speedup_runtimes(scenario: Any, seed: int, jobs: Any) -> Any:

@@ -28,7 +28,7 @@ from fattorus.topology.base import Topology
 
 # Allocation widths are padded to these buckets so a sweep compiles each kernel a few times,
 # not once per job size.
-BUCKETS = (16, 64, 256, 1024, 4096, 16384)
+BUCKETS = (16, 64, 256, 1024, 4096, 16384, 32768)  # 32768: Blue Waters-sized jobs
 
 
 def bucket(n: int) -> int:

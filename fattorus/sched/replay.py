@@ -151,6 +151,7 @@ def replay(
     # Appended last so that the columns of earlier outputs keep their positions.
     out = out.with_columns(pl.Series("exposed", exposed),
                            _per_size(cols[3], lambda n: float(ideal_aph(topo, n)), pl.Float64).alias("ideal_aph"))
+    out = out.with_columns(_shape_columns(schedule.alloc, topo))
     util = metrics.utilization(out, capacity)
     summary = metrics.summary(
         out,
@@ -213,6 +214,16 @@ def _jobs_table(prepared: pl.DataFrame, schedule: Schedule, topo: Any) -> pl.Dat
             "shadow_s": schedule.shadow,
         }
     )
+
+
+def _shape_columns(alloc: list[np.ndarray], topo: Any) -> list[pl.Series]:
+    """``max_hops`` of every job, then the topology's own placement figures (torus: ``bbox``,
+    ``bbox_fill``), appended after the columns earlier outputs had."""
+    cols = [pl.Series("max_hops", [topo.max_hops_of(a) for a in alloc], dtype=pl.Int32)]
+    rows = [topo.placement_metrics(a) for a in alloc]
+    for key in (rows[0] if rows else {}):
+        cols.append(pl.Series(key, [r[key] for r in rows]))
+    return cols
 
 
 def _per_size(nodes: np.ndarray, value, dtype: pl.DataType) -> pl.Series:

@@ -27,6 +27,8 @@ def from_config(cfg: Mapping[str, Any]) -> Topology:
     """Build the topology a config mapping describes (dispatch on its ``kind``)."""
     _load_families()
     data = dict(cfg)
+    # The machine's default load is the app's concern (workload.scale=machine), not the network's.
+    data.pop("default_scale", None)
     kind = data.get("kind", "fattree")
     if kind not in FAMILIES:
         raise TopologyError(

@@ -221,6 +221,29 @@ class Topology(abc.ABC):
         for a large job on a family without a cheaper rule this is ``O(n^2)`` routes)."""
         return np.flatnonzero(self.job_links(nodes))
 
+    # --- placement shape -----------------------------------------------------------------
+    def max_hops_of(self, nodes: np.ndarray) -> int:
+        """Largest hop count between two of ``nodes`` (0 for fewer than two): pairwise over one
+        node per innermost group, in chunks. Why one per group is enough: by the topology
+        interface, two nodes of one innermost group are never farther apart than nodes of two
+        different groups, and every node of a group is as far from any other node."""
+        nodes = np.asarray(nodes, np.int64)
+        if len(nodes) < 2:
+            return 0
+        groups, first = np.unique(np.asarray(self.group_of(0, nodes)), return_index=True)
+        if len(groups) == 1:
+            return int(np.asarray(self.hops(nodes[:1], nodes[1:2]))[0])
+        reps = nodes[first]
+        best = 0
+        for i in range(0, len(reps), 512):
+            best = max(best, int(np.max(self.hops(reps[i:i + 512, None], reps[None, :]))))
+        return best
+
+    def placement_metrics(self, nodes: np.ndarray) -> dict[str, Any]:
+        """Family-specific shape figures of one placement for ``jobs.parquet`` (the torus:
+        bounding box and its fill). Default: none."""
+        return {}
+
     # --- node kinds ----------------------------------------------------------------------
     @property
     def node_kind_names(self) -> tuple[str, ...]:

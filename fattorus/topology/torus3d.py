@@ -120,7 +120,7 @@ class Torus3D(Topology):
     @property
     def node_kind_names(self) -> tuple[str, ...]:
         """``XE`` (the default compute type) then the kinds the config names, in order."""
-        return ("XE", *(name for name, _, _ in self.node_kinds if name != "XE"))
+        return tuple(dict.fromkeys(("XE", *(name for name, _, _ in self.node_kinds))))
 
     @functools.cached_property
     def node_kind(self) -> np.ndarray:
@@ -167,8 +167,56 @@ class Torus3D(Topology):
         n = int(n)
         if n <= 1:
             return 0.0
-        nodes = self.ideal_allocation(n)
-        return float(self.hop_sum(nodes, np.ones(n, bool))) / (n * (n - 1))
+        # NumPy, not the jitted kernel: one call per distinct job size would compile per shape.
+        coords = self.router_coords(self.ideal_allocation(n) // self.nodes_per_router)
+        total = 0
+        for c, m in zip(coords, self.dims):
+            h = np.bincount(c, minlength=m).astype(np.int64)
+            ring = np.arange(m)
+            total += int(h @ ring_distance(ring[:, None], ring[None, :], m) @ h)
+        return total / (n * (n - 1))
+
+    def max_hops_of(self, nodes: np.ndarray) -> int:
+        """Largest hop count between two of ``nodes``, exactly, in ``O(C^2 Z)`` for ``C`` distinct
+        ``(x, y)`` columns instead of ``O(routers^2)``: hops split into ``x + y`` (per column pair)
+        plus z; for each column ``A`` and height ``z_b`` the farthest ``z_a`` of ``A`` is tabled
+        once, then each column pair needs only a max over ``B``'s heights."""
+        r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
+        if len(r) < 2:
+            return 0
+        X, Y, Z = self.dims
+        x, y, z = self.router_coords(r)
+        cols, col = np.unique(x * Y + y, return_inverse=True)
+        zmask = np.zeros((len(cols), Z), bool)
+        zmask[col, z] = True
+        ring_z = ring_distance(np.arange(Z)[:, None], np.arange(Z)[None, :], Z)
+        far = np.where(zmask[:, :, None], ring_z[None], -1).max(axis=1)  # (C, Z): farthest z of A from z_b
+        cx, cy = cols // Y, cols % Y
+        best = 0
+        for i in range(0, len(cols), 64):
+            hxy = ring_distance(cx[i:i + 64, None], cx[None, :], X) + ring_distance(cy[i:i + 64, None], cy[None, :], Y)
+            hz = np.where(zmask[None, :, :], far[i:i + 64, None, :], -1).max(axis=2)
+            best = max(best, int((hxy + hz).max()))
+        return best
+
+    def bounding_box(self, nodes: np.ndarray) -> tuple[int, int, int]:
+        """Router extents ``(a, b, c)`` of the smallest wrapped box holding ``nodes``: per
+        dimension the ring minus its largest run of unused positions."""
+        coords = self.router_coords(np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router))
+        out = []
+        for c, n in zip(coords, self.dims):
+            u = np.unique(c)
+            gaps = np.diff(np.r_[u, u[0] + n]) - 1
+            out.append(int(n - gaps.max()))
+        return tuple(out)
+
+    def placement_metrics(self, nodes: np.ndarray) -> dict[str, Any]:
+        """``bbox`` (router extents of :meth:`bounding_box`) and ``bbox_fill`` (nodes over the
+        box's node slots): how prism-like a placement is."""
+        if len(nodes) == 0:
+            return {"bbox": [0, 0, 0], "bbox_fill": float("nan")}
+        box = self.bounding_box(nodes)
+        return {"bbox": list(box), "bbox_fill": len(nodes) / (int(np.prod(box)) * self.nodes_per_router)}
 
     # Links and routes ----------------------------------------------------------------------
     @property
@@ -264,41 +312,54 @@ class Torus3D(Topology):
         x, y, z = self.router_coords(r)
         X, Y, Z = self.dims
         mask = np.zeros(self.n_links, bool)
-        # x: every source router towards every destination x.
+        # x: every source router towards every destination x (line: the source's (y, z)).
         ux = np.unique(x)
         a, b = np.repeat(x, len(ux)), np.tile(ux, len(r))
-        self._mark(mask, 0, a, b, lambda pos, i: (pos * Y + np.repeat(y, len(ux))[i]) * Z + np.repeat(z, len(ux))[i])
-        # y: (y_s, z_s) of a source with (x_d, y_d) of a destination.
-        yz = np.unique(np.stack([y, z], 1), axis=0)
-        xy = np.unique(np.stack([x, y], 1), axis=0)
-        ys, zs = np.repeat(yz[:, 0], len(xy)), np.repeat(yz[:, 1], len(xy))
-        xd, yd = np.tile(xy[:, 0], len(yz)), np.tile(xy[:, 1], len(yz))
-        self._mark(mask, 1, ys, yd, lambda pos, i: (xd[i] * Y + pos) * Z + zs[i])
-        # z: z_s of a source with a destination router.
+        self._mark(mask, 0, a, b, np.repeat(y * Z + z, len(ux)))
+        # y: (y_s, z_s) of a source with (x_d, y_d) of a destination (line: (x_d, z_s)).
+        yz, xy = np.unique(y * Z + z), np.unique(x * Y + y)  # scalar keys: unique(axis=0) is slow
+        ys, zs = np.repeat(yz // Z, len(xy)), np.repeat(yz % Z, len(xy))
+        xd, yd = np.tile(xy // Y, len(yz)), np.tile(xy % Y, len(yz))
+        self._mark(mask, 1, ys, yd, xd * Y * Z + zs)
+        # z: z_s of a source with a destination router (line: (x_d, y_d)).
         uz = np.unique(z)
         zs2, xd2, yd2, zd2 = np.repeat(uz, len(r)), np.tile(x, len(uz)), np.tile(y, len(uz)), np.tile(z, len(uz))
-        self._mark(mask, 2, zs2, zd2, lambda pos, i: (xd2[i] * Y + yd2[i]) * Z + pos)
+        self._mark(mask, 2, zs2, zd2, (xd2 * Y + yd2) * Z)
         return mask
 
-    def _mark(self, mask: np.ndarray, d: int, a: np.ndarray, b: np.ndarray, router_at) -> None:
+    def _mark(self, mask: np.ndarray, d: int, a: np.ndarray, b: np.ndarray, line: np.ndarray) -> None:
         """Mark the links of the dimension-``d`` ring arcs from ``a`` to ``b`` (the shorter
-        way, half a ring positive); ``router_at(position, arc index)`` gives the router id."""
+        way, half a ring positive) on the rings ``line`` (the router id at position 0).
+
+        Why difference arrays: a large job has ~10^5 arcs of up to half a ring each; adding
+        +1/-1 at each arc's ends per ring and direction and summing along the ring covers them
+        in ``O(arcs + rings x n)`` instead of one index per link of every arc."""
         n = self.dims[d]
+        stride = (self.dims[1] * self.dims[2], self.dims[2], 1)[d]
         delta = (b - a) % n
         positive = 2 * delta <= n
         steps = np.where(positive, delta, n - delta)
-        sign = np.where(positive, 1, -1)
-        k = np.arange(n // 2 + 1)
-        arc, kk = np.nonzero(k[None, :] < steps[:, None])
-        pos = (a[arc] + sign[arc] * kk) % n
-        routers = router_at(pos, arc)
-        mask[2 * self.n_nodes + (3 * routers + d) * 2 + np.where(sign[arc] > 0, 0, 1)] = True
+        keep = steps > 0
+        a, steps, positive, line = a[keep], steps[keep], positive[keep], line[keep]
+        # positive arcs use the + links of positions a .. a+s-1; negative ones the - links of a-s+1 .. a
+        first = np.where(positive, a, (a - steps + 1) % n)
+        R, width = self.n_routers, 2 * n + 1
+        for direction, sel in ((0, positive), (1, ~positive)):
+            if not sel.any():
+                continue
+            row = line[sel] * width  # one difference row per ring (rows of other routers stay 0)
+            diff = (np.bincount(row + first[sel], minlength=R * width)
+                    - np.bincount(row + first[sel] + steps[sel], minlength=R * width)).reshape(R, width)
+            cover = np.cumsum(diff, axis=1)[:, : 2 * n]
+            on, pos = np.nonzero(cover[:, :n] + cover[:, n:] > 0)
+            routers = on + pos * stride
+            mask[2 * self.n_nodes + (3 * routers + d) * 2 + direction] = True
 
     # Node orderings (what first fit walks; the torus paper, Section II-A2) ------------------
     @property
     def ordering_names(self) -> tuple[str, ...]:
-        """``id``/``xyz`` (router id order), ``O2`` (ALPS default), ``OY``, ``2Y``, ``4Y``."""
-        return ("id", "xyz", "O2", "OY", "2Y", "4Y")
+        """``id``/``xyz`` (router id order), ``O2`` (ALPS default), ``OY``, ``2Y``, ``4Y``, ``hilbert``."""
+        return ("id", "xyz", "O2", "OY", "2Y", "4Y", "hilbert")
 
     def ordering(self, name: str = "id") -> np.ndarray:
         """Nodes in the order of ordering ``name`` (both slots of a router together):
@@ -312,7 +373,11 @@ class Torus3D(Topology):
           filling the torus along z, then x, then y, reversing direction after each jump
           (serpentine), so that jobs get xz slabs 2 (4) routers thick in y. Within a block
           z is fastest, then x, then y. Partial blocks at the torus edge are kept as they
-          fall. (The XK region is not skipped: node types are not modelled yet.)
+          fall. Nodes of another kind (the XK region, service nodes) stay in the list: a
+          replay holds them out of the machine, so first fit skips them.
+        * ``hilbert``: routers in the order of a 3D Hilbert curve over the smallest ``2^k``
+          cube holding the grid (Skilling's transpose algorithm), what Slurm uses on 3D tori;
+          on a ``2^k`` cube consecutive routers are neighbours.
         """
         p = self.nodes_per_router
         routers = self._router_order(name)
@@ -334,6 +399,9 @@ class Torus3D(Topology):
             bx = np.where(by % 2 == 1, nbx - 1 - bx, bx)  # serpentine in x across y layers
             bz = np.where((by * nbx + bx) % 2 == 1, nbz - 1 - bz, bz)  # and in z across x steps
             return r[np.lexsort((z % 8, x % 4, y % thick, bz, bx, by))]
+        if name == "hilbert":
+            return r[np.argsort(hilbert_index(np.stack([x, y, z], 1), max(1, int(np.ceil(np.log2(max(self.dims)))))),
+                                kind="stable")]
         raise TopologyError(f"topology {self.name!r}: unknown ordering {name!r}; choices: {list(self.ordering_names)}")
 
     # Configuration -------------------------------------------------------------------------
@@ -361,6 +429,37 @@ class Torus3D(Topology):
         data.pop("description", None)
         kinds = data.pop("node_kinds", ())
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}, node_kinds=kinds)
+
+
+def hilbert_index(points: np.ndarray, bits: int) -> np.ndarray:
+    """Position along the Hilbert curve of ``(n, d)`` integer points in ``[0, 2^bits)^d``
+    (J. Skilling, "Programming the Hilbert curve", AIP Conf. Proc. 707, 2004: axes to
+    transpose, then the transpose's bits interleaved), vectorised over the points."""
+    X = np.array(points, np.int64)
+    n = X.shape[1]
+    Q = 1 << (bits - 1)
+    while Q > 1:  # undo excess work
+        P = Q - 1
+        for i in range(n):
+            high = (X[:, i] & Q) != 0
+            t = np.where(high, 0, (X[:, 0] ^ X[:, i]) & P)
+            X[:, 0] ^= np.where(high, P, t)
+            if i:
+                X[:, i] ^= t
+        Q >>= 1
+    for i in range(1, n):  # Gray encode
+        X[:, i] ^= X[:, i - 1]
+    t = np.zeros(len(X), np.int64)
+    Q = 1 << (bits - 1)
+    while Q > 1:
+        t = np.where(X[:, n - 1] & Q, t ^ (Q - 1), t)
+        Q >>= 1
+    X ^= t[:, None]
+    index = np.zeros(len(X), np.int64)
+    for b in range(bits - 1, -1, -1):
+        for i in range(n):
+            index = (index << 1) | ((X[:, i] >> b) & 1)
+    return index
 
 
 # Node-kind entries ---------------------------------------------------------------------------

@@ -681,6 +681,35 @@ def scale_nodes(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) ->
     return scaled.filter(~pushed_out), int(pushed_out.sum())
 
 
+def log_machine_nodes(wl: Workload, cores_per_node: int | None = None) -> int | None:
+    """Nodes of the machine that wrote the log: the SWF header's ``MaxNodes``, else
+    ``ceil(MaxProcs / cores_per_node)``; None when the header says neither."""
+    nodes = _leading_int(wl.header.get("MaxNodes"))
+    if nodes and nodes > 0:
+        return nodes
+    procs = _leading_int(wl.header.get("MaxProcs"))
+    if procs and procs > 0 and cores_per_node:
+        return math.ceil(procs / cores_per_node)
+    return None
+
+
+def fit_factor(wl: Workload, machine_nodes: int | None, log_nodes: int | None, name: str = "?",
+               cores_per_node: int | None = None) -> float:
+    """``workload.scale=fit``: machine nodes / the log's machine nodes, so that the log loads
+    the machine as it loaded its own (nodes' = ceil(nodes x factor), as any scale).
+
+    ``log_nodes`` overrides the header (``workload.log_nodes``); one-line ``WorkloadError``
+    when neither the header nor the config tells the log's machine size.
+    """
+    if machine_nodes is None:
+        raise WorkloadError(f"workload {name!r}: scale=fit needs the machine's size")
+    size = log_nodes if log_nodes is not None else log_machine_nodes(wl, cores_per_node)
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0:
+        raise WorkloadError(f"workload {name!r}: scale=fit needs the log's machine size: its header has no "
+                            f"MaxNodes/MaxProcs; set workload.log_nodes=N (got {size!r})")
+    return int(machine_nodes) / int(size)
+
+
 def window(jobs: pl.DataFrame, start_s: float, duration_s: float | None) -> pl.DataFrame:
     """Jobs submitted in ``[start_s, start_s + duration_s)`` (log seconds; None: no end).
 
@@ -780,8 +809,10 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None) -> tup
         wl = load(resolve_path(str(path)), fmt=fmt, cores_per_node=_get(cfg, "cores_per_node"),
                   max_runtime_s=_get(cfg, "max_runtime_s", DEFAULT_MAX_RUNTIME_S))
     scale = _get(cfg, "scale", 1)
+    if scale == "fit":
+        scale = fit_factor(wl, machine, _get(cfg, "log_nodes"), str(_get(cfg, "name", "?")), _get(cfg, "cores_per_node"))
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise WorkloadError(f"workload.scale must be a positive finite number, got {scale!r}")
+        raise WorkloadError(f"workload.scale must be a positive finite number or 'fit', got {scale!r}")
     jobs, dropped = scale_nodes(wl.jobs, float(scale), None if machine is None else int(machine))
     start_days, days = _window_days(cfg)
     if start_days or days is not None:
@@ -792,7 +823,8 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None) -> tup
                                 f"the log ends (its submissions span {span:.1f} days)")
     else:
         windowed = jobs
-    counts = {"dropped_by_scaling": dropped, "outside_window": jobs.height - windowed.height}
+    counts = {"dropped_by_scaling": dropped, "outside_window": jobs.height - windowed.height,
+              "scale_factor": float(scale)}
     return dataclasses.replace(wl, jobs=windowed), counts
 
 
@@ -805,7 +837,9 @@ __all__ = [
     "WorkloadError",
     "empty_jobs",
     "first_days",
+    "fit_factor",
     "from_config",
+    "log_machine_nodes",
     "load",
     "resolve_path",
     "scale_nodes",

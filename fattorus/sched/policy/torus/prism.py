@@ -10,8 +10,10 @@ Shapes are all allowed ``(a, b, c)`` router extents holding at least ``n`` slots
 order of size. Every free position of one shape is found at once from wrap-around summed-
 volume tables of the machine (blocked routers; free usable nodes per router): a prism may
 start at ``(x, y, z)`` iff it holds no blocked router and at least ``n`` free usable nodes.
-The search stops once shapes grow beyond ``slack`` times the smallest shape that fits; a
-shape with no blocked-free position at all rules out every larger shape containing it.
+The minimal shapes for ``n`` (no extent can step down to a smaller allowed one) are tried
+first; only when none fits are all shapes tried, in order of size, stopping once shapes grow
+beyond ``slack`` times the smallest that fits. A shape with no blocked-free position at all
+rules out every larger shape containing it.
 
 Among the positions found, the placement maximises a weighted score of named heuristics
 (:class:`PrismParams`; ties: smaller shape, then lower start router id):
@@ -146,12 +148,22 @@ class Prism(Policy):
         self.bisection = bis / bis.max()
         order = np.lexsort((shapes[:, 2], shapes[:, 1], shapes[:, 0], -self.bisection, self.slots))
         self.shapes, self.slots, self.bisection = shapes[order], self.slots[order], self.bisection[order]
+        # Slots of each shape with one extent stepped down to the next smaller allowed one (0 if
+        # none): a shape is minimal for n when it holds n and no such step still does.
+        shrunk = []
+        for d in range(3):
+            prev = np.r_[0, ext[d]][np.searchsorted(ext[d], self.shapes[:, d])]
+            smaller = self.shapes.copy()
+            smaller[:, d] = prev
+            shrunk.append(smaller.prod(axis=1) * topo.nodes_per_router)
+        self.shrunk_slots = np.max(shrunk, axis=0)
         self.usable = np.ones(topo.n_nodes, bool)
         self.machine: st.MachineState | None = None
         self.running: dict[bytes, np.ndarray] = {}  # job nodes -> its prism's routers (bool)
         self.pending: dict[bytes, np.ndarray] = {}  # placements not started (yet)
         self.shape_of: dict[bytes, tuple[int, ...]] = {}  # pending placements' (x, y, z, a, b, c)
-        self.started_prisms: list[tuple[int, ...]] = []  # (x, y, z, a, b, c) of each start, in order
+        # (job nodes, (x, y, z, a, b, c)) of every start, in order: what tests and reports read.
+        self.started_prisms: list[tuple[np.ndarray, tuple[int, ...]]] = []
 
     # Engine hooks ----------------------------------------------------------------------------
     def reset(self, machine: st.MachineState) -> None:
@@ -163,7 +175,7 @@ class Prism(Policy):
         """The placement on ``nodes`` started: its prism is running; hypothetical ones are dropped."""
         key = _key(nodes)
         self.running[key] = self.pending[key]
-        self.started_prisms.append(self.shape_of[key])
+        self.started_prisms.append((np.asarray(nodes), self.shape_of[key]))
         self.pending, self.shape_of = {}, {}
 
     def ended(self, nodes: np.ndarray) -> None:
@@ -208,11 +220,20 @@ class Prism(Policy):
         return Machine(blocked, avail, summed_volume(blocked), summed_volume(avail))
 
     def _search(self, m: Machine, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
-        """Best ``(start, shape)`` over the candidate shapes, or None (module docstring)."""
+        """Best ``(start, shape)``, or None: first among the minimal shapes for ``n`` (no extent
+        can step down), which fit whenever no service or busy node is in the way; only if none
+        fits, among every shape in order of size (module docstring). Feasibility is the same
+        either way — some shape fits — so it stays monotone in ``n``."""
+        minimal = np.flatnonzero((self.slots >= n) & (self.shrunk_slots < n))
+        return self._best(m, n, minimal, slack=False) or self._best(m, n, np.flatnonzero(self.slots >= n), slack=True)
+
+    def _best(self, m: Machine, n: int, candidates: np.ndarray,
+              slack: bool) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+        """Best ``(start, shape)`` among ``candidates`` (shape indices in order of size)."""
         dims = self.topo.dims
         dead: list[np.ndarray] = []
         best, best_key, limit = None, None, np.inf
-        for i in np.flatnonzero(self.slots >= n):
+        for i in candidates:
             if self.slots[i] > limit:
                 break
             shape = tuple(int(s) for s in self.shapes[i])
@@ -227,23 +248,19 @@ class Prism(Policy):
             ok = clear & (avail >= n)
             if not ok.any():
                 continue
-            if limit == np.inf:
+            if limit == np.inf and slack:
                 limit = self.params.slack * self.slots[i]
-            score = self._score(m, shape, starts, n, avail, ok, self.bisection[i])
+            prm = self.params
+            # Bound before the costly contact term (at most 1): skip shapes that cannot win.
+            base = np.where(ok, prm.fill * n / np.maximum(avail, 1), -np.inf) + prm.bisection * self.bisection[i]
+            if best_key is not None and -(base.max() + prm.contact) > best_key[0]:
+                continue
+            score = base + prm.contact * self._contact(m, shape, starts) if prm.contact else base
             pos = np.flatnonzero(score == score.max())[0]  # lowest start id among the best
             key = (-float(score.max()), int(self.slots[i]))
             if best_key is None or key < best_key:
                 best_key, best = key, (tuple(int(c) for c in np.unravel_index(pos, starts)), shape)
         return best
-
-    def _score(self, m: Machine, shape: tuple[int, int, int], starts: tuple[int, int, int], n: int,
-               avail: np.ndarray, ok: np.ndarray, bisection: float) -> np.ndarray:
-        """Weighted heuristic score at every start (``-inf`` where the prism does not fit)."""
-        prm = self.params
-        score = prm.fill * n / np.maximum(avail, 1) + prm.bisection * bisection
-        if prm.contact:
-            score = score + prm.contact * self._contact(m, shape, starts)
-        return np.where(ok, score, -np.inf)
 
     def _contact(self, m: Machine, shape: tuple[int, int, int], starts: tuple[int, int, int]) -> np.ndarray:
         """Blocked share of the one-router shell around the prism at every start."""

@@ -1,0 +1,173 @@
+"""The torus ``prism`` policy and node kinds (issue 12), against brute force and hand-worked values."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fattorus import topology, workload
+from fattorus.analysis import metrics
+from fattorus.sched import replay
+from fattorus.sched import state as st
+from fattorus.sched.policy.torus.prism import (Prism, allowed_extents, bisection_per_slot, box_sums,
+                                               summed_volume)
+
+ROOT = Path(__file__).resolve().parents[1]
+T4 = topology.from_config({"kind": "torus3d", "name": "t4", "dims": [4, 4, 4], "nodes_per_router": 2})
+
+
+def test_allowed_extents_are_half_or_full():
+    assert allowed_extents(8).tolist() == [1, 2, 3, 4, 8]
+    assert allowed_extents(5).tolist() == [1, 2, 5]
+    assert allowed_extents(24).tolist() == list(range(1, 13)) + [24]
+    assert allowed_extents(1).tolist() == [1]
+
+
+def test_box_sums_equal_brute_force_wrapped_sums():
+    rng = np.random.default_rng(0)
+    grid = rng.integers(0, 3, size=(5, 4, 6))
+    table = summed_volume(grid)
+    for shape in [(1, 1, 1), (2, 3, 4), (5, 4, 6), (3, 1, 5)]:
+        got = box_sums(table, shape, grid.shape)
+        for x, y, z in itertools.product(*map(range, grid.shape)):
+            xs, ys, zs = (np.arange(o, o + s) % n for o, s, n in zip((x, y, z), shape, grid.shape))
+            assert got[x, y, z] == grid[np.ix_(xs, ys, zs)].sum()
+
+
+def test_bisection_per_slot_by_hand():
+    # Blue Waters, x:y:z = 2:1:2. A 4x2x4 slab: every cut is 16 (x: 8 links x 2, y: 16 x 1,
+    # z: 8 x 2), 64 slots -> 0.25. A 4x4x4 cube: y cut 16 x 1 is the weakest, 128 slots -> 0.125.
+    # A whole ring in x doubles the x cut: 24x1x1 has cut 1 x 2 x 2 = 4 over 48 slots.
+    bw = bisection_per_slot(np.array([[4, 2, 4], [4, 4, 4], [24, 1, 1], [1, 1, 1]]), (24, 24, 24), (2.0, 1.0, 2.0), 2)
+    assert bw.tolist() == [0.25, 0.125, 4 / 48, 1.0]
+
+
+def _brute_fits(topo, blocked_routers: np.ndarray, avail: np.ndarray, n: int) -> bool:
+    """Any half-or-full prism with no blocked router and >= n free nodes, by explicit loops."""
+    dims = topo.dims
+    for shape in itertools.product(*(allowed_extents(d) for d in dims)):
+        for start in itertools.product(*map(range, dims)):
+            xs, ys, zs = (np.arange(o, o + s) % d for o, s, d in zip(start, shape, dims))
+            box = np.ix_(xs, ys, zs)
+            if not blocked_routers[box].any() and avail[box].sum() >= n:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_feasibility_equals_brute_force_and_is_monotone(seed):
+    rng = np.random.default_rng(seed)
+    pol = Prism(T4)
+    machine = st.empty(T4)
+    pol.reset(machine)
+    busy = rng.random(T4.n_nodes) < rng.uniform(0.1, 0.6)
+    state = st.from_nodes(T4, ~busy, np.where(busy, 1, 0).astype(np.int8))
+    blocked = busy.reshape(-1, 2).any(1).reshape(T4.dims)
+    avail = (~busy).reshape(-1, 2).sum(1).reshape(T4.dims)
+    answers = []
+    for n in range(1, 40):
+        got = pol.place(state, n)
+        assert (got is not None) == _brute_fits(T4, blocked, avail, n), n
+        answers.append(got is not None)
+        if got is not None:
+            assert len(got) == n and len(set(got.tolist())) == n and state.free[got].all()
+    assert answers == sorted(answers, reverse=True)  # once a size fails, every larger one fails
+
+
+def _bbox_extents(topo, nodes: np.ndarray) -> list[int]:
+    """Smallest wrapped interval covering the job's router coordinates, per dimension."""
+    coords = topo.router_coords(np.unique(nodes // topo.nodes_per_router))
+    out = []
+    for c, n in zip(coords, topo.dims):
+        u = np.unique(c)
+        gaps = np.diff(np.r_[u, u[0] + n]) - 1
+        out.append(int(n - gaps.max()))
+    return out
+
+
+def test_prism_keeps_running_jobs_off_each_others_links_on_a_real_log():
+    """Thunder x2 on torus8 with a service router and an XK block: no job is exposed (its
+    dimension-order routes share no link with a concurrent job: metrics.exposed, checked against
+    the routes themselves in test_linkload), every job's bounding box obeys the half-or-full rule,
+    and no job runs on a node of another kind."""
+    t8 = topology.from_config({"kind": "torus3d", "name": "t8k", "dims": [8, 8, 8], "nodes_per_router": 2,
+                               "bandwidth": [2, 1, 2],
+                               "node_kinds": [{"kind": "XK", "region": {"origin": [6, 0, 0], "shape": [3, 2, 8]}},
+                                              {"kind": "service", "routers": [5, 77, 300]}]})
+    trace = ROOT / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz"
+    jobs, _ = workload.scale_nodes(workload.load(trace, cores_per_node=4).jobs, 2, t8.n_nodes)
+    jobs = workload.first_days(jobs, 4)
+    result = replay.replay(jobs, t8, "prism", "easy")
+    out = result.jobs
+    assert len(out) > 300 and out["backfilled"].sum() > 0
+    assert not metrics.exposed(out, t8).any()
+    usable = t8.usable()
+    for nodes in out["alloc"].to_list():
+        assert usable[np.asarray(nodes)].all()
+    # router 5 = (0, 0, 5) lies in the XK block (x 6..0, y 0): only two service routers count
+    assert result.summary["usable_nodes"] == int(usable.sum()) == 1024 - 2 * 48 - 2 * 2
+    # The prisms themselves (the policy's record of each start): half-or-full extents, the
+    # job's nodes inside, and a job that does not span a whole ring stays within half of it.
+    pol = Prism(t8)
+    prepared, _ = replay.prepare(jobs, int(usable.sum()))
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    again = replay.simulate(*cols, t8, pol, "easy", usable=usable)
+    assert np.array_equal(again.start, out["start_s"].to_numpy())
+    assert len(pol.started_prisms) == len(out)
+    for nodes, (x, y, z, *shape) in pol.started_prisms:
+        coords = t8.router_coords(nodes // 2)
+        for c, o, s, n in zip(coords, (x, y, z), shape, t8.dims):
+            assert s <= n // 2 or s == n
+            assert ((c - o) % n < s).all()
+        for ext, s, n in zip(_bbox_extents(t8, nodes), shape, t8.dims):
+            assert ext <= s
+
+
+def test_prism_refuses_other_families(conf_topo):
+    from fattorus.sched import policy
+
+    topo = conf_topo
+    if topo.kind == "torus3d":
+        assert "prism" in policy.supporting(topo)
+    else:
+        with pytest.raises(ValueError, match="does not support"):
+            policy.make("prism", topo)
+
+
+def test_prism_params_errors_are_one_line():
+    from fattorus.sched import policy
+
+    for params, words in [({"fil": 1}, "unknown"), ({"fill": "x"}, "numbers"), ({"slack": 0.5}, "slack")]:
+        with pytest.raises(ValueError, match=words) as err:
+            policy.make("prism", T4, params)
+        assert "\n" not in str(err.value)
+
+
+def test_node_kinds_from_config():
+    t = topology.from_config({"kind": "torus3d", "name": "k", "dims": [4, 4, 4], "nodes_per_router": 2,
+                              "node_kinds": [{"kind": "XK", "region": {"origin": [3, 0, 0], "shape": [2, 1, 4]}},
+                                             {"kind": "service", "nodes": [0, 1]},
+                                             {"kind": "service", "scatter": {"fraction": 0.05, "seed": 3}}]})
+    assert t.node_kind_names == ("XE", "XK", "service")
+    kind = t.node_kind.reshape(4, 4, 4, 2)
+    # the XK region wraps from x = 3 to x = 0, y = 0, every z
+    assert (kind[[3, 0], 0] == 1).all() and (kind[1:3, 0] != 1).all() and (kind[:, 1:] != 1).all()
+    assert kind[0, 0, 0].tolist() == [1, 1]  # inside the XK region: the earlier entry wins
+    n_scatter = round(0.05 * 64)
+    assert (t.node_kind == 2).sum() == 2 * n_scatter  # nodes 0, 1 were already XK
+    assert topology.from_config(t.config()) == t
+    assert t.usable("XK").sum() == 16 and t.usable().sum() == 128 - 16 - 2 * n_scatter
+    for bad, words in [({"kind": "XK"}, "exactly one"), ({"kind": "XK", "region": {"origin": [0, 0]}}, "bad region"),
+                       ({"kind": "XK", "routers": [64]}, "beyond"), ({"kind": "s", "scatter": {"fraction": 2, "seed": 1}}, "bad scatter")]:
+        with pytest.raises(topology.TopologyError, match=words):
+            topology.from_config({"kind": "torus3d", "name": "k", "dims": [4, 4, 4], "node_kinds": [bad]})
+
+
+def test_blue_waters_node_kinds():
+    bw = topology.load("bluewaters")
+    counts = np.bincount(bw.node_kind, minlength=3)
+    assert counts[1] == 15 * 6 * 24 * 2 and counts[2] == 2 * round(0.0282 * 24**3)
+    assert counts.sum() == 27_648
