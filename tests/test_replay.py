@@ -372,7 +372,10 @@ def test_outputs_carry_ideal_aph_and_the_topology_config():
                          "nodes": [1, 3, 5, 14]})
     result = replay.replay(jobs, ft, "ta", "easy")
     out = result.jobs
-    assert out.columns[-2:] == ["exposed", "ideal_aph"]
+    assert out.columns[-3:] == ["exposed", "ideal_aph", "max_hops"]
+    for nodes, got in zip(out["alloc"].to_list(), out["max_hops"].to_list()):
+        ids = np.asarray(nodes)
+        assert got == (fattree.hops(ft, ids[:, None], ids[None, :]).max() if len(ids) > 1 else 0)
     for n, got in zip(out["nodes"].to_list(), out["ideal_aph"].to_list()):
         # Brute force: on an empty fat-tree the first n node ids fill leaves, then pods.
         ids = np.arange(n)

@@ -140,11 +140,11 @@ def test_shipped_traces(name):
 @pytest.mark.parametrize("name,cpn,trace", [("atlas", 8, "LLNL-Atlas-2006-2.1-cln.swf.gz"), ("thunder", 4, "LLNL-Thunder-2007-1.1-cln.swf.gz")])
 def test_workload_configs(name, cpn, trace):
     cfg = OmegaConf.load(REPO / "conf" / "workload" / f"{name}.yaml")
-    assert (cfg.name, cfg.cores_per_node, cfg.scale, cfg.window_start_days, cfg.window_days) == (name, cpn, 1, 0, None)
+    assert (cfg.name, cfg.cores_per_node, cfg.scale, cfg.window_start_days, cfg.window_days) == (name, cpn, "machine", 0, None)
     assert Path(cfg.path).name == trace
-    wl, counts = W.from_config(cfg, machine_nodes=1296)
+    wl, counts = W.from_config(cfg, machine_nodes=1296)  # "machine" with no machine default: x1
     assert wl.jobs.height == SOURCES[trace][0] - len(ABSURD.get(trace, {}))
-    assert counts == {"dropped_by_scaling": 0, "outside_window": 0}
+    assert counts == {"dropped_by_scaling": 0, "outside_window": 0, "scale_factor": 1.0}
 
 
 def test_from_config_scale_and_window():
@@ -158,7 +158,7 @@ def test_from_config_scale_and_window():
     t0 = min(submit) + 10 * 86400
     kept = [(s, n) for s, n in zip(submit, nodes) if not (fit(n) and 2 * n > 1296)]
     inside = [(s, n) for s, n in kept if t0 <= s < t0 + 15 * 86400]
-    assert counts == {"dropped_by_scaling": dropped, "outside_window": len(kept) - len(inside)}
+    assert counts == {"dropped_by_scaling": dropped, "outside_window": len(kept) - len(inside), "scale_factor": 2.0}
     assert dropped > 0 and len(inside) > 0
     got = sorted((s, -1 if n is None else n) for s, n in zip(wl.jobs["submit_s"], wl.jobs["nodes"]))
     assert got == sorted((s, -1 if n is None else 2 * n) for s, n in inside)
@@ -560,3 +560,41 @@ def test_stray_nul_is_a_dirty_line_and_gzip_sacct_loads(tmp_path):
     gz = tmp_path / "sacct.txt.gz"
     gz.write_bytes(gzip.compress(SACCT.encode()))
     assert W.load(gz).jobs.height == 7
+
+
+def test_scale_fit_and_machine_default():
+    """fit: machine nodes / the log's machine (Atlas header MaxNodes 1152); machine: the caller's default."""
+    cfg = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "workload" / "atlas.yaml"))
+    base = W.load(REPO / cfg["path"], cores_per_node=8).jobs
+    cfg["scale"] = "fit"
+    wl, counts = W.from_config(cfg, machine_nodes=2304)
+    assert counts["scale_factor"] == 2.0
+    assert wl.jobs["nodes"].to_list() == [None if n is None else 2 * n for n in base["nodes"].to_list()]
+    wl, counts = W.from_config(dict(cfg, log_nodes=576), machine_nodes=2304)
+    assert counts["scale_factor"] == 4.0
+    cfg["scale"] = "machine"
+    _, counts = W.from_config(cfg, machine_nodes=5000, machine_scale=3)
+    assert counts["scale_factor"] == 3.0
+    synthetic = {"name": "s", "format": "synthetic", "scale": "fit", "synthetic": {"n_jobs": 10, "max_nodes": 8}}
+    _, counts = W.from_config(synthetic, machine_nodes=80)  # the generator's header: MaxNodes 8
+    assert counts["scale_factor"] == 10.0
+    with pytest.raises(W.WorkloadError, match="machine's size"):
+        W.from_config(dict(cfg, scale="fit"))
+
+
+def test_waves_workload_is_the_torus_papers_table_ii():
+    cfg = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "workload" / "bluewaters_table2.yaml"))
+    wl, _ = W.from_config(cfg, machine_nodes=22_548)
+    jobs = wl.jobs
+    # Table II, XE rows: 1 + 1 + 4 + 15 + 1 + 1 + 1 + 1 + 1 + 3 = 29 entries, six waves 30 min apart
+    assert jobs.height == 6 * 29 and set(jobs["node_kind"]) == {"XE"}
+    assert sorted(set(jobs["submit_s"].to_list())) == [i * 1800.0 for i in range(6)]
+    first = jobs.filter(pl.col("submit_s") == 0)
+    assert sorted(first["nodes"].to_list()) == sorted(
+        [1024, 512, 324, 576, 1372, 4116, 1, 2, 4, 8, 16, 32, 64, 100, 128, 256, 456, 640, 1368, 2000, 3272,
+         1000, 7000, 3072, 4800, 5419, 456, 1386, 3298])
+    limits = dict(zip(first["app"].to_list(), first["requested_s"].to_list()))
+    assert limits["Changa"] == 3600 and limits["DNS-DISTUF"] == 600 and limits["PSDNS"] == 1800
+    assert ((jobs["runtime_s"] >= 0.3 * jobs["requested_s"]) & (jobs["runtime_s"] <= jobs["requested_s"])).all()
+    both, _ = W.from_config(dict(cfg, synthetic=dict(cfg["synthetic"], include_kinds=["XE", "XK"])), machine_nodes=22_548)
+    assert both.jobs.height == 6 * (29 + 1 + 13 + 1 + 1)

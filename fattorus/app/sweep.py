@@ -95,13 +95,14 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
     if wl_cfg.get("scale") == "machine":  # the machine's default load (conf/topo: default_scale)
-        wl_cfg["scale"] = topo_cfg.get("default_scale", 1)
+        wl_cfg["scale"] = topo_cfg.get("default_scale", 1)  # recorded as resolved in summary.json
     try:
         usable = int(ft.usable(wl_cfg.get("node_kind")).sum())
     except topology.TopologyError as err:
         raise UserError(f"workload.node_kind: {err}") from None
-    wl, transform_counts = workload.from_config(wl_cfg, machine_nodes=usable)
-    print(_scale_line(wl_cfg, transform_counts, usable), file=sys.stderr, flush=True)
+    wl, transform_counts = workload.from_config(wl_cfg, machine_nodes=usable,
+                                                machine_scale=topo_cfg.get("default_scale", 1))
+    print(_scale_line(wl_cfg, transform_counts, usable), flush=True)  # stdout: stderr is for problems
     skip_line = _skip_line(wl)
     if skip_line:
         print(skip_line, file=sys.stderr, flush=True)

@@ -783,18 +783,21 @@ def _get(cfg: Any, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None) -> tuple[Workload, dict[str, int]]:
+def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
+                machine_scale: float | str = 1) -> tuple[Workload, dict[str, Any]]:
     """Load and transform a workload from a ``workload`` config (``conf/workload/*.yaml``).
 
-    Keys: ``name``, ``path``, ``format`` (``auto``/``swf``/``sacct``/``synthetic``),
-    ``cores_per_node``, ``scale`` (default 1), ``window_start_days`` (default 0),
+    Keys: ``name``, ``path``, ``format`` (``auto``/``swf``/``sacct``/``synthetic``/``waves``),
+    ``cores_per_node``, ``scale`` (default 1; a number, ``fit`` — machine nodes over the log's
+    machine nodes, :func:`fit_factor` — or ``machine``: ``machine_scale``, the machine's
+    default load), ``log_nodes`` (for ``fit``), ``window_start_days`` (default 0),
     ``window_days`` (null: to the end), ``machine_nodes`` (the caller's machine size, for
     scaling; the ``machine_nodes`` argument wins), and for ``synthetic`` a ``synthetic``
     mapping of :class:`fattorus.synthetic.SyntheticParams` fields plus ``seed``.
 
     Returns:
       ``(workload with transformed jobs, counts)`` where counts are
-      ``{"dropped_by_scaling": n, "outside_window": m}``.
+      ``{"dropped_by_scaling": n, "outside_window": m, "scale_factor": f}``.
     """
     fmt = str(_get(cfg, "format", "auto"))
     machine = machine_nodes if machine_nodes is not None else _get(cfg, "machine_nodes")
@@ -802,6 +805,10 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None) -> tup
         from fattorus.workload import synthetic  # local import: synthetic builds on this module
 
         wl = synthetic.from_config(cfg)
+    elif fmt == "waves":
+        from fattorus.workload import waves  # local import: waves builds on this module
+
+        wl = waves.generate(dict(_get(cfg, "synthetic") or {}, cores_per_node=_get(cfg, "cores_per_node") or 32))
     else:
         path = _get(cfg, "path")
         if not path:
@@ -809,6 +816,8 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None) -> tup
         wl = load(resolve_path(str(path)), fmt=fmt, cores_per_node=_get(cfg, "cores_per_node"),
                   max_runtime_s=_get(cfg, "max_runtime_s", DEFAULT_MAX_RUNTIME_S))
     scale = _get(cfg, "scale", 1)
+    if scale == "machine":  # the machine's default load (conf/topo: default_scale)
+        scale = machine_scale
     if scale == "fit":
         scale = fit_factor(wl, machine, _get(cfg, "log_nodes"), str(_get(cfg, "name", "?")), _get(cfg, "cores_per_node"))
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
