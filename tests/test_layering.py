@@ -94,11 +94,7 @@ def test_report_reads_outputs_only():
 # Modules that still find the repository (or conf/) from their own ``__file__`` instead of
 # asking fattorus.paths; owned by other branches of issue 11. The list only shrinks.
 REPO_FINDERS = {
-    "app/sweep.py": "conf/ for Hydra's config_path and the group defaults",
     "workload/__init__.py": "repo_root() for workload paths relative to the checkout",
-    "workload/speedup.py": "conf/speedup",
-    "bench/replay.py": "the repository for data/traces",
-    "bench/__main__.py": "results/bench",
 }
 
 
