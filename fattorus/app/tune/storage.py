@@ -64,7 +64,8 @@ def open_storage(url: str, heartbeat: float = 60.0) -> optuna.storages.BaseStora
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             retry = optuna.storages.RetryFailedTrialCallback(max_retry=3)
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None, heartbeat_interval=max(1, round(heartbeat)),
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None,
+                                              heartbeat_interval=max(1, round(heartbeat)),
                                               grace_period=max(3, round(3 * heartbeat)), failed_trial_callback=retry)
     except Exception as err:  # noqa: BLE001 - bad URL, missing driver, unreachable server
         msg = " ".join(str(err).split("\n")[0].split())

@@ -100,5 +100,5 @@ def make(name: str, topo: Any, params: Mapping[str, Any] | None = None, seed: in
 
 
 __all__ = ["NAMES", "ORDERS", "REGISTRY", "RELAX_MAX_S", "RELAX_MIN_S", "TIES", "TUNABLE", "FirstFit", "Policy",
-           "TAParams", "TopologyAware", "TopologyOblivious", "TopologyObliviousRandom", "TreeBestFit", "Tunable", "make",
-           "supporting", "tunable"]
+           "TAParams", "TopologyAware", "TopologyOblivious", "TopologyObliviousRandom", "TreeBestFit", "Tunable",
+           "make", "supporting", "tunable"]
