@@ -27,6 +27,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from fattorus import paths
 from fattorus.app import config as config_mod
 from fattorus.app import outputs
 
@@ -69,7 +70,7 @@ def _fill_default(cfg: DictConfig, group: str, default: str) -> str:
     """Load ``conf/GROUP/DEFAULT.yaml`` into ``cfg[group]`` when the group was not given."""
     if cfg.get(group) is not None:
         return str(cfg[group].name)
-    path = Path(__file__).resolve().parents[2] / "conf" / group / f"{default}.yaml"
+    path = paths.config_file(group, default)
     loaded = OmegaConf.load(path)
     cfg[group] = loaded if group == "topo" else OmegaConf.merge(OmegaConf.structured(config_mod.SpeedupConf), loaded)
     return default
@@ -207,7 +208,7 @@ def _one_line(summary: dict[str, Any]) -> str:
 
 # An absolute path: the app runs as `python -m fattorus.sweep` (a shim), so Hydra cannot
 # resolve a path relative to the caller.
-@hydra.main(config_path=str(Path(__file__).resolve().parents[2] / "conf"), config_name="config", version_base="1.3")
+@hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
 def _app(cfg: DictConfig) -> dict[str, Any] | None:
     from fattorus.topology import TopologyError
     from fattorus.workload.speedup import SpeedupError

@@ -21,13 +21,10 @@ import sys
 import time
 from pathlib import Path
 
+from fattorus import paths
 from fattorus.files import atomic_write
 
 SECTIONS = ("kernels", "replay", "network", "batched")
-
-
-def _repo() -> Path:
-    return Path(__file__).resolve().parents[2]
 
 
 def available_sections() -> list[str]:
@@ -73,9 +70,9 @@ def machine_info() -> dict:
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=_repo(), capture_output=True,
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=paths.repo_root(), capture_output=True,
                                 text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=_repo(),
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=paths.repo_root(),
                                capture_output=True, text=True, check=True).stdout.strip()
         info["git"] = commit + (" (uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
@@ -156,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default=None,
                         help=f"comma-separated sections (default: every available one of {','.join(SECTIONS)})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run, not a measurement")
-    parser.add_argument("--out", default=str(_repo() / "results" / "bench"), help="output directory")
+    parser.add_argument("--out", default=str(paths.results_dir() / "bench"), help="output directory")
     args = parser.parse_args(argv)
 
     available = available_sections()

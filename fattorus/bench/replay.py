@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fattorus import workload
+from fattorus import paths, workload
 from fattorus.kernels import aph
 from fattorus.topology import fattree
 from fattorus.sched import policy
@@ -65,13 +65,9 @@ def _log(msg: str) -> None:
     print(f"[replay] {msg}", file=sys.stderr, flush=True)
 
 
-def _repo() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
 def trace_path() -> Path:
     """The Atlas trace shipped in ``data/traces``."""
-    path = _repo() / "data" / "traces" / TRACE
+    path = paths.traces_dir() / TRACE
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: the repository ships it in data/traces")
     return path

@@ -33,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fattorus import paths
+
 DEFAULT_CAP = 512
 """Node count at which a bin's reduction reaches its top (fat-tree paper: 512)."""
 
@@ -138,8 +140,8 @@ def from_config(cfg: Mapping[str, Any]) -> SpeedupParams:
 
 
 def conf_dir() -> Path:
-    """``conf/speedup`` of this repository."""
-    return Path(__file__).resolve().parents[2] / "conf" / "speedup"
+    """``conf/speedup`` of this repository (:func:`fattorus.paths.conf_dir`)."""
+    return paths.conf_dir("speedup")
 
 
 def names() -> list[str]:

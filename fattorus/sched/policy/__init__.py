@@ -15,8 +15,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fattorus.sched.policy.base import Policy
-from fattorus.sched.policy.fattree import ORDERS, TIES, TAParams, TopologyAware, TreeBestFit
+from fattorus.sched.policy.fattree import (
+    ORDERS,
+    RELAX_MAX_S,
+    RELAX_MIN_S,
+    TIES,
+    TAParams,
+    TopologyAware,
+    TreeBestFit,
+)
 from fattorus.sched.policy.oblivious import FirstFit, TopologyOblivious, TopologyObliviousRandom
+from fattorus.sched.policy.space import Tunable
 from fattorus.sched.policy.torus import Prism, PrismParams
 
 
@@ -66,10 +75,22 @@ REGISTRY: dict[str, tuple[type[Policy], Callable[[Any, Mapping[str, Any], int], 
 }
 NAMES = tuple(REGISTRY)
 
+#: Config name -> parameters class declaring the policy's tunable space
+#: (:class:`fattorus.sched.policy.space.Tunable`); policies without heuristics to tune are absent.
+TUNABLE: dict[str, type[Tunable]] = {"ta": TAParams}
+
 
 def supporting(topo: Any) -> tuple[str, ...]:
     """Names of the registered policies that accept ``topo``."""
     return tuple(name for name, (cls, _) in REGISTRY.items() if cls.supports(topo))
+
+
+def tunable(name: str) -> type[Tunable]:
+    """The parameters class of policy ``name`` with its declared search space, defaults and
+    ``describe``; one-line ``ValueError`` when the policy has nothing to tune."""
+    if name not in TUNABLE:
+        raise ValueError(f"policy {name!r} declares no tunable parameters; tunable: {sorted(TUNABLE)}")
+    return TUNABLE[name]
 
 
 def make(name: str, topo: Any, params: Mapping[str, Any] | None = None, seed: int = 0) -> Policy:
@@ -84,5 +105,6 @@ def make(name: str, topo: Any, params: Mapping[str, Any] | None = None, seed: in
     return build(topo, dict(params or {}), seed)
 
 
-__all__ = ["NAMES", "ORDERS", "REGISTRY", "TIES", "FirstFit", "Policy", "Prism", "PrismParams", "TAParams", "TopologyAware",
-           "TopologyOblivious", "TopologyObliviousRandom", "TreeBestFit", "make", "supporting"]
+__all__ = ["NAMES", "ORDERS", "REGISTRY", "RELAX_MAX_S", "RELAX_MIN_S", "TIES", "TUNABLE", "FirstFit", "Policy",
+           "Prism", "PrismParams", "TAParams", "TopologyAware", "TopologyOblivious", "TopologyObliviousRandom",
+           "TreeBestFit", "Tunable", "make", "supporting", "tunable"]

@@ -30,10 +30,15 @@ from fattorus.sched import state as st
 from fattorus.sched.policy.base import Policy
 from fattorus.sched.policy.fattree.leaves import LEAF, POD, T1, T2, T3, take_from_leaves
 from fattorus.sched.policy.fattree.tree_bestfit import TreeBestFit
+from fattorus.sched.policy.space import Categorical, FloatRange, Gate, Param
 from fattorus.topology.fattree import FatTree
 
 ORDERS = ("least", "most")
 TIES = ("low_id", "high_id")
+# The tuner's range for the hybrid rule: from 10 minutes (barely more than EASY's own
+# backfill horizon) to 7 days (longer than any job of the shipped logs waits).
+RELAX_MIN_S = 600.0
+RELAX_MAX_S = 7 * 86400.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +79,33 @@ class TAParams:
         if unknown:
             raise ValueError(f"policy ta: unknown parameter(s) {unknown}; known: {sorted(known)}")
         return cls(**params)
+
+    @classmethod
+    def search_space(cls) -> tuple[Param, ...]:
+        """The tunable space (:mod:`fattorus.sched.policy.space`): each sort order in
+        :data:`ORDERS`, ``tie`` in :data:`TIES`, and ``relax_after_s`` behind the switch
+        ``relax`` (``never``: None; ``after``: log-uniform in [10 min, 7 days]).
+
+        The names and their order are those of the stored tuning studies: changing them
+        orphans the trials of every existing study."""
+        orders = tuple(Categorical(f.name, ORDERS) for f in dataclasses.fields(cls) if f.name.endswith("_order"))
+        relax = FloatRange("relax_after_s", RELAX_MIN_S, RELAX_MAX_S, log=True, gate=Gate("relax", "never", "after"))
+        return (*orders, Categorical("tie", TIES), relax)
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The paper's choices as a config mapping."""
+        return dataclasses.asdict(cls())
+
+    @classmethod
+    def describe(cls, params: Mapping[str, Any]) -> str:
+        """``t1=least/least t2=least/most t3=most/most tie=low_id relax=never``."""
+        def pair(job_type: str) -> str:
+            return f"{params[f'{job_type}_pod_order']}/{params[f'{job_type}_leaf_order']}"
+
+        relax = params.get("relax_after_s")
+        relax_txt = "never" if relax is None else f"{relax:.0f} s ({relax / 3600:.2f} h)"
+        return f"t1={pair('t1')} t2={pair('t2')} t3={pair('t3')} tie={params['tie']} relax={relax_txt}"
 
 
 def _key(values: np.ndarray, order: str) -> np.ndarray:
@@ -198,4 +230,4 @@ class TopologyAware(Policy):
         return take_from_leaves(state, ordered, n)
 
 
-__all__ = ["ORDERS", "TIES", "TAParams", "TopologyAware"]
+__all__ = ["ORDERS", "RELAX_MAX_S", "RELAX_MIN_S", "TIES", "TAParams", "TopologyAware"]

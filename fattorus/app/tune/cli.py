@@ -1,0 +1,214 @@
+"""The command line: options, their checks, and ``main`` (``python -m fattorus.tune --name NAME``).
+
+Every user mistake is one line on stderr and exit code 2; a failed worker process, one line
+and exit code 1; Ctrl-C, a line saying the finished trials are kept, and exit code 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from fattorus import paths
+from fattorus.app.tune.choose import PICKS
+from fattorus.app.tune.errors import PROG, TuneError, WorkerError
+from fattorus.app.tune.objective import OBJECTIVES
+from fattorus.app.tune.space import POLICY
+from fattorus.app.tune.storage import SAMPLERS
+from fattorus.app.tune.study import run
+from fattorus.app.tune.windows import Window, parse_windows
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows ``(default: X)`` except where the default is None (the help text says it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None:
+            return action.help or ""
+        return super()._get_help_string(action) or ""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block), exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{PROG}: error: {message} (see --help)\n")
+        sys.exit(2)
+
+
+def _add_study_args(p: argparse.ArgumentParser) -> None:
+    """Which study, on which machine and workload, trained and tested on which windows."""
+    p.add_argument("--name", required=True, help="study name (letters, digits, _ and -): names the storage, "
+                   "the exported config and the results directory")
+    p.add_argument("--topo", default="cab", help="machine: conf/topo/NAME.yaml or a YAML path")
+    p.add_argument("--workload", default="atlas", help="conf/workload/NAME.yaml, a workload YAML path, "
+                   "or a job log (SWF or sacct dump)")
+    p.add_argument("--cores-per-node", type=int, default=None,
+                   help="for a job-log path: cores per node (default: the log's header)")
+    p.add_argument("--scale", type=float, default=2.0, help="node-count multiplier (Aug-2x: 2); jobs pushed "
+                   "past the machine are dropped")
+    p.add_argument("--train", default="0:14,14:28", help="training windows START:END in days from the first "
+                   "submission, comma-separated; each window is one pruning stage, in order")
+    p.add_argument("--test", default="28:42", help="held-out windows for the final comparison ('none': skip it)")
+
+
+def _add_objective_args(p: argparse.ArgumentParser) -> None:
+    """What is optimised, and which Pareto-front trial is exported."""
+    p.add_argument("--objective", choices=list(OBJECTIVES), default=None,
+                   help="single objective (utilization is maximised, the others minimised) "
+                   "(default: mean_wait)")
+    p.add_argument("--multi", default=None, metavar="OBJ,OBJ",
+                   help="multi-objective study over these objectives, e.g. mean_wait,exposure "
+                   "(Pareto front; no pruning)")
+    p.add_argument("--pick", choices=list(PICKS), default="constrained",
+                   help="multi-objective: Pareto-front trial to export; constrained: best first objective among "
+                   "those at least as good as the paper default on the others; knee: nearest the ideal point")
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    """How many trials, where they are stored, how they are drawn, where results go."""
+    p.add_argument("--trials", type=int, default=40, help="trials to add in this run (0: only export and compare)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel worker processes sharing the storage")
+    p.add_argument("--storage", default=None, help="any SQLAlchemy URL, e.g. postgresql://user@host/db "
+                   "(default: sqlite:///results/tune/<name>.db)")
+    p.add_argument("--sampler", choices=list(SAMPLERS), default="tpe",
+                   help="Optuna sampler (tpe handles single and multiple objectives; nsga2: NSGA-II)")
+    p.add_argument("--seed", type=int, default=0, help="sampler seed")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds of optimisation after which no new trial starts (default: no limit)")
+    p.add_argument("--export", default=None,
+                   help=f"policy config to write (default: conf/policy/{POLICY}_tuned_<name>.yaml in the repository)")
+    p.add_argument("--out", default=None, help="comparison directory (default: results/tune/<name>)")
+    p.add_argument("--heartbeat", type=float, default=60.0,
+                   help="seconds between a running trial's heartbeats in the storage; a trial silent for 3 "
+                   "heartbeats (its worker died) is failed and retried when the study resumes")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface (every default shown by ``--help``)."""
+    p = _Parser(
+        prog="python -m fattorus.tune",
+        description=f"Optuna study over the `{POLICY}` policy's heuristics (sort orders, tie rule, hybrid "
+        "relax_after_s) and the scheduler, scored by replays of a job log on training windows; exports "
+        "the best as a policy config and compares it with the paper's defaults on held-out windows.",
+        formatter_class=_Help,
+        epilog="example: python -m fattorus.tune --name atlas2x_cab --topo cab --workload atlas --scale 2 "
+        "--train 0:14,14:28,28:42 --test 42:56,56:70 --trials 40 --jobs 2. Re-running a command adds "
+        "trials to the stored study; docs/tuning.md has more.",
+    )
+    _add_study_args(p)
+    _add_objective_args(p)
+    _add_run_args(p)
+    return p
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Checked command-line options."""
+
+    name: str
+    topo: str
+    workload: str
+    cores_per_node: int | None
+    scale: float
+    train: tuple[Window, ...]
+    test: tuple[Window, ...]
+    objectives: tuple[str, ...]
+    pick: str
+    trials: int
+    jobs: int
+    storage: str
+    sampler: str
+    seed: int
+    timeout: float | None
+    export: Path
+    out: Path
+    heartbeat: float = 60.0
+
+    @property
+    def multi(self) -> bool:
+        """Whether the study has several objectives."""
+        return len(self.objectives) > 1
+
+    @property
+    def directions(self) -> list[str]:
+        """Optuna directions of the objectives."""
+        return [OBJECTIVES[o][0] for o in self.objectives]
+
+
+def _objectives(a: argparse.Namespace) -> tuple[str, ...]:
+    """``--objective`` or ``--multi`` (not both) as a checked tuple of objective names."""
+    if a.multi is not None and a.objective is not None:
+        raise TuneError("give --objective or --multi, not both")
+    if a.multi is None:
+        return (a.objective or "mean_wait",)
+    objectives = tuple(s.strip() for s in a.multi.split(",") if s.strip())
+    unknown = [o for o in objectives if o not in OBJECTIVES]
+    if unknown:
+        raise TuneError(f"--multi {a.multi!r}: unknown objective(s) {unknown}; choose from {list(OBJECTIVES)}")
+    if len(objectives) < 2 or len(set(objectives)) != len(objectives):
+        raise TuneError(f"--multi {a.multi!r}: needs two or more different objectives")
+    return objectives
+
+
+def _check_numbers(a: argparse.Namespace) -> None:
+    """Counts, scale and times in range; the first mistake is a :class:`TuneError`."""
+    if a.trials < 0:
+        raise TuneError(f"--trials {a.trials}: must be >= 0")
+    if a.jobs < 1:
+        raise TuneError(f"--jobs {a.jobs}: must be >= 1")
+    if not (a.scale > 0 and math.isfinite(a.scale)):
+        raise TuneError(f"--scale {a.scale}: must be a positive number")
+    if a.timeout is not None and not a.timeout > 0:
+        raise TuneError(f"--timeout {a.timeout}: must be a positive number of seconds")
+    if not (a.heartbeat > 0 and math.isfinite(a.heartbeat)):
+        raise TuneError(f"--heartbeat {a.heartbeat}: must be a positive number of seconds")
+    if a.cores_per_node is not None and a.cores_per_node < 1:
+        raise TuneError(f"--cores-per-node {a.cores_per_node}: must be >= 1")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Options:
+    """Parse and check the options; mistakes raise :class:`TuneError` (argparse's exit 2)."""
+    a = build_parser().parse_args(argv)
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", a.name):
+        raise TuneError(f"--name {a.name!r}: use letters, digits, '_' and '-' only")
+    objectives = _objectives(a)
+    _check_numbers(a)
+    train = parse_windows(a.train, "--train")
+    if not train:
+        raise TuneError("--train: give at least one window START:END (days)")
+    test = parse_windows(a.test, "--test")
+    return Options(
+        name=a.name, topo=a.topo, workload=a.workload, cores_per_node=a.cores_per_node, scale=float(a.scale),
+        train=train, test=test, objectives=objectives, pick=a.pick, trials=a.trials, jobs=a.jobs,
+        storage=a.storage or f"sqlite:///results/tune/{a.name}.db",
+        sampler=a.sampler, seed=a.seed, timeout=a.timeout,
+        export=Path(a.export) if a.export else paths.config_file("policy", f"{POLICY}_tuned_{a.name}"),
+        out=Path(a.out) if a.out else Path("results") / "tune" / a.name,
+        heartbeat=float(a.heartbeat),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: ``python -m fattorus.tune --name NAME [options]`` (see ``--help``)."""
+    try:
+        opts = parse_args(argv)
+        run(opts)
+    except TuneError as err:
+        sys.stderr.write(f"{PROG}: error: {' '.join(str(err).split())}\n")
+        sys.exit(2)
+    except WorkerError as err:
+        sys.stderr.write(f"{PROG}: error: {err}\n")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted; finished trials are kept in the storage, re-run the same "
+                         "command to add more (--trials 0: only export and compare)\n")
+        sys.exit(130)
+
+
+__all__ = ["Options", "build_parser", "main", "parse_args"]

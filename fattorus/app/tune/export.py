@@ -1,0 +1,161 @@
+"""What a run writes: the tuned policy config and the held-out comparison with the paper's defaults.
+
+* ``conf/policy/<policy>_tuned_<name>.yaml`` (``--export``): ``name``, ``params`` and a comment
+  header (study, objective, value, the paper default's value, date, the scheduler to use).
+* ``results/tune/<name>/comparison.{json,md}`` (``--out``): tuned vs paper defaults replayed
+  on the test windows, pooled and per window. Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fattorus.app.tune.display import METRIC_LABELS, change_text, fmt_value, fmt_values
+from fattorus.app.tune.objective import METRICS, pooled, run_window
+from fattorus.app.tune.space import POLICY, decode, describe, paper_defaults
+from fattorus.app.tune.storage import mask
+from fattorus.app.tune.windows import Setup, window_label, windows_label
+
+if TYPE_CHECKING:
+    from fattorus.app.tune.cli import Options
+
+
+def now() -> str:
+    """The current UTC time, ``2024-01-31T12:00:00Z``."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def export_policy(path: Path, params: Mapping[str, Any], header: Sequence[str]) -> Path:
+    """Write a ``conf/policy`` config (``name``: the tuned policy, ``params``) with a comment
+    header, atomically."""
+    import yaml
+
+    from fattorus.files import atomic_write
+
+    body = yaml.safe_dump({"name": POLICY, "params": dict(params)}, sort_keys=False, default_flow_style=False)
+    text = "".join(f"# {line}\n" for line in header) + body
+    return atomic_write(path, text)
+
+
+def export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: str, base_values: Any,
+                  sched: str) -> list[str]:
+    """Comment lines heading an exported policy config: where it came from and how to run it."""
+    return [
+        f"Tuned `{POLICY}` heuristics written by fattorus.tune (python -m fattorus.tune); see docs/tuning.md.",
+        f"study: {opts.name} ({mask(opts.storage)}), trial {chosen.number} (of {counts['total']} trials)"
+        f"{'' if not opts.multi else f', Pareto pick: {rule}'}",
+        f"objective: {', '.join(f'{o} ({d})' for o, d in zip(opts.objectives, opts.directions))} on "
+        f"{setup.workload} x{setup.scale:g} on {setup.topo.name}, training windows (days) {windows_label(setup.train)}",
+        f"value: {fmt_values(opts.objectives, chosen.values)}; "
+        f"paper defaults: {fmt_values(opts.objectives, base_values)}",
+        f"date: {now()}",
+        f"the study also chose the scheduler: run with sched={sched}, e.g.",
+        f"  python -m fattorus.sweep +topo={setup.topo.name} policy={opts.export.stem} sched={sched}",
+    ]
+
+
+def _arm(setup: Setup, arm: str, params: dict[str, Any], sched: str) -> dict[str, Any]:
+    """One comparison row: ``params`` under ``sched`` replayed on every test window."""
+    samples = []
+    per_window = []
+    for w, table in zip(setup.test, setup.test_tables):
+        t0 = time.perf_counter()
+        s = run_window(table, setup.topo, params, sched)
+        samples.append(s)
+        m = pooled([s])
+        per_window.append({"window": window_label(w), **m})
+        print(f"[compare] {arm} on window {window_label(w)}: {m['jobs']} jobs, mean wait "
+              f"{fmt_value('mean_wait_s', m['mean_wait_s'])} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    return {"arm": arm, "sched": sched, "policy_params": dict(params), **pooled(samples), "windows": per_window}
+
+
+def compare(setup: Setup, tuned_params: Mapping[str, Any], tuned_sched: str) -> list[dict[str, Any]]:
+    """Replay the test windows with the paper's defaults and with the tuned point.
+
+    Returns one row per arm (``paper_default``, ``tuned``): its ``sched`` and
+    ``policy_params``, the :func:`pooled` metrics over all test windows, and ``windows``
+    (the same metrics per window).
+    """
+    default_params, default_sched = paper_defaults()
+    return [_arm(setup, "paper_default", default_params, default_sched),
+            _arm(setup, "tuned", dict(tuned_params), tuned_sched)]
+
+
+def comparison_markdown(report: Mapping[str, Any]) -> str:
+    """The comparison as a Markdown table (metrics in rows, arms in columns, relative change)."""
+    base, tuned = report["rows"]
+    lines = [
+        f"# Tuning study `{report['study']}`: tuned vs paper defaults on held-out windows",
+        "",
+        f"Machine `{report['setup']['topo']}`, workload `{report['setup']['workload']}` x{report['setup']['scale']:g}; "
+        f"objective(s) {', '.join(report['objectives'])}; trained on windows {report['setup']['train']}, "
+        f"tested on {report['setup']['test']} ({base['jobs']} jobs). Tuned = trial {report['tuned']['trial']} "
+        f"({report['tuned']['describe']}).",
+        "",
+        "| metric | paper default | tuned | change |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for key in METRICS:
+        b, t = base[key], tuned[key]
+        change = change_text(key, b, t)
+        lines.append(f"| {METRIC_LABELS[key]} | {fmt_value(key, b)} | {fmt_value(key, t)} | {change} |")
+    return "\n".join(lines) + "\n"
+
+
+def held_out_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The comparison as a plain-text table for the terminal."""
+    base, tuned = rows
+    out = [f"{'held-out':<18}{'paper default':>24}{'tuned':>24}{'change':>12}"]
+    for key in METRICS:
+        b, t = base[key], tuned[key]
+        change = change_text(key, b, t)
+        out.append(f"{METRIC_LABELS[key]:<18}{fmt_value(key, b):>24}{fmt_value(key, t):>24}{change:>12}")
+    return "\n".join(out)
+
+
+def report_skeleton(opts: Options, setup: Setup, counts: dict, before: dict, opt_wall: float, base: Any,
+                    base_values: Any, chosen: Any, rule: str, params: Mapping[str, Any], sched: str,
+                    front: Sequence[Any]) -> dict[str, Any]:
+    """The comparison report of a run (written to ``comparison.json``), without its rows yet."""
+    return {
+        "study": opts.name,
+        "storage": mask(opts.storage),
+        "date": now(),
+        "objectives": list(opts.objectives),
+        "directions": list(opts.directions),
+        "setup": {"topo": setup.topo.name, "workload": setup.workload, "workload_sha256": setup.sha256,
+                  "scale": setup.scale, "train": windows_label(setup.train), "test": windows_label(setup.test)},
+        "trials": counts,
+        "this_run": {"trials_added": counts["total"] - before["total"], "optimize_wall_s": opt_wall,
+                     "jobs": opts.jobs, "seed": opts.seed, "sampler": opts.sampler},
+        "paper_default": {"trial": base.number if base else None, "train_values": base_values,
+                          "train_metrics": base.user_attrs.get("train_metrics") if base else None},
+        "tuned": {"trial": chosen.number, "rule": rule, "train_values": list(chosen.values),
+                  "train_metrics": chosen.user_attrs.get("train_metrics"), "policy_params": params,
+                  "sched": sched, "describe": describe(params, sched), "export": str(opts.export)},
+        "pareto_front": [{"trial": t.number, "values": list(t.values), "describe": describe(*decode(t.params))}
+                         for t in front],
+        "rows": [],
+    }
+
+
+def write_comparison(opts: Options, setup: Setup, report: dict[str, Any], params: Mapping[str, Any],
+                     sched: str) -> None:
+    """Replay the test windows (if any), print the table and write ``comparison.{json,md}``."""
+    from fattorus.files import atomic_write, write_json
+
+    if not setup.test:
+        return
+    report["rows"] = compare(setup, params, sched)
+    print(held_out_table(report["rows"]), flush=True)
+    write_json(opts.out / "comparison.json", report)
+    atomic_write(opts.out / "comparison.md", comparison_markdown(report))
+    print(f"[tune {opts.name}] wrote {opts.out / 'comparison.json'} and comparison.md", flush=True)
+
+
+__all__ = ["compare", "comparison_markdown", "export_header", "export_policy", "held_out_table", "now",
+           "report_skeleton", "write_comparison"]

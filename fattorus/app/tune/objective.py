@@ -1,0 +1,176 @@
+"""Scoring a point: replay the training windows and pool the metrics the objectives read.
+
+* **Objectives** (pooled over all jobs / utilization samples of the windows): ``mean_wait``
+  and ``p95_wait`` (seconds, minimised), ``utilization`` (busy share of the machine's
+  node-minutes, maximised), ``mean_aph`` (average pairwise hops per job, minimised) and
+  ``exposure`` (share of jobs that interfere with a concurrent job, minimised).
+* **One trial** replays the training windows in order, one per stage, and reports the
+  running value after each, so a median pruner can stop it early (single objective only).
+* **Repeated points**: replays are deterministic, so a point that already finished is not
+  replayed; its stored result is reused (``same_as_trial``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fattorus.app.tune.space import POLICY, suggest
+
+if TYPE_CHECKING:  # heavy imports stay lazy so that --help and option errors are instant
+    import optuna
+    import polars as pl
+
+    from fattorus.app.tune.windows import Setup
+    from fattorus.topology import Topology
+
+#: objective name -> (direction, key of :func:`pooled`'s metrics)
+OBJECTIVES: dict[str, tuple[str, str]] = {
+    "mean_wait": ("minimize", "mean_wait_s"),
+    "p95_wait": ("minimize", "p95_wait_s"),
+    "utilization": ("maximize", "utilization"),
+    "mean_aph": ("minimize", "mean_aph"),
+    "exposure": ("minimize", "exposure_share"),
+}
+METRICS = ("mean_wait_s", "p95_wait_s", "utilization", "mean_aph", "exposure_share")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """The per-job and per-minute arrays of one replay that the objectives need.
+
+    Attributes:
+      wait_s: per job, seconds. aph: per job, average pairwise hops. exposed: per job, bool.
+      utilization: per simulated minute, busy share of the machine (0..1).
+    """
+
+    wait_s: np.ndarray
+    aph: np.ndarray
+    exposed: np.ndarray
+    utilization: np.ndarray
+
+
+def run_window(table: pl.DataFrame, topo: Topology, params: Mapping[str, Any], sched: str) -> Sample:
+    """Replay one window with the tuned policy and ``params`` under ``sched``."""
+    from fattorus.sched import replay
+
+    r = replay.replay(table, topo, POLICY, sched, policy_params=dict(params))
+    return Sample(
+        wait_s=r.jobs["wait_s"].to_numpy(),
+        aph=r.jobs["aph"].to_numpy(),
+        exposed=r.jobs["exposed"].to_numpy().astype(bool),
+        utilization=r.utilization["utilization"].to_numpy(),
+    )
+
+
+def pooled(samples: Sequence[Sample]) -> dict[str, float]:
+    """Metrics over all jobs (and all utilization samples) of several replays.
+
+    For one replay they equal its ``summary.json`` values: ``wait_s.mean``, ``wait_s.p95``,
+    ``utilization.mean``, ``aph.mean``, ``interference.exposed_share``.
+
+    Returns:
+      ``mean_wait_s`` and ``p95_wait_s`` (seconds), ``utilization`` (0..1), ``mean_aph``
+      (hops), ``exposure_share`` (0..1), ``jobs`` (count).
+    """
+    wait = np.concatenate([s.wait_s for s in samples]) if samples else np.empty(0)
+    aph = np.concatenate([s.aph for s in samples]) if samples else np.empty(0)
+    exposed = np.concatenate([s.exposed for s in samples]) if samples else np.empty(0, bool)
+    util = np.concatenate([s.utilization for s in samples]) if samples else np.empty(0)
+    n = len(wait)
+    return {
+        "mean_wait_s": float(wait.mean()) if n else 0.0,
+        "p95_wait_s": float(np.quantile(wait, 0.95)) if n else 0.0,
+        "utilization": float(util.mean()) if len(util) else 0.0,
+        "mean_aph": float(aph.mean()) if n else 0.0,
+        "exposure_share": float(exposed.mean()) if n else 0.0,
+        "jobs": n,
+    }
+
+
+def metric_of(metrics: Mapping[str, float], objective: str) -> float:
+    """The value of ``objective`` in a :func:`pooled` result."""
+    return float(metrics[OBJECTIVES[objective][1]])
+
+
+def _twin(trial: optuna.Trial) -> optuna.trial.FrozenTrial | None:
+    """A finished trial of the same study with exactly the same parameters, if any.
+
+    Samplers over a mostly categorical space often propose a point again; its replays would
+    give the same numbers, so the earlier result is reused.
+    """
+    from optuna.trial import TrialState
+
+    params = trial.params
+    for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if t.params == params and "train_metrics" in t.user_attrs:
+            return t
+    return None
+
+
+def _reuse(trial: optuna.Trial, twin: optuna.trial.FrozenTrial, single: bool) -> float | tuple[float, ...]:
+    """Record ``twin``'s results as ``trial``'s (same reports, same metrics) and return its values."""
+    if single:
+        for step, v in sorted(twin.intermediate_values.items()):
+            trial.report(v, step)
+    trial.set_user_attr("train_metrics", twin.user_attrs.get("train_metrics"))
+    trial.set_user_attr("same_as_trial", twin.number)
+    return twin.values[0] if single else tuple(twin.values)
+
+
+def _replay_windows(trial: optuna.Trial, setup: Setup, params: Mapping[str, Any], sched: str,
+                    objectives: tuple[str, ...], prune: bool) -> dict[str, float]:
+    """Replay the training windows in order; single objective: report the running value after
+    each and stop (``TrialPruned``) when the pruner says so before the last window."""
+    import optuna
+
+    single = len(objectives) == 1
+    last = len(setup.train_tables) - 1
+    samples: list[Sample] = []
+    metrics: dict[str, float] = {}
+    for step, table in enumerate(setup.train_tables):
+        samples.append(run_window(table, setup.topo, params, sched))
+        metrics = pooled(samples)
+        if single:
+            value = metric_of(metrics, objectives[0])
+            trial.report(value, step)
+            if prune and step < last and trial.should_prune():
+                trial.set_user_attr("pruned_after_windows", step + 1)
+                raise optuna.TrialPruned(f"running {objectives[0]} {value:.6g} after window {step + 1}")
+    return metrics
+
+
+def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) -> Callable[[optuna.Trial], Any]:
+    """The Optuna objective: replay the training windows in order for a drawn point.
+
+    Single objective: after window ``i`` (step ``i``) the running value (pooled over windows
+    ``0..i``) is reported, and the trial is pruned when the pruner says so before the last
+    window. Several objectives: no reports (Optuna cannot prune them). The trial's user
+    attributes get ``policy_params``, ``sched`` and ``train_metrics`` (all five metrics).
+    """
+    objectives = tuple(objectives)
+    single = len(objectives) == 1
+
+    def objective(trial: optuna.Trial) -> float | tuple[float, ...]:
+        params, sched = suggest(trial)
+        trial.set_user_attr("policy_params", params)
+        trial.set_user_attr("sched", sched)
+        # Which process ran the trial (host, pid): a trial left RUNNING can be traced to it.
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
+        twin = _twin(trial)
+        if twin is not None:  # replays are deterministic: the same point scores the same
+            return _reuse(trial, twin, single)
+        metrics = _replay_windows(trial, setup, params, sched, objectives, prune)
+        trial.set_user_attr("train_metrics", metrics)
+        values = tuple(metric_of(metrics, o) for o in objectives)
+        return values[0] if single else values
+
+    return objective
+
+
+__all__ = ["METRICS", "OBJECTIVES", "Sample", "make_objective", "metric_of", "pooled", "run_window"]

@@ -1,0 +1,162 @@
+"""Where a study lives: Optuna storage (any SQLAlchemy URL), heartbeats and retries, samplers,
+pruners, and the bookkeeping of a study's trials.
+
+* **Storage**: any SQLAlchemy URL (default ``sqlite:///results/tune/<name>.db``); the study is
+  loaded if it exists, so re-running the same command adds trials. Passwords are masked in
+  everything printed or written (:func:`mask`).
+* **Faults**: a running trial beats every ``--heartbeat`` seconds; a trial silent for three
+  heartbeats (its worker was killed) is failed the next time the study runs and its point is
+  queued again (Optuna's ``RetryFailedTrialCallback``), so a resumed study retries it.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fattorus.app.tune.errors import TuneError
+
+if TYPE_CHECKING:
+    import optuna
+
+    from fattorus.app.tune.cli import Options
+
+PRUNER_STARTUP_TRIALS = 5  # finished trials before the median pruner may prune
+SAMPLERS = ("tpe", "nsga2", "random")
+SETUP_ATTR = "fattorus_tune_setup"
+
+
+def mask(url: str) -> str:
+    """The storage URL without its password (safe to print and to write into files)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy understands: show nothing secret
+        return re.sub(r"://[^@/]*@", "://***@", url)
+
+
+def _engine_kwargs(url: str) -> dict[str, Any]:
+    """SQLite files get their directory created and a long lock timeout (several worker
+    processes write to the same file); server databases need nothing."""
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
+        Path(url[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        return {"connect_args": {"timeout": 120}}
+    return {}
+
+
+def open_storage(url: str, heartbeat: float = 60.0) -> optuna.storages.BaseStorage:
+    """An Optuna RDB storage for any SQLAlchemy URL; SQLite files get their directory created
+    and a long lock timeout (several worker processes write to the same file).
+
+    A running trial beats every ``heartbeat`` seconds; one silent for three heartbeats (its
+    worker was killed) is marked failed when any process of the study next starts a trial,
+    and :class:`optuna.storages.RetryFailedTrialCallback` puts its point back in the queue, so
+    a resumed study retries it."""
+    import optuna
+
+    kwargs = _engine_kwargs(url)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            retry = optuna.storages.RetryFailedTrialCallback(max_retry=3)
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None,
+                                              heartbeat_interval=max(1, round(heartbeat)),
+                                              grace_period=max(3, round(3 * heartbeat)), failed_trial_callback=retry)
+    except Exception as err:  # noqa: BLE001 - bad URL, missing driver, unreachable server
+        msg = " ".join(str(err).split("\n")[0].split())
+        raise TuneError(f"--storage {mask(url)}: {type(err).__name__}: {msg}") from None
+
+
+def make_sampler(kind: str, seed: int, n_existing: int, worker: int, parallel: bool) -> optuna.samplers.BaseSampler:
+    """A sampler seeded from ``(seed, trials already in the study, worker index)``, so a
+    resumed study does not redraw its first trials and parallel workers draw differently."""
+    import optuna
+
+    s = int(np.random.SeedSequence([seed, n_existing, worker]).generate_state(1)[0])
+    if kind == "tpe":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # constant_liar is experimental
+            return optuna.samplers.TPESampler(seed=s, constant_liar=parallel)
+    if kind == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=s)
+    return optuna.samplers.RandomSampler(seed=s)
+
+
+def make_pruner(multi: bool) -> optuna.pruners.BasePruner:
+    """Median pruning after each training window (none for multi-objective studies)."""
+    import optuna
+
+    if multi:
+        return optuna.pruners.NopPruner()
+    return optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS, n_warmup_steps=0)
+
+
+def open_study(opts: Options, storage: optuna.storages.BaseStorage, sampler: optuna.samplers.BaseSampler | None = None
+               ) -> optuna.Study:
+    """Create or load the study ``opts.name`` in ``storage``."""
+    import optuna
+
+    try:
+        return optuna.create_study(storage=storage, study_name=opts.name, directions=opts.directions,
+                                   sampler=sampler, pruner=make_pruner(opts.multi), load_if_exists=True)
+    except Exception as err:  # noqa: BLE001
+        raise TuneError(f"study {opts.name!r} in {mask(opts.storage)}: {' '.join(str(err).split())}") from None
+
+
+def fail_dead_trials(study: optuna.Study) -> None:
+    """Fail (and so re-queue, see :func:`open_storage`) trials whose worker stopped beating."""
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # experimental API
+        optuna.storages.fail_stale_trials(study)
+
+
+def check_setup(study: optuna.Study, fp: dict[str, Any], name: str, url: str) -> None:
+    """Record the setup ``fp`` in a new study; refuse one that was made with another setup."""
+    old = study.user_attrs.get(SETUP_ATTR)
+    if old is None:
+        study.set_user_attr(SETUP_ATTR, fp)
+    elif old != fp:
+        diff = "; ".join(f"{k}: study {old.get(k)!r}, now {fp.get(k)!r}" for k in fp if old.get(k) != fp.get(k))
+        raise TuneError(f"study {name!r} in {mask(url)} was made with another setup ({diff}); "
+                        "use another --name or the original options")
+
+
+def trial_counts(study: optuna.Study) -> dict[str, int]:
+    """Trials of the study by state (``total``, ``complete``, ``pruned``, ``fail``) and the
+    number of distinct points among those that ran."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    counts = {"total": len(trials), **{s.name.lower(): sum(t.state == s for t in trials)
+                                       for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)}}
+    ran = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    counts["distinct_points"] = len({tuple(sorted(t.params.items())) for t in ran})
+    return counts
+
+
+def quiet_optuna() -> None:
+    """Silence Optuna's per-trial logs and JAX's backend notices."""
+    import optuna
+
+    # The status line replaces Optuna's per-trial INFO logs; failed-trial warnings (an
+    # interrupted trial) would print a traceback for a Ctrl-C.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    logging_jax()
+
+
+def logging_jax() -> None:
+    """JAX announces at INFO level each accelerator backend it does not find; not news."""
+    import logging
+
+    logging.getLogger("jax").setLevel(logging.WARNING)
+
+
+__all__ = ["PRUNER_STARTUP_TRIALS", "SAMPLERS", "SETUP_ATTR", "check_setup", "fail_dead_trials", "logging_jax",
+           "make_pruner", "make_sampler", "mask", "open_storage", "open_study", "quiet_optuna", "trial_counts"]

@@ -1,0 +1,137 @@
+"""One run of the command: open (or resume) the study, add trials, export and compare.
+
+A new study starts with the paper's defaults as its first trial, so "before" is always
+measured; before anything is exported that trial must have finished (a dead worker may have
+left it unfinished: it is run again first). A study remembers its setup (machine, workload,
+scale, training windows, objectives); re-using a name with a different setup is refused.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from fattorus.app.tune.choose import choose, default_trial, is_default
+from fattorus.app.tune.display import fmt_values
+from fattorus.app.tune.errors import TuneError
+from fattorus.app.tune.export import export_header, export_policy, report_skeleton, write_comparison
+from fattorus.app.tune.objective import OBJECTIVES
+from fattorus.app.tune.space import decode, default_trial_params, describe
+from fattorus.app.tune.storage import (
+    check_setup,
+    fail_dead_trials,
+    mask,
+    open_storage,
+    open_study,
+    quiet_optuna,
+    trial_counts,
+)
+from fattorus.app.tune.windows import Setup, load_setup, window_label
+from fattorus.app.tune.workers import add_trials, countdown, optimize
+
+if TYPE_CHECKING:
+    import optuna
+
+    from fattorus.app.tune.cli import Options
+
+
+def ensure_default(opts: Options, setup: Setup, study: optuna.Study, n_existing: int) -> optuna.trial.FrozenTrial:
+    """The finished paper-default trial, running it first if a dead worker left it unfinished:
+    an export is never written without "before" measured on the same windows."""
+    import optuna
+    from optuna.trial import TrialState
+
+    for _ in range(10):  # queued retries of other trials may run first
+        base = default_trial(optuna.load_study(study_name=opts.name, storage=study._storage))
+        if base is not None:
+            return base
+        print(f"[tune {opts.name}] the paper-default trial has not finished (its worker died?); running it now",
+              flush=True)
+        fail_dead_trials(study)
+        waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        if not any(is_default(t) for t in waiting):
+            study.enqueue_trial(default_trial_params())
+        optimize(opts, setup, countdown(1), 0, n_existing, False, None)
+    raise TuneError(f"study {opts.name!r}: the paper-default trial could not be completed; nothing exported")
+
+
+def _enqueue_default(study: optuna.Study) -> None:
+    """Queue the paper's defaults unless a live trial already has them: "before" is always
+    measured, first."""
+    from optuna.trial import TrialState
+
+    live = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
+    if not any(is_default(t) for t in study.get_trials(deepcopy=False, states=live)):
+        study.enqueue_trial(default_trial_params())
+
+
+def _announce(opts: Options, setup: Setup, before: dict[str, int]) -> None:
+    """The line saying what this run is about to do."""
+    sizes = ", ".join(f"{window_label(w)}: {t.height}" for w, t in zip(setup.train, setup.train_tables))
+    what = ", ".join(f"{o} ({OBJECTIVES[o][0][:3]})" for o in opts.objectives)
+    print(f"[tune {opts.name}] {mask(opts.storage)}: {before['total']} trial(s) so far "
+          f"({before['complete']} complete, {before['pruned']} pruned); adding {opts.trials} with "
+          f"{opts.jobs} worker(s); objective {what}; training jobs per window {{{sizes}}}", flush=True)
+
+
+def _optimized(opts: Options, study: optuna.Study, before: dict[str, int], opt_wall: float) -> None:
+    """Report what the optimisation added; a study without a finished trial is an error."""
+    counts = trial_counts(study)
+    print(f"[tune {opts.name}] {counts['total'] - before['total']} trial(s) in {opt_wall:.0f} s; study now "
+          f"{counts['total']} ({counts['complete']} complete, {counts['pruned']} pruned, {counts['fail']} failed; "
+          f"{counts['distinct_points']} distinct points)",
+          flush=True)
+    if counts["complete"] == 0:
+        raise TuneError(f"study {opts.name!r} has no finished trial yet; run some with --trials N")
+
+
+def _export(opts: Options, setup: Setup, storage: optuna.storages.BaseStorage, study: optuna.Study,
+            before: dict[str, int], opt_wall: float) -> dict[str, Any]:
+    """Choose the trial, write the policy config and the comparison; returns the report."""
+    import optuna
+
+    base = ensure_default(opts, setup, study, before["total"])
+    study = optuna.load_study(study_name=opts.name, storage=storage)
+    counts = trial_counts(study)
+    chosen, rule, front = choose(opts, study, base)
+    params, sched = decode(chosen.params)
+    base_values = list(base.values) if base is not None else None
+    print(f"[tune {opts.name}] paper default (trial {base.number if base else '-'}): "
+          f"{fmt_values(opts.objectives, base_values)}", flush=True)
+    print(f"[tune {opts.name}] tuned (trial {chosen.number}): {fmt_values(opts.objectives, chosen.values)} | "
+          f"{describe(params, sched)}", flush=True)
+    export_policy(opts.export, params, export_header(opts, setup, chosen, counts, rule, base_values, sched))
+    print(f"[tune {opts.name}] wrote {opts.export}", flush=True)
+    report = report_skeleton(opts, setup, counts, before, opt_wall, base, base_values, chosen, rule, params, sched,
+                             front)
+    write_comparison(opts, setup, report, params, sched)
+    return report
+
+
+def run(opts: Options) -> dict[str, Any]:
+    """Optimise, export and compare; returns the comparison report (also written to disk)."""
+    import optuna
+
+    quiet_optuna()
+    t_start = time.perf_counter()
+    print(f"[tune {opts.name}] loading {opts.workload} x{opts.scale:g} on {opts.topo} ...", flush=True)
+    setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, opts.test, opts.cores_per_node)
+    storage = open_storage(opts.storage, opts.heartbeat)
+    study = open_study(opts, storage)
+    fail_dead_trials(study)
+    check_setup(study, setup.fingerprint(opts.objectives), opts.name, opts.storage)
+    before = trial_counts(study)
+    _enqueue_default(study)
+    _announce(opts, setup, before)
+
+    t_opt = time.perf_counter()
+    add_trials(opts, setup, study, before["total"])
+    opt_wall = time.perf_counter() - t_opt
+    study = optuna.load_study(study_name=opts.name, storage=storage)
+    _optimized(opts, study, before, opt_wall)
+    report = _export(opts, setup, storage, study, before, opt_wall)
+    print(f"[tune {opts.name}] done in {time.perf_counter() - t_start:.0f} s", flush=True)
+    return report
+
+
+__all__ = ["ensure_default", "run"]

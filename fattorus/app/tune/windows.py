@@ -1,0 +1,185 @@
+"""What trials replay: the machine, the workload and its training and test windows.
+
+Windows are ``[start, end)`` in days from the first submission of the scaled job table, cut
+exactly as the study app cuts them (``workload.scale``, ``workload.window_start_days``,
+``workload.window_days``), so a tuned point replays the same jobs in both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fattorus import paths
+from fattorus.app.tune.errors import TuneError
+from fattorus.app.tune.space import SEARCH_SPACE_VERSION
+
+if TYPE_CHECKING:  # heavy imports stay lazy so that --help and option errors are instant
+    import polars as pl
+
+    from fattorus.topology import Topology
+
+DAY_S = 86400.0
+
+Window = tuple[float, float]  # [start, end) in days from the first submission
+
+
+def parse_windows(text: str, option: str) -> tuple[Window, ...]:
+    """``"0:14,14:28"`` -> ``((0.0, 14.0), (14.0, 28.0))``: days from the first submission.
+
+    Each window is ``START:END`` with ``0 <= START < END`` (numbers, days). ``none`` (or an
+    empty string) is no window.
+    """
+    text = text.strip()
+    if text.lower() in ("", "none"):
+        return ()
+    out = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*:\s*([0-9]*\.?[0-9]+)\s*", part)
+        if not m:
+            raise TuneError(f"{option} {text!r}: each window is START:END in days (e.g. 0:14,14:28), got {part!r}")
+        a, b = float(m.group(1)), float(m.group(2))
+        if not b > a:
+            raise TuneError(f"{option} {text!r}: window {part.strip()!r} must end after it starts")
+        out.append((a, b))
+    return tuple(out)
+
+
+def window_label(w: Window) -> str:
+    """``(0.0, 14.0)`` -> ``"0:14"``."""
+    return ":".join(f"{x:g}" for x in w)
+
+
+def windows_label(ws: Sequence[Window]) -> str:
+    """Windows as they are written on the command line."""
+    return ",".join(window_label(w) for w in ws) or "none"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Setup:
+    """What trials replay: the machine and the job tables of each window.
+
+    Attributes:
+      topo: the machine.
+      workload: the workload's name; ``sha256`` the log file's digest.
+      scale: node-count multiplier applied before windowing.
+      train, test: windows, days from the first submission of the scaled table.
+      train_tables, test_tables: the jobs submitted in each window (with ``estimate_s``).
+    """
+
+    topo: Topology
+    workload: str
+    sha256: str
+    scale: float
+    train: tuple[Window, ...]
+    test: tuple[Window, ...]
+    train_tables: tuple[pl.DataFrame, ...]
+    test_tables: tuple[pl.DataFrame, ...]
+
+    def fingerprint(self, objectives: Sequence[str]) -> dict[str, Any]:
+        """What must not change when a study is resumed."""
+        return {
+            "topo": self.topo.name,
+            "workload": self.workload,
+            "workload_sha256": self.sha256,
+            "scale": self.scale,
+            "train": windows_label(self.train),
+            "objectives": list(objectives),
+            "search_space": SEARCH_SPACE_VERSION,
+        }
+
+
+def _read_yaml_config(spec: str, path: Path) -> dict[str, Any]:
+    """A workload YAML given by path; a broken or non-mapping file is a :class:`TuneError`."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise TuneError(f"--workload {spec}: not valid YAML ({' '.join(str(err).split())})") from None
+    if not isinstance(cfg, dict):
+        raise TuneError(f"--workload {spec}: not a workload config (a mapping with name, path, format, ...)")
+    return cfg
+
+
+def workload_config(spec: str, cores_per_node: int | None) -> dict[str, Any]:
+    """A ``conf/workload/*.yaml`` mapping for ``--workload`` (a name, a YAML path, or a log)."""
+    import yaml
+
+    named = paths.config_file("workload", spec)
+    path = Path(spec).expanduser()
+    if re.fullmatch(r"[A-Za-z0-9_-]+", spec) and named.is_file():
+        cfg = yaml.safe_load(named.read_text())
+    elif path.suffix in (".yaml", ".yml") and path.is_file():
+        cfg = _read_yaml_config(spec, path)
+    elif path.is_file():
+        cfg = {"name": path.name.split(".")[0], "path": str(path.resolve()), "format": "auto"}
+    else:
+        choices = paths.config_names("workload")
+        raise TuneError(f"--workload {spec!r}: neither a conf/workload name {choices} nor an existing file")
+    if cores_per_node is not None:
+        cfg["cores_per_node"] = cores_per_node
+    return dict(cfg)
+
+
+def _load_topology(topo: str) -> Topology:
+    """``--topo``: a ``conf/topo`` name or a YAML path; errors become :class:`TuneError`."""
+    from fattorus import topology
+
+    try:
+        return topology.load(topo)
+    except (topology.TopologyError, OSError, ValueError) as err:
+        raise TuneError(f"--topo {topo}: {err}") from None
+
+
+def _cut(jobs: pl.DataFrame, ws: Sequence[Window], option: str) -> tuple[pl.DataFrame, ...]:
+    """The jobs submitted in each window; an empty window is a :class:`TuneError`."""
+    from fattorus import workload
+
+    tables = []
+    for a, b in ws:
+        t = workload.first_days(jobs, b - a, a)
+        if t.height == 0:
+            span, origin = jobs["submit_s"].max(), jobs["submit_s"].min()
+            span_days = 0.0 if span is None or origin is None else (float(span) - float(origin)) / DAY_S
+            raise TuneError(f"{option}: window {window_label((a, b))} holds no jobs "
+                            f"(the workload's submissions span {span_days:.1f} days)")
+        tables.append(t)
+    return tuple(tables)
+
+
+def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Window], test: Sequence[Window],
+               cores_per_node: int | None = None) -> Setup:
+    """Load the machine and the workload, scale it, and cut the windows.
+
+    Windows are cut exactly as the study app does (``workload.scale=S
+    workload.window_start_days=A workload.window_days=B-A``): scale first, then count days
+    from the first submission of the scaled table.
+    """
+    from fattorus import workload
+
+    machine = _load_topology(topo)
+    cfg = workload_config(workload_spec, cores_per_node)
+    cfg.update(scale=scale, window_start_days=0, window_days=None)
+    try:
+        wl, _counts = workload.from_config(cfg, machine_nodes=machine.n_nodes)
+    except (OSError, ValueError) as err:  # WorkloadError is a ValueError
+        raise TuneError(f"--workload {workload_spec}: {' '.join(str(err).split())}") from None
+    jobs = workload.with_estimate(wl.jobs)
+    return Setup(
+        topo=machine,
+        workload=str(cfg.get("name", workload_spec)),
+        sha256=wl.sha256,
+        scale=float(scale),
+        train=tuple(train),
+        test=tuple(test),
+        train_tables=_cut(jobs, train, "--train"),
+        test_tables=_cut(jobs, test, "--test"),
+    )
+
+
+__all__ = ["DAY_S", "Setup", "Window", "load_setup", "parse_windows", "window_label", "windows_label",
+           "workload_config"]

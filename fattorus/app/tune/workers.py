@@ -1,0 +1,136 @@
+"""Running trials: in this process, or in worker processes sharing the storage.
+
+``--jobs J``: J worker *processes* (spawned, each with its own workload copy) run
+``study.optimize`` against the same storage, taking trials from a shared counter until
+``--trials`` have run; Optuna's thread-level ``n_jobs`` would serialise on the GIL. Enqueued
+trials (the paper default) run first in the main process. Each worker's sampler is seeded
+from ``(--seed, trials already in the study, worker index)``; TPE uses the constant liar so
+workers do not propose the same point at once. With ``--jobs 1`` a study is a deterministic
+function of the seed and the storage's contents; with several workers the interleaving of
+trials depends on timing, so only each worker's own draws are reproducible.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from fattorus.app.tune.display import StatusLine
+from fattorus.app.tune.errors import PROG, TuneError, WorkerError
+from fattorus.app.tune.objective import make_objective
+from fattorus.app.tune.storage import make_sampler, open_storage, open_study, quiet_optuna
+from fattorus.app.tune.windows import Setup, load_setup
+
+if TYPE_CHECKING:
+    import optuna
+
+    from fattorus.app.tune.cli import Options
+
+
+def optimize(opts: Options, setup: Setup, take: Callable[[], bool], worker: int, n_existing: int, parallel: bool,
+             deadline: float | None) -> None:
+    """Run trials of the study in this process while ``take()`` grants one and the wall-clock
+    ``deadline`` (``time.time()`` seconds; None: none) has not passed."""
+    quiet_optuna()
+    storage = open_storage(opts.storage, opts.heartbeat)
+    sampler = make_sampler(opts.sampler, opts.seed, n_existing, worker, parallel)
+    study = open_study(opts, storage, sampler)
+    objective = make_objective(setup, opts.objectives, prune=not opts.multi)
+    status = StatusLine(opts.objectives, len(setup.train), worker if parallel else None)
+    while (deadline is None or time.time() < deadline) and take():
+        study.optimize(objective, n_trials=1, callbacks=[status], gc_after_trial=False)
+
+
+def countdown(n: int) -> Callable[[], bool]:
+    """A ``take`` for :func:`optimize` that grants ``n`` trials."""
+    left = [n]
+
+    def take() -> bool:
+        if left[0] <= 0:
+            return False
+        left[0] -= 1
+        return True
+
+    return take
+
+
+def _worker(opts: Options, remaining: Any, worker: int, n_existing: int, deadline: float | None) -> None:
+    """Entry point of a worker process: rebuild the setup and run trials while the shared
+    counter ``remaining`` (a ``multiprocessing.Value``) grants them; errors in one line."""
+
+    def take() -> bool:
+        with remaining.get_lock():
+            if remaining.value <= 0:
+                return False
+            remaining.value -= 1
+            return True
+
+    try:
+        setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, (), opts.cores_per_node)
+        optimize(opts, setup, take, worker, n_existing, True, deadline)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except TuneError as err:
+        sys.stderr.write(f"{PROG}: error (worker {worker}): {err}\n")
+        sys.exit(2)
+
+
+def _join(procs: list[Any]) -> None:
+    """Wait for the workers; on Ctrl-C give them a minute to mark their trial failed."""
+    try:
+        for p in procs:
+            p.join()
+    except KeyboardInterrupt:
+        for p in procs:  # they got the same SIGINT; let them mark their trial failed and exit
+            p.join(timeout=60)
+            if p.is_alive():
+                p.terminate()
+        raise
+
+
+def run_parallel(opts: Options, n_trials: int, n_existing: int, deadline: float | None) -> None:
+    """``opts.jobs`` spawned worker processes that together run ``n_trials`` trials: each
+    takes the next trial from a shared counter, so a worker that draws cheap (pruned) trials
+    takes more of them."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # never fork a process that may hold JAX or SQLite state
+    remaining = ctx.Value("q", n_trials)
+    # _worker is named by its module (fattorus.app.tune.workers), so the spawned child imports it.
+    procs = [ctx.Process(target=_worker, args=(opts, remaining, i, n_existing, deadline), name=f"tune-worker-{i}")
+             for i in range(min(opts.jobs, n_trials))]
+    for p in procs:
+        p.start()
+    _join(procs)
+    bad = [(p.name, p.exitcode) for p in procs if p.exitcode not in (0, None)]
+    if any(code == 130 for _, code in bad):
+        raise KeyboardInterrupt
+    if bad:
+        raise WorkerError(f"worker(s) failed ({', '.join(f'{n} exit {c}' for n, c in bad)}); see their messages above; "
+                          "finished trials are kept")
+
+
+def add_trials(opts: Options, setup: Setup, study: optuna.Study, n_existing: int) -> None:
+    """Run ``opts.trials`` more trials: in this process, or enqueued ones here and the rest in
+    ``opts.jobs`` worker processes; no new trial starts after ``opts.timeout``."""
+    from optuna.trial import TrialState
+
+    deadline = None if opts.timeout is None else time.time() + opts.timeout
+    if not opts.trials:
+        return
+    if opts.jobs == 1 or opts.trials == 1:
+        optimize(opts, setup, countdown(opts.trials), 0, n_existing, False, deadline)
+        return
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    first = min(len(waiting), opts.trials)
+    if first:
+        # Enqueued trials first, here: two workers could both pop the same waiting trial
+        # from an SQLite storage.
+        optimize(opts, setup, countdown(first), 0, n_existing, False, deadline)
+    if opts.trials > first and (deadline is None or time.time() < deadline):
+        run_parallel(opts, opts.trials - first, n_existing + first, deadline)
+
+
+__all__ = ["add_trials", "countdown", "optimize", "run_parallel"]
