@@ -77,7 +77,7 @@ NAMES = tuple(REGISTRY)
 
 #: Config name -> parameters class declaring the policy's tunable space
 #: (:class:`fattorus.sched.policy.space.Tunable`); policies without heuristics to tune are absent.
-TUNABLE: dict[str, type[Tunable]] = {"ta": TAParams}
+TUNABLE: dict[str, type[Tunable]] = {"ta": TAParams, "prism": PrismParams}
 
 
 def supporting(topo: Any) -> tuple[str, ...]:

@@ -38,6 +38,7 @@ import numpy as np
 
 from fattorus.sched import state as st
 from fattorus.sched.policy.base import Policy
+from fattorus.sched.policy.space import FloatRange, Param
 
 HEURISTICS = ("fill", "bisection", "contact")
 
@@ -70,6 +71,22 @@ class PrismParams:
         if out.slack < 1 or min(out.fill, out.bisection, out.contact) < 0:
             raise ValueError(f"policy 'prism': weights must be >= 0 and slack >= 1, got {dict(params)}")
         return out
+
+    @classmethod
+    def search_space(cls) -> tuple[Param, ...]:
+        """The tunable space (:mod:`fattorus.sched.policy.space`): each weight in [0, 2],
+        ``slack`` in [1, 4]."""
+        return (*(FloatRange(h, 0.0, 2.0) for h in HEURISTICS), FloatRange("slack", 1.0, 4.0))
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The defaults as a config mapping."""
+        return dataclasses.asdict(cls())
+
+    @classmethod
+    def describe(cls, params: Mapping[str, Any]) -> str:
+        """``fill=1.00 bisection=1.00 contact=0.50 slack=2.00``."""
+        return " ".join(f"{k}={float(params[k]):.2f}" for k in (*HEURISTICS, "slack"))
 
 
 def allowed_extents(n: int) -> np.ndarray:
