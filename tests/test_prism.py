@@ -171,3 +171,43 @@ def test_blue_waters_node_kinds():
     counts = np.bincount(bw.node_kind, minlength=3)
     assert counts[1] == 15 * 6 * 24 * 2 and counts[2] == 2 * round(0.0282 * 24**3)
     assert counts.sum() == 27_648
+
+
+def test_feature_takes_the_first_feature_with_enough_idle_nodes():
+    from fattorus.sched.policy.torus import Feature, default_features
+
+    # torus 4x4x4: default features are the four xz planes y = 0..3 (4 x 1 x 4 routers, 32 nodes)
+    assert default_features((4, 4, 4)) == [{"origin": [0, y, 0], "shape": [4, 1, 4]} for y in range(4)]
+    assert len(default_features((24, 24, 24))) == 12 and default_features((24, 24, 24))[1]["origin"] == [0, 2, 0]
+    pol = Feature(T4, min_nodes=4)
+    machine = st.empty(T4)
+    pol.reset(machine)
+    x, y, z = T4.router_coords(np.arange(T4.n_nodes) // 2)
+    busy = (y == 0) & (x < 2)  # plane y = 0 keeps 16 free nodes
+    state = st.from_nodes(T4, ~busy, busy.astype(np.int8))
+    got = pol.place(state, 20)
+    assert set(y[got]) == {1} and len(got) == 20
+    assert set(y[pol.place(state, 16)]) == {0}
+    small = pol.place(state, 3)  # below min_nodes: first fit in id order
+    assert small.tolist() == np.flatnonzero(state.free)[:3].tolist()
+    assert pol.place(state, 33) is not None and pol.size_class(33) == 2 and pol.size_class(20) == 1
+    with pytest.raises(ValueError, match="features"):
+        Feature(T4, [{"origin": [0, 0, 0], "shape": [5, 1, 1]}])
+
+
+def test_feature_jobs_stay_in_one_feature_on_a_real_log():
+    from fattorus.sched.policy.torus import default_features
+
+    t8 = topology.load("torus8")
+    trace = ROOT / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz"
+    jobs, _ = workload.scale_nodes(workload.load(trace, cores_per_node=4).jobs, 2, t8.n_nodes)
+    out = replay.replay(workload.first_days(jobs, 4), t8, "feature", "easy", policy_params={"min_nodes": 8}).jobs
+    _, y, _ = t8.router_coords(np.arange(t8.n_nodes) // 2)
+    planes = [set(range(f["origin"][1], f["origin"][1] + f["shape"][1])) for f in default_features(t8.dims)]
+    cap = 2 * 8 * 8 * 2
+    asked = 0
+    for nodes in out["alloc"].to_list():
+        if 8 <= len(nodes) <= cap:
+            asked += 1
+            assert any(set(y[np.asarray(nodes)].tolist()) <= p for p in planes)
+    assert asked > 50 and out["backfilled"].sum() > 0

@@ -104,9 +104,11 @@ class Replay:
     def new(cls, jobs: Jobs, topo: Any, policy: Policy, usable: np.ndarray | None = None) -> Replay:
         """An empty machine (only its ``usable`` nodes free, default all) and no job submitted yet."""
         n = len(jobs)
+        machine = st.empty(topo, usable)
+        policy.reset(machine)  # first: a policy's size classes may depend on the usable nodes
         size_class = np.asarray(policy.size_class(jobs.nodes), np.int64)
         return cls(
-            jobs=jobs, policy=policy, machine=st.empty(topo, usable), size_class=size_class,
+            jobs=jobs, policy=policy, machine=machine, size_class=size_class,
             # The class each job is booked under: the links its placement can use; set at start.
             booked=size_class.copy(), start=np.full(n, np.nan),
             alloc=[np.empty(0, np.int64)] * n, backfilled=np.zeros(n, bool), shadow=np.full(n, np.nan),
@@ -166,7 +168,6 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
     if usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
         raise ValueError(f"a job asks for {int(jobs.nodes.max())} nodes; the machine has {int(np.sum(usable))} usable")
     replay = Replay.new(jobs, topo, policy, usable)
-    policy.reset(replay.machine)
     queue.reset(replay)
     if progress:
         from tqdm import tqdm

@@ -26,7 +26,7 @@ from fattorus.sched.policy.fattree import (
 )
 from fattorus.sched.policy.oblivious import FirstFit, TopologyOblivious, TopologyObliviousRandom
 from fattorus.sched.policy.space import Tunable
-from fattorus.sched.policy.torus import Prism, PrismParams
+from fattorus.sched.policy.torus import Feature, Prism, PrismParams
 
 
 def _no_params(name: str, params: Mapping[str, Any]) -> None:
@@ -59,6 +59,16 @@ def _prism(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
     return Prism(topo, PrismParams.from_mapping(params))
 
 
+def _feature(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
+    unknown = sorted(set(params) - {"features", "min_nodes", "ordering"})
+    if unknown:
+        raise ValueError(f"policy 'feature' takes features, min_nodes and ordering, got {unknown}")
+    min_nodes = params.get("min_nodes", 0)
+    if isinstance(min_nodes, bool) or not isinstance(min_nodes, int) or min_nodes < 0:
+        raise ValueError(f"policy 'feature': min_nodes must be an integer >= 0, got {min_nodes!r}")
+    return Feature(topo, params.get("features"), min_nodes, str(params.get("ordering", "id")))
+
+
 def _tree_bestfit(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
     _no_params("tree_bestfit", params)
     return TreeBestFit(topo)
@@ -72,6 +82,7 @@ REGISTRY: dict[str, tuple[type[Policy], Callable[[Any, Mapping[str, Any], int], 
     "ta": (TopologyAware, _ta),
     "tree_bestfit": (TreeBestFit, _tree_bestfit),
     "prism": (Prism, _prism),
+    "feature": (Feature, _feature),
 }
 NAMES = tuple(REGISTRY)
 
@@ -105,6 +116,6 @@ def make(name: str, topo: Any, params: Mapping[str, Any] | None = None, seed: in
     return build(topo, dict(params or {}), seed)
 
 
-__all__ = ["NAMES", "ORDERS", "REGISTRY", "RELAX_MAX_S", "RELAX_MIN_S", "TIES", "TUNABLE", "FirstFit", "Policy",
+__all__ = ["NAMES", "ORDERS", "REGISTRY", "RELAX_MAX_S", "RELAX_MIN_S", "TIES", "TUNABLE", "Feature", "FirstFit", "Policy",
            "Prism", "PrismParams", "TAParams", "TopologyAware", "TopologyOblivious", "TopologyObliviousRandom",
            "TreeBestFit", "Tunable", "make", "supporting", "tunable"]
