@@ -1,7 +1,7 @@
 """Benchmark: the APH and random-allocation kernels against plain NumPy, in the same run.
 
 For each machine (the fat-trees Cab 1,296 nodes, Pinot 2,592, ft44 10,648, and the 3D torus
-torus8, 1,024: the kernels take any topology) and allocation size ``n`` in
+torus8, 1,024, and Blue Waters, 27,648 slots: the kernels take any topology) and allocation size ``n`` in
 16 / 256 / 1,024 / 4,096 (sizes larger than the machine are skipped), a batch of ``B =
 1,024`` allocations is drawn uniformly on an empty machine with
 :func:`fattorus.kernels.montecarlo.random_allocations` (``width = aph.bucket(n)``). Two rows per cell:
@@ -43,7 +43,7 @@ from fattorus import topology
 from fattorus.kernels import aph, montecarlo
 from fattorus.topology import Topology
 
-MACHINES = ("cab", "pinot", "ft44", "torus8")
+MACHINES = ("cab", "pinot", "ft44", "torus8", "bluewaters")
 SIZES = (16, 256, 1024, 4096)
 BATCH = 1024
 REPEATS = 7
