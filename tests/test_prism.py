@@ -211,3 +211,23 @@ def test_feature_jobs_stay_in_one_feature_on_a_real_log():
             asked += 1
             assert any(set(y[np.asarray(nodes)].tolist()) <= p for p in planes)
     assert asked > 50 and out["backfilled"].sum() > 0
+
+
+def test_contact_is_the_blocked_share_of_the_shell_by_brute_force():
+    t = topology.from_config({"kind": "torus3d", "name": "c", "dims": [6, 5, 7], "nodes_per_router": 2})
+    pol = Prism(t)
+    pol.reset(st.empty(t))
+    rng = np.random.default_rng(4)
+    busy = rng.random(t.n_nodes) < 0.3
+    m = pol._machine(st.from_nodes(t, ~busy, busy.astype(np.int8)))
+    for shape in [(1, 1, 1), (2, 2, 3), (6, 1, 2), (3, 5, 7), (2, 2, 1)]:
+        starts = tuple(1 if s == d else d for s, d in zip(shape, t.dims))
+        got = pol._contact(m, shape, starts)
+        for start in itertools.product(*map(range, starts)):
+            grown = [min(s + 2, d) if s < d else s for s, d in zip(shape, t.dims)]
+            lo = [o - 1 if s < d else o for o, s, d in zip(start, shape, t.dims)]
+            outer = m.blocked[np.ix_(*[(o + np.arange(g)) % d for o, g, d in zip(lo, grown, t.dims)])].sum()
+            inner = m.blocked[np.ix_(*[(o + np.arange(s)) % d for o, s, d in zip(start, shape, t.dims)])].sum()
+            shell = np.prod(grown) - np.prod(shape)
+            if inner == 0:  # only clear prisms are ever scored
+                assert got[start] == pytest.approx(outer / shell if shell else 0.0)

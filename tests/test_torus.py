@@ -144,3 +144,42 @@ def test_first_fit_start_times_equal_the_count_based_reference(ordering):
     # the nodes follow the ordering: the first job gets the ordering's first nodes
     first = int(np.argmin(got.start))
     assert np.array_equal(np.sort(got.alloc[first]), np.sort(t8.ordering(ordering)[: int(cols[3][first])]))
+
+
+def test_hilbert_ordering_walks_neighbouring_routers():
+    """On a 2^k cube every step of the Hilbert order moves to an adjacent router (no wrap-around
+    needed); on Blue Waters (24^3, padded to 32^3) it is still a permutation of every slot."""
+    for dims in ([8, 8, 8], [4, 4, 4]):
+        t = topology.from_config({"kind": "torus3d", "name": "h", "dims": dims, "nodes_per_router": 2})
+        order = t.ordering("hilbert")
+        assert sorted(order.tolist()) == list(range(t.n_nodes))
+        routers = order[::2] // 2
+        assert np.array_equal(order[1::2], order[::2] + 1)  # both slots of a router together
+        xyz = np.stack(t.router_coords(routers), 1)
+        assert (np.abs(np.diff(xyz, axis=0)).sum(axis=1) == 1).all()
+    bw = load("bluewaters")
+    assert np.array_equal(np.sort(bw.ordering("hilbert")), np.arange(bw.n_nodes))
+
+
+def test_max_hops_of_equals_pairwise():
+    from fattorus.topology.base import Topology
+
+    t = topology.from_config({"kind": "torus3d", "name": "m", "dims": [6, 5, 7], "nodes_per_router": 2})
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        nodes = rng.choice(t.n_nodes, int(rng.integers(1, 80)), replace=False)
+        brute = int(np.asarray(t.hops(nodes[:, None], nodes[None, :])).max())
+        assert t.max_hops_of(nodes) == brute == Topology.max_hops_of(t, nodes)
+    box = t.bounding_box(np.array([0, 2 * (6 * 35 - 1)]))  # routers (0,0,0) and (5,4,6): wraps to 2x2x2
+    assert box == (2, 2, 2)
+
+
+def test_job_links_equal_the_routes_on_an_uneven_torus():
+    t = topology.from_config({"kind": "torus3d", "name": "u", "dims": [6, 5, 8], "nodes_per_router": 2})
+    rng = np.random.default_rng(11)
+    for n in (2, 9, 40, 150):
+        nodes = rng.choice(t.n_nodes, n, replace=False)
+        src, dst = np.meshgrid(nodes, nodes, indexing="ij")
+        r = np.asarray(t.routes(src.ravel(), dst.ravel()))
+        used = np.unique(r[r >= 2 * t.n_nodes])
+        assert np.array_equal(np.flatnonzero(t.job_links(nodes)), used)

@@ -115,11 +115,11 @@ def bisection_per_slot(shapes: np.ndarray, dims: tuple[int, int, int], bandwidth
     return bis / (vol * nodes_per_router)
 
 
-def summed_volume(grid: np.ndarray) -> np.ndarray:
+def summed_volume(grid: np.ndarray, dtype=np.int32) -> np.ndarray:
     """Wrap-around summed-volume table of a 3D ``grid``: ``(2X+1, 2Y+1, 2Z+1)`` prefix sums of
     the grid tiled twice per axis, so any wrapped box sum is eight lookups."""
-    tiled = np.pad(grid.astype(np.int32), [(0, n) for n in grid.shape], mode="wrap")
-    table = np.zeros(tuple(s + 1 for s in tiled.shape), np.int32)
+    tiled = np.pad(grid.astype(dtype), [(0, n) for n in grid.shape], mode="wrap")
+    table = np.zeros(tuple(s + 1 for s in tiled.shape), dtype)
     table[1:, 1:, 1:] = tiled.cumsum(0).cumsum(1).cumsum(2)
     return table
 
@@ -137,15 +137,22 @@ def box_sums(table: np.ndarray, shape: tuple[int, int, int], starts: tuple[int, 
             + at(0, 0, c) + at(0, b, 0) + at(a, 0, 0) - at(0, 0, 0))
 
 
+#: ``both`` tables pack two counts in one int64: free usable nodes + blocked routers << PACK,
+#: so that one box sum answers both questions (why: the box sums are the search's cost).
+PACK = 32
+
+
 @dataclasses.dataclass(frozen=True)
 class Machine:
     """What the search reads off one machine state: routers blocked by running prisms or
-    busy usable nodes, and free usable nodes per router, as grids and summed-volume tables."""
+    busy usable nodes, and free usable nodes per router, as grids and summed-volume tables
+    (``both``: the two packed; ``shell``: blocked routers with the grid shifted by one router
+    in every dimension, so a box starting one router before a prism is a plain box sum)."""
 
     blocked: np.ndarray
     avail: np.ndarray
-    blocked_table: np.ndarray
-    avail_table: np.ndarray
+    both: np.ndarray
+    shell: np.ndarray
 
 
 class Prism(Policy):
@@ -181,24 +188,35 @@ class Prism(Policy):
         self.shape_of: dict[bytes, tuple[int, ...]] = {}  # pending placements' (x, y, z, a, b, c)
         # (job nodes, (x, y, z, a, b, c)) of every start, in order: what tests and reports read.
         self.started_prisms: list[tuple[np.ndarray, tuple[int, ...]]] = []
+        self._cache: dict[tuple, Any] = {}  # machine tables and searches, per machine and records
+        self._rev = [0, 0]  # changes of the running / pending records (cache keys)
+        self._min_usable: dict[int, int] = {}  # per shape: fewest usable slots at any position
 
     # Engine hooks ----------------------------------------------------------------------------
     def reset(self, machine: st.MachineState) -> None:
         """A replay starts: the free nodes now are the usable ones; no prism is running."""
         self.machine, self.usable = machine, machine.free.copy()
         self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
+        self._cache, self._rev, self._min_usable = {}, [0, 0], {}
+        R, p = self.topo.n_routers, self.topo.nodes_per_router
+        self._usable_table = summed_volume(self.usable.reshape(R, p).sum(axis=1).reshape(self.topo.dims))
 
     def started(self, nodes: np.ndarray) -> None:
         """The placement on ``nodes`` started: its prism is running; hypothetical ones are dropped."""
         key = _key(nodes)
         self.running[key] = self.pending[key]
         self.started_prisms.append((np.asarray(nodes), self.shape_of[key]))
-        self.pending, self.shape_of = {}, {}
+        self._forget()
 
     def ended(self, nodes: np.ndarray) -> None:
         """The job on ``nodes`` ended: its prism is free again."""
         self.running.pop(_key(nodes), None)
-        self.pending, self.shape_of = {}, {}
+        self._forget()
+
+    def _forget(self) -> None:
+        """The running prisms changed: drop hypothetical placements and every cached answer."""
+        self.pending, self.shape_of, self._cache = {}, {}, {}
+        self._rev = [self._rev[0] + 1, 0]
 
     # Placement -------------------------------------------------------------------------------
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
@@ -206,8 +224,16 @@ class Prism(Policy):
         """The job's nodes in the best free prism (module docstring), or None."""
         if n > int(np.count_nonzero(state.free & self.usable)):
             return None
-        machine = self._machine(state)
-        found = self._search(machine, n)
+        real = state is self.machine
+        # Why cache: EASY asks about the same machine many times per pass (head, shadow-time
+        # bisection, backfill candidates); the answer depends only on the free nodes and on the
+        # prisms that count there (the running ones; on a hypothetical machine also pending).
+        mkey = (hash(state.free.tobytes()), self._rev[0], True if real else self._rev[1])
+        if (mkey, n) not in self._cache:
+            if mkey not in self._cache:
+                self._cache[mkey] = self._machine(state)
+            self._cache[(mkey, n)] = self._search(self._cache[mkey], n)
+        found = self._cache[(mkey, n)]
         if found is None:
             return None
         start, shape = found
@@ -216,8 +242,10 @@ class Prism(Policy):
         mask = np.zeros(self.topo.n_routers, bool)
         mask[routers] = True
         key = _key(nodes)
-        self.pending[key] = mask
-        self.shape_of[key] = (*start, *shape)
+        if key not in self.pending:
+            self.pending[key] = mask
+            self.shape_of[key] = (*start, *shape)
+            self._rev[1] += 1
         return nodes
 
     def _machine(self, state: st.MachineState) -> Machine:
@@ -234,7 +262,9 @@ class Prism(Policy):
                 owned |= routers
         blocked = (busy | owned).reshape(topo.dims)
         avail = (state.free & self.usable).reshape(R, p).sum(axis=1).reshape(topo.dims)
-        return Machine(blocked, avail, summed_volume(blocked), summed_volume(avail))
+        packed = avail.astype(np.int64) + (blocked.astype(np.int64) << PACK)
+        shifted = np.roll(blocked, (1, 1, 1), axis=(0, 1, 2))
+        return Machine(blocked, avail, summed_volume(packed, np.int64), summed_volume(shifted))
 
     def _search(self, m: Machine, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
         """Best ``(start, shape)``, or None: first among the minimal shapes for ``n`` (no extent
@@ -242,26 +272,44 @@ class Prism(Policy):
         fits, among every shape in order of size (module docstring). Feasibility is the same
         either way — some shape fits — so it stays monotone in ``n``."""
         minimal = np.flatnonzero((self.slots >= n) & (self.shrunk_slots < n))
-        return self._best(m, n, minimal, slack=False) or self._best(m, n, np.flatnonzero(self.slots >= n), slack=True)
+        # Best bound first: no position of a shape can fill better than n over its fewest
+        # usable slots at any position, nor touch more than its whole shell.
+        bound = np.array([self._upper_bound(i, n) for i in minimal])
+        minimal = minimal[np.argsort(-bound, kind="stable")]
+        return (self._best(m, n, minimal, slack=False, bound=np.sort(bound)[::-1])
+                or self._best(m, n, np.flatnonzero(self.slots >= n), slack=True))
 
-    def _best(self, m: Machine, n: int, candidates: np.ndarray,
-              slack: bool) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
-        """Best ``(start, shape)`` among ``candidates`` (shape indices in order of size)."""
+    def _upper_bound(self, i: int, n: int) -> float:
+        """Largest score shape ``i`` can reach for an ``n``-node job on any machine state."""
+        if i not in self._min_usable:
+            shape = tuple(int(s) for s in self.shapes[i])
+            starts = tuple(1 if s == d else d for s, d in zip(shape, self.topo.dims))
+            self._min_usable[i] = int(box_sums(self._usable_table, shape, starts).min())
+        prm = self.params
+        return prm.fill * min(1.0, n / max(self._min_usable[i], 1)) + prm.bisection * self.bisection[i] + prm.contact
+
+    def _best(self, m: Machine, n: int, candidates: np.ndarray, slack: bool,
+              bound: np.ndarray | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+        """Best ``(start, shape)`` among ``candidates`` (shape indices; with ``bound``, their
+        upper bounds in descending order, and the walk stops once no later shape can win)."""
         dims = self.topo.dims
         dead: list[np.ndarray] = []
         best, best_key, limit = None, None, np.inf
-        for i in candidates:
+        for k, i in enumerate(candidates):
             if self.slots[i] > limit:
+                break
+            if bound is not None and best_key is not None and bound[k] < -best_key[0] - 1e-12:
                 break
             shape = tuple(int(s) for s in self.shapes[i])
             if dead and np.any(np.all(np.asarray(dead) <= self.shapes[i], axis=1)):
                 continue
             starts = tuple(1 if s == d else d for s, d in zip(shape, dims))  # a whole ring: one start
-            clear = box_sums(m.blocked_table, shape, starts) == 0
+            both = box_sums(m.both, shape, starts)
+            clear = both >> PACK == 0
             if not clear.any():
                 dead.append(self.shapes[i])
                 continue
-            avail = box_sums(m.avail_table, shape, starts)
+            avail = both & ((1 << PACK) - 1)
             ok = clear & (avail >= n)
             if not ok.any():
                 continue
@@ -286,11 +334,9 @@ class Prism(Policy):
         shell = int(np.prod(grown) - np.prod(shape))
         if shell == 0:
             return np.zeros(starts)
-        full = box_sums(m.blocked_table, grown, dims)
-        for axis, (s, d) in enumerate(zip(shape, dims)):
-            if s < d:
-                full = np.roll(full, 1, axis=axis)  # the shell starts one router before the prism
-        return full[: starts[0], : starts[1], : starts[2]] / shell
+        # The shell starts one router before the prism: a box on the grid shifted by one. A whole
+        # ring (s == d) has no shell in that dimension and any start gives the same sum.
+        return box_sums(m.shell, grown, starts) / shell
 
     def _prism_routers(self, start: tuple[int, int, int], shape: tuple[int, int, int]) -> np.ndarray:
         """Router ids of the prism, in prism-local order (x slowest, z fastest)."""
