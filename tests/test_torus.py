@@ -177,7 +177,7 @@ def test_max_hops_of_equals_pairwise():
 def test_job_links_equal_the_routes_on_an_uneven_torus():
     t = topology.from_config({"kind": "torus3d", "name": "u", "dims": [6, 5, 8], "nodes_per_router": 2})
     rng = np.random.default_rng(11)
-    for n in (2, 9, 40, 150):
+    for n in (9, 60):
         nodes = rng.choice(t.n_nodes, n, replace=False)
         src, dst = np.meshgrid(nodes, nodes, indexing="ij")
         r = np.asarray(t.routes(src.ravel(), dst.ravel()))
