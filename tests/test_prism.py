@@ -231,3 +231,22 @@ def test_contact_is_the_blocked_share_of_the_shell_by_brute_force():
             shell = np.prod(grown) - np.prod(shape)
             if inner == 0:  # only clear prisms are ever scored
                 assert got[start] == pytest.approx(outer / shell if shell else 0.0)
+
+
+def test_internal_idle_nodes_take_one_router_jobs_only_with_the_option():
+    from fattorus.sched.policy.torus import PrismParams
+
+    for internal in (False, True):
+        pol = Prism(T4, PrismParams(internal=internal))
+        machine = st.empty(T4)
+        pol.reset(machine)
+        big = pol.place(machine, 13)  # needs 7 routers: its prism has idle nodes
+        st.allocate(machine, big, 1)
+        pol.started(big)
+        routers = np.flatnonzero(pol.running[next(iter(pol.running))])
+        small = pol.place(machine, 1)
+        inside = small is not None and small[0] // 2 in routers
+        assert inside == internal
+        if internal:  # a one-router job inside the prism: no router link of its own, not exposed
+            assert not T4.job_links(small).any()
+            assert pol.place(machine, 3) is None or not set((pol.place(machine, 3) // 2).tolist()) & set(routers.tolist())

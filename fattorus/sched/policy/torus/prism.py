@@ -50,12 +50,16 @@ class PrismParams:
     Attributes:
       fill, bisection, contact: weights of the heuristics in the score (module docstring).
       slack: shapes are tried up to ``slack`` times the slots of the smallest shape that fits.
+      internal: let a job that fits on one router (``n <= nodes per router``: its traffic never
+        leaves the router) take idle nodes inside a running prism first (the paper's Moab
+        option for a prism's internal idle nodes). Not tuned.
     """
 
     fill: float = 1.0
     bisection: float = 1.0
     contact: float = 0.5
     slack: float = 2.0
+    internal: bool = False
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> PrismParams:
@@ -65,9 +69,13 @@ class PrismParams:
         if unknown:
             raise ValueError(f"policy 'prism' takes {sorted(names)}, got unknown {unknown}")
         try:
-            out = cls(**{k: float(v) for k, v in params.items()})
+            internal = params.get("internal", False)
+            if not isinstance(internal, bool):
+                raise ValueError
+            out = cls(**{k: float(v) for k, v in params.items() if k != "internal"}, internal=internal)
         except (TypeError, ValueError):
-            raise ValueError(f"policy 'prism': parameters must be numbers, got {dict(params)}") from None
+            raise ValueError(f"policy 'prism': weights and slack must be numbers, internal true/false, "
+                             f"got {dict(params)}") from None
         if out.slack < 1 or min(out.fill, out.bisection, out.contact) < 0:
             raise ValueError(f"policy 'prism': weights must be >= 0 and slack >= 1, got {dict(params)}")
         return out
@@ -85,7 +93,7 @@ class PrismParams:
 
     @classmethod
     def describe(cls, params: Mapping[str, Any]) -> str:
-        """``fill=1.00 bisection=1.00 contact=0.50 slack=2.00``."""
+        """``fill=1.00 bisection=1.00 contact=0.50 slack=2.00`` (``internal`` is not tuned)."""
         return " ".join(f"{k}={float(params[k]):.2f}" for k in (*HEURISTICS, "slack"))
 
 
@@ -224,6 +232,10 @@ class Prism(Policy):
         """The job's nodes in the best free prism (module docstring), or None."""
         if n > int(np.count_nonzero(state.free & self.usable)):
             return None
+        if self.params.internal and n <= self.topo.nodes_per_router:
+            inside = self._inside_a_prism(state, n, prefer)
+            if inside is not None:
+                return inside
         real = state is self.machine
         # Why cache: EASY asks about the same machine many times per pass (head, shadow-time
         # bisection, backfill candidates); the answer depends only on the free nodes and on the
@@ -245,6 +257,29 @@ class Prism(Policy):
         if key not in self.pending:
             self.pending[key] = mask
             self.shape_of[key] = (*start, *shape)
+            self._rev[1] += 1
+        return nodes
+
+    def _inside_a_prism(self, state: st.MachineState, n: int, prefer: np.ndarray | None) -> np.ndarray | None:
+        """``n`` free usable nodes of one router inside a running prism (lowest router id), or
+        None. The job books no prism: its traffic stays inside its router."""
+        R, p = self.topo.n_routers, self.topo.nodes_per_router
+        owned = np.zeros(R, bool)
+        for key, routers in self.running.items():
+            if not state.free[np.frombuffer(key, np.int64)].any():
+                owned |= routers
+        free = (state.free & self.usable).reshape(R, p)
+        hosts = np.flatnonzero(owned & (free.sum(axis=1) >= n))
+        if len(hosts) == 0:
+            return None
+        nodes = hosts[0] * p + np.flatnonzero(free[hosts[0]])
+        if prefer is not None:
+            nodes = np.concatenate([nodes[prefer[nodes]], nodes[~prefer[nodes]]])
+        nodes = nodes[:n].astype(np.int64)
+        key = _key(nodes)
+        if key not in self.pending:
+            self.pending[key] = np.zeros(R, bool)
+            self.shape_of[key] = (-1, -1, -1, 0, 0, 0)  # no prism of its own
             self._rev[1] += 1
         return nodes
 
