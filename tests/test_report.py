@@ -241,3 +241,64 @@ def test_empty_dir_exits_2_with_one_line(tmp_path: Path):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "no run directories" in proc.stderr and "Traceback" not in proc.stderr
     assert not (empty / "report").exists()
+
+
+def test_old_outputs_without_ideal_aph_warn_once_and_draw_no_ideal(tmp_path: Path, capsys):
+    """Runs written before ``ideal_aph``/``topology`` existed still report; Figure 7 has no ideal for them."""
+    root = tmp_path / "old"
+    write_run(root / "a", "to", "none", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 2.5, 3.2],
+              util=[0.5, 0.6], old_format=True)  # fmt: skip
+    write_run(root / "b", "ta", "none", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 1.0, 1.9], util=[0.5, 0.6])
+    assert report.main([str(root), "--out", str(tmp_path / "out")]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "ideal_aph" in line]
+    assert len(warnings) == 1 and "1 of 2 runs" in warnings[0] and "first a" in warnings[0]
+    runs = report.load_runs(root)
+    assert runs["has_ideal_aph"].to_list() == [False, True] and runs["topo_kind"].to_list() == [None, "fattree"]
+    stats = report.aph_box_stats(runs)
+    assert stats.filter(pl.col("label") == "TO")["ideal"].to_list() == [None, None, None]
+    assert stats.filter(pl.col("label") == "TA", pl.col("bin") == 1)["ideal"].item() == pytest.approx(IDEAL_APH[1])
+
+
+def test_aph_axis_spans_torus_hop_counts(tmp_path: Path):
+    """A torus study's APH (here up to 9 hops) is not clipped at a fat-tree's 4 hops."""
+    root = tmp_path / "torus"
+    write_run(root / "r", "first_fit", "none", 0, "thunder", 1, "torus8", [0.0, 0.0, 0.0], [0.0, 5.5, 9.0],
+              util=[0.5], ideal=[0.0, 3.1, 6.2])  # fmt: skip
+    runs = report.load_runs(root)
+    stats = report.aph_box_stats(runs)
+    fig = report.figure_aph(runs, stats, report.DEFAULT_EDGES)
+    top = fig.axes[0].get_ylim()[1]
+    assert top == report.aph_axis_top(stats) == pytest.approx(9.25)
+    assert "torus8" in report.runs_table_cells(runs)[1][0]  # the topology config is shown, not looked up
+
+
+def _extent(artist, renderer):
+    return artist.get_window_extent(renderer)
+
+
+def test_one_workload_figures_keep_titles_and_legends_clear(results: Path):
+    """With one workload, Figures 8 and 9: titles inside the image, the legend overlapping no axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    runs = report.load_runs(results).filter(pl.col("workload") == "atlas-2x on cab")
+    figures = {"fig8": report.figure_utilization(runs, report.utilization_box_stats(runs)),
+               "fig9": report.figure_makespan(runs),
+               "fig7": report.figure_aph(runs, report.aph_box_stats(runs), report.DEFAULT_EDGES),
+               "fig10": report.figure_wait(runs, report.wait_by_bin(runs), report.DEFAULT_EDGES)}  # fmt: skip
+    for name, fig in figures.items():
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()  # runs the constrained layout
+        renderer = canvas.get_renderer()
+        page = fig.bbox.padded(1.0)
+        texts = [ax.title for ax in fig.axes] + ([fig._suptitle] if fig._suptitle else [])
+        texts += [t for ax in fig.axes for t in ax.get_xticklabels() + [ax.xaxis.label, ax.yaxis.label]]
+        for text in texts:
+            if text.get_text():
+                box = _extent(text, renderer)
+                assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (
+                    name, text.get_text(), box, fig.bbox)
+        (legend,) = fig.legends
+        box = _extent(legend, renderer)
+        assert page.x0 <= box.x0 and box.x1 <= page.x1, (name, "legend outside the image")
+        for ax in fig.axes:
+            assert not box.overlaps(ax.get_window_extent(renderer)), (name, "legend covers the axes")

@@ -79,8 +79,11 @@ def legend_handles(labels: Sequence[str], colors: Mapping[str, Any]) -> list[Any
 
 def legend_below(fig, handles: Sequence[Any]) -> None:
     """A figure legend below every axes (constrained layout makes room for it), as many columns as fit."""
-    per_row = max(1, int(fig.get_figwidth() / 1.6))  # about 1.6 inches a label at "small" size
-    fig.legend(handles=list(handles), loc="outside lower center", ncols=min(len(handles), per_row), fontsize="small")
+    # An entry is a ~0.4-inch patch and gap plus its text at "small" (8.3 pt, ~0.06 inch a character).
+    widths = [0.4 + 0.06 * len(h.get_label()) for h in handles]
+    room = fig.get_figwidth() - 0.4
+    ncols = len(handles) if sum(widths) <= room else max(1, int(room / max(widths)))
+    fig.legend(handles=list(handles), loc="outside lower center", ncols=ncols, fontsize="small")
 
 
 def draw_boxes(ax, stats: list[dict[str, Any]], positions: Sequence[float], width: float, color: Any) -> None:
