@@ -96,5 +96,8 @@ def test_over_seeds_and_table1_by_hand():
     assert (ta["mean"], ta["n"]) == (1.5, 2) and ta["std"] == pytest.approx(math.sqrt(0.5))
     table = aggregate.table1(runs)
     assert table.columns == ["workload", "TO", "TA", "TO std", "TA std", "TO n", "TA n"]
-    assert table.rows() == [("w", 4.0, 1.5, None, pytest.approx(math.sqrt(0.5)), 1, 2), ("v", None, 8.0, None, None, None, 1)]
+    assert table.rows() == [
+        ("w", 4.0, 1.5, None, pytest.approx(math.sqrt(0.5)), 1, 2),
+        ("v", None, 8.0, None, None, None, 1),
+    ]
     assert aggregate.table1_labels(table) == ["TO", "TA"]

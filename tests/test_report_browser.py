@@ -159,7 +159,8 @@ def page_errors(events: list[dict[str, Any]], session: str) -> list[str]:
         method, params = event.get("method"), event.get("params", {})
         if method == "Runtime.exceptionThrown":
             details = params["exceptionDetails"]
-            errors.append(f"uncaught exception: {details.get('exception', {}).get('description') or details.get('text')}")
+            text = details.get("exception", {}).get("description") or details.get("text")
+            errors.append(f"uncaught exception: {text}")
         elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
             errors.append("console." + params["type"] + ": " + " ".join(str(a.get("value", a.get("description")))
                                                                        for a in params.get("args", [])))  # fmt: skip
@@ -178,8 +179,8 @@ def inspect_page(browser: Browser, page: Path, width: int | None = None) -> dict
         for domain in ("Runtime", "Log", "Page"):
             browser.call(f"{domain}.enable", session=session)
         if width is not None:
-            browser.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": WINDOW[1],
-                                                                "deviceScaleFactor": 1, "mobile": False}, session)  # fmt: skip
+            metrics = {"width": width, "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False}
+            browser.call("Emulation.setDeviceMetricsOverride", metrics, session)
         nav = browser.call("Page.navigate", {"url": page.resolve().as_uri()}, session)
         assert "errorText" not in nav, nav
         browser.wait_event("Page.loadEventFired", session)
@@ -258,7 +259,8 @@ def test_checker_reports_a_deleted_png(browser: Browser, built: Path):
 
 def test_checker_reports_a_corrupt_embedded_image(browser: Browser, built: Path):
     text = built.read_text()
-    start = text.index('src="data:image/png;base64,', text.index('id="fig9_makespan"')) + len('src="data:image/png;base64,')
+    prefix = 'src="data:image/png;base64,'
+    start = text.index(prefix, text.index('id="fig9_makespan"')) + len(prefix)
     garbage = base64.b64encode(b"\x89PNG\r\n\x1a\n not really a png").decode()
     end = text.index('"', start)
     built.write_text(text[:start] + garbage + text[end:])

@@ -43,7 +43,10 @@ def label_colors(labels: Sequence[str]) -> dict[str, Any]:
 
 
 def new_figure(n_panels: int, panel_w: float, panel_h: float, ncols: int = 2):
-    """A Figure with a grid of ``n_panels`` axes of ``panel_w`` x ``panel_h`` inches, at least :data:`MIN_WIDTH_IN` wide."""
+    """A Figure with a grid of ``n_panels`` axes of ``panel_w`` x ``panel_h`` inches each.
+
+    At least :data:`MIN_WIDTH_IN` wide; no pyplot, no global backend.
+    """
     from matplotlib.figure import Figure
 
     ncols = max(1, min(ncols, n_panels))

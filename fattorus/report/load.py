@@ -218,7 +218,8 @@ def load_runs(results_dir: str | os.PathLike, *, skip_bad: bool = False) -> pl.D
 
 def warn_duplicate_seeds(runs: pl.DataFrame) -> None:
     """Warn on stderr when runs of one (workload, label) share a seed (a re-run counted twice)."""
-    dup = runs.filter(pl.col("seed").is_not_null()).group_by("workload", "label", "seed").len().filter(pl.col("len") > 1)
+    seeded = runs.filter(pl.col("seed").is_not_null())
+    dup = seeded.group_by("workload", "label", "seed").len().filter(pl.col("len") > 1)
     for workload, label, seed, n in dup.sort("workload", "label", "seed").iter_rows():
         print(f"fattorus.report: warning: {n} runs of {workload} / {label} have seed {seed}", file=sys.stderr)
 
@@ -239,8 +240,8 @@ def _scan(runs: pl.DataFrame, filename: str, columns: Sequence[str]) -> pl.LazyF
         scan = pl.scan_parquet(Path(path) / filename)
         present = set(scan.collect_schema().names())
         # A column older outputs lack reads as nulls, so one old run does not stop the report.
-        cols = [pl.col(c) if c in present or c not in OPTIONAL_JOB_COLUMNS else pl.lit(None, OPTIONAL_JOB_COLUMNS[c]).alias(c)
-                for c in columns]  # fmt: skip
+        cols = [pl.lit(None, OPTIONAL_JOB_COLUMNS[c]).alias(c) if c not in present and c in OPTIONAL_JOB_COLUMNS
+                else pl.col(c) for c in columns]  # fmt: skip
         parts.append(scan.select(cols).with_columns(rid=pl.lit(i, pl.Int64), workload=pl.lit(workload),
                                                     label=pl.lit(label)))  # fmt: skip
     return pl.concat(parts, how="vertical_relaxed")
