@@ -14,10 +14,12 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# System packages some tests drive for real: a PostgreSQL server (distributed tuning; a
-# headless-Chromium report test will join it). Installed from Debian's packages when missing and
-# we are root (CI, fresh machines); otherwise say what to install.
-SYSDEPS_BIN := initdb:postgresql
+# System packages some tests drive for real: a PostgreSQL server (distributed tuning) and
+# Chromium (the report page in a headless browser, tests/test_report_browser.py). Each entry is
+# binary:Debian-package; a binary counts as present when it is on PATH or (PostgreSQL keeps its
+# server tools off PATH) in /usr/lib/postgresql/*/bin. Installed from Debian's packages when
+# missing and we are root (CI, fresh machines); otherwise say what to install.
+SYSDEPS_BIN := initdb:postgresql chromium:chromium
 sysdeps:
 	@for pair in $(SYSDEPS_BIN); do bin=$${pair%%:*}; pkg=$${pair##*:}; \
 	  if ! command -v $$bin >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/$$bin >/dev/null 2>&1; then \

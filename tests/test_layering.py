@@ -21,7 +21,6 @@ FAMILY_WORDS = re.compile(r"\b(leaf|pod|pods|T1|T2|T3|L2-core|leaf-L2|per_leaf|l
 # Modules not yet rewritten to the topology interface (issue 11 is open; its note says what
 # each needs). The list only shrinks: a module that no longer needs it fails the last test.
 ALLOWLIST = {
-    "report/__init__.py": "fat-tree ideal APH and machine shapes; should read summary.json topology + ideal_aph",
 }
 
 # Layer of each top-level part of the package; a module may import its own layer or lower.
@@ -92,9 +91,7 @@ def test_report_reads_outputs_only():
 
 # Modules that still find the repository (or conf/) from their own ``__file__`` instead of
 # asking fattorus.paths; owned by other branches of issue 11. The list only shrinks.
-REPO_FINDERS = {
-    "workload/__init__.py": "repo_root() for workload paths relative to the checkout",
-}
+REPO_FINDERS: dict[str, str] = {}
 
 
 def test_only_paths_finds_the_repository():

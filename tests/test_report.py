@@ -31,11 +31,25 @@ RUNS = [
     ("other/run2", "tree_bestfit", "none", 0, "atlas", 2, "cab", [900.0, 900.0, 900.0], [0.0, 2.0, 2.0]),
 ]
 NODES = [1, 30, 300]  # one job in each of the bins 1-18, 19-64, 257-1024
+# The engine's ideal APH of each job (the report only reads it): 1 node, 30 nodes (a full
+# 18-node switch and 12 on a second, pairs across them 2 hops), 300 nodes (one group of 324).
+IDEAL_APH = [0.0, 2 * (30**2 - 18**2 - 12**2) / (30 * 29), 2 * (300**2 - 16 * 18**2 - 12**2) / (300 * 299)]
 RUNTIME_S = 3600.0
+# summary.json's ``topology``: the machine's full config as the engine records it.
+TOPOLOGY = {
+    "cab": {"kind": "fattree", "name": "cab", "radix": 36, "nodes_per_leaf": 18, "leaves_per_pod": 18, "pods": 4,
+            "up_ports": 18, "core_switches": 36},
+    "pinot": {"kind": "fattree", "name": "pinot", "radix": 36, "nodes_per_leaf": 18, "leaves_per_pod": 18,
+              "pods": 8, "up_ports": 18, "core_switches": 36},
+    "torus8": {"kind": "torus3d", "name": "torus8", "dims": [8, 8, 8], "nodes_per_router": 2,
+               "bandwidth": [2.0, 1.0, 2.0]},
+}  # fmt: skip
+N_NODES = {"cab": 1296, "pinot": 2592, "torus8": 1024}
 
 
-def write_run(run_dir: Path, policy, speedup, seed, name, scale, topo, waits, aph, util) -> None:
-    """One run directory per docs/outputs.md."""
+def write_run(run_dir: Path, policy, speedup, seed, name, scale, topo, waits, aph, util, *,
+              ideal=IDEAL_APH, old_format=False) -> None:  # fmt: skip
+    """One run directory per docs/outputs.md (``old_format``: no ``ideal_aph``, no ``topology``)."""
     run_dir.mkdir(parents=True)
     submit = np.array([0.0, 60.0, 120.0])
     start = submit + np.asarray(waits)
@@ -51,9 +65,10 @@ def write_run(run_dir: Path, policy, speedup, seed, name, scale, topo, waits, ap
             "aph": pl.Series(aph, dtype=pl.Float64),
             "alloc": pl.Series([list(range(n)) for n in NODES], dtype=pl.List(pl.Int32)),
             "backfilled": [False, True, False],
+            **({} if old_format else {"ideal_aph": pl.Series(ideal, dtype=pl.Float64)}),
         }
     ).write_parquet(run_dir / "jobs.parquet")  # fmt: skip
-    n_nodes = 1296 if topo == "cab" else 2592
+    n_nodes = N_NODES[topo]
     pl.DataFrame(
         {
             "t_s": np.arange(len(util)) * 60.0,
@@ -70,6 +85,7 @@ def write_run(run_dir: Path, policy, speedup, seed, name, scale, topo, waits, ap
         "counts": {"read": 4, "replayed": 3, "skipped": {"too_large": 1, "bad_runtime": 0}},
         "makespan_s": float(end.max() - submit.min()),
         "replay_wall_s": 1.25,
+        **({} if old_format else {"topology": TOPOLOGY[topo]}),
     }
     (run_dir / "summary.json").write_text(json.dumps(summary))
 
@@ -109,25 +125,6 @@ def test_labels_and_bins():
     assert report.bin_labels((18, 64, 256, 1024)) == ["1-18", "19-64", "65-256", "257-1024", ">1024"]
 
 
-def test_ideal_aph_by_hand():
-    k, p = 18, 324
-    assert report.ideal_aph(1, k, p) == 0.0
-    assert report.ideal_aph(18, k, p) == 0.0  # one leaf
-    # 19 nodes: 18 on one leaf + 1 on another; ordered pairs across leaves 2 * 18 at 2 hops.
-    assert report.ideal_aph(19, k, p) == pytest.approx(2 * 2 * 18 / (19 * 18))
-    # one full pod: every pair on different leaves costs 2 hops.
-    assert report.ideal_aph(324, k, p) == pytest.approx(2 * (324**2 - 18 * 324) / (324 * 323))
-    # two full pods: pairs across pods cost 4.
-    n = 648
-    expected = (2 * 2 * (324**2 - 18 * 324) + 4 * 2 * 324**2) / (n * (n - 1))
-    assert report.ideal_aph(n, k, p) == pytest.approx(expected)
-    n = np.arange(1, 2593)
-    frame = pl.DataFrame({"n": n}).select(report.ideal_aph_expr(pl.col("n"), pl.lit(18), pl.lit(324)))
-    np.testing.assert_allclose(frame.to_series().to_numpy(), report.ideal_aph(n, k, p))
-    assert report.topo_shape("cab") == (18, 324, 1296)
-    assert report.topo_shape("no-such-topo") is None
-
-
 def test_load_runs_and_table1_match_hand_means(results: Path):
     runs = report.load_runs(results)
     assert len(runs) == len(RUNS)
@@ -162,7 +159,7 @@ def test_aph_box_stats_pool_seeds(results: Path):
     row = ta.row(0, named=True)  # the 30-node job of both TA seeds: APH 1.0 and 1.2
     assert (row["jobs"], row["min"], row["max"]) == (2, 1.0, 1.2)
     assert row["median"] == pytest.approx(1.1)
-    assert row["ideal"] == pytest.approx(2 * (30**2 - 18**2 - 12**2) / (30 * 29))
+    assert row["ideal"] == pytest.approx(IDEAL_APH[1])  # jobs.parquet's ideal_aph, as the engine wrote it
     assert set(stats["bin"]) == {0, 1, 3}  # 1, 30 and 300 nodes
     waits = report.wait_by_bin(runs)
     all_ta = waits.filter((pl.col("workload") == "atlas-2x on cab") & (pl.col("label") == "TA") & (pl.col("bin") == 5))
@@ -244,3 +241,64 @@ def test_empty_dir_exits_2_with_one_line(tmp_path: Path):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "no run directories" in proc.stderr and "Traceback" not in proc.stderr
     assert not (empty / "report").exists()
+
+
+def test_old_outputs_without_ideal_aph_warn_once_and_draw_no_ideal(tmp_path: Path, capsys):
+    """Runs written before ``ideal_aph``/``topology`` existed still report; Figure 7 has no ideal for them."""
+    root = tmp_path / "old"
+    write_run(root / "a", "to", "none", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 2.5, 3.2],
+              util=[0.5, 0.6], old_format=True)  # fmt: skip
+    write_run(root / "b", "ta", "none", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 1.0, 1.9], util=[0.5, 0.6])
+    assert report.main([str(root), "--out", str(tmp_path / "out")]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "ideal_aph" in line]
+    assert len(warnings) == 1 and "1 of 2 runs" in warnings[0] and "first a" in warnings[0]
+    runs = report.load_runs(root)
+    assert runs["has_ideal_aph"].to_list() == [False, True] and runs["topo_kind"].to_list() == [None, "fattree"]
+    stats = report.aph_box_stats(runs)
+    assert stats.filter(pl.col("label") == "TO")["ideal"].to_list() == [None, None, None]
+    assert stats.filter(pl.col("label") == "TA", pl.col("bin") == 1)["ideal"].item() == pytest.approx(IDEAL_APH[1])
+
+
+def test_aph_axis_spans_torus_hop_counts(tmp_path: Path):
+    """A torus study's APH (here up to 9 hops) is not clipped at a fat-tree's 4 hops."""
+    root = tmp_path / "torus"
+    write_run(root / "r", "first_fit", "none", 0, "thunder", 1, "torus8", [0.0, 0.0, 0.0], [0.0, 5.5, 9.0],
+              util=[0.5], ideal=[0.0, 3.1, 6.2])  # fmt: skip
+    runs = report.load_runs(root)
+    stats = report.aph_box_stats(runs)
+    fig = report.figure_aph(runs, stats, report.DEFAULT_EDGES)
+    top = fig.axes[0].get_ylim()[1]
+    assert top == report.aph_axis_top(stats) == pytest.approx(9.25)
+    assert "torus8" in report.runs_table_cells(runs)[1][0]  # the topology config is shown, not looked up
+
+
+def _extent(artist, renderer):
+    return artist.get_window_extent(renderer)
+
+
+def test_one_workload_figures_keep_titles_and_legends_clear(results: Path):
+    """With one workload, Figures 8 and 9: titles inside the image, the legend overlapping no axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    runs = report.load_runs(results).filter(pl.col("workload") == "atlas-2x on cab")
+    figures = {"fig8": report.figure_utilization(runs, report.utilization_box_stats(runs)),
+               "fig9": report.figure_makespan(runs),
+               "fig7": report.figure_aph(runs, report.aph_box_stats(runs), report.DEFAULT_EDGES),
+               "fig10": report.figure_wait(runs, report.wait_by_bin(runs), report.DEFAULT_EDGES)}  # fmt: skip
+    for name, fig in figures.items():
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()  # runs the constrained layout
+        renderer = canvas.get_renderer()
+        page = fig.bbox.padded(1.0)
+        texts = [ax.title for ax in fig.axes] + ([fig._suptitle] if fig._suptitle else [])
+        texts += [t for ax in fig.axes for t in ax.get_xticklabels() + [ax.xaxis.label, ax.yaxis.label]]
+        for text in texts:
+            if text.get_text():
+                box = _extent(text, renderer)
+                assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (
+                    name, text.get_text(), box, fig.bbox)
+        (legend,) = fig.legends
+        box = _extent(legend, renderer)
+        assert page.x0 <= box.x0 and box.x1 <= page.x1, (name, "legend outside the image")
+        for ax in fig.axes:
+            assert not box.overlaps(ax.get_window_extent(renderer)), (name, "legend covers the axes")

@@ -748,8 +748,10 @@ def with_estimate(jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def repo_root() -> Path:
-    """The repository root: the directory holding ``conf/`` beside the package."""
-    return Path(__file__).resolve().parents[2]
+    """The repository root (:func:`fattorus.paths.repo_root`)."""
+    from fattorus import paths  # the one place that finds the checkout
+
+    return paths.repo_root()
 
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:

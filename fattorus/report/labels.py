@@ -1,0 +1,95 @@
+"""Names the report gives things: run labels, workload labels, size bins, hours as text.
+
+Pure functions of strings and numbers; every other report module uses them so that a
+figure, Table I and the HTML page always spell a run, a workload or a bin the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+LABEL_ORDER = ("TO", "TA", "TA x5", "TA x10", "TA x20", "TA V1", "TA V2")
+"""The paper's column order; other labels follow by name."""
+DEFAULT_EDGES = (18, 64, 256, 1024)
+"""Upper edges (nodes) of the default size bins 1-18, 19-64, 65-256, 257-1024, >1024."""
+
+
+def scenario_spelling(speedup: str | None) -> str:
+    """The paper's spelling of a speedup scenario (``v1`` -> ``V1``, ``x5`` -> ``x5``); ``""`` for none."""
+    name = "" if speedup is None else str(speedup).strip()
+    if name.lower() in ("", "none", "null"):
+        return ""
+    if name.lower() in ("v1", "v2"):
+        return name.upper()
+    return name
+
+
+def run_label(policy: str, speedup: str | None = None) -> str:
+    """Column label of a run: ``TO``, ``TA``, ``TA x5``, ``TA V2``, ``TREE_BESTFIT``, ..."""
+    base = str(policy).strip().upper()
+    scenario = scenario_spelling(speedup)
+    return f"{base} {scenario}" if scenario else base
+
+
+def label_rank(label: str) -> tuple[int, str]:
+    """Sort key putting labels in the paper's order (:data:`LABEL_ORDER`), then others by name."""
+    if label in LABEL_ORDER:
+        return (LABEL_ORDER.index(label), "")
+    return (len(LABEL_ORDER), label)
+
+
+def order_labels(labels: Iterable[str]) -> list[str]:
+    """Distinct labels in report order."""
+    return sorted(set(labels), key=label_rank)
+
+
+def topo_name(topo: Any) -> str:
+    """Name of a machine given as a name string or as a config mapping with a ``name``."""
+    if isinstance(topo, Mapping):
+        return str(topo.get("name", "?"))
+    return str(topo)
+
+
+def workload_label(config: Mapping[str, Any]) -> str:
+    """Row label of a run's workload: ``atlas-2x on cab`` (``atlas on cab`` at scale 1)."""
+    workload = config.get("workload") or {}
+    if not isinstance(workload, Mapping):
+        workload = {"name": workload}
+    name = str(workload.get("name", "?"))
+    scale = workload.get("scale", 1)
+    if scale not in (None, 1, 1.0):
+        name = f"{name}-{float(scale):g}x"
+    return f"{name} on {topo_name(config.get('topo', '?'))}"
+
+
+def bin_labels(edges: Sequence[int] = DEFAULT_EDGES) -> list[str]:
+    """Labels of the size bins with upper edges ``edges`` (nodes): ``1-18``, ..., ``>1024`` (as summary.json)."""
+    labels, lo = [], 1
+    for hi in edges:
+        labels.append(f"{lo}-{hi}")
+        lo = hi + 1
+    return labels + [f">{edges[-1]}"]
+
+
+def bin_index(column: str = "nodes", edges: Sequence[int] = DEFAULT_EDGES) -> pl.Expr:
+    """Polars expression: index of the size bin of each job (0 for ``nodes <= edges[0]``)."""
+    return pl.sum_horizontal([(pl.col(column) > e).cast(pl.Int32) for e in edges]).alias("bin")
+
+
+def fmt_hours(value: float | None) -> str:
+    """Hours in the paper's style: 3 significant-ish figures (``295``, ``12.3``, ``0.98``); ``—`` if missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    if 0 < abs(value) < 0.001:
+        return "<0.001"
+    if 0 < abs(value) < 0.1:
+        return f"{value:.2g}"  # a lightly loaded machine: keep two figures, not "0.00"
+    return f"{value:.2f}"

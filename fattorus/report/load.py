@@ -1,0 +1,257 @@
+"""Reading run directories into Polars tables: one row per run, and lazy scans of their jobs.
+
+A run directory holds ``summary.json``, ``jobs.parquet`` and ``utilization.parquet``
+(``docs/outputs.md``). Everything the report knows about a machine comes from there: the
+run's ``config``, the ``topology`` config the engine records and the ``ideal_aph`` column of
+``jobs.parquet``; nothing is looked up in ``conf/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from fattorus.report.labels import LABEL_ORDER, run_label, topo_name, workload_label
+
+RUN_FILES = ("summary.json", "jobs.parquet", "utilization.parquet")
+SECONDS_PER_HOUR = 3600.0
+OPTIONAL_JOB_COLUMNS = {"ideal_aph": pl.Float64}
+"""Job columns older outputs lack; a scan fills them with nulls (``docs/decisions.md``)."""
+
+
+class ReportError(Exception):
+    """A problem with the inputs, reported as one line and exit code 2."""
+
+
+def one_line(err: BaseException) -> str:
+    """An exception as a single line (for the one-line error contract)."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text[:300]
+
+
+def find_run_dirs(results_dir: str | os.PathLike) -> list[Path]:
+    """Every directory under ``results_dir`` (itself included) holding all of :data:`RUN_FILES`, sorted."""
+    root = Path(results_dir)
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if all(name in filenames for name in RUN_FILES):
+            found.append(Path(dirpath))
+    return sorted(found)
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """``summary.json`` of a run, checked to hold a ``config`` with ``policy`` and ``topo``."""
+    path = run_dir / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ReportError(f"{path}: unreadable: {one_line(err)}") from None
+    config = summary.get("config") if isinstance(summary, dict) else None
+    if not isinstance(config, dict) or "policy" not in config or "topo" not in config:
+        raise ReportError(f"{path}: no config.policy / config.topo (see docs/outputs.md)")
+    return summary
+
+
+def job_metrics(path: Path) -> dict[str, Any]:
+    """Mean/median wait (hours), makespan (hours), mean APH (hops), job count of one ``jobs.parquet``.
+
+    ``has_ideal_aph`` says whether the file has the ``ideal_aph`` column (outputs written
+    before the engine added it do not).
+    """
+    scan = pl.scan_parquet(path)
+    frame = scan.select(
+        jobs=pl.len(),
+        wait_mean_h=pl.col("wait_s").mean() / SECONDS_PER_HOUR,
+        wait_median_h=pl.col("wait_s").median() / SECONDS_PER_HOUR,
+        makespan_h=(pl.col("end_s").max() - pl.col("submit_s").min()) / SECONDS_PER_HOUR,
+        aph_mean=pl.col("aph").mean(),
+    ).collect()
+    return {**frame.row(0, named=True), "has_ideal_aph": "ideal_aph" in scan.collect_schema().names()}
+
+
+def utilization_metrics(path: Path) -> dict[str, Any]:
+    """Mean and median of the per-minute utilization (fraction 0..1) of one ``utilization.parquet``."""
+    frame = (
+        pl.scan_parquet(path)
+        .select(util_mean=pl.col("utilization").mean(), util_median=pl.col("utilization").median())
+        .collect()
+    )
+    return frame.row(0, named=True)
+
+
+def skipped_total(counts: Mapping[str, Any]) -> int | None:
+    """Total of ``counts.skipped`` (a number or a mapping reason -> number)."""
+    skipped = counts.get("skipped")
+    if isinstance(skipped, Mapping):
+        return int(sum(v for v in skipped.values() if isinstance(v, (int, float))))
+    return int(skipped) if isinstance(skipped, (int, float)) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
+    """One row of :func:`load_runs` for ``run_dir``; raises :class:`ReportError` if unreadable."""
+    summary = read_summary(run_dir)
+    config = summary["config"]
+    workload, counts = _mapping(config.get("workload")), _mapping(summary.get("counts"))
+    topology = summary.get("topology") if isinstance(summary.get("topology"), Mapping) else None
+    try:
+        jobs = job_metrics(run_dir / "jobs.parquet")
+        util = utilization_metrics(run_dir / "utilization.parquet")
+    except Exception as err:  # noqa: BLE001 - polars raises several kinds; all mean "unreadable"
+        raise ReportError(f"{run_dir}: unreadable parquet: {one_line(err)}") from None
+    seed = config.get("seed")
+    return {
+        "run": str(run_dir.relative_to(root)) if run_dir != root else ".",
+        "path": str(run_dir.resolve()),
+        "label": run_label(config["policy"], config.get("speedup")),
+        "workload": workload_label(config),
+        "topo": topo_name(config["topo"]),
+        "topo_kind": None if topology is None else str(topology.get("kind", "?")),
+        "policy": str(config["policy"]),
+        "speedup": str(config.get("speedup", "none")),
+        "sched": str(config.get("sched", "")),
+        "seed": int(seed) if isinstance(seed, (int, float)) else None,
+        "workload_name": str(workload.get("name", "?")),
+        "scale": float(workload.get("scale", 1) or 1),
+        "window_start_days": workload.get("window_start_days"),
+        "window_days": workload.get("window_days"),
+        "n_nodes": summary.get("n_nodes"),
+        **jobs,
+        **util,
+        "read": counts.get("read"),
+        "replayed": counts.get("replayed"),
+        "skipped": skipped_total(counts),
+        "replay_wall_s": summary.get("replay_wall_s"),
+        "config": json.dumps(config, sort_keys=True),
+        "counts": json.dumps(counts, sort_keys=True),
+        "topology": None if topology is None else json.dumps(topology, sort_keys=True),
+    }
+
+
+RUNS_SCHEMA = {
+    "run": pl.String, "path": pl.String, "label": pl.String, "workload": pl.String,
+    "topo": pl.String, "topo_kind": pl.String, "policy": pl.String, "speedup": pl.String,
+    "sched": pl.String, "seed": pl.Int64, "workload_name": pl.String, "scale": pl.Float64,
+    "window_start_days": pl.Float64, "window_days": pl.Float64, "n_nodes": pl.Int64,
+    "jobs": pl.Int64, "wait_mean_h": pl.Float64, "wait_median_h": pl.Float64,
+    "makespan_h": pl.Float64, "aph_mean": pl.Float64, "has_ideal_aph": pl.Boolean,
+    "util_mean": pl.Float64, "util_median": pl.Float64, "read": pl.Int64, "replayed": pl.Int64,
+    "skipped": pl.Int64, "replay_wall_s": pl.Float64, "config": pl.String, "counts": pl.String,
+    "topology": pl.String,
+}  # fmt: skip
+"""Columns of :func:`load_runs` (times in hours, utilization as a fraction, APH in hops;
+``config``, ``counts`` and ``topology`` as JSON text)."""
+JSON_COLUMNS = ("config", "counts", "topology")
+
+
+def progress(items: Sequence[Any], desc: str, every_s: float = 5.0) -> Iterator[Any]:
+    """Iterate ``items`` showing progress on stderr: tqdm on a terminal, else a line every ``every_s`` seconds."""
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        yield from tqdm(items, desc=desc, unit="run", leave=False)
+        return
+    last = time.monotonic()
+    for i, item in enumerate(items):
+        now = time.monotonic()
+        if now - last >= every_s:
+            print(f"fattorus.report: {desc} {i}/{len(items)}", file=sys.stderr, flush=True)
+            last = now
+        yield item
+
+
+def disambiguate(runs: pl.DataFrame) -> pl.DataFrame:
+    """Append the time window and/or scheduler to workload labels shared by runs that differ in them."""
+    window = pl.format("days {}+{}", pl.col("window_start_days"), pl.col("window_days"))
+    for extra in (window.fill_null("?"), pl.col("sched").fill_null("?")):
+        distinct = extra.n_unique().over("workload") > 1
+        runs = runs.with_columns(
+            workload=pl.when(distinct).then(pl.format("{} [{}]", "workload", extra)).otherwise("workload")
+        )
+    return runs
+
+
+def _read_rows(root: Path, run_dirs: Sequence[Path], skip_bad: bool) -> list[dict[str, Any]]:
+    rows = []
+    for run_dir in progress(run_dirs, "reading runs"):
+        try:
+            rows.append(run_row(run_dir, root))
+        except ReportError as err:
+            if not skip_bad:
+                raise
+            print(f"fattorus.report: warning: skipped {err}", file=sys.stderr)
+    return rows
+
+
+def load_runs(results_dir: str | os.PathLike, *, skip_bad: bool = False) -> pl.DataFrame:
+    """One row per run directory under ``results_dir`` (columns :data:`RUNS_SCHEMA`).
+
+    Sorted by topology, workload, label (paper order) and seed. Raises :class:`ReportError`
+    when there is no run or, unless ``skip_bad`` (then a warning on stderr), a run is unreadable.
+    """
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise ReportError(f"{root}: not a directory")
+    run_dirs = find_run_dirs(root)
+    if not run_dirs:
+        raise ReportError(f"{root}: no run directories (none holds {', '.join(RUN_FILES)})")
+    rows = _read_rows(root, run_dirs, skip_bad)
+    if not rows:
+        raise ReportError(f"{root}: no readable run directories")
+    runs = disambiguate(pl.DataFrame(rows, schema=RUNS_SCHEMA, strict=False))
+    rank = pl.col("label").replace_strict(
+        {label: i for i, label in enumerate(LABEL_ORDER)}, default=len(LABEL_ORDER), return_dtype=pl.Int64
+    )
+    return runs.sort(["topo", "workload", rank, "label", "seed", "run"], nulls_last=True)
+
+
+def warn_duplicate_seeds(runs: pl.DataFrame) -> None:
+    """Warn on stderr when runs of one (workload, label) share a seed (a re-run counted twice)."""
+    seeded = runs.filter(pl.col("seed").is_not_null())
+    dup = seeded.group_by("workload", "label", "seed").len().filter(pl.col("len") > 1)
+    for workload, label, seed, n in dup.sort("workload", "label", "seed").iter_rows():
+        print(f"fattorus.report: warning: {n} runs of {workload} / {label} have seed {seed}", file=sys.stderr)
+
+
+def warn_missing_ideal(runs: pl.DataFrame) -> None:
+    """One warning line when some runs predate the ``ideal_aph`` column (Figure 7 then has no ideal for them)."""
+    missing = runs.filter(~pl.col("has_ideal_aph").fill_null(False))
+    if len(missing):
+        first = missing["run"][0]
+        print(f"fattorus.report: warning: {len(missing)} of {len(runs)} runs (first {first}) have no ideal_aph "
+              "column in jobs.parquet (written by an older fattorus); Figure 7 draws no ideal APH for them",
+              file=sys.stderr)  # fmt: skip
+
+
+def _scan(runs: pl.DataFrame, filename: str, columns: Sequence[str]) -> pl.LazyFrame:
+    parts = []
+    for i, (path, workload, label) in enumerate(runs.select("path", "workload", "label").iter_rows()):
+        scan = pl.scan_parquet(Path(path) / filename)
+        present = set(scan.collect_schema().names())
+        # A column older outputs lack reads as nulls, so one old run does not stop the report.
+        cols = [pl.lit(None, OPTIONAL_JOB_COLUMNS[c]).alias(c) if c not in present and c in OPTIONAL_JOB_COLUMNS
+                else pl.col(c) for c in columns]  # fmt: skip
+        parts.append(scan.select(cols).with_columns(rid=pl.lit(i, pl.Int64), workload=pl.lit(workload),
+                                                    label=pl.lit(label)))  # fmt: skip
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+def jobs_scan(runs: pl.DataFrame, columns: Sequence[str]) -> pl.LazyFrame:
+    """Lazy concatenation of ``columns`` of every run's jobs.parquet with ``rid``, ``workload`` and ``label``."""
+    return _scan(runs, "jobs.parquet", columns)
+
+
+def utilization_scan(runs: pl.DataFrame) -> pl.LazyFrame:
+    """Lazy concatenation of every run's utilization samples with ``rid``, ``workload`` and ``label``."""
+    return _scan(runs, "utilization.parquet", ["utilization"])
