@@ -25,6 +25,7 @@ from fattorus.sched.policy.fattree import (
     TreeBestFit,
 )
 from fattorus.sched.policy.oblivious import FirstFit, TopologyOblivious, TopologyObliviousRandom
+from fattorus.sched.policy.placement import Compact, RandomGroup, RandomRouter, RoundRobinNode, RoundRobinRouter
 from fattorus.sched.policy.space import Tunable
 from fattorus.sched.policy.torus import Feature, Prism, PrismParams
 
@@ -69,6 +70,14 @@ def _feature(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
     return Feature(topo, params.get("features"), min_nodes, str(params.get("ordering", "id")))
 
 
+def _seeded(cls: type[Policy]) -> Callable[[Any, Mapping[str, Any], int], Policy]:
+    def build(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
+        _no_params(cls.name, params)
+        return cls(topo, seed)
+
+    return build
+
+
 def _tree_bestfit(topo: Any, params: Mapping[str, Any], seed: int) -> Policy:
     _no_params("tree_bestfit", params)
     return TreeBestFit(topo)
@@ -83,6 +92,7 @@ REGISTRY: dict[str, tuple[type[Policy], Callable[[Any, Mapping[str, Any], int], 
     "tree_bestfit": (TreeBestFit, _tree_bestfit),
     "prism": (Prism, _prism),
     "feature": (Feature, _feature),
+    **{cls.name: (cls, _seeded(cls)) for cls in (RandomRouter, RandomGroup, RoundRobinNode, RoundRobinRouter, Compact)},
 }
 NAMES = tuple(REGISTRY)
 

@@ -199,6 +199,7 @@ class Prism(Policy):
         self._cache: dict[tuple, Any] = {}  # machine tables and searches, per machine and records
         self._rev = [0, 0]  # changes of the running / pending records (cache keys)
         self._min_usable: dict[int, int] = {}  # per shape: fewest usable slots at any position
+        self._usable_table = self._table_of_usable()
 
     # Engine hooks ----------------------------------------------------------------------------
     def reset(self, machine: st.MachineState) -> None:
@@ -206,8 +207,12 @@ class Prism(Policy):
         self.machine, self.usable = machine, machine.free.copy()
         self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
         self._cache, self._rev, self._min_usable = {}, [0, 0], {}
+        self._usable_table = self._table_of_usable()
+
+    def _table_of_usable(self) -> np.ndarray:
+        """Summed-volume table of usable slots per router (for the search's bounds)."""
         R, p = self.topo.n_routers, self.topo.nodes_per_router
-        self._usable_table = summed_volume(self.usable.reshape(R, p).sum(axis=1).reshape(self.topo.dims))
+        return summed_volume(self.usable.reshape(R, p).sum(axis=1).reshape(self.topo.dims))
 
     def started(self, nodes: np.ndarray) -> None:
         """The placement on ``nodes`` started: its prism is running; hypothetical ones are dropped."""
