@@ -223,11 +223,11 @@ class Dragonfly(Topology):
             cost = ham[:, u].transpose(1, 0, 2)[:, :, None, :] + ham[v].transpose(0, 2, 1)[:, None, :, :]
             best = cost.min(axis=-1)  # (G-1, A, A)
             tied = cost == best[..., None]
-            count = tied.sum(axis=-1)
+            seen = np.cumsum(tied, axis=-1, dtype=np.int16)  # ties so far, per bundle
             ra = g * A + local[None, :, None]
             rb = others[:, None, None] * A + local[None, None, :]
-            rank = (ra + rb) % count  # spread ties deterministically, the same bundle both ways
-            pick = np.argmax(tied & (np.cumsum(tied, axis=-1) == (rank + 1)[..., None]), axis=-1)
+            rank = ((ra + rb) % seen[..., -1]).astype(np.int16)  # spread ties, the same bundle both ways
+            pick = np.argmax(tied & (seen == (rank + 1)[..., None]), axis=-1)
             for k, h in enumerate(others):
                 dist[g * A:(g + 1) * A, h * A:(h + 1) * A] = best[k] + 1
                 choice[g * A:(g + 1) * A, h * A:(h + 1) * A] = pick[k]
@@ -359,7 +359,7 @@ class Dragonfly(Topology):
         return per_class[self.link_class]
 
     # Routes --------------------------------------------------------------------------------
-    def _local_hops(self, xp, a, b) -> list[tuple[Any, Any, int]]:
+    def _local_hops(self, a, b) -> list[tuple[Any, Any, int]]:
         """The (at most two) hops of the local route from router ``a`` to router ``b`` of the
         same group: green along ``a``'s row to ``b``'s column, then black along that column to
         ``b``'s row. Each hop as ``(present, link id of its cable 0, number of cables)``."""
@@ -383,12 +383,12 @@ class Dragonfly(Topology):
         ga, gb = ra // A, rb // A
         other = ga != gb
         if self.groups < 2:
-            return self._local_hops(xp, ra, rb)
+            return self._local_hops(ra, rb)
         u = self._gateway(ga, gb, n)
         v = self._gateway(gb, ga, n)
         blue, k = self._blue_hop(ga, gb, n)
-        first = self._local_hops(xp, ra, xp.where(other, u, rb))
-        second = [(present & other, link, kk) for present, link, kk in self._local_hops(xp, v, rb)]
+        first = self._local_hops(ra, xp.where(other, u, rb))
+        second = [(present & other, link, kk) for present, link, kk in self._local_hops(v, rb)]
         return [*first, (other, blue, k), *second]
 
     def _pad(self, xp, src, dst, hops: list[tuple[Any, Any, int]], width: int):
@@ -453,7 +453,7 @@ class Dragonfly(Topology):
         u1 = self._gateway(ga, target, n1)
         blue, k = self._blue_hop(ga, target, n1)
         w = jnp.where(detour, self._gateway(target, ga, n1), ra)  # the router reached in the intermediate group
-        first = [(present & detour, link, kk) for present, link, kk in self._local_hops(jnp, ra, u1)]
+        first = [(present & detour, link, kk) for present, link, kk in self._local_hops(ra, u1)]
         n2 = self._gather(self.bundle_choice, w, rb)
         hops = [*first, (detour, blue, k), *self._minimal_hops(jnp, w, rb, n2)]
         return self._pad(jnp, src, dst, hops, 5 + self.max_hops)
