@@ -291,3 +291,18 @@ def test_missing_keys_and_derived_bundles():
     t = topology.from_config({"kind": "dragonfly", "name": "x", "groups": 9, "rows": 1, "cols": 4})
     assert t.bundles_per_router == 2 and t.bundles_per_group_pair == 1
     assert topology.from_config(t.config()) == t
+
+
+@pytest.mark.parametrize("conf, sizes", [("small", (2, 5, 17, 40, 64)), ("edison", (3, 30, 300))])
+def test_job_links_equal_the_cables_of_every_route(conf, sizes):
+    t = SMALL if conf == "small" else EDISON
+    rng = np.random.default_rng(4)
+    key = t.link_ends[:, 0] * (t.n_nodes + t.n_routers) + t.link_ends[:, 1]  # a link's (tail, head)
+    hop = t.link_class > 0
+    for n in sizes:
+        nodes = rng.choice(t.n_nodes, n, replace=False)
+        src, dst = np.meshgrid(nodes, nodes, indexing="ij")
+        r = np.asarray(t.routes(src.ravel(), dst.ravel()))
+        used = np.unique(r[r >= 0])
+        expected = hop & np.isin(key, key[used[hop[used]]])  # every cable joining the same two routers
+        assert np.array_equal(t.job_links(nodes), expected)

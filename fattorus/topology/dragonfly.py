@@ -460,19 +460,49 @@ class Dragonfly(Topology):
 
     def job_links(self, nodes: np.ndarray) -> np.ndarray:
         """Router links that the minimal routes between any two of the job's routers can use,
-        every parallel cable of each hop included (a route takes one of them by its node ids,
-        so this is the set over all node pairs a job may have on those routers). Over distinct
-        router pairs, in chunks: ``O(routers^2)`` at most, not ``O(nodes^2)``."""
+        every parallel cable of each hop included (a route picks one by its node ids, so this
+        covers every node pair a job may have on those routers).
+
+        Exact and without routing every pair: within a group a route is green from the source
+        to any column of the job's routers there, then black from any of their rows to the
+        destination; between groups only the source side ``(a, group, bundle)`` and the far
+        side ``(group, bundle, b)`` matter, so the ``u^2`` bundle choices of the ``u`` routers
+        are reduced to those distinct triples (a boolean table, no sort) before any link is
+        computed."""
         r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
         mask = np.zeros(self.n_links, bool)
-        step = max(1, (1 << 18) // max(len(r), 1))
-        for i in range(0, len(r), step):
-            ra, rb = np.meshgrid(r[i:i + step], r, indexing="ij")
-            ra, rb = ra.ravel(), rb.ravel()
-            n = self.bundle_choice[ra, rb].astype(np.int64)
-            for present, link, k in self._minimal_hops(np, ra, rb, n):
-                base = np.unique(np.asarray(link)[present & (ra != rb)])
-                mask[(base[:, None] + np.arange(k)).ravel()] = True
+        if len(r) < 2:
+            return mask
+        G, R, C, A, m = self.groups, self.rows, self.cols, self.routers_per_group, self.bundles_per_group_pair
+        g, i, j = self.router_coords(r)
+        cols, rows = np.zeros((G, C), bool), np.zeros((G, R), bool)
+        cols[g, j] = True
+        rows[g, i] = True
+        # green: a towards every other column of the job in its group; black: into b from every other row
+        a_idx, col = np.nonzero(cols[g] & (np.arange(C) != j[:, None]))
+        a = r[a_idx]
+        _mark(mask, self._green_base + (a * (C - 1) + col - (col > j[a_idx])) * self.green_per_pair, self.green_per_pair)
+        b_idx, row = np.nonzero(rows[g] & (np.arange(R) != i[:, None]))
+        tail = r[b_idx] + (row - i[b_idx]) * C
+        _mark(mask, self._black_base + (tail * (R - 1) + i[b_idx] - (i[b_idx] > row)) * self.black_per_pair,
+              self.black_per_pair)
+        if m == 0 or len(np.unique(g)) < 2:
+            return mask
+        n = self.bundle_choice[np.ix_(r, r)].astype(np.int64)  # (u, u)
+        off = g[:, None] != g[None, :]
+        u = len(r)
+        src_side = np.zeros(u * G * m, bool)  # (source router index, destination group, bundle)
+        src_side[((np.arange(u)[:, None] * G + g[None, :]) * m + n)[off]] = True
+        far_side = np.zeros(G * m * u, bool)  # (source group, bundle, destination router index)
+        far_side[((g[:, None] * m + n) * u + np.arange(u)[None, :])[off]] = True
+        ia, gb, nb = np.unravel_index(np.flatnonzero(src_side), (u, G, m))
+        ra, ga = r[ia], g[ia]
+        hops = self._local_hops(ra, self._gateway(ga, gb, nb))
+        hops.append((np.ones(len(ra), bool), *self._blue_hop(ga, gb, nb)))
+        ga, nb, ib = np.unravel_index(np.flatnonzero(far_side), (G, m, u))
+        hops += self._local_hops(self._gateway(g[ib], ga, nb), r[ib])
+        for present, link, k in hops:
+            _mark(mask, np.asarray(link)[present], k)
         return mask
 
     # Configuration -------------------------------------------------------------------------
@@ -501,6 +531,11 @@ class Dragonfly(Topology):
         if isinstance(data.get("bandwidth"), list):
             data["bandwidth"] = tuple(data["bandwidth"])
         return cls(**data)
+
+
+def _mark(mask: np.ndarray, first: np.ndarray, k: int) -> None:
+    """Set ``mask`` on links ``first + c`` for every cable ``c < k`` (``first``: cable 0's ids)."""
+    mask[(np.asarray(first)[:, None] + np.arange(k)).ravel()] = True
 
 
 def _cables(tail: np.ndarray, head: np.ndarray, k: int) -> np.ndarray:
