@@ -465,10 +465,10 @@ class Dragonfly(Topology):
 
         Exact and without routing every pair: within a group a route is green from the source
         to any column of the job's routers there, then black from any of their rows to the
-        destination; between groups only the source side ``(a, group, bundle)`` and the far
-        side ``(group, bundle, b)`` matter, so the ``u^2`` bundle choices of the ``u`` routers
-        are reduced to those distinct triples (a boolean table, no sort) before any link is
-        computed."""
+        destination; between groups each pair's bundle fixes its links, so the ``u^2`` bundle
+        choices of the ``u`` routers are reduced to the
+        distinct (router, gateway), (group, group, bundle) and (gateway, router) pairs
+        (boolean tables, no sort) before any link is computed."""
         r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
         mask = np.zeros(self.n_links, bool)
         if len(r) < 2:
@@ -488,19 +488,24 @@ class Dragonfly(Topology):
               self.black_per_pair)
         if m == 0 or len(np.unique(g)) < 2:
             return mask
-        n = self.bundle_choice[np.ix_(r, r)].astype(np.int64)  # (u, u)
+        n = self.bundle_choice[np.ix_(r, r)].astype(np.int64)  # (u, u) bundle of each pair
         off = g[:, None] != g[None, :]
         u = len(r)
-        src_side = np.zeros(u * G * m, bool)  # (source router index, destination group, bundle)
-        src_side[((np.arange(u)[:, None] * G + g[None, :]) * m + n)[off]] = True
-        far_side = np.zeros(G * m * u, bool)  # (source group, bundle, destination router index)
-        far_side[((g[:, None] * m + n) * u + np.arange(u)[None, :])[off]] = True
-        ia, gb, nb = np.unravel_index(np.flatnonzero(src_side), (u, G, m))
-        ra, ga = r[ia], g[ia]
-        hops = self._local_hops(ra, self._gateway(ga, gb, nb))
-        hops.append((np.ones(len(ra), bool), *self._blue_hop(ga, gb, nb)))
-        ga, nb, ib = np.unravel_index(np.flatnonzero(far_side), (G, m, u))
-        hops += self._local_hops(self._gateway(g[ib], ga, nb), r[ib])
+        gw = self.gateways
+        near = gw[g[:, None], g[None, :], n] - g[:, None] * A  # local id of the source-side gateway
+        far = gw[g[None, :], g[:, None], n] - g[None, :] * A  # local id of the far-side gateway
+        to_gate = np.zeros(u * A, bool)  # (source router index, gateway in its group)
+        to_gate[(np.arange(u)[:, None] * A + near)[off]] = True
+        bundles = np.zeros(G * G * m, bool)  # (source group, destination group, bundle)
+        bundles[((g[:, None] * G + g[None, :]) * m + n)[off]] = True
+        from_gate = np.zeros(A * u, bool)  # (gateway in the destination's group, destination index)
+        from_gate[(far * u + np.arange(u)[None, :])[off]] = True
+        ia, gate = np.divmod(np.flatnonzero(to_gate), A)
+        hops = self._local_hops(r[ia], g[ia] * A + gate)
+        ga, gb, nb = np.unravel_index(np.flatnonzero(bundles), (G, G, m))
+        hops.append((np.ones(len(ga), bool), *self._blue_hop(ga, gb, nb)))
+        gate, ib = np.divmod(np.flatnonzero(from_gate), u)
+        hops += self._local_hops(g[ib] * A + gate, r[ib])
         for present, link, k in hops:
             _mark(mask, np.asarray(link)[present], k)
         return mask
