@@ -1,0 +1,551 @@
+"""Dragonfly (Edison's Cray Cascade / Aries network; spec `machines.md`).
+
+``G`` groups of ``R x C`` routers (Edison: 15 groups of 6 x 16) with ``p`` nodes per router
+(Aries: 4). Router ``(g, i, j)`` (group, row, column) has id ``r = (g * R + i) * C + j`` and
+its nodes are ``node = r * p + slot``.
+
+* **Cables.** Green: all-to-all within each row (``green_per_pair`` cables per router pair).
+  Black: all-to-all within each column (``black_per_pair``; Edison 3). Blue: between groups,
+  in bundles of ``blue_per_bundle`` cables (Edison 2) joining one router of each group.
+* **Global arrangement** (Edison's real wiring is not public; ``docs/decisions.md``
+  "Dragonfly"). Every router has ``bundles_per_router`` bundle slots; group ``g`` numbers its
+  slots ``s = local_router * bundles_per_router + k`` (routers in id order). Every pair of
+  groups gets the same number ``m = floor(R C bundles_per_router / (G - 1))`` of bundles
+  (the slots beyond ``m (G - 1)`` stay unused). Slot ``s`` holds bundle ``n`` towards the
+  ``t``-th other group of ``g`` (other groups in id order, ``g`` skipped) by the arrangement:
+  ``round_robin`` ``s = n (G - 1) + t`` (the default: consecutive slots go to consecutive
+  groups) or ``consecutive`` ``s = t m + n`` (a group's bundles to one group on neighbouring
+  routers). Bundle ``n`` of ``g`` towards ``h`` joins bundle ``n`` of ``h`` towards ``g``.
+* **Hops** count router-to-router cables: within a group the Hamming distance of
+  ``(row, column)`` (0, 1 or 2); between groups ``1 + min_n (L(a, u_n) + L(v_n, b))`` over
+  the ``m`` bundles ``(u_n, v_n)`` of the two groups: minimal routing takes the shortest
+  local-global-local path.
+* **Static (minimal) routing**: within a group green first (along the row to the
+  destination's column) then black (along that column to the destination's row); between
+  groups that local route to the gateway ``u_n``, the blue cable, then the same local route
+  from ``v_n``. Among the bundles of minimal length the ``((r_src + r_dst) mod count)``-th
+  (router ids; the same bundle both ways); among the parallel cables of a hop cable
+  ``(src + dst) mod k`` (node ids).
+* **Links** (directed), one per physical cable and direction, each with its cable's
+  bandwidth (a router pair joined by ``k`` cables has ``k`` parallel links, ``k`` times the
+  bandwidth). Vertices: nodes ``0..N-1``, router ``r`` is ``N + r``. Ids: node ``n``'s
+  up-link ``n``, its down-link ``N + n``; then green ``G0 + (r (C-1) + jj) kg + c`` from
+  router ``r`` to the ``jj``-th other router of its row; black ``K0 + (r (R-1) + ii) kk + c``
+  to the ``ii``-th other router of its column; blue ``U0 + (g S + s) kb + c`` leaving group
+  ``g``'s slot ``s`` (``S = m (G - 1)`` used slots per group).
+* **Tables.** The router distance and bundle choice are tabled once per machine
+  (``routers^2`` entries: 2 MB each on Edison's 1,440 routers); hops, routes and the hop sum
+  gather from them, so every kernel is a few gathers (the hop sum a router histogram against
+  the distance table for wide allocations).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fattorus.topology import register
+from fattorus.topology.base import Level, Topology, TopologyError
+
+CLASSES = ("node-router", "green", "black", "blue")
+ARRANGEMENTS = ("round_robin", "consecutive")
+
+
+def _jnp():
+    import jax.numpy as jnp
+
+    return jnp
+
+
+def _numpy_only(*xs) -> bool:
+    """True when every argument is a NumPy array or a Python/NumPy integer (no JAX arrays)."""
+    return all(isinstance(x, np.ndarray | int | np.integer) for x in xs)
+
+
+def _positive_int(name: str, field: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise TopologyError(f"topology {name!r}: {field} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class Dragonfly(Topology):
+    """Static parameters of a dragonfly (Cray Cascade layout: row/column groups).
+
+    Attributes:
+      name: label used in outputs (``edison``, ...).
+      groups: ``G``, number of groups (Edison: 15 cabinet pairs).
+      rows, cols: ``R x C`` routers per group (Edison: 6 chassis x 16 blades).
+      nodes_per_router: ``p`` (Aries: 4).
+      green_per_pair: cables between two routers of a row.
+      black_per_pair: cables between two routers of a column (Edison: 3).
+      blue_per_bundle: cables in one inter-group bundle (Edison: 2).
+      bundles_per_router: bundle slots per router (Edison: 5 = 10 Aries global ports in
+        bundles of 2); ``None`` gives the fewest that connect every pair of groups.
+      bandwidth: per-cable bandwidth of green, black and blue cables, GB/s (Aries 5.25,
+        5.25, 4.7).
+      arrangement: inter-group wiring, ``round_robin`` or ``consecutive`` (module docstring).
+    """
+
+    name: str
+    groups: int
+    rows: int
+    cols: int
+    nodes_per_router: int = 4
+    green_per_pair: int = 1
+    black_per_pair: int = 3
+    blue_per_bundle: int = 2
+    bundles_per_router: int | None = None
+    bandwidth: tuple[float, float, float] = (5.25, 5.25, 4.7)
+    arrangement: str = "round_robin"
+
+    kind: ClassVar[str] = "dragonfly"
+    hop_classes: ClassVar[tuple[str, ...]] = CLASSES[1:]
+
+    def __post_init__(self) -> None:
+        name = self.name
+        for field in ("groups", "rows", "cols", "nodes_per_router", "green_per_pair", "black_per_pair",
+                      "blue_per_bundle"):
+            object.__setattr__(self, field, _positive_int(name, field, getattr(self, field)))
+        G, A = self.groups, self.rows * self.cols
+        if self.bundles_per_router is None:
+            # the fewest slots per router that give every pair of groups one bundle
+            object.__setattr__(self, "bundles_per_router", -(-(G - 1) // A))
+        bpr = _positive_int(name, "bundles_per_router", self.bundles_per_router, minimum=0)
+        object.__setattr__(self, "bundles_per_router", bpr)
+        if G > 1 and A * bpr < G - 1:
+            raise TopologyError(f"topology {name!r}: {A} routers x {bpr} bundles_per_router cannot connect a group "
+                                f"to the {G - 1} others; need bundles_per_router >= {-(-(G - 1) // A)}")
+        bw = self.bandwidth
+        if isinstance(bw, str) or not hasattr(bw, "__len__") or len(bw) != 3 or not all(
+                isinstance(b, int | float) and not isinstance(b, bool) and b > 0 for b in bw):
+            raise TopologyError(f"topology {name!r}: bandwidth must be three positive numbers "
+                                f"(green, black, blue), got {bw!r}")
+        object.__setattr__(self, "bandwidth", tuple(float(b) for b in bw))
+        if self.arrangement not in ARRANGEMENTS:
+            raise TopologyError(f"topology {name!r}: unknown arrangement {self.arrangement!r}; choices: {list(ARRANGEMENTS)}")
+
+    # Sizes and coordinates -----------------------------------------------------------------
+    @property
+    def routers_per_group(self) -> int:
+        """``R * C``."""
+        return self.rows * self.cols
+
+    @property
+    def n_routers(self) -> int:
+        """Routers of the machine."""
+        return self.groups * self.routers_per_group
+
+    @property
+    def n_nodes(self) -> int:
+        """Node slots: routers times nodes per router."""
+        return self.n_routers * self.nodes_per_router
+
+    @property
+    def bundles_per_group_pair(self) -> int:
+        """``m``: bundles joining each pair of groups (0 on a single group)."""
+        if self.groups < 2:
+            return 0
+        return self.routers_per_group * self.bundles_per_router // (self.groups - 1)
+
+    @functools.cached_property
+    def levels(self) -> tuple[Level, ...]:
+        """Router (``p`` nodes, 0 hops apart), then group (``R C p`` nodes, at most 2 hops apart)."""
+        return (Level("router", self.nodes_per_router), Level("group", self.routers_per_group * self.nodes_per_router))
+
+    def router_coords(self, routers):
+        """``(group, row, column)`` of router ids (broadcasting)."""
+        R, C = self.rows, self.cols
+        return routers // (R * C), (routers // C) % R, routers % C
+
+    def coords(self, nodes) -> tuple:
+        """``(group, row, column, slot)`` of each node id."""
+        p = self.nodes_per_router
+        return (*self.router_coords(nodes // p), nodes % p)
+
+    # Global arrangement --------------------------------------------------------------------
+    def _slot(self, t, n):
+        """Slot (in its group) of bundle ``n`` towards the ``t``-th other group."""
+        if self.arrangement == "round_robin":
+            return n * max(self.groups - 1, 1) + t
+        return t * self.bundles_per_group_pair + n
+
+    def _slot_bundle(self, s):
+        """``(t, n)`` of slot ``s``: the other-group index and the bundle number."""
+        if self.arrangement == "round_robin":
+            Gm1 = max(self.groups - 1, 1)
+            return s % Gm1, s // Gm1
+        m = max(self.bundles_per_group_pair, 1)
+        return s // m, s % m
+
+    @staticmethod
+    def _other_index(g, h):
+        """Index of group ``h`` among the groups other than ``g`` (``h != g``)."""
+        return h - (h > g)
+
+    def _gateway(self, g, h, n):
+        """Router id (global) in group ``g`` holding bundle ``n`` towards group ``h``."""
+        return g * self.routers_per_group + self._slot(self._other_index(g, h), n) // self.bundles_per_router
+
+    @functools.cached_property
+    def gateways(self) -> np.ndarray:
+        """``(G, G, m)`` int: router id in group ``g`` of bundle ``n`` towards ``h`` (the
+        diagonal ``g == h`` is meaningless, 0)."""
+        G, m = self.groups, self.bundles_per_group_pair
+        g, h, n = np.meshgrid(np.arange(G), np.arange(G), np.arange(m), indexing="ij")
+        return np.where(g == h, 0, self._gateway(g, h, n)).astype(np.int64)
+
+    @functools.cached_property
+    def _tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Router distance ``(NR, NR)`` int8 and minimal bundle choice ``(NR, NR)`` int16.
+
+        Built group by group: for source group ``g`` and every other group at once the
+        ``(G-1, A, A, m)`` path lengths ``L(a, u_n) + 1 + L(v_n, b)`` over the bundles."""
+        G, A, m = self.groups, self.routers_per_group, self.bundles_per_group_pair
+        NR = self.n_routers
+        local = np.arange(A)
+        li, lj = local // self.cols, local % self.cols
+        ham = ((li[:, None] != li[None, :]).astype(np.int8) + (lj[:, None] != lj[None, :]))  # (A, A)
+        dist = np.zeros((NR, NR), np.int8)
+        choice = np.zeros((NR, NR), np.int16)
+        for g in range(G):
+            dist[g * A:(g + 1) * A, g * A:(g + 1) * A] = ham
+            if m == 0:
+                continue
+            others = np.array([h for h in range(G) if h != g])
+            u = self.gateways[g, others] - g * A  # (G-1, m) local ids in g
+            v = self.gateways[others, g] - others[:, None] * A  # (G-1, m) local ids in h
+            cost = ham[:, u].transpose(1, 0, 2)[:, :, None, :] + ham[v].transpose(0, 2, 1)[:, None, :, :]
+            best = cost.min(axis=-1)  # (G-1, A, A)
+            tied = cost == best[..., None]
+            seen = np.cumsum(tied, axis=-1, dtype=np.int16)  # ties so far, per bundle
+            ra = g * A + local[None, :, None]
+            rb = others[:, None, None] * A + local[None, None, :]
+            rank = ((ra + rb) % seen[..., -1]).astype(np.int16)  # spread ties, the same bundle both ways
+            pick = np.argmax(tied & (seen == (rank + 1)[..., None]), axis=-1)
+            for k, h in enumerate(others):
+                dist[g * A:(g + 1) * A, h * A:(h + 1) * A] = best[k] + 1
+                choice[g * A:(g + 1) * A, h * A:(h + 1) * A] = pick[k]
+        return dist, choice
+
+    @property
+    def router_distance(self) -> np.ndarray:
+        """``(NR, NR)`` int8: hops between routers under minimal routing."""
+        return self._tables[0]
+
+    @property
+    def bundle_choice(self) -> np.ndarray:
+        """``(NR, NR)`` int16: bundle number ``n`` a minimal route between two routers of
+        different groups takes (0 within a group)."""
+        return self._tables[1]
+
+    def _gather(self, table: np.ndarray, ra, rb):
+        """``table[ra, rb]`` as int32, NumPy for NumPy inputs, jax.numpy otherwise."""
+        if _numpy_only(ra, rb):
+            return table[ra, rb].astype(np.int32)
+        jnp = _jnp()
+        return jnp.asarray(table)[ra, rb].astype(jnp.int32)
+
+    # Distances -----------------------------------------------------------------------------
+    def hops(self, a, b):
+        """Router-to-router hops between nodes ``a`` and ``b`` under minimal routing
+        (broadcasting; int32)."""
+        p = self.nodes_per_router
+        return self._gather(self.router_distance, a // p, b // p)
+
+    @functools.cached_property
+    def max_hops(self) -> int:
+        """Largest entry of the router distance table (at most 2 + 1 + 2 = 5)."""
+        return int(self.router_distance.max())
+
+    def hop_sum(self, nodes, valid):
+        """``sum_{i != j} H`` of one padded allocation (jit-traceable): for widths up to the
+        router count the pairwise gather from the distance table, beyond it the allocation's
+        router histogram ``h`` against the table, ``h^T D h`` (``O(routers^2)``, no ``W^2``)."""
+        jnp = _jnp()
+        nodes, valid = jnp.asarray(nodes), jnp.asarray(valid)
+        r = jnp.where(valid, nodes, 0) // self.nodes_per_router
+        D = jnp.asarray(self.router_distance).astype(jnp.int32)
+        if nodes.shape[-1] <= self.n_routers:  # static: whichever is less work for this width
+            both = valid[:, None] & valid[None, :]
+            return jnp.sum(jnp.where(both, D[r[:, None], r[None, :]], 0))
+        h = jnp.zeros(self.n_routers, jnp.int32).at[r].add(valid.astype(jnp.int32))
+        return h @ (D @ h)
+
+    def ideal_allocation(self, n: int) -> np.ndarray:
+        """The first ``n`` node ids: whole routers, a row of a group (all 1 hop apart) before the
+        next row, a group (at most 2 hops) before the next group. Compact, though not proven
+        optimal beyond one row."""
+        return np.arange(int(n))
+
+    def ideal_aph(self, n: int) -> float:
+        """APH of :meth:`ideal_allocation`: its router histogram against the distance table."""
+        n = int(n)
+        if n <= 1:
+            return 0.0
+        h = np.bincount(self.ideal_allocation(n) // self.nodes_per_router, minlength=self.n_routers).astype(np.int64)
+        nz = np.flatnonzero(h)
+        total = int(h[nz] @ self.router_distance[np.ix_(nz, nz)].astype(np.int64) @ h[nz])
+        return total / (n * (n - 1))
+
+    # Links ---------------------------------------------------------------------------------
+    @property
+    def link_class_names(self) -> tuple[str, ...]:
+        """``node-router`` (injection/ejection, no hop) then ``green``, ``black``, ``blue``."""
+        return CLASSES
+
+    @property
+    def _green_base(self) -> int:
+        return 2 * self.n_nodes
+
+    @property
+    def _black_base(self) -> int:
+        return self._green_base + self.n_routers * (self.cols - 1) * self.green_per_pair
+
+    @property
+    def _blue_base(self) -> int:
+        return self._black_base + self.n_routers * (self.rows - 1) * self.black_per_pair
+
+    @property
+    def _slots_used(self) -> int:
+        """``S = m (G - 1)``: bundle slots in use per group."""
+        return self.bundles_per_group_pair * max(self.groups - 1, 0)
+
+    @property
+    def n_links(self) -> int:
+        """Injection and ejection per node, then one directed link per cable and direction."""
+        return self._blue_base + self.groups * self._slots_used * self.blue_per_bundle
+
+    @functools.cached_property
+    def link_class(self) -> np.ndarray:
+        """Class index of each link (:data:`CLASSES`)."""
+        sizes = (self._green_base, self._black_base - self._green_base, self._blue_base - self._black_base,
+                 self.n_links - self._blue_base)
+        return np.repeat(np.arange(4, dtype=np.int32), sizes)
+
+    @functools.cached_property
+    def link_ends(self) -> np.ndarray:
+        """``(n_links, 2)`` tail and head vertex ids (nodes ``0..N-1``, router ``r`` is ``N + r``)."""
+        N, p, R, C = self.n_nodes, self.nodes_per_router, self.rows, self.cols
+        nodes = np.arange(N)
+        up = np.stack([nodes, N + nodes // p], axis=1)
+        parts = [up, up[:, ::-1]]
+        r = np.arange(self.n_routers)
+        _, i, j = self.router_coords(r)
+        # green: r -> the jj-th other router of its row, green_per_pair times
+        jj = np.arange(C - 1)
+        head = r[:, None] - j[:, None] + jj[None, :] + (jj[None, :] >= j[:, None])
+        parts.append(_cables(N + r[:, None], N + head, self.green_per_pair))
+        ii = np.arange(R - 1)
+        head = r[:, None] + (ii[None, :] + (ii[None, :] >= i[:, None]) - i[:, None]) * C
+        parts.append(_cables(N + r[:, None], N + head, self.black_per_pair))
+        if self._slots_used:
+            g, s = np.divmod(np.arange(self.groups * self._slots_used), self._slots_used)
+            t, n = self._slot_bundle(s)
+            h = t + (t >= g)
+            tail = g * self.routers_per_group + s // self.bundles_per_router
+            parts.append(_cables(N + tail[:, None], N + self._gateway(h, g, n)[:, None], self.blue_per_bundle))
+        return np.concatenate(parts).astype(np.int64)
+
+    @functools.cached_property
+    def link_bandwidth(self) -> np.ndarray:
+        """Bandwidth of each link (one cable), GB/s: its colour's; node-router links the fastest."""
+        per_class = np.array([max(self.bandwidth), *self.bandwidth])
+        return per_class[self.link_class]
+
+    # Routes --------------------------------------------------------------------------------
+    def _local_hops(self, a, b) -> list[tuple[Any, Any, int]]:
+        """The (at most two) hops of the local route from router ``a`` to router ``b`` of the
+        same group: green along ``a``'s row to ``b``'s column, then black along that column to
+        ``b``'s row. Each hop as ``(present, link id of its cable 0, number of cables)``."""
+        R, C = self.rows, self.cols
+        ia, ja = (a // C) % R, a % C
+        ib, jb = (b // C) % R, b % C
+        green = self._green_base + (a * (C - 1) + jb - (jb > ja)) * self.green_per_pair
+        mid = a + jb - ja  # (row of a, column of b)
+        black = self._black_base + (mid * (R - 1) + ib - (ib > ia)) * self.black_per_pair
+        return [(ja != jb, green, self.green_per_pair), (ia != ib, black, self.black_per_pair)]
+
+    def _blue_hop(self, g, h, n) -> tuple[Any, int]:
+        """Link id of cable 0 of bundle ``n`` from group ``g`` towards ``h``, and the cable count."""
+        s = self._slot(self._other_index(g, h), n)
+        return self._blue_base + (g * max(self._slots_used, 1) + s) * self.blue_per_bundle, self.blue_per_bundle
+
+    def _minimal_hops(self, xp, ra, rb, n) -> list[tuple[Any, Any, int]]:
+        """Hops of the minimal route from router ``ra`` to ``rb`` taking bundle ``n`` when they
+        are in different groups: local to the gateway, blue, local from the far gateway."""
+        A = self.routers_per_group
+        ga, gb = ra // A, rb // A
+        other = ga != gb
+        if self.groups < 2:
+            return self._local_hops(ra, rb)
+        u = self._gateway(ga, gb, n)
+        v = self._gateway(gb, ga, n)
+        blue, k = self._blue_hop(ga, gb, n)
+        first = self._local_hops(ra, xp.where(other, u, rb))
+        second = [(present & other, link, kk) for present, link, kk in self._local_hops(v, rb)]
+        return [*first, (other, blue, k), *second]
+
+    def _pad(self, xp, src, dst, hops: list[tuple[Any, Any, int]], width: int):
+        """Injection, the present hops (each on cable ``(src + dst) mod k``), ejection, packed
+        to the front of ``(..., width)`` link ids, ``-1`` padded; empty for ``src == dst`` or
+        a negative end."""
+        N, p = self.n_nodes, self.nodes_per_router
+        s, d = xp.maximum(src, 0), xp.maximum(dst, 0)
+        true = xp.ones(s.shape, bool)
+        entries = [(true, s)] + [(present, link + (s + d) % k) for present, link, k in hops] + [(true, N + d)]
+        t = xp.arange(width)
+        out = xp.full(s.shape + (width,), -1, np.int32)
+        pos = xp.zeros(s.shape, np.int32)
+        for present, link in entries:
+            here = (t == pos[..., None]) & present[..., None]
+            out = xp.where(here, link[..., None], out)
+            pos = pos + present.astype(np.int32)
+        valid = (src >= 0) & (dst >= 0) & (src != dst)
+        return xp.where(valid[..., None], out, -1).astype(np.int32)
+
+    @property
+    def max_route_links(self) -> int:
+        """Injection + the longest minimal route + ejection."""
+        return 2 + self.max_hops
+
+    def routes(self, src, dst):
+        """Minimal static routes of a batch of node pairs: ``(..., max_route_links)`` link ids,
+        ``-1`` padded (module docstring for the choices); jit-traceable."""
+        jnp = _jnp()
+        src, dst = jnp.asarray(src), jnp.asarray(dst)
+        p = self.nodes_per_router
+        ra, rb = jnp.maximum(src, 0) // p, jnp.maximum(dst, 0) // p
+        n = self._gather(self.bundle_choice, ra, rb)
+        return self._pad(jnp, src, dst, self._minimal_hops(jnp, ra, rb, n), self.max_route_links)
+
+    def valiant_routes(self, src, dst, intermediate_group):
+        """Non-minimal (Valiant) routes through ``intermediate_group`` (broadcasting):
+        minimal from the source router to a router of the intermediate group, then minimal
+        from there to the destination. The router reached is the far end of the bundle whose
+        gateway is nearest the source (ties by ``(r_src + r_dst) mod count``). When the
+        intermediate group is the source's or the destination's the route is the minimal one.
+        ``(..., 5 + max_hops)`` link ids, ``-1`` padded; jit-traceable."""
+        jnp = _jnp()
+        src, dst = jnp.asarray(src), jnp.asarray(dst)
+        via = jnp.asarray(intermediate_group)
+        src, dst, via = jnp.broadcast_arrays(src, dst, via)
+        p, A, m = self.nodes_per_router, self.routers_per_group, self.bundles_per_group_pair
+        ra, rb = jnp.maximum(src, 0) // p, jnp.maximum(dst, 0) // p
+        ga, gb = ra // A, rb // A
+        detour = (via != ga) & (via != gb) & (via >= 0) & (via < self.groups)
+        if m == 0:  # one group: nothing to detour through
+            detour = jnp.zeros_like(detour)
+            n1 = jnp.zeros_like(ra)
+        else:
+            R, C = self.rows, self.cols
+            u = jnp.asarray(self.gateways)[ga, jnp.where(detour, via, 0)]  # (..., m) towards via
+            cost = ((ra[..., None] // C) % R != (u // C) % R).astype(jnp.int32) + (ra[..., None] % C != u % C)
+            tied = cost == cost.min(axis=-1, keepdims=True)
+            rank = (ra + rb) % tied.sum(axis=-1)
+            n1 = jnp.argmax(tied & (jnp.cumsum(tied, axis=-1) == (rank + 1)[..., None]), axis=-1)
+        target = jnp.where(detour, via, (ga + 1) % max(self.groups, 1))  # any other group where no detour
+        u1 = self._gateway(ga, target, n1)
+        blue, k = self._blue_hop(ga, target, n1)
+        w = jnp.where(detour, self._gateway(target, ga, n1), ra)  # the router reached in the intermediate group
+        first = [(present & detour, link, kk) for present, link, kk in self._local_hops(ra, u1)]
+        n2 = self._gather(self.bundle_choice, w, rb)
+        hops = [*first, (detour, blue, k), *self._minimal_hops(jnp, w, rb, n2)]
+        return self._pad(jnp, src, dst, hops, 5 + self.max_hops)
+
+    def job_links(self, nodes: np.ndarray) -> np.ndarray:
+        """Router links that the minimal routes between any two of the job's routers can use,
+        every parallel cable of each hop included (a route picks one by its node ids, so this
+        covers every node pair a job may have on those routers).
+
+        Exact and without routing every pair: within a group a route is green from the source
+        to any column of the job's routers there, then black from any of their rows to the
+        destination; between groups each pair's bundle fixes its links, so the ``u^2`` bundle
+        choices of the ``u`` routers are reduced to the
+        distinct (router, gateway), (group, group, bundle) and (gateway, router) pairs
+        (boolean tables, no sort) before any link is computed."""
+        r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
+        mask = np.zeros(self.n_links, bool)
+        if len(r) < 2:
+            return mask
+        G, R, C, A, m = self.groups, self.rows, self.cols, self.routers_per_group, self.bundles_per_group_pair
+        g, i, j = self.router_coords(r)
+        cols, rows = np.zeros((G, C), bool), np.zeros((G, R), bool)
+        cols[g, j] = True
+        rows[g, i] = True
+        # green: a towards every other column of the job in its group; black: into b from every other row
+        a_idx, col = np.nonzero(cols[g] & (np.arange(C) != j[:, None]))
+        a = r[a_idx]
+        _mark(mask, self._green_base + (a * (C - 1) + col - (col > j[a_idx])) * self.green_per_pair, self.green_per_pair)
+        b_idx, row = np.nonzero(rows[g] & (np.arange(R) != i[:, None]))
+        tail = r[b_idx] + (row - i[b_idx]) * C
+        _mark(mask, self._black_base + (tail * (R - 1) + i[b_idx] - (i[b_idx] > row)) * self.black_per_pair,
+              self.black_per_pair)
+        if m == 0 or len(np.unique(g)) < 2:
+            return mask
+        n = self.bundle_choice[np.ix_(r, r)].astype(np.int64)  # (u, u) bundle of each pair
+        off = g[:, None] != g[None, :]
+        u = len(r)
+        gw = self.gateways
+        near = gw[g[:, None], g[None, :], n] - g[:, None] * A  # local id of the source-side gateway
+        far = gw[g[None, :], g[:, None], n] - g[None, :] * A  # local id of the far-side gateway
+        to_gate = np.zeros(u * A, bool)  # (source router index, gateway in its group)
+        to_gate[(np.arange(u)[:, None] * A + near)[off]] = True
+        bundles = np.zeros(G * G * m, bool)  # (source group, destination group, bundle)
+        bundles[((g[:, None] * G + g[None, :]) * m + n)[off]] = True
+        from_gate = np.zeros(A * u, bool)  # (gateway in the destination's group, destination index)
+        from_gate[(far * u + np.arange(u)[None, :])[off]] = True
+        ia, gate = np.divmod(np.flatnonzero(to_gate), A)
+        hops = self._local_hops(r[ia], g[ia] * A + gate)
+        ga, gb, nb = np.unravel_index(np.flatnonzero(bundles), (G, G, m))
+        hops.append((np.ones(len(ga), bool), *self._blue_hop(ga, gb, nb)))
+        gate, ib = np.divmod(np.flatnonzero(from_gate), u)
+        hops += self._local_hops(g[ib] * A + gate, r[ib])
+        for present, link, k in hops:
+            _mark(mask, np.asarray(link)[present], k)
+        return mask
+
+    # Configuration -------------------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        """Full configuration (``kind`` included) that rebuilds this dragonfly."""
+        return {"kind": self.kind, "name": self.name, "groups": self.groups, "rows": self.rows, "cols": self.cols,
+                "nodes_per_router": self.nodes_per_router, "green_per_pair": self.green_per_pair,
+                "black_per_pair": self.black_per_pair, "blue_per_bundle": self.blue_per_bundle,
+                "bundles_per_router": self.bundles_per_router, "bandwidth": list(self.bandwidth),
+                "arrangement": self.arrangement}
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> Dragonfly:
+        """Build from a mapping; unknown, missing or bad keys are one-line errors naming them."""
+        data = dict(cfg)
+        name = str(data.get("name", "?"))
+        allowed = {f.name for f in dataclasses.fields(cls)} | {"kind", "description"}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise TopologyError(f"topology {name!r}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+        missing = [k for k in ("name", "groups", "rows", "cols") if k not in data]
+        if missing:
+            raise TopologyError(f"topology {name!r}: missing key(s) {missing}")
+        data.pop("kind", None)
+        data.pop("description", None)
+        if isinstance(data.get("bandwidth"), list):
+            data["bandwidth"] = tuple(data["bandwidth"])
+        return cls(**data)
+
+
+def _mark(mask: np.ndarray, first: np.ndarray, k: int) -> None:
+    """Set ``mask`` on links ``first + c`` for every cable ``c < k`` (``first``: cable 0's ids)."""
+    mask[(np.asarray(first)[:, None] + np.arange(k)).ravel()] = True
+
+
+def _cables(tail: np.ndarray, head: np.ndarray, k: int) -> np.ndarray:
+    """``(len * k, 2)`` link ends: each ``(tail, head)`` pair (broadcast to one shape) repeated
+    for its ``k`` parallel cables, cable index fastest (the link-id order)."""
+    tail, head = np.broadcast_arrays(tail, head)
+    ends = np.stack([tail.ravel(), head.ravel()], axis=1)
+    return np.repeat(ends, k, axis=0)
