@@ -64,7 +64,8 @@ def check_run_dir(d: Path) -> dict:
 GROUPS = [
     ("+topo", ["cab", "pinot", "ft44", "ft6", "ft6x6", "ft6_tapered"], "topo"),  # tori: test_torus
     ("+speedup", ["none", "x5", "x10", "x20", "v1", "v2"], "speedup"),
-    ("policy", ["to", "to_random", "first_fit", "ta", "tree_bestfit"], "policy"),
+    ("policy", ["to", "to_random", "first_fit", "ta", "tree_bestfit", "random_router", "random_group",
+                "round_robin_node", "round_robin_router", "compact"], "policy"),
     ("sched", ["fcfs", "easy"], "sched"),
 ]
 

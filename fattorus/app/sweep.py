@@ -95,42 +95,14 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     ft = topology.from_config(topo_cfg)
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
-    if wl_cfg.get("scale") == "machine":  # the machine's default load (conf/topo: default_scale)
-        wl_cfg["scale"] = topo_cfg.get("default_scale", 1)  # recorded as resolved in summary.json
-    try:
-        usable = int(ft.usable(wl_cfg.get("node_kind")).sum())
-    except topology.TopologyError as err:
-        raise UserError(f"workload.node_kind: {err}") from None
-    wl, transform_counts = workload.from_config(wl_cfg, machine_nodes=usable,
-                                                machine_scale=topo_cfg.get("default_scale", 1))
-    print(_scale_line(wl_cfg, transform_counts, usable), flush=True)  # stdout: stderr is for problems
+    wl, transform_counts = _load_workload(wl_cfg, topo_cfg, ft)
     skip_line = _skip_line(wl)
     if skip_line:
         print(skip_line, file=sys.stderr, flush=True)
     jobs = workload.with_estimate(wl.jobs)
 
     runtime_s = _speedup_runtimes(scenario, int(cfg.seed), jobs)
-    key_choices = {
-        "topo": topo_name,
-        "policy": str(cfg.policy.name),
-        "policy_params": OmegaConf.to_container(cfg.policy.params, resolve=True),
-        "sched": str(cfg.sched.name),
-        "speedup": speedup_name,
-        "seed": int(cfg.seed),
-        "study": str(cfg.study),
-        "workload": {
-            **{k: wl_cfg.get(k) for k in ("name", "format", "cores_per_node", "scale", "window_start_days", "window_days")},
-            "path": wl.path,
-            "sha256": wl.sha256,
-            "lines": wl.lines,
-            "parse_skipped": wl.skipped.total,
-            "parse_skipped_by_reason": dict(wl.skipped.counts),
-            "parse_skipped_first": [e._asdict() for e in wl.skipped.entries[:5]],
-            "outside_window": transform_counts.get("outside_window", 0),
-            "scale_factor": transform_counts.get("scale_factor", 1.0),
-            "node_kind": wl_cfg.get("node_kind") or ft.default_job_kind,
-        },
-    }
+    key_choices = _key_choices(cfg, topo_name, speedup_name, wl_cfg, wl, transform_counts, ft)
     result = replay.replay(
         jobs,
         ft,
@@ -154,6 +126,48 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     elif cfg.logger.name != "none":
         raise UserError(f"logger.name={cfg.logger.name!r}: choose one of ['none', 'wandb']")
     return result.summary
+
+
+def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dict[str, Any], wl: Any,
+                 transform_counts: dict[str, Any], ft: Any) -> dict[str, Any]:
+    """The run's key choices for ``summary.json`` ``config``."""
+    return {
+        "topo": topo_name,
+        "policy": str(cfg.policy.name),
+        "policy_params": OmegaConf.to_container(cfg.policy.params, resolve=True),
+        "sched": str(cfg.sched.name),
+        "speedup": speedup_name,
+        "seed": int(cfg.seed),
+        "study": str(cfg.study),
+        "workload": {
+            **{k: wl_cfg.get(k) for k in ("name", "format", "cores_per_node", "scale", "window_start_days", "window_days")},
+            "path": wl.path,
+            "sha256": wl.sha256,
+            "lines": wl.lines,
+            "parse_skipped": wl.skipped.total,
+            "parse_skipped_by_reason": dict(wl.skipped.counts),
+            "parse_skipped_first": [e._asdict() for e in wl.skipped.entries[:5]],
+            "outside_window": transform_counts.get("outside_window", 0),
+            "scale_factor": transform_counts.get("scale_factor", 1.0),
+            "node_kind": wl_cfg.get("node_kind") or ft.default_job_kind,
+        },
+    }
+
+
+def _load_workload(wl_cfg: dict[str, Any], topo_cfg: dict[str, Any], ft: Any) -> tuple[Any, dict[str, Any]]:
+    """The workload scaled for the machine's usable nodes; prints the scaling it used.
+    ``scale=machine`` is resolved in ``wl_cfg`` (so ``summary.json`` records the number used)."""
+    from fattorus import topology, workload
+
+    if wl_cfg.get("scale") == "machine":  # the machine's default load (conf/topo: default_scale)
+        wl_cfg["scale"] = topo_cfg.get("default_scale", 1)
+    try:
+        usable = int(ft.usable(wl_cfg.get("node_kind")).sum())
+    except topology.TopologyError as err:
+        raise UserError(f"workload.node_kind: {err}") from None
+    wl, counts = workload.from_config(wl_cfg, machine_nodes=usable, machine_scale=topo_cfg.get("default_scale", 1))
+    print(_scale_line(wl_cfg, counts, usable), flush=True)  # stdout: stderr is for problems
+    return wl, counts
 
 
 def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> str:

@@ -146,12 +146,7 @@ def replay(
     cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
     schedule = simulate(*cols, topo, pol, sched, progress=progress,
                         usable=None if capacity == topo.n_nodes else usable)
-    out = _jobs_table(prepared, schedule, topo)
-    exposed = metrics.exposed(out, topo)
-    # Appended last so that the columns of earlier outputs keep their positions.
-    out = out.with_columns(pl.Series("exposed", exposed),
-                           _per_size(cols[3], lambda n: float(ideal_aph(topo, n)), pl.Float64).alias("ideal_aph"))
-    out = out.with_columns(_shape_columns(schedule.alloc, topo))
+    out, exposed = _outputs(prepared, schedule, topo, cols[3])
     util = metrics.utilization(out, capacity)
     summary = metrics.summary(
         out,
@@ -214,6 +209,16 @@ def _jobs_table(prepared: pl.DataFrame, schedule: Schedule, topo: Any) -> pl.Dat
             "shadow_s": schedule.shadow,
         }
     )
+
+
+def _outputs(prepared: pl.DataFrame, schedule: Schedule, topo: Any, nodes: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+    """The jobs table with every per-job figure, and the exposure flags."""
+    out = _jobs_table(prepared, schedule, topo)
+    exposed = metrics.exposed(out, topo)
+    # Appended last so that the columns of earlier outputs keep their positions.
+    out = out.with_columns(pl.Series("exposed", exposed),
+                           _per_size(nodes, lambda n: float(ideal_aph(topo, n)), pl.Float64).alias("ideal_aph"))
+    return out.with_columns(_shape_columns(schedule.alloc, topo)), exposed
 
 
 def _shape_columns(alloc: list[np.ndarray], topo: Any) -> list[pl.Series]:
