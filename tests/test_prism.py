@@ -250,3 +250,34 @@ def test_internal_idle_nodes_take_one_router_jobs_only_with_the_option():
         if internal:  # a one-router job inside the prism: no router link of its own, not exposed
             assert not T4.job_links(small).any()
             assert pol.place(machine, 3) is None or not set((pol.place(machine, 3) // 2).tolist()) & set(routers.tolist())
+
+
+def test_prism_on_blue_waters_from_jobs_parquet(tmp_path):
+    """The CLI on Blue Waters (XK block, service nodes) with Atlas fit to it: from the run's own
+    jobs.parquet, no job shares a router link with a concurrent one (recomputed here from each
+    job's exact dimension-order link set, pair by pair), every job runs on XE nodes, and the
+    run records the fit factor and the usable nodes. (The prisms' half-or-full rule is checked
+    from the policy's record in the real-log test above.)"""
+    import subprocess
+    import sys
+
+    import polars as pl
+
+    out = subprocess.run([sys.executable, "-m", "fattorus.sweep", "+topo=bluewaters", "policy=prism",
+                          "workload.window_days=1", "progress=false", f"hydra.run.dir={tmp_path / 'run'}"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "x19.57 (fit" in out.stdout
+    jobs = pl.read_parquet(tmp_path / "run" / "jobs.parquet")
+    bw = topology.load("bluewaters")
+    assert jobs.height > 50 and not jobs["exposed"].any()
+    links = [bw.job_links(np.asarray(a)) for a in jobs["alloc"].to_list()]
+    start, end = jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()
+    for i in range(jobs.height):
+        for j in np.flatnonzero((start < end[i]) & (start[i] < end)):
+            if j != i:
+                assert not (links[i] & links[j]).any()
+    usable = bw.usable()
+    assert all(usable[np.asarray(a)].all() for a in jobs["alloc"].to_list())
+    summary = __import__("json").loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["usable_nodes"] == 22_548 and summary["config"]["workload"]["scale_factor"] == pytest.approx(22_548 / 1152)
