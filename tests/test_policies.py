@@ -62,14 +62,16 @@ def test_oblivious_takes_preferred_nodes_first(ft6):
 
 
 def test_registry_names_and_errors(ft6):
-    assert set(policy.NAMES) == {"to", "to_random", "first_fit", "ta", "tree_bestfit"}
-    assert policy.supporting(ft6) == policy.NAMES
+    assert set(policy.NAMES) == {"to", "to_random", "first_fit", "ta", "tree_bestfit", "prism", "feature",
+                                 "random_router", "random_group", "round_robin_node", "round_robin_router", "compact"}
+    placements = {"random_router", "random_group", "round_robin_node", "round_robin_router", "compact"}
+    assert set(policy.supporting(ft6)) == set(policy.NAMES) - {"prism", "feature"}
     torus = topology.from_config({"kind": "torus3d", "name": "t", "dims": [2, 2, 2]})
-    assert set(policy.supporting(torus)) == {"to", "to_random", "first_fit"}
+    assert set(policy.supporting(torus)) == {"to", "to_random", "first_fit", "prism", "feature"} | placements
     with pytest.raises(ValueError, match="only 'ordering'"):
         policy.make("first_fit", ft6, {"order": "id"})
     with pytest.raises(ValueError, match="unknown ordering"):
-        policy.make("first_fit", torus, {"ordering": "hilbert"})
+        policy.make("first_fit", torus, {"ordering": "zigzag"})
     with pytest.raises(ValueError, match="unknown policy"):
         policy.make("nope", ft6)
     with pytest.raises(ValueError, match="takes no parameters"):

@@ -109,7 +109,7 @@ def test_from_config():
     cfg = OmegaConf.load(REPO / "conf" / "workload" / "synthetic.yaml")
     wl, counts = workload.from_config(cfg, machine_nodes=1296)
     assert wl.jobs.height == cfg.synthetic.n_jobs
-    assert counts == {"dropped_by_scaling": 0, "outside_window": 0}
+    assert counts == {"dropped_by_scaling": 0, "outside_window": 0, "scale_factor": 1.0}
     cfg.synthetic.seed = 1
     assert not workload.from_config(cfg)[0].jobs.equals(wl.jobs)
     cfg.synthetic.bogus = 3

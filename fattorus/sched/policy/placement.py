@@ -2,8 +2,8 @@
 
 Each takes any ``n`` free nodes — only *which* nodes differs — so every one of them is
 topology-oblivious in time: its start times are count-based EASY's (tested). They read the
-topology only through its grouping levels (innermost: the router or leaf; outermost: the
-group or pod), so they serve every family; the dragonfly paper (issue 13) compares them.
+topology only through its grouping levels (innermost: e.g. the router; outermost: e.g. the
+group), so they serve every family; the dragonfly paper (issue 13) compares them.
 
 * ``random_router``: routers (innermost groups) with free nodes in random order, all free
   nodes of each before the next.
