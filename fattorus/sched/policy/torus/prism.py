@@ -245,7 +245,7 @@ class Prism(Policy):
         # Why cache: EASY asks about the same machine many times per pass (head, shadow-time
         # bisection, backfill candidates); the answer depends only on the free nodes and on the
         # prisms that count there (the running ones; on a hypothetical machine also pending).
-        mkey = (hash(state.free.tobytes()), self._rev[0], True if real else self._rev[1])
+        mkey = (state.free.tobytes(), self._rev[0], True if real else self._rev[1])  # exact, no hash collisions
         if (mkey, n) not in self._cache:
             if mkey not in self._cache:
                 self._cache[mkey] = self._machine(state)
