@@ -237,11 +237,13 @@ def test_bad_objective_is_one_line_and_exit_2():
         (["--name", "../x"], "--name"),
         (["--train", "900:914"], "holds no jobs"),
         (["--topo", "nope"], "nope"),
+        (["--topo", "torus8"], "does not support torus3d"),
     ],
 )
 def test_user_mistakes_are_one_line(capsys, tmp_path, args, needle):
     base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/x.db", "--trials", "0"]
     assert needle in one_line_error(capsys, [*base, *args])
+    assert not (tmp_path / "x.db").exists()  # refused before any study is created
 
 
 def test_resuming_with_another_setup_is_refused(capsys, study_dir):

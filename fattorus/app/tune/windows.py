@@ -129,10 +129,18 @@ def _load_topology(topo: str) -> Topology:
     """``--topo``: a ``conf/topo`` name or a YAML path; errors become :class:`TuneError`."""
     from fattorus import topology
 
+    from fattorus.app.tune.space import POLICY
+    from fattorus.sched import policy
+
     try:
-        return topology.load(topo)
+        machine = topology.load(topo)
     except (topology.TopologyError, OSError, ValueError) as err:
         raise TuneError(f"--topo {topo}: {err}") from None
+    if POLICY not in policy.supporting(machine):
+        # Found before any study is created: the tuned policy cannot place jobs on this family.
+        raise TuneError(f"--topo {topo}: policy {POLICY!r} does not support {machine.kind} machines; "
+                        f"tune on one of its families ({', '.join(policy.REGISTRY[POLICY][0].families)})")
+    return machine
 
 
 def _cut(jobs: pl.DataFrame, ws: Sequence[Window], option: str) -> tuple[pl.DataFrame, ...]:
