@@ -44,15 +44,16 @@ def test_structure_on_a_fat_tree():
     got = policy.make("random_router", ft, seed=1).place(state, 10)
     routers = list(dict.fromkeys(leaf[got].tolist()))
     assert all((leaf[got] == r).sum() == free_per_leaf[r] for r in routers[:-1])
-    # random_group: groups one after another
+    # random_group: groups one after another, every group it touches emptied but the last
+    free_per_pod = np.bincount(pod[state.free], minlength=ft.n_groups(1))
     got = policy.make("random_group", ft, seed=1).place(state, 10)
-    assert (np.diff(np.flatnonzero(np.diff(pod[got]) != 0)) >= 0).all()
-    assert len(set(pod[got].tolist())) == len(list(dict.fromkeys(pod[got].tolist())))
+    pods = list(dict.fromkeys(pod[got].tolist()))
+    assert all((pod[got] == g).sum() == free_per_pod[g] for g in pods[:-1])
+    assert 1 + np.count_nonzero(np.diff(pod[got])) == len(pods)  # each group in one run
     # round_robin_node: no router gets a second node before every router with a free node got one
     got = policy.make("round_robin_node", ft).place(state, int((free_per_leaf > 0).sum()))
     assert sorted(leaf[got].tolist()) == np.flatnonzero(free_per_leaf > 0).tolist()
     # compact: a job that fits one pod gets the pod with the fewest free nodes that holds it
-    free_per_pod = np.bincount(pod[state.free], minlength=ft.n_groups(1))
     n = int(free_per_pod.min())
     fits = np.flatnonzero(free_per_pod >= n)
     got = policy.make("compact", ft).place(state, n)

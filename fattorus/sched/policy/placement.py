@@ -22,6 +22,7 @@ Random draws come from ``numpy.random.default_rng(seed)`` (the run's seed).
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import numpy as np
@@ -36,13 +37,14 @@ class _Placement(TopologyOblivious):
     def __init__(self, topo: Any, seed: int = 0) -> None:
         super().__init__(topo)
         self.rng = np.random.default_rng(seed)
-        self.router = np.asarray(topo.group_of(0, np.arange(topo.n_nodes)))
         outer = len(topo.levels) - 1
+        self.router = np.asarray(topo.group_of(0, np.arange(topo.n_nodes)))
         self.group = np.asarray(topo.group_of(outer, np.arange(topo.n_nodes)))
+        self.n_routers, self.n_groups = topo.n_groups(0), topo.n_groups(outer)
 
+    @abc.abstractmethod
     def order(self, state: st.MachineState, n: int) -> np.ndarray:
         """Free nodes in the order this policy takes them."""
-        raise NotImplementedError
 
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
               waited_s: float = 0.0) -> np.ndarray | None:
@@ -66,9 +68,7 @@ class RandomRouter(_Placement):
     name = "random_router"
 
     def order(self, state: st.MachineState, n: int) -> np.ndarray:
-        free = np.flatnonzero(state.free)
-        rank = self.rng.permutation(int(self.router.max()) + 1)
-        return _by_unit(free, self.router, rank)
+        return _by_unit(np.flatnonzero(state.free), self.router, self.rng.permutation(self.n_routers))
 
 
 class RandomGroup(_Placement):
@@ -77,9 +77,7 @@ class RandomGroup(_Placement):
     name = "random_group"
 
     def order(self, state: st.MachineState, n: int) -> np.ndarray:
-        free = np.flatnonzero(state.free)
-        rank = self.rng.permutation(int(self.group.max()) + 1)
-        return _by_unit(free, self.group, rank)
+        return _by_unit(np.flatnonzero(state.free), self.group, self.rng.permutation(self.n_groups))
 
 
 class _RoundRobin(_Placement):
@@ -87,7 +85,6 @@ class _RoundRobin(_Placement):
 
     def __init__(self, topo: Any, seed: int = 0) -> None:
         super().__init__(topo, seed)
-        self.n_routers = int(self.router.max()) + 1
         self.next_router = 0
 
     def reset(self, machine: st.MachineState) -> None:
@@ -135,7 +132,7 @@ class Compact(_Placement):
 
     def order(self, state: st.MachineState, n: int) -> np.ndarray:
         free = np.flatnonzero(state.free)
-        G = int(self.group.max()) + 1
+        G = self.n_groups
         count = np.bincount(self.group[free], minlength=G)
         fits = np.flatnonzero(count >= n)
         if len(fits):

@@ -269,12 +269,8 @@ class Prism(Policy):
         """``n`` free usable nodes of one router inside a running prism (lowest router id), or
         None. The job books no prism: its traffic stays inside its router."""
         R, p = self.topo.n_routers, self.topo.nodes_per_router
-        owned = np.zeros(R, bool)
-        for key, routers in self.running.items():
-            if not state.free[np.frombuffer(key, np.int64)].any():
-                owned |= routers
         free = (state.free & self.usable).reshape(R, p)
-        hosts = np.flatnonzero(owned & (free.sum(axis=1) >= n))
+        hosts = np.flatnonzero(self._owned(state, self.running) & (free.sum(axis=1) >= n))
         if len(hosts) == 0:
             return None
         nodes = hosts[0] * p + np.flatnonzero(free[hosts[0]])
@@ -288,19 +284,22 @@ class Prism(Policy):
             self._rev[1] += 1
         return nodes
 
+    def _owned(self, state: st.MachineState, records: dict[bytes, np.ndarray]) -> np.ndarray:
+        """``(R,)`` routers of the recorded prisms that hold on ``state``: a prism holds while its
+        job's nodes are busy there (a future machine frees them)."""
+        owned = np.zeros(self.topo.n_routers, bool)
+        for key, routers in records.items():
+            if not state.free[np.frombuffer(key, np.int64)].any():
+                owned |= routers
+        return owned
+
     def _machine(self, state: st.MachineState) -> Machine:
         topo, p = self.topo, self.topo.nodes_per_router
         R = topo.n_routers
         busy = (~state.free & self.usable).reshape(R, p).any(axis=1)
-        owned = np.zeros(R, bool)
-        records = list(self.running.items())
-        if state is not self.machine:  # a hypothetical machine: its reservation's prism counts too
-            records += list(self.pending.items())
-        for key, routers in records:
-            # A prism holds while its job's nodes are busy here (a future machine frees them).
-            if not state.free[np.frombuffer(key, np.int64)].any():
-                owned |= routers
-        blocked = (busy | owned).reshape(topo.dims)
+        # On a hypothetical machine the reservation's (pending) prism counts too.
+        records = self.running if state is self.machine else {**self.running, **self.pending}
+        blocked = (busy | self._owned(state, records)).reshape(topo.dims)
         avail = (state.free & self.usable).reshape(R, p).sum(axis=1).reshape(topo.dims)
         packed = avail.astype(np.int64) + (blocked.astype(np.int64) << PACK)
         shifted = np.roll(blocked, (1, 1, 1), axis=(0, 1, 2))
@@ -315,8 +314,8 @@ class Prism(Policy):
         # Best bound first: no position of a shape can fill better than n over its fewest
         # usable slots at any position, nor touch more than its whole shell.
         bound = np.array([self._upper_bound(i, n) for i in minimal])
-        minimal = minimal[np.argsort(-bound, kind="stable")]
-        return (self._best(m, n, minimal, slack=False, bound=np.sort(bound)[::-1])
+        by_bound = np.argsort(-bound, kind="stable")
+        return (self._best(m, n, minimal[by_bound], slack=False, bound=bound[by_bound])
                 or self._best(m, n, np.flatnonzero(self.slots >= n), slack=True))
 
     def _upper_bound(self, i: int, n: int) -> float:
