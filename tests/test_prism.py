@@ -36,6 +36,20 @@ def test_box_sums_equal_brute_force_wrapped_sums():
             assert got[x, y, z] == grid[np.ix_(xs, ys, zs)].sum()
 
 
+def test_box_sums_with_a_short_reach_equal_brute_force():
+    # The search's tables reach half a ring plus a shell past each start (whole rings: one start).
+    rng = np.random.default_rng(1)
+    grid = rng.integers(0, 5, size=(7, 4, 6))
+    table = summed_volume(grid, reach=(4, 2, 3))
+    assert table.shape == (12, 7, 10)
+    for shape in [(1, 1, 1), (4, 2, 3), (7, 1, 2), (2, 4, 6)]:
+        starts = tuple(1 if s == n else n for s, n in zip(shape, grid.shape))
+        got = box_sums(table, shape, starts)
+        for x, y, z in itertools.product(*map(range, starts)):
+            xs, ys, zs = (np.arange(o, o + s) % n for o, s, n in zip((x, y, z), shape, grid.shape))
+            assert got[x, y, z] == grid[np.ix_(xs, ys, zs)].sum()
+
+
 def test_bisection_per_slot_by_hand():
     # Blue Waters, x:y:z = 2:1:2. A 4x2x4 slab: every cut is 16 (x: 8 links x 2, y: 16 x 1,
     # z: 8 x 2), 64 slots -> 0.25. A 4x4x4 cube: y cut 16 x 1 is the weakest, 128 slots -> 0.125.
@@ -221,7 +235,11 @@ def test_contact_is_the_blocked_share_of_the_shell_by_brute_force():
     m = pol._machine(st.from_nodes(t, ~busy, busy.astype(np.int8)))
     for shape in [(1, 1, 1), (2, 2, 3), (6, 1, 2), (3, 5, 7), (2, 2, 1)]:
         starts = tuple(1 if s == d else d for s, d in zip(shape, t.dims))
-        got = pol._contact(m, shape, starts)
+        every = np.arange(np.prod(starts))
+        got = pol._contact(m, shape, starts, every).reshape(starts)  # the dense path
+        # Few starts at a time take the gathers: they must agree with the dense sums everywhere.
+        gathered = np.concatenate([pol._contact(m, shape, starts, few) for few in np.array_split(every, len(every))])
+        assert np.array_equal(gathered, got.ravel())
         for start in itertools.product(*map(range, starts)):
             grown = [min(s + 2, d) if s < d else s for s, d in zip(shape, t.dims)]
             lo = [o - 1 if s < d else o for o, s, d in zip(start, shape, t.dims)]
