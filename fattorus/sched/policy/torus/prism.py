@@ -31,6 +31,7 @@ fastest), preferred nodes first.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -179,15 +180,13 @@ def packing(n_routers: int, nodes_per_router: int) -> tuple[int, type]:
 class Machine:
     """What the search reads off one machine state: routers blocked by running prisms or
     busy usable nodes, and free usable nodes per router, as grids and summed-volume tables
-    (``both``: the two packed; ``shell``: blocked routers with the grid shifted by one router
-    in every dimension, so a box starting one router before a prism is a plain box sum).
+    (``both``: the two packed).
     ``dead`` marks the shapes no search may place here: one with a blocked router at every
     position, and every shape containing it (searches on one machine share what they learn)."""
 
     blocked: np.ndarray
     avail: np.ndarray
     both: np.ndarray
-    shell: np.ndarray
     dead: np.ndarray  # (shapes,) bool, filled in by the searches: no clear position here
 
     @property
@@ -291,10 +290,15 @@ class Prism(Policy):
         # bisection, backfill candidates); the answer depends only on the free nodes and on the
         # prisms that count there (the running ones; on a hypothetical machine also pending).
         mkey = (state.free.tobytes(), self._rev[0], True if real else self._rev[1])  # exact, no hash collisions
+        # Feasibility is monotone in n (_search): once n fails here, every larger job fails too.
+        if n >= self._cache.get((mkey, "fails"), np.inf):
+            return None
         if (mkey, n) not in self._cache:
             if mkey not in self._cache:
                 self._cache[mkey] = self._machine(state)
             self._cache[(mkey, n)] = self._search(self._cache[mkey], n)
+            if self._cache[(mkey, n)] is None:
+                self._cache[(mkey, "fails")] = n
         found = self._cache[(mkey, n)]
         if found is None:
             return None
@@ -355,9 +359,8 @@ class Prism(Policy):
         blocked = ((n_busy > 0) | self._owned(state, records)).reshape(topo.dims)
         avail = avail.reshape(topo.dims)
         packed = avail + (blocked.astype(np.int64) << self.pack)
-        shifted = np.roll(blocked, (1, 1, 1), axis=(0, 1, 2))
         return Machine(blocked, avail, summed_volume(packed, self.pack_dtype, self.reach),
-                       summed_volume(shifted, reach=self.reach), np.zeros(len(self.shapes), bool))
+                       np.zeros(len(self.shapes), bool))
 
     def _search(self, m: Machine, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
         """Best ``(start, shape)``, or None: first among the minimal shapes for ``n`` (no extent
@@ -365,12 +368,13 @@ class Prism(Policy):
         fits, among every shape in order of size (module docstring). Feasibility is the same
         either way — some shape fits — so it stays monotone in ``n``."""
         minimal = np.flatnonzero((self.slots >= n) & (self.shrunk_slots < n))
-        # Best bound first: no position of a shape can fill better than n over its fewest
-        # usable slots at any position, nor touch more than its whole shell.
+        # Visiting order (it settles which of equal shapes wins): best machine-independent bound
+        # first — no position of a shape can fill better than n over its fewest usable slots at
+        # any position, nor touch more than its whole shell.
         bound = np.array([self._upper_bound(i, n) for i in minimal])
         by_bound = np.argsort(-bound, kind="stable")
-        return (self._best(m, n, minimal[by_bound], slack=False, bound=bound[by_bound])
-                or self._best(m, n, np.flatnonzero(self.slots >= n), slack=True))
+        return (self._best_first(m, n, minimal[by_bound], bound[by_bound])
+                or self._in_size_order(m, n, np.flatnonzero(self.slots >= n)))
 
     def _upper_bound(self, i: int, n: int) -> float:
         """Largest score shape ``i`` can reach for an ``n``-node job on any machine state."""
@@ -379,47 +383,90 @@ class Prism(Policy):
         prm = self.params
         return prm.fill * min(1.0, n / max(self._min_usable[i], 1)) + prm.bisection * self.bisection[i] + prm.contact
 
-    def _best(self, m: Machine, n: int, candidates: np.ndarray, slack: bool,
-              bound: np.ndarray | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
-        """Best ``(start, shape)`` among ``candidates`` (shape indices; with ``bound``, their
-        upper bounds in descending order, and the walk stops once no later shape can win)."""
+    def _touch(self, m: Machine) -> np.ndarray:
+        """This machine's contact bound per shape: a shell holds at most every blocked router."""
+        return self.params.contact * np.minimum(1.0, m.n_blocked / np.maximum(self.shell, 1))
+
+    def _starts(self, m: Machine, n: int, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Flat ids of the starts (ascending) where shape ``i`` holds no blocked router and at
+        least ``n`` free usable nodes, and those nodes' count there; None if there are none
+        (and, where the shape is blocked everywhere, it and every larger shape marked dead)."""
+        shape, starts = self.shape_t[i], self.starts_t[i]
+        both = box_sums(m.both, shape, starts)
+        # both < 1 << pack: no blocked router in the prism; then both = its free usable nodes.
+        # n <= both < 1 << pack is one unsigned comparison.
+        at = np.flatnonzero((both - n).view(self.pack_udtype) < (1 << self.pack) - n)
+        if len(at):
+            return at, both.ravel()[at]
+        if both.min() >= 1 << self.pack:
+            sx, sy, sz = shape
+            m.dead[(self.shapes[:, 0] >= sx) & (self.shapes[:, 1] >= sy) & (self.shapes[:, 2] >= sz)] = True
+        return None
+
+    def _scored(self, m: Machine, n: int, i: int, at: np.ndarray, base: np.ndarray,
+                touch: float) -> tuple[float, tuple[int, int, int]]:
+        """Best score of shape ``i`` over the starts ``at`` (``base``: their fill and bisection
+        terms) and the lowest start reaching it."""
+        starts = self.starts_t[i]
+        score = base + self.params.contact * self._contact(m, self.shape_t[i], starts, at) if touch else base
+        top = score.max()
+        pos = at[np.flatnonzero(score == top)[0]]
+        return float(top), tuple(int(c) for c in np.unravel_index(pos, starts))
+
+    def _best_first(self, m: Machine, n: int, candidates: np.ndarray,
+                    bound: np.ndarray) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+        """Best ``(start, shape)`` among ``candidates`` (shape indices with their machine-
+        independent upper ``bound``s), or None.
+
+        Best-first: a heap of upper bounds per shape, each tightened in two steps — the box sums
+        give the fill term exactly (bound + this machine's contact bound), then the contact term
+        the score. The walk stops once no bound reaches the best score, so only shapes that
+        could tie or win are ever scored. The winner is the same as visiting every shape in
+        ``candidates`` order: highest score, then fewest slots, then earliest in the order.
+        """
+        prm, touch = self.params, self._touch(m)
+        heap = [(-(bound[k] - prm.contact + touch[i]), k, None) for k, i in enumerate(candidates)]
+        heapq.heapify(heap)
+        best, best_key = None, None
+        while heap:
+            neg_ub, k, data = heapq.heappop(heap)
+            if best_key is not None and -neg_ub < -best_key[0] - 1e-12:
+                break
+            i = int(candidates[k])
+            if data is None:  # first step: where the shape fits, and its fill term there
+                if m.dead[i] or (found := self._starts(m, n, i)) is None:
+                    continue
+                at, avail = found
+                base = prm.fill * n / avail + prm.bisection * self.bisection[i]
+                heapq.heappush(heap, (-(base.max() + touch[i]), k, (at, base)))
+                continue
+            top, start = self._scored(m, n, i, *data, touch[i])
+            key = (-top, int(self.slots[i]), k)
+            if best_key is None or key < best_key:
+                best_key, best = key, (start, self.shape_t[i])
+        return best
+
+    def _in_size_order(self, m: Machine, n: int,
+                       candidates: np.ndarray) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+        """Best ``(start, shape)`` among ``candidates`` (shape indices in order of size) up to
+        ``slack`` times the slots of the first that fits, or None."""
+        prm, touch = self.params, self._touch(m)
         best, best_key, limit = None, None, np.inf
-        # This machine's contact bound per shape: a shell holds at most every blocked router.
-        touch = self.params.contact * np.minimum(1.0, m.n_blocked / np.maximum(self.shell, 1))
-        for k, i in enumerate(candidates):
+        for i in candidates:
             if self.slots[i] > limit:
                 break
-            if bound is not None and best_key is not None:
-                if bound[k] < -best_key[0] - 1e-12:
-                    break
-                # Skipped, not stopped: the visiting order (and so which of equal shapes wins)
-                # stays that of the machine-independent bound.
-                if bound[k] - self.params.contact + touch[i] < -best_key[0] - 1e-12:
-                    continue
-            if m.dead[i]:
+            if m.dead[i] or (found := self._starts(m, n, i)) is None:
                 continue
-            shape, starts = self.shape_t[i], self.starts_t[i]
-            both = box_sums(m.both, shape, starts)
-            # both < 1 << pack: no blocked router in the prism; then both = its free usable nodes.
-            # The candidate starts (ascending) hold n <= both < 1 << pack: one unsigned comparison.
-            at = np.flatnonzero((both - n).view(self.pack_udtype) < (1 << self.pack) - n)
-            if not len(at):
-                if both.min() >= 1 << self.pack:  # blocked everywhere: so is every larger shape
-                    sx, sy, sz = self.shape_t[i]
-                    m.dead[(self.shapes[:, 0] >= sx) & (self.shapes[:, 1] >= sy) & (self.shapes[:, 2] >= sz)] = True
-                continue
-            if limit == np.inf and slack:
-                limit = self.params.slack * self.slots[i]
-            prm = self.params
-            base = prm.fill * n / both.ravel()[at] + prm.bisection * self.bisection[i]
+            at, avail = found
+            limit = min(limit, prm.slack * self.slots[i])
+            base = prm.fill * n / avail + prm.bisection * self.bisection[i]
             # Bound before the costly contact term: skip shapes that cannot win.
             if best_key is not None and -(base.max() + touch[i]) > best_key[0] + 1e-12:
                 continue
-            score = base + prm.contact * self._contact(m, shape, starts, at) if touch[i] else base
-            pos = at[np.flatnonzero(score == score.max())[0]]  # lowest start id among the best
-            key = (-float(score.max()), int(self.slots[i]))
+            top, start = self._scored(m, n, i, at, base, touch[i])
+            key = (-top, int(self.slots[i]))
             if best_key is None or key < best_key:
-                best_key, best = key, (tuple(int(c) for c in np.unravel_index(pos, starts)), shape)
+                best_key, best = key, (start, self.shape_t[i])
         return best
 
     def _contact(self, m: Machine, shape: tuple[int, int, int], starts: tuple[int, int, int],
@@ -431,12 +478,17 @@ class Prism(Policy):
         shell = int(np.prod(grown) - np.prod(shape))
         if shell == 0:
             return np.zeros(len(at))
-        # The shell starts one router before the prism: a box on the grid shifted by one. A whole
-        # ring (s == d) has no shell in that dimension and any start gives the same sum. Few
-        # candidate starts (a busy machine): eight gathers; many: the dense box sums.
+        # The shell is the blocked part of the grown box starting one router before the prism
+        # (a whole ring has no shell in that dimension: one start, no shift); the prism itself is
+        # clear at every candidate start. Few candidate starts (a busy machine): eight gathers;
+        # many: the dense box sums.
+        x = np.unravel_index(at, starts)
+        lo = tuple((c - 1) % d if s < d else c for c, s, d in zip(x, shape, dims))
         if 16 * len(at) > np.prod(starts):
-            return box_sums(m.shell, grown, starts).ravel()[at] / shell
-        return box_sums_at(m.shell, grown, np.unravel_index(at, starts)) / shell
+            both = box_sums(m.both, grown, starts)[lo]
+        else:
+            both = box_sums_at(m.both, grown, lo)
+        return (both >> self.pack) / shell
 
     def _prism_routers(self, start: tuple[int, int, int], shape: tuple[int, int, int]) -> np.ndarray:
         """Router ids of the prism, in prism-local order (x slowest, z fastest)."""
