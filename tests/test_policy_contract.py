@@ -55,7 +55,9 @@ def test_policy_contract(topo_name, policy_name):
     C = len(topo.levels) + 1
     for step in range(25):
         for n in _sizes(rng, topo):
+            asked = pol.fits(state, n)  # first, so that it cannot lean on place's answer
             placed = pol.place(state, n)
+            assert asked == (placed is not None), (n, asked)
             if placed is not None:
                 _check_placement(placed, n, state, running)
             if pol.needs == st.FREE_ONLY:

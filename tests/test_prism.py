@@ -88,6 +88,13 @@ def test_feasibility_equals_brute_force_and_is_monotone(seed):
         if got is not None:
             assert len(got) == n and len(set(got.tolist())) == n and state.free[got].all()
     assert answers == sorted(answers, reverse=True)  # once a size fails, every larger one fails
+    # The feasibility-only search (EASY's shadow-time bisection) agrees, each size asked of a
+    # fresh policy so that no answer comes from what an earlier size taught its cache.
+    for n in range(1, 40):
+        fresh = Prism(T4)
+        fresh.reset(machine)
+        assert fresh.fits(state, n) == answers[n - 1], n
+        assert not fresh.pending  # a feasibility question books nothing
 
 
 def _bbox_extents(topo, nodes: np.ndarray) -> list[int]:

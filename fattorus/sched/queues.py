@@ -267,7 +267,7 @@ def first_fit_time(replay: Replay, head: int) -> float:
 def _fits_after(replay: Replay, head: int, t: float) -> bool:
     """Whether the policy places ``head`` once every job estimated to end by ``t`` has ended."""
     future = st.future(replay.machine, replay.node_est_end <= t)
-    return replay.policy.place(future, int(replay.jobs.nodes[head]), waited_s=t - replay.jobs.submit[head]) is not None
+    return replay.policy.fits(future, int(replay.jobs.nodes[head]), waited_s=t - replay.jobs.submit[head])
 
 
 #: Config name -> queue discipline class (``sched=easy``); used by the app, not the engine.

@@ -16,6 +16,10 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
 * Within one :meth:`Policy.size_class`, feasibility is monotone in ``n`` (if ``n`` nodes
   cannot be placed, no larger job of the class can) and only shrinks as jobs start; the
   engine relies on it to skip candidates.
+* ``fits(state, n, waited_s)`` is True exactly where ``place`` would return nodes; the
+  engine asks it where only feasibility matters (EASY's shadow-time bisection). Default:
+  ``place(...) is not None``; a policy overrides it when deciding "some placement exists" is
+  cheaper than choosing the best one.
 * ``footprint(nodes)`` is the class a placement is booked under in the machine state.
 * ``reset(machine)``, ``started(nodes)`` and ``ended(nodes)`` tell a policy that keeps its
   own record of running placements (a prism's extent is more than its nodes) what the
@@ -70,6 +74,10 @@ class Policy(abc.ABC):
         ``waited_s``: how long the job has waited, seconds (for rules that relax with it).
         """
         ...
+
+    def fits(self, state: st.MachineState, n: int, waited_s: float = 0.0) -> bool:
+        """Whether :meth:`place` would place an ``n``-node job on ``state`` (default: ask it)."""
+        return self.place(state, n, waited_s=waited_s) is not None
 
     def feasible(self, counts: st.Counts, n: int, waited_s: np.ndarray | float = 0.0) -> np.ndarray | None:
         """Whether an ``n``-node job could be placed, per batch entry of ``counts`` (bool

@@ -285,20 +285,12 @@ class Prism(Policy):
             inside = self._inside_a_prism(state, n, prefer)
             if inside is not None:
                 return inside
-        real = state is self.machine
-        # Why cache: EASY asks about the same machine many times per pass (head, shadow-time
-        # bisection, backfill candidates); the answer depends only on the free nodes and on the
-        # prisms that count there (the running ones; on a hypothetical machine also pending).
-        mkey = (state.free.tobytes(), self._rev[0], True if real else self._rev[1])  # exact, no hash collisions
-        # Feasibility is monotone in n (_search): once n fails here, every larger job fails too.
+        mkey = self._machine_key(state)
         if n >= self._cache.get((mkey, "fails"), np.inf):
             return None
         if (mkey, n) not in self._cache:
-            if mkey not in self._cache:
-                self._cache[mkey] = self._machine(state)
-            self._cache[(mkey, n)] = self._search(self._cache[mkey], n)
-            if self._cache[(mkey, n)] is None:
-                self._cache[(mkey, "fails")] = n
+            self._cache[(mkey, n)] = self._search(self._machine_of(mkey, state), n)
+            self._learn(mkey, n, self._cache[(mkey, n)] is not None)
         found = self._cache[(mkey, n)]
         if found is None:
             return None
@@ -313,6 +305,45 @@ class Prism(Policy):
             self.shape_of[key] = (*start, *shape)
             self._rev[1] += 1
         return nodes
+
+    def fits(self, state: st.MachineState, n: int, waited_s: float = 0.0) -> bool:
+        """Whether :meth:`place` would place an ``n``-node job on ``state``: some allowed shape
+        has a clear position with ``n`` free usable nodes. Stops at the first such shape (no
+        scoring) and records no placement, so EASY's shadow-time bisection stays cheap."""
+        if n > int(np.count_nonzero(state.free & self.usable)):
+            return False
+        if self.params.internal and n <= self.topo.nodes_per_router:
+            return self.place(state, n, waited_s=waited_s) is not None
+        mkey = self._machine_key(state)
+        if n >= self._cache.get((mkey, "fails"), np.inf):
+            return False
+        if n <= self._cache.get((mkey, "fits"), 0) or self._cache.get((mkey, n)) is not None:
+            return True
+        m = self._machine_of(mkey, state)
+        ok = any(not m.dead[i] and self._starts(m, n, i) is not None for i in np.flatnonzero(self.slots >= n))
+        self._learn(mkey, n, ok)
+        return ok
+
+    def _machine_key(self, state: st.MachineState) -> tuple:
+        """Cache key of ``state``. Why cache: EASY asks about the same machine many times per
+        pass (head, shadow-time bisection, backfill candidates); the answer depends only on the
+        free nodes and on the prisms that count there (the running ones; on a hypothetical
+        machine also pending). Exact, no hash collisions."""
+        return state.free.tobytes(), self._rev[0], True if state is self.machine else self._rev[1]
+
+    def _machine_of(self, mkey: tuple, state: st.MachineState) -> Machine:
+        """The search tables of ``state`` (cached under ``mkey``)."""
+        if mkey not in self._cache:
+            self._cache[mkey] = self._machine(state)
+        return self._cache[mkey]
+
+    def _learn(self, mkey: tuple, n: int, ok: bool) -> None:
+        """Record that ``n`` nodes fit (or not) on the machine ``mkey``: feasibility is monotone
+        in ``n`` (:meth:`_search`), so every smaller job fits too, or every larger one fails."""
+        if ok:
+            self._cache[(mkey, "fits")] = max(n, self._cache.get((mkey, "fits"), 0))
+        else:
+            self._cache[(mkey, "fails")] = min(n, self._cache.get((mkey, "fails"), np.inf))
 
     def _inside_a_prism(self, state: st.MachineState, n: int, prefer: np.ndarray | None) -> np.ndarray | None:
         """``n`` free usable nodes of one router inside a running prism (lowest router id), or
