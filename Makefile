@@ -30,7 +30,7 @@ sysdeps:
 	  fi; done
 
 test: setup sysdeps
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 run: setup
 	$(PY) -m fattorus.sweep +topo=pinot +speedup=v2
