@@ -1,0 +1,76 @@
+"""Job step times and slowdowns from the flow model (fattorus.analysis.commtime)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fattorus.analysis import commtime, patterns
+from fattorus.analysis.commtime import Job
+from fattorus.kernels.maxmin import maxmin_rates
+
+
+def _pairs(n: int, nbytes: float = 1.0) -> patterns.Traffic:
+    """Rank i sends to rank (i + 1) mod n."""
+    src = np.arange(n)
+    return patterns.Traffic(src, (src + 1) % n, np.full(n, nbytes))
+
+
+def test_a_job_alone_in_its_ideal_placement_has_slowdown_one(ft6x6):
+    for n in (2, 5, 12):
+        job = Job(ft6x6.ideal_allocation(n), _pairs(n))
+        got = commtime.slowdowns(ft6x6, [job])
+        assert got.together[0] > 0 and got.slowdown[0] == pytest.approx(1.0)
+
+
+def test_jobs_on_disjoint_leaves_do_not_slow_each_other(ft6):
+    # ft6: leaves of 3 nodes. Each job's ring stays inside its own leaf.
+    jobs = [Job(np.array([0, 1, 2]), _pairs(3)), Job(np.array([3, 4, 5]), _pairs(3)), Job(np.array([9, 10]), _pairs(2))]
+    got = commtime.slowdowns(ft6, jobs)
+    assert np.allclose(got.together, got.alone) and np.allclose(got.slowdown, 1.0)
+
+
+def test_jobs_crossing_the_same_uplink_slow_each_other_by_hand():
+    # Two jobs whose only flow crosses the same link of capacity 1 (a 2-node "machine" with one
+    # cable each way): alone each flow gets 1, together 1/2, so each step takes twice as long.
+    rates_alone = maxmin_rates(jnp.array([[0]]), jnp.array([1.0])).rate
+    rates_both = maxmin_rates(jnp.array([[0], [0]]), jnp.array([1.0])).rate
+    assert np.allclose(rates_alone, 1.0) and np.allclose(rates_both, 0.5)
+
+
+def test_two_jobs_spread_over_pods_share_links_and_slow_down(ft6):
+    # Jobs 0<->9 and 1<->12 (4 bytes each way): D-mod-k sends 0->9 and 1->12 up the same
+    # uplink of leaf 0 (9 = 12 mod 3), shared by the two flows: 1/2 each, 8 time units instead
+    # of 4 (every link has bandwidth 1). Alone, and in one leaf (ideal), each takes 4.
+    a, b = Job(np.array([0, 9]), _pairs(2, 4.0)), Job(np.array([1, 12]), _pairs(2, 4.0))
+    route_a, route_b = np.asarray(ft6.routes(np.array([0, 1]), np.array([9, 12])))
+    assert len(set(route_a[route_a >= 0]) & set(route_b[route_b >= 0])) == 1  # exactly one shared link
+    got = commtime.slowdowns(ft6, [a, b])
+    assert np.allclose(got.alone, 4.0) and np.allclose(got.ideal, 4.0)
+    assert np.allclose(got.together, 8.0) and np.allclose(got.slowdown, 2.0)
+
+
+def test_max_min_is_not_monotone_a_competing_flow_can_speed_another_up():
+    # Links A (cap 1) and B (cap 2). x crosses A and B, y crosses B. Alone: x = 1 (A full),
+    # y = 1. Adding z on A: x = z = 1/2, so y takes 3/2 — y is faster beside z (documented).
+    before = maxmin_rates(jnp.array([[0, 1], [1, -1]]), jnp.array([1.0, 2.0])).rate
+    after = maxmin_rates(jnp.array([[0, 1], [1, -1], [0, -1]]), jnp.array([1.0, 2.0])).rate
+    assert np.allclose(before, [1, 1]) and np.allclose(after, [0.5, 1.5, 0.5])
+
+
+def test_runtime_factor_by_hand_and_bad_fraction():
+    assert np.allclose(commtime.runtime_factor(np.array([1.0, 2.0, 3.0]), 0.3), [1.0, 1.3, 1.6])
+    with pytest.raises(ValueError, match="communication fraction"):
+        commtime.runtime_factor(np.array([1.0]), 1.5)
+
+
+def test_real_patterns_on_a_fat_tree_keep_every_time_positive(ft6x6):
+    key = jax.random.PRNGKey(0)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(ft6x6.n_nodes)
+    jobs = [Job(perm[:16], patterns.make("stencil4d", key, 16)),
+            Job(perm[16:48], patterns.make("random_pairs", key, 32))]
+    got = commtime.slowdowns(ft6x6, jobs)
+    assert np.all(got.together > 0) and np.all(np.isfinite(got.slowdown)) and np.all(got.slowdown >= 1.0)
