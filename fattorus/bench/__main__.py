@@ -24,7 +24,7 @@ from pathlib import Path
 from fattorus import paths
 from fattorus.files import atomic_write
 
-SECTIONS = ("kernels", "replay", "network", "batched", "torus")
+SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow")
 
 
 def available_sections() -> list[str]:

@@ -9,11 +9,17 @@ larger — equivalently, every flow crosses a saturated link on which its ``r_f 
 largest (its bottleneck).
 
 Progressive filling computes them: all unfrozen flows grow together, flow ``f`` at speed
-``w_f``; when a link saturates, the flows crossing it freeze. One round is whole-array work —
-per-link sums of the unfrozen weights (a scatter-add over the route slots), the smallest
-fair share ``residual_e / W_e``, one step, the saturated links, the flows they freeze — so a
-solve is a ``lax.while_loop`` of at most ``F`` rounds (in practice one per distinct
-bottleneck level), and ``jax.vmap`` batches placements or scenarios.
+``w_f``; when a link saturates, the flows crossing it freeze. Done one saturation level at a
+time (:func:`maxmin_rates_numpy`, the reference) that takes one round per distinct level —
+thousands for a scattered 4,096-node job. :func:`maxmin_rates` freezes every *local*
+bottleneck at once instead: with ``share_e = residual_e / W_e`` (residual capacity over the
+weight of the open flows crossing ``e``), a link whose share is no larger than the share of
+any link its open flows cross saturates at exactly that share in the filling (a link's
+saturation level only grows as flows elsewhere freeze below it), so its flows freeze at
+``w_f · share_e`` whatever else freezes in the same round. The rates are the same; the
+rounds are the depth of the bottleneck chain. One round is whole-array work (scatter-adds
+and scatter-mins over the route slots), a solve is a ``lax.while_loop``, and ``jax.vmap``
+batches placements or scenarios.
 
 Flows with an empty route (both ends on one node) cross no link: the network does not limit
 them and their rate is ``inf``. Inactive flows (``active`` False: padding) get rate 0.
@@ -79,12 +85,17 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
         w_open = jnp.where(frozen, 0, weight)
         load = link_sum(w_open)  # weight of the unfrozen flows on each link
         share = jnp.where(load > 0, residual / jnp.where(load > 0, load, 1), jnp.inf)
-        step = share.min()
-        rate = rate + w_open * step
-        residual = jnp.maximum(residual - step * load, 0)
-        saturated = (load > 0) & ((residual <= rtol * capacity) | (share <= step * (1 + rtol)))
-        hit = jnp.concatenate([saturated, jnp.zeros(1, bool)])[slot].any(axis=1)
-        return rate, frozen | hit, residual, rounds + 1
+        # Each open flow's tightest link, and per link the tightest link of any flow crossing it.
+        tight = jnp.where(frozen, jnp.inf, jnp.concatenate([share, jnp.full(1, jnp.inf, dtype)])[slot].min(axis=1))
+        around = jnp.full(E + 1, jnp.inf, dtype).at[slot.reshape(-1)].min(
+            jnp.broadcast_to(tight[:, None], slot.shape).reshape(-1))[:E]
+        # A link no tighter than any link its flows cross is a bottleneck now: its flows freeze
+        # at their share of it, whatever else freezes this round (module docstring).
+        bottleneck = (load > 0) & (share <= around * (1 + rtol))
+        hit = ~frozen & jnp.concatenate([bottleneck, jnp.zeros(1, bool)])[slot].any(axis=1)
+        new = jnp.where(hit, weight * tight, 0)
+        residual = jnp.maximum(residual - link_sum(new), 0)
+        return jnp.where(hit, new, rate), frozen | hit, residual, rounds + 1
 
     # Inactive flows and flows that cross no link are settled before the first round.
     rate0 = jnp.where(active & ~has_links, jnp.inf, 0).astype(dtype)

@@ -1,0 +1,107 @@
+"""Benchmark: one weighted max-min solve of the flow-level bandwidth model (issue 14).
+
+Cases, each solved by :func:`fattorus.kernels.maxmin.maxmin_rates` (JAX, ``jit``) and by
+:func:`fattorus.kernels.maxmin.maxmin_rates_numpy` (the same progressive filling in plain
+NumPy, one round per Python loop iteration) on the same flows, in the same run:
+
+* ``cab_instant``: every job running at the busiest instant (most busy nodes) of the first ``DAYS`` days of
+  LLNL-Atlas x2 replayed on Cab (``to``/EASY), each with a pattern drawn from the fat-tree
+  paper's mix (:data:`fattorus.analysis.interference.DEFAULT_MIX`, seeded), ranks on its
+  nodes in allocation order;
+* ``ft44_stencil4d``: one 4,096-node 4D stencil (8 neighbours, 4 MiB) on ft44, on 4,096
+  nodes drawn at random (seeded; a scattered, topology-oblivious placement).
+
+``compile_s`` = first JAX call minus the median; ``median_s`` = median of ``repeats`` calls
+after it; ``numpy_s`` = median of the NumPy reference; ``speedup = numpy_s / median_s``
+(target ≥ 20 on CPU). ``rounds`` = filling rounds; ``max_rel_diff`` between the two rate
+vectors (they solve the same problem; float32 vs float64).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fattorus import topology, workload
+from fattorus.analysis import commtime, interference, patterns
+from fattorus.bench.replay import trace_path
+from fattorus.kernels.maxmin import maxmin_rates, maxmin_rates_numpy
+from fattorus.sched import policy, replay
+
+DAYS, QUICK_DAYS = 7.0, 2.0
+REPEATS, QUICK_REPEATS = 5, 2
+NOTES = ("One weighted max-min solve (progressive filling): JAX jit vs the same rounds in NumPy, same flows, "
+         "same run. median_s / numpy_s: medians after a warm-up call; compile_s apart. Target speedup >= 20 (CPU).")
+
+
+def _log(msg: str) -> None:
+    print(f"[flow] {msg}", file=sys.stderr, flush=True)
+
+
+def cab_instant(days: float, seed: int = 0) -> tuple[str, list[commtime.Job]]:
+    """The jobs running at the busiest instant of Atlas x2 on Cab (``to``/EASY)."""
+    cab = topology.load("cab")
+    jobs = workload.load(trace_path(), cores_per_node=8).jobs
+    scaled, _ = workload.scale_nodes(jobs, 2, cab.n_nodes)
+    prepared, _ = replay.prepare(workload.first_days(scaled, days), cab.n_nodes)
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    sched = replay.simulate(*cols, cab, policy.make("to", cab), "easy")
+    start, end = sched.start, sched.start + cols[1]
+    running = [(start <= t) & (t < end) for t in start]
+    busiest = int(np.argmax([cols[3][r].sum() for r in running]))  # most busy nodes
+    ids = np.flatnonzero(running[busiest])
+    key = jax.random.PRNGKey(seed)
+    names = interference.assign_patterns(key, len(ids), interference.parse_mix(interference.DEFAULT_MIX))
+    out = []
+    for k, (j, name) in enumerate(zip(ids, names)):
+        alloc = np.asarray(sched.alloc[j])
+        out.append(commtime.Job(alloc, patterns.make(name, jax.random.fold_in(key, k), len(alloc))))
+    return f"Atlas x2 on Cab, {len(ids)} jobs on {int(cols[3][ids].sum())} nodes", out
+
+
+def _case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
+    route_ids, nbytes, _ = commtime._flows(topo, jobs)
+    cap = np.asarray(topo.link_bandwidth, np.float32)
+    r, c = jnp.asarray(route_ids), jnp.asarray(cap)
+    t0 = time.perf_counter()
+    first = maxmin_rates(r, c)
+    first.rate.block_until_ready()
+    first_s = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        got = maxmin_rates(r, c)
+        got.rate.block_until_ready()
+        times.append(time.perf_counter() - t0)
+    ref_times = []
+    for _ in range(max(1, repeats // 2)):
+        t0 = time.perf_counter()
+        ref, ref_rounds = maxmin_rates_numpy(route_ids, cap)
+        ref_times.append(time.perf_counter() - t0)
+    med, ref_med = statistics.median(times), statistics.median(ref_times)
+    rate = np.asarray(got.rate, np.float64)
+    finite = np.isfinite(ref)
+    diff = float(np.max(np.abs(rate[finite] - ref[finite]) / ref[finite])) if finite.any() else 0.0
+    _log(f"{name}: {len(nbytes)} flows, jax {med * 1e3:.1f} ms, numpy {ref_med * 1e3:.1f} ms")
+    return {"case": name, "machine": topo.name, "flows": len(nbytes), "rounds": int(got.rounds),
+            "numpy_rounds": ref_rounds, "compile_s": first_s - med, "median_s": med, "numpy_s": ref_med,
+            "speedup": ref_med / med, "max_rel_diff": diff, "repeats": repeats}
+
+
+def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[dict]:
+    """Both cases (module docstring)."""
+    repeats = repeats or (QUICK_REPEATS if quick else REPEATS)
+    rows = []
+    label, jobs = cab_instant(QUICK_DAYS if quick else DAYS, seed)
+    _log(label)
+    rows.append(_case("cab_instant", topology.load("cab"), jobs, repeats))
+    ft44 = topology.load("ft44")
+    key = jax.random.PRNGKey(seed)
+    alloc = np.random.default_rng(seed).choice(ft44.n_nodes, 4096, replace=False)
+    rows.append(_case("ft44_stencil4d", ft44, [commtime.Job(alloc, patterns.make("stencil4d", key, 4096))], repeats))
+    return rows
