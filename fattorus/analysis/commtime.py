@@ -28,9 +28,11 @@ not affect each other).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -66,18 +68,27 @@ def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray,
         nbytes.append(np.broadcast_to(np.asarray(b, np.float64), np.shape(s)))
         owner.append(np.full(len(s), j, np.int32))
     src, dst = np.concatenate(src), np.concatenate(dst)
-    if len(src) == 0:
+    F = len(src)
+    if F == 0:
         return np.zeros((0, topo.max_route_links), np.int32), np.zeros(0), np.zeros(0, np.int32)
-    return np.asarray(topo.routes(src, dst), np.int32), np.concatenate(nbytes), np.concatenate(owner)
+    # Padded to a bucket so that a family's jit-compiled routing compiles once per bucket, not
+    # once per flow count (the pad rows are node 0 to itself, dropped).
+    pad = _bucket(F) - F
+    src, dst = np.r_[src, np.zeros(pad, src.dtype)], np.r_[dst, np.zeros(pad, dst.dtype)]
+    return np.asarray(topo.routes(src, dst), np.int32)[:F], np.concatenate(nbytes), np.concatenate(owner)
 
 
 def step_times(topo: Topology, jobs: Sequence[Job]) -> np.ndarray:
     """Step time of each job when all of ``jobs`` run at once, ``(J,)``."""
     route_ids, nbytes, owner = _flows(topo, jobs)
-    if len(nbytes) == 0:
+    F = len(nbytes)
+    if F == 0:
         return np.zeros(len(jobs))
+    pad = _bucket(F) - F  # one compilation of the solver per bucket, not per flow count
+    route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
+    nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]
     cap = jnp.asarray(np.asarray(topo.link_bandwidth, np.float32))
-    rates = maxmin_rates(jnp.asarray(route_ids), cap).rate
+    rates = maxmin_rates(jnp.asarray(route_ids), cap, active=jnp.asarray(np.arange(F + pad) < F)).rate
     return np.asarray(step_time(rates, jnp.asarray(nbytes, jnp.float32), jnp.asarray(owner), len(jobs)), np.float64)
 
 
@@ -100,3 +111,98 @@ def runtime_factor(slowdown: np.ndarray, comm_fraction: float | np.ndarray) -> n
     if np.any((c < 0) | (c > 1)):
         raise ValueError(f"communication fraction must be in [0, 1], got {comm_fraction}")
     return (1 - c) + c * np.asarray(slowdown, np.float64)
+
+
+def _bucket(n: int) -> int:
+    """Flow-array length for ``n`` flows: the next power of two (at least 64), so that one
+    compilation of the solver serves every instant of a replay with as many flows."""
+    return max(64, 1 << max(0, int(n) - 1).bit_length())
+
+
+@dataclasses.dataclass
+class ModelRuntimes:
+    """``speedup=model``: each job's run time decided as it starts, from the flow model.
+
+    At a job's start the jobs running then and the job itself (on its placement) communicate
+    together; its slowdown is its step time then over its step time alone in the ideal
+    compact placement, and its run time is the logged one times ``(1 − c) + c · slowdown``
+    (``c = comm_fraction``; the logged run time is taken as the job's interference-free run
+    time). A run time past the job's estimate is cut at the estimate — the job is killed at its
+    time limit, as a real scheduler does — and counted (``killed_at_estimate``). Each job's
+    pattern is drawn from ``mix`` with the run's seed (as in the interference tool), its
+    traffic from the same key folded with its index. What the model leaves out: a job's run
+    time is fixed at its start; jobs that start later do not slow it down (and it does not
+    slow jobs that started before it).
+    """
+
+    topo: Topology
+    mix: Mapping[str, float]
+    comm_fraction: float = 0.3
+    seed: int = 0
+    ranks_per_node: int = 1
+
+    def bind(self, prepared: Any) -> Any:
+        """The engine's ``runtime_at_start`` for the jobs of ``prepared`` (the replay's job
+        table: ``runtime_s``, ``estimate_s`` in replay order)."""
+        from fattorus.analysis import interference
+
+        if not 0 <= self.comm_fraction <= 1:
+            raise ValueError(f"speedup=model: comm_fraction must be in [0, 1], got {self.comm_fraction}")
+        self._base = prepared["runtime_s"].to_numpy().astype(np.float64)
+        self._estimate = prepared["estimate_s"].to_numpy().astype(np.float64)
+        self._key = jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10)
+        self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
+        self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._cap = jnp.asarray(np.asarray(self.topo.link_bandwidth, np.float32))
+        self.slowdown = np.full(len(self._base), np.nan)
+        self.killed = 0
+        return self._at_start
+
+    def _job_flows(self, j: int, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Route ids and bytes of job ``j``'s flows on ``nodes``."""
+        n = len(nodes) * self.ranks_per_node
+        if n < 2:
+            return np.zeros((0, self.topo.max_route_links), np.int32), np.zeros(0)
+        traffic = patterns.make(self._names[j], jax.random.fold_in(self._key, j), n)
+        job = Job(np.asarray(nodes), traffic, self.ranks_per_node)
+        route_ids, nbytes, _ = _flows(self.topo, [job])
+        return route_ids, nbytes
+
+    def _step(self, route_ids: np.ndarray, nbytes: np.ndarray, own: int) -> float:
+        """Step time of the first ``own`` flows when all flows run together."""
+        if own == 0:
+            return 0.0
+        F = _bucket(len(nbytes))
+        pad = F - len(nbytes)
+        r = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
+        active = np.arange(F) < len(nbytes)
+        rate = np.asarray(maxmin_rates(jnp.asarray(r), self._cap, active=jnp.asarray(active)).rate, np.float64)[:own]
+        with np.errstate(divide="ignore"):
+            t = np.where(np.isinf(rate), 0.0, nbytes[:own] / rate)
+        return float(t.max())
+
+    def _at_start(self, replay: Any, j: int, nodes: np.ndarray, now: float) -> float:
+        running = {k for _, k in replay.running}
+        if len(self._flows) > 2 * len(running) + 16:  # forget the flows of jobs that ended
+            self._flows = {k: v for k, v in self._flows.items() if k in running}
+        own_routes, own_bytes = self._flows[j] = self._job_flows(j, nodes)
+        others = [self._flows[k] for k in running if k in self._flows]
+        route_ids = np.concatenate([own_routes] + [r for r, _ in others])
+        nbytes = np.concatenate([own_bytes] + [b for _, b in others])
+        together = self._step(route_ids, nbytes, len(own_bytes))
+        ideal_routes, ideal_bytes = self._job_flows(j, self.topo.ideal_allocation(len(nodes)))
+        ideal = self._step(ideal_routes, ideal_bytes, len(ideal_bytes))
+        slow = together / ideal if ideal > 0 else 1.0
+        self.slowdown[j] = slow
+        runtime = self._base[j] * ((1 - self.comm_fraction) + self.comm_fraction * slow)
+        if runtime > self._estimate[j]:
+            self.killed += 1
+            runtime = self._estimate[j]
+        return runtime
+
+    def summary(self) -> dict[str, Any]:
+        """What the run's ``summary.json`` records of the model."""
+        s = self.slowdown[np.isfinite(self.slowdown)]
+        return {"comm_fraction": self.comm_fraction, "patterns": dict(self.mix), "jobs": int(len(s)),
+                "mean_slowdown": float(s.mean()) if len(s) else None,
+                "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed)}

@@ -28,6 +28,11 @@ class SpeedupConf:
     name: str = MISSING
     cap: int = 512
     classes: list[Any] = field(default_factory=list)
+    # kind: model — run times from the flow-level bandwidth model at job start (issue 14);
+    # then comm_fraction and patterns apply, classes must be empty.
+    kind: str = "bins"
+    comm_fraction: float = 0.3
+    patterns: str = "stencil4d=1,unstructured_mesh=1,random_pairs=1,subcomm_a2a=1"
 
 
 @dataclass

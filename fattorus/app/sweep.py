@@ -116,6 +116,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         extra_skips={"dropped_by_scaling": transform_counts.get("dropped_by_scaling", 0)},
         progress=bool(cfg.progress) and sys.stderr.isatty(),
         node_kind=wl_cfg.get("node_kind"),
+        runtime_model=_runtime_model(cfg, ft),
     )
     _write(result, out_dir)
     if cfg.logger.name == "wandb":
@@ -177,6 +178,22 @@ def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> 
     return (f"workload {wl_cfg.get('name')}: node counts x{factor:.4g}{f' ({how})' if how else ''}, "
             f"nodes' = ceil(nodes x factor); {counts.get('dropped_by_scaling', 0)} job(s) pushed past "
             f"the {usable} usable nodes dropped")
+
+
+def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
+    """The flow model deciding run times at job start (``speedup.kind: model``), or None."""
+    if cfg.speedup.get("kind", "bins") != "model":
+        return None
+    from fattorus.analysis import commtime, interference
+
+    try:
+        mix = interference.parse_mix(str(cfg.speedup.get("patterns", interference.DEFAULT_MIX)))
+        c = float(cfg.speedup.get("comm_fraction", 0.3))
+    except (TypeError, ValueError) as err:
+        raise UserError(f"speedup={cfg.speedup.get('name')}: {err}") from None
+    if not 0 <= c <= 1:
+        raise UserError(f"speedup.comm_fraction={c}: must be in [0, 1]")
+    return commtime.ModelRuntimes(topo, mix, c, int(cfg.seed))
 
 
 def _speedup_runtimes(scenario: Any, seed: int, jobs: Any) -> Any:

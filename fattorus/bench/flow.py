@@ -11,6 +11,12 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
 * ``ft44_stencil4d``: one 4,096-node 4D stencil (8 neighbours, 4 MiB) on ft44, on 4,096
   nodes drawn at random (seeded; a scattered, topology-oblivious placement).
 
+* ``replay_model``: the replay of the first ``MONTH`` days of Atlas x2 on Cab (``to``/EASY)
+  with ``speedup=model`` (run times from the flow model at every job start) next to the same
+  replay without it (``numpy_s`` column: the plain replay; ``speedup`` = plain / model, the
+  issue's target: model at most 3x the plain replay, i.e. ``speedup >= 0.33``). One run each,
+  compilation included (a replay compiles once per flow-count bucket).
+
 ``compile_s`` = first JAX call minus the median; ``median_s`` = median of ``repeats`` calls
 after it; ``numpy_s`` = median of the NumPy reference; ``speedup = numpy_s / median_s``
 (target ≥ 20 on CPU). ``rounds`` = filling rounds; ``max_rel_diff`` between the two rate
@@ -34,6 +40,7 @@ from fattorus.kernels.maxmin import maxmin_rates, maxmin_rates_numpy
 from fattorus.sched import policy, replay
 
 DAYS, QUICK_DAYS = 7.0, 2.0
+MONTH, QUICK_MONTH = 30.0, 3.0
 REPEATS, QUICK_REPEATS = 5, 2
 NOTES = ("One weighted max-min solve (progressive filling): JAX jit vs the same rounds in NumPy, same flows, "
          "same run. median_s / numpy_s: medians after a warm-up call; compile_s apart. Target speedup >= 20 (CPU).")
@@ -104,4 +111,24 @@ def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[
     key = jax.random.PRNGKey(seed)
     alloc = np.random.default_rng(seed).choice(ft44.n_nodes, 4096, replace=False)
     rows.append(_case("ft44_stencil4d", ft44, [commtime.Job(alloc, patterns.make("stencil4d", key, 4096))], repeats))
+    rows.append(_replay_model(QUICK_MONTH if quick else MONTH, seed))
     return rows
+
+
+def _replay_model(days: float, seed: int) -> dict:
+    """Plain replay vs ``speedup=model`` replay of Atlas x2 on Cab (module docstring)."""
+    cab = topology.load("cab")
+    jobs = workload.load(trace_path(), cores_per_node=8).jobs
+    scaled, _ = workload.scale_nodes(jobs, 2, cab.n_nodes)
+    window = workload.first_days(scaled, days)
+    t0 = time.perf_counter()
+    plain = replay.replay(window, cab, "to", "easy")
+    plain_s = time.perf_counter() - t0
+    model = commtime.ModelRuntimes(cab, interference.parse_mix(interference.DEFAULT_MIX), 0.3, seed)
+    t0 = time.perf_counter()
+    replay.replay(window, cab, "to", "easy", runtime_model=model)
+    model_s = time.perf_counter() - t0
+    _log(f"replay_model: {days:g} days, plain {plain_s:.1f} s, model {model_s:.1f} s")
+    return {"case": "replay_model", "machine": "cab", "flows": None, "rounds": None, "numpy_rounds": None,
+            "compile_s": None, "median_s": model_s, "numpy_s": plain_s, "speedup": plain_s / model_s,
+            "max_rel_diff": None, "repeats": 1, "jobs": len(plain.jobs)}

@@ -7,12 +7,17 @@ discipline (:mod:`fattorus.sched.queues`) runs one scheduling pass, starting job
 :meth:`Replay.start_job` on node sets the policy (:mod:`fattorus.sched.policy`) chose. Jobs
 run for ``runtime`` and the scheduler plans with ``estimate >= runtime``. The engine knows no
 topology family and no policy or queue name.
+
+A run time may also be decided when the job starts (``runtime_at_start``: a model of how its
+placement and the jobs running beside it slow it down); it must stay within the job's
+estimate, which is what EASY's reservations rely on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,6 +76,12 @@ class Schedule:
     alloc: list[np.ndarray]
     backfilled: np.ndarray
     shadow: np.ndarray
+    runtime: np.ndarray | None = None  # (n,) the run times the jobs ran for, seconds
+
+
+#: ``runtime_at_start(replay, j, nodes, now) -> seconds``: job ``j``'s run time, decided as it
+#: starts on ``nodes`` at ``now`` (the jobs running then are in ``replay``); at most its estimate.
+RuntimeAtStart = Callable[["Replay", int, np.ndarray, float], float]
 
 
 @dataclasses.dataclass
@@ -99,6 +110,8 @@ class Replay:
     lo: int = 0
     hi: int = 0
     bar: Any = None
+    runtime_at_start: RuntimeAtStart | None = None
+    runtime: np.ndarray | None = None  # (n,) run times as decided at start (a copy of the jobs')
 
     @classmethod
     def new(cls, jobs: Jobs, topo: Any, policy: Policy, usable: np.ndarray | None = None) -> Replay:
@@ -112,7 +125,7 @@ class Replay:
             # The class each job is booked under: the links its placement can use; set at start.
             booked=size_class.copy(), start=np.full(n, np.nan),
             alloc=[np.empty(0, np.int64)] * n, backfilled=np.zeros(n, bool), shadow=np.full(n, np.nan),
-            waiting=np.zeros(n, bool), node_est_end=np.full(topo.n_nodes, np.inf),
+            waiting=np.zeros(n, bool), node_est_end=np.full(topo.n_nodes, np.inf), runtime=jobs.runtime.copy(),
         )
 
     def start_job(self, j: int, placed: np.ndarray, now: float) -> None:
@@ -124,7 +137,12 @@ class Replay:
         self.start[j] = now
         self.waiting[j] = False
         self.node_est_end[placed] = now + self.jobs.estimate[j]
-        heapq.heappush(self.running, (now + self.jobs.runtime[j], j))
+        if self.runtime_at_start is not None:
+            rt = float(self.runtime_at_start(self, j, placed, now))
+            if not 0 < rt <= self.jobs.estimate[j]:
+                raise ValueError(f"runtime_at_start gave job {j} {rt} s; it must be in (0, estimate]")
+            self.runtime[j] = rt
+        heapq.heappush(self.running, (now + self.runtime[j], j))
         self.version += 1
         if self.bar is not None:
             self.bar.update(1)
@@ -153,11 +171,11 @@ class Replay:
 
     def result(self) -> Schedule:
         """The per-job decisions."""
-        return Schedule(self.start, self.alloc, self.backfilled, self.shadow)
+        return Schedule(self.start, self.alloc, self.backfilled, self.shadow, self.runtime)
 
 
 def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = False,
-        usable: np.ndarray | None = None) -> Schedule:
+        usable: np.ndarray | None = None, runtime_at_start: RuntimeAtStart | None = None) -> Schedule:
     """Replay ``jobs`` on ``topo`` under queue discipline ``queue`` and allocation ``policy``.
 
     ``queue`` is a :class:`fattorus.sched.queues.Queue` (``Fcfs()``, ``Easy()``); it is
@@ -168,6 +186,7 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
     if usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
         raise ValueError(f"a job asks for {int(jobs.nodes.max())} nodes; the machine has {int(np.sum(usable))} usable")
     replay = Replay.new(jobs, topo, policy, usable)
+    replay.runtime_at_start = runtime_at_start
     queue.reset(replay)
     if progress:
         from tqdm import tqdm

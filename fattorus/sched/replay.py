@@ -82,6 +82,7 @@ def simulate(
     sched: str = "easy",
     progress: bool = False,
     usable: np.ndarray | None = None,
+    runtime_at_start: engine.RuntimeAtStart | None = None,
 ) -> Schedule:
     """Run the engine on jobs sorted by (submit, id) under queue discipline ``sched``.
 
@@ -98,7 +99,8 @@ def simulate(
     if sched not in QUEUES:
         raise ValueError(f"unknown scheduler {sched!r}; choices: {list(SCHEDULERS)}")
     jobs = engine.Jobs.of(submit, runtime, estimate, nodes, topo.n_nodes)
-    return engine.run(jobs, topo, QUEUES[sched](), policy, progress=progress, usable=usable)
+    return engine.run(jobs, topo, QUEUES[sched](), policy, progress=progress, usable=usable,
+                      runtime_at_start=runtime_at_start)
 
 
 def replay(
@@ -115,6 +117,7 @@ def replay(
     extra_skips: Mapping[str, int] | None = None,
     progress: bool = False,
     node_kind: str | None = None,
+    runtime_model: Any = None,
 ) -> ReplayResult:
     """Replay a workload table on machine ``topo`` and compute the run's tables.
 
@@ -135,6 +138,10 @@ def replay(
       node_kind: the node type every job runs on (``topo.node_kind_names``; default the
         topology's first, e.g. ``XE``); nodes of other kinds stay out of the machine, and
         utilization is over the usable nodes (the torus paper's scheduling efficiency).
+      runtime_model: optional ``model(prepared) -> runtime_at_start`` (e.g.
+        :class:`fattorus.analysis.commtime.ModelRuntimes`): each job's run time is decided
+        as it starts (the engine's ``runtime_at_start``); the jobs table then holds the run
+        times the jobs ran for, and the model's own counts go into the summary.
     """
     wall0 = time.perf_counter()
     pol = policy_mod.make(policy, topo, policy_params, seed)
@@ -144,8 +151,9 @@ def replay(
     for reason, count in (extra_skips or {}).items():
         skipped[reason] = skipped.get(reason, 0) + int(count)
     cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    at_start = None if runtime_model is None else runtime_model.bind(prepared)
     schedule = simulate(*cols, topo, pol, sched, progress=progress,
-                        usable=None if capacity == topo.n_nodes else usable)
+                        usable=None if capacity == topo.n_nodes else usable, runtime_at_start=at_start)
     out, exposed = _outputs(prepared, schedule, topo, cols[3])
     util = metrics.utilization(out, capacity)
     summary = metrics.summary(
@@ -163,6 +171,8 @@ def replay(
     summary["topology"] = topo.config()
     summary["usable_nodes"] = capacity  # utilization's denominator (jobs' node kind only)
     summary["node_kind"] = node_kind or topo.default_job_kind
+    if runtime_model is not None:
+        summary["runtime_model"] = runtime_model.summary()
     return ReplayResult(out, util, summary)
 
 
@@ -190,7 +200,7 @@ def _with_estimate(jobs: pl.DataFrame) -> pl.DataFrame:
 def _jobs_table(prepared: pl.DataFrame, schedule: Schedule, topo: Any) -> pl.DataFrame:
     nodes = prepared["nodes"].to_numpy().astype(np.int64)
     start = schedule.start
-    runtime = prepared["runtime_s"].to_numpy()
+    runtime = prepared["runtime_s"].to_numpy() if schedule.runtime is None else schedule.runtime
     submit = prepared["submit_s"].to_numpy()
     return pl.DataFrame(
         {

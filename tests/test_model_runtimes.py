@@ -1,0 +1,111 @@
+"""speedup=model: run times decided at job start by the flow model (issue 14, item 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from fattorus import workload
+from fattorus.analysis import commtime, interference
+from fattorus.sched import policy, replay
+from fattorus.topology import fattree
+
+TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
+MIX = interference.parse_mix(interference.DEFAULT_MIX)
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    """Two busy days of Thunder on ft6x6 (216 nodes): long queues, many concurrent jobs."""
+    ft = fattree.load("ft6x6")
+    jobs = workload.load(TRACES / "LLNL-Thunder-2007-1.1-cln.swf.gz", cores_per_node=4).jobs
+    scaled, _ = workload.scale_nodes(jobs, 1, ft.n_nodes)
+    return workload.first_days(scaled, 2.0, 10.0)
+
+
+@pytest.fixture(scope="module")
+def runs(jobs):
+    ft = fattree.load("ft6x6")
+    out = {}
+    for pol in ("to", "ta"):
+        model = commtime.ModelRuntimes(ft, MIX, comm_fraction=0.5, seed=3)
+        out[pol] = (replay.replay(jobs, ft, pol, "easy", runtime_model=model), model)
+    return ft, out
+
+
+def test_a_hook_returning_the_logged_runtime_changes_nothing(jobs):
+    ft = fattree.load("ft6x6")
+    prepared, _ = replay.prepare(workload.with_estimate(jobs), ft.n_nodes)
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    plain = replay.simulate(*cols, ft, policy.make("to", ft), "easy")
+    hooked = replay.simulate(*cols, ft, policy.make("to", ft), "easy",
+                             runtime_at_start=lambda r, j, nodes, now: r.jobs.runtime[j])
+    assert np.array_equal(plain.start, hooked.start)
+    assert all(np.array_equal(a, b) for a, b in zip(plain.alloc, hooked.alloc))
+
+
+def test_a_runtime_past_the_estimate_is_refused(jobs):
+    ft = fattree.load("ft6x6")
+    prepared, _ = replay.prepare(workload.with_estimate(jobs), ft.n_nodes)
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    with pytest.raises(ValueError, match="estimate"):
+        replay.simulate(*cols, ft, policy.make("to", ft), "easy",
+                        runtime_at_start=lambda r, j, nodes, now: r.jobs.estimate[j] * 2)
+
+
+def test_model_runs_keep_easy_guarantees_and_estimates(runs):
+    _, out = runs
+    for pol, (result, model) in out.items():
+        jobs = result.jobs
+        assert (jobs["runtime_s"] <= jobs["estimate_s"]).all()
+        heads = jobs.filter(pl.col("shadow_s").is_not_nan())
+        assert len(heads) > 5 and (heads["start_s"] <= heads["shadow_s"]).all(), pol
+        assert (jobs["end_s"] - jobs["start_s"] - jobs["runtime_s"]).abs().max() < 1e-6
+        summary = result.summary["runtime_model"]
+        assert summary["jobs"] == len(jobs) and summary["killed_at_estimate"] == model.killed
+
+
+def test_ta_jobs_run_as_fast_as_alone_and_to_jobs_slow_down(runs):
+    """Under ta no two running jobs share a link, so at its start every job communicates as if
+    alone in its placement: recomputed here from jobs.parquet, job by job."""
+    ft, out = runs
+    result, model = out["ta"]
+    jobs = result.jobs
+    start, end = jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()
+    allocs = [np.asarray(a) for a in jobs["alloc"].to_list()]
+    checked = 0
+    for j in np.argsort(start)[::7]:  # a sample of the jobs, each with everything running then
+        if len(allocs[j]) < 2:
+            continue
+        running = [k for k in range(len(jobs)) if k != j and start[k] <= start[j] < end[k]]
+        if not running:
+            continue
+        tr = [commtime.Job(allocs[k], _pairs(len(allocs[k]))) for k in [j, *running]]
+        together = commtime.step_times(ft, tr)[0]
+        alone = commtime.step_times(ft, tr[:1])[0]
+        assert together == pytest.approx(alone, rel=1e-5)
+        checked += 1
+    assert checked > 10
+    # Under to, the same model finds jobs that are slowed and some cut at their estimate.
+    to_summary = out["to"][0].summary["runtime_model"]
+    assert to_summary["max_slowdown"] > 1.05
+    assert to_summary["mean_slowdown"] > out["ta"][0].summary["runtime_model"]["mean_slowdown"] - 1e-9
+
+
+def _pairs(n: int):
+    from fattorus.analysis import patterns
+
+    src = np.arange(n)
+    return patterns.Traffic(src, (src + 1) % n, np.full(n, 1.0))
+
+
+def test_same_seed_same_run_and_the_seed_matters(jobs):
+    ft = fattree.load("ft6x6")
+    small = jobs.head(120)
+    runs = [replay.replay(small, ft, "to", "easy", runtime_model=commtime.ModelRuntimes(ft, MIX, 0.5, seed)).jobs
+            for seed in (1, 1, 2)]
+    assert runs[0]["runtime_s"].to_list() == runs[1]["runtime_s"].to_list()
+    assert runs[0]["runtime_s"].to_list() != runs[2]["runtime_s"].to_list()
