@@ -1,0 +1,65 @@
+"""The fat-tree paper's network study on the flow model (fattorus.app.network_study)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from fattorus import topology
+from fattorus.app import network_study as ns
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ta_packing_is_disjoint_in_range_and_leaves_no_room():
+    ft = topology.load("ft6x6")
+    allocs = ns.pack(ft, 4, 20, np.random.default_rng(0))
+    nodes = np.concatenate(allocs)
+    assert len(nodes) == len(set(nodes.tolist())) and all(4 <= len(a) <= 20 for a in allocs)
+    assert len(nodes) > ft.n_nodes // 2  # packed until ta turned down 20 draws in a row
+
+
+def test_rows_follow_the_run_time_formula(ft6x6):
+    for c in (1.0, 0.3):
+        rows = pl.DataFrame(ns.workload_rows(ft6x6, "t", 0, 4, 30, c, seed=1))
+        ratio = rows["step_to"] / rows["step_ta"]
+        expect = ratio if c == 1.0 else (1 - c) + c * ratio  # compute = (1 - c) / c of the ta step
+        assert np.allclose(rows["speedup"], expect)
+        assert set(rows["pattern"]) <= set(ns.LABELS.values())
+
+
+def _cli(tmp_path, *args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "fattorus.app.network_study", *args], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--sizes", "abc"], "--sizes"),
+    (["--sizes", "10,5"], "min <= max"),
+    (["--machine", "ft6", "--sizes", "4,100"], "do not fit"),
+    (["--machine", "ft6", "--sizes", "2,4", "--name", "../x"], "--name"),
+])
+def test_mistakes_are_one_line(tmp_path, args, words):
+    out = _cli(tmp_path, *args)
+    assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+
+
+def test_a_small_study_writes_its_tables_under_results(tmp_path):
+    out = _cli(tmp_path, "--machine", "ft6x6", "--sizes", "4,30", "--workloads", "2", "--name", "small")
+    assert out.returncode == 0, out.stderr[-2000:]
+    base = tmp_path / "results" / "network_study" / "small"
+    jobs = pl.read_parquet(base / "jobs.parquet")
+    summary = json.loads((base / "summary.json").read_text())
+    assert set(jobs["workload"]) == {0, 1}
+    overall = summary["cases"]["ft6x6_4-30"]["all"]
+    assert overall["jobs"] == len(jobs) and overall["mean"] == pytest.approx(jobs["speedup"].mean())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
