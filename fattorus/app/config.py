@@ -97,6 +97,7 @@ class Config:
     study: str = "adhoc"
     progress: bool = True
     bins: list[int] = field(default_factory=lambda: [18, 64, 256, 1024])
+    trials: int = 1  # >1: speedup draws seed..seed+trials-1 through the batched engine (app/trials.py)
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._,=+-]*$")

@@ -42,6 +42,7 @@ class RunError(Exception):
     """The environment failed the run (disk full, read-only results, ...): one line, exit 1."""
 
 
+TRIALS_MAX = 100_000
 SEED_MAX = 2**32 - 1  # jax.random.PRNGKey and NumPy generators agree on seeds in [0, 2**32)
 
 
@@ -50,6 +51,9 @@ def check_settings(cfg: DictConfig) -> None:
     seed = cfg.seed
     if not 0 <= int(seed) <= SEED_MAX:
         raise UserError(f"seed={seed}: choose an integer between 0 and {SEED_MAX}")
+    trials = cfg.get("trials", 1)
+    if not isinstance(trials, int) or not 1 <= trials <= TRIALS_MAX or int(seed) + trials - 1 > SEED_MAX:
+        raise UserError(f"trials={trials}: choose an integer between 1 and {TRIALS_MAX} (seed + trials - 1 <= {SEED_MAX})")
     bins = [int(b) for b in cfg.bins]
     if not bins or bins[0] < 1 or any(b >= c for b, c in zip(bins, bins[1:])):
         raise UserError(f"bins={bins}: give job-size bin edges (nodes) as a non-empty, strictly increasing list of "
@@ -101,6 +105,9 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         print(skip_line, file=sys.stderr, flush=True)
     jobs = workload.with_estimate(wl.jobs)
 
+    n_trials = int(cfg.get("trials", 1))
+    if n_trials > 1:
+        _check_batched(cfg, ft)
     runtime_s = _speedup_runtimes(scenario, int(cfg.seed), jobs)
     key_choices = _key_choices(cfg, topo_name, speedup_name, wl_cfg, wl, transform_counts, ft)
     result = replay.replay(
@@ -118,6 +125,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         node_kind=wl_cfg.get("node_kind"),
         runtime_model=_runtime_model(cfg, ft),
     )
+    if n_trials > 1:
+        _run_trials(cfg, ft, scenario, jobs, result, out_dir, n_trials)
     _write(result, out_dir)
     if cfg.logger.name == "wandb":
         from fattorus.app import logger
@@ -178,6 +187,38 @@ def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> 
     return (f"workload {wl_cfg.get('name')}: node counts x{factor:.4g}{f' ({how})' if how else ''}, "
             f"nodes' = ceil(nodes x factor); {counts.get('dropped_by_scaling', 0)} job(s) pushed past "
             f"the {usable} usable nodes dropped")
+
+
+def _check_batched(cfg: DictConfig, topo: Any) -> None:
+    """``trials > 1`` runs through the compiled engine: say in one line what it cannot do."""
+    params = OmegaConf.to_container(cfg.policy.params, resolve=True) or {}
+    if topo.kind != "fattree" or cfg.policy.name not in ("to", "ta"):
+        raise UserError(f"trials={cfg.trials}: the batched engine replays policies to and ta on fat-trees; "
+                        f"got policy {cfg.policy.name} on {topo.kind} {topo.name} (run seeds as a multirun instead)")
+    if params.get("relax_after_s") is not None:
+        raise UserError(f"trials={cfg.trials}: the batched engine has no hybrid rule (policy.params.relax_after_s=null)")
+    if cfg.speedup.get("kind", "bins") == "model":
+        raise UserError(f"trials={cfg.trials}: speedup=model decides run times during the replay; "
+                        "the batched engine needs them before (use a multirun over seeds)")
+
+
+def _run_trials(cfg: DictConfig, ft: Any, scenario: Any, jobs: Any, result: Any, out_dir: Path, n: int) -> None:
+    """Trials 0..n-1 through the batched engine: trials.parquet and the summary's ``trials``."""
+    from fattorus.app import trials
+    from fattorus.files import atomic_write
+
+    table, info = trials.run(jobs, ft, cfg.policy.name, cfg.sched.name,
+                             OmegaConf.to_container(cfg.policy.params, resolve=True), n, int(cfg.seed),
+                             lambda s: _speedup_runtimes(scenario, s, jobs), result.jobs["start_s"].to_numpy(),
+                             progress=bool(cfg.progress) and sys.stderr.isatty())
+    try:
+        atomic_write(out_dir / "trials.parquet", lambda p: table.write_parquet(p))
+    except OSError as err:
+        raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
+    result.summary["trials"] = info
+    s = info["mean_wait_s"]
+    print(f"trials: {n} draws, mean wait {s['mean'] / 3600:.3g} h ± {s['std'] / 3600:.2g} "
+          f"(5–95 %: {s['p05'] / 3600:.3g}–{s['p95'] / 3600:.3g} h), {info['wall_s']:.1f} s", flush=True)
 
 
 def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
