@@ -24,7 +24,7 @@ from pathlib import Path
 from fattorus import paths
 from fattorus.files import atomic_write
 
-SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow")
+SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow", "dragonfly")
 
 
 def available_sections() -> list[str]:

@@ -1,0 +1,90 @@
+"""Benchmark: one adaptive (UGAL-like) steady-state traffic solve of WD 4 on Edison (issue 13).
+
+WD 4 (the dragonfly paper's Table 1): four jobs of 32,768 ranks (24 ranks per node: 1,366
+nodes each) running 4D Stencil (8 neighbours, 4 MiB), Many-to-many (all-to-all within
+sub-communicators of 32 ranks, 32 KiB), Spread (6–27 random neighbours, 512 KiB) and
+Unstructured mesh (512 KiB), placed on consecutive node ids (jobs fill groups in order, the
+Edison-like placement's first choice). Rank flows are summed per node pair — a route depends
+only on its node pair, so link traffic is unchanged — and each node pair gets its minimal
+route and 2 Valiant routes (:func:`fattorus.kernels.adaptive.valiant_paths`).
+
+``median_s``: :func:`fattorus.kernels.adaptive.adaptive_loads` (JAX, median of ``repeats``
+after a warm-up call; ``compile_s`` apart); ``numpy_s``: :func:`adaptive_numpy`, the same
+iteration in NumPy (one run); ``speedup = numpy_s / median_s`` (target >= 20 on CPU);
+``iterations``; max link cost (bytes / (GB/s)) under minimal and adaptive routing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fattorus import topology
+from fattorus.analysis import patterns
+from fattorus.kernels.adaptive import adaptive_loads, adaptive_numpy, valiant_paths
+
+RANKS, RANKS_PER_NODE = 32_768, 24
+KiB, MiB = 1024, 1024 * 1024
+WD4 = (("stencil4d", {"nbytes": 4 * MiB}), ("subcomm_a2a", {"group": 32, "nbytes": 32 * KiB}),
+       ("spread", {"nbytes": 512 * KiB}), ("unstructured_mesh", {"nbytes": 512 * KiB}))
+NOTES = ("WD 4 on Edison (4 jobs x 32,768 ranks, 24 per node), rank flows summed per node pair, minimal + 2 Valiant "
+         "paths each; adaptive iteration in JAX vs the same iteration in NumPy, same run; target speedup >= 20 (CPU).")
+
+
+def _log(msg: str) -> None:
+    print(f"[dragonfly] {msg}", file=sys.stderr, flush=True)
+
+
+def wd4_node_flows(topo, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(src, dst, bytes)`` node-pair flows of WD 4 on ``topo`` (module docstring)."""
+    nodes = -(-RANKS // RANKS_PER_NODE)
+    key = jax.random.PRNGKey(seed)
+    src, dst, nbytes = [], [], []
+    for j, (name, params) in enumerate(WD4):
+        alloc = np.arange(j * nodes, (j + 1) * nodes)
+        s, d, b = patterns.to_nodes(alloc, patterns.make(name, jax.random.fold_in(key, j), RANKS, **params),
+                                    RANKS_PER_NODE)
+        src.append(s)
+        dst.append(d)
+        nbytes.append(np.broadcast_to(np.asarray(b, np.float64), np.shape(s)))
+    src, dst, nbytes = np.concatenate(src), np.concatenate(dst), np.concatenate(nbytes)
+    off = src != dst  # ranks of one node talk through memory
+    pair = src[off].astype(np.int64) * topo.n_nodes + dst[off]
+    uniq, inv = np.unique(pair, return_inverse=True)
+    return uniq // topo.n_nodes, uniq % topo.n_nodes, np.bincount(inv, weights=nbytes[off])
+
+
+def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[dict]:
+    """One row per cable configuration (``quick``: DEF only)."""
+    repeats = repeats or (1 if quick else 3)
+    rows = []
+    for name in (("edison",) if quick else ("edison", "edison_k", "edison_bk")):
+        topo = topology.load(name)
+        src, dst, nbytes = wd4_node_flows(topo, seed)
+        paths = valiant_paths(topo, src, dst, k=2, seed=seed)
+        bw = np.asarray(topo.link_bandwidth, np.float32)
+        p, b, w = jnp.asarray(paths), jnp.asarray(nbytes, jnp.float32), jnp.asarray(bw)
+        t0 = time.perf_counter()
+        first = adaptive_loads(p, b, w)
+        first.max_cost.block_until_ready()
+        first_s = time.perf_counter() - t0
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            got = adaptive_loads(p, b, w)
+            got.max_cost.block_until_ready()
+            times.append(time.perf_counter() - t0)
+        med = float(np.median(times))
+        t0 = time.perf_counter()
+        _, ref_m, ref_it = adaptive_numpy(paths, nbytes, bw)
+        numpy_s = time.perf_counter() - t0
+        _log(f"{name}: {len(src)} node pairs, jax {med:.2f} s, numpy {numpy_s:.2f} s")
+        rows.append({"machine": name, "node_pairs": len(src), "iterations": int(got.iterations),
+                     "numpy_iterations": ref_it, "compile_s": first_s - med, "median_s": med, "numpy_s": numpy_s,
+                     "speedup": numpy_s / med, "minimal_max_cost": float(got.minimal_max_cost),
+                     "adaptive_max_cost": float(got.max_cost), "numpy_max_cost": ref_m, "repeats": repeats})
+    return rows
