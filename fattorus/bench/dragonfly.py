@@ -11,7 +11,9 @@ route and 2 Valiant routes (:func:`fattorus.kernels.adaptive.valiant_paths`).
 ``median_s``: :func:`fattorus.kernels.adaptive.adaptive_loads` (JAX, median of ``repeats``
 after a warm-up call; ``compile_s`` apart); ``numpy_s``: :func:`adaptive_numpy`, the same
 iteration in NumPy (one run); ``speedup = numpy_s / median_s`` (target >= 20 on CPU);
-``iterations``; max link cost (bytes / (GB/s)) under minimal and adaptive routing.
+``iterations``; max router-link cost (bytes / (GB/s); node links left out: they carry a
+node's traffic on every path) under minimal and adaptive routing; per link class (green,
+black, blue) the max and mean traffic in MB under adaptive routing.
 """
 
 from __future__ import annotations
@@ -67,24 +69,33 @@ def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[
         src, dst, nbytes = wd4_node_flows(topo, seed)
         paths = valiant_paths(topo, src, dst, k=2, seed=seed)
         bw = np.asarray(topo.link_bandwidth, np.float32)
-        p, b, w = jnp.asarray(paths), jnp.asarray(nbytes, jnp.float32), jnp.asarray(bw)
+        cls = np.asarray(topo.link_class)
+        net = cls > 0  # router-to-router links: green, black, blue
+        p, b, w, c = jnp.asarray(paths), jnp.asarray(nbytes, jnp.float32), jnp.asarray(bw), jnp.asarray(net)
         t0 = time.perf_counter()
-        first = adaptive_loads(p, b, w)
+        first = adaptive_loads(p, b, w, counted=c)
         first.max_cost.block_until_ready()
         first_s = time.perf_counter() - t0
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            got = adaptive_loads(p, b, w)
+            got = adaptive_loads(p, b, w, counted=c)
             got.max_cost.block_until_ready()
             times.append(time.perf_counter() - t0)
         med = float(np.median(times))
         t0 = time.perf_counter()
-        _, ref_m, ref_it = adaptive_numpy(paths, nbytes, bw)
+        _, ref_m, ref_it = adaptive_numpy(paths, nbytes, bw, counted=net)
+        traffic = np.asarray(got.traffic, np.float64)
+        per_class = {}
+        for k, cname in enumerate(topo.link_class_names):
+            if k and (cls == k).any():
+                per_class[f"{cname}_max_MB"] = float(traffic[cls == k].max() / 1e6)
+                per_class[f"{cname}_mean_MB"] = float(traffic[cls == k].mean() / 1e6)
         numpy_s = time.perf_counter() - t0
         _log(f"{name}: {len(src)} node pairs, jax {med:.2f} s, numpy {numpy_s:.2f} s")
         rows.append({"machine": name, "node_pairs": len(src), "iterations": int(got.iterations),
                      "numpy_iterations": ref_it, "compile_s": first_s - med, "median_s": med, "numpy_s": numpy_s,
                      "speedup": numpy_s / med, "minimal_max_cost": float(got.minimal_max_cost),
-                     "adaptive_max_cost": float(got.max_cost), "numpy_max_cost": ref_m, "repeats": repeats})
+                     "adaptive_max_cost": float(got.max_cost), "numpy_max_cost": ref_m, **per_class,
+                     "repeats": repeats})
     return rows

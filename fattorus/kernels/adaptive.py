@@ -50,7 +50,8 @@ def _traffic(paths: jax.Array, split: jax.Array, nbytes: jax.Array, n_links: int
 
 @partial(jax.jit, static_argnames=("max_iters",))
 def adaptive_loads(paths: jax.Array, nbytes: jax.Array, bandwidth: jax.Array, step: float = 0.5,
-                   min_step: float = 1 / 64, tol: float = 1e-6, max_iters: int = 200) -> Adaptive:
+                   min_step: float = 1 / 64, tol: float = 1e-6, max_iters: int = 200,
+                   counted: jax.Array | None = None) -> Adaptive:
     """Steady-state traffic under the adaptive iteration (module docstring).
 
     Args:
@@ -60,17 +61,22 @@ def adaptive_loads(paths: jax.Array, nbytes: jax.Array, bandwidth: jax.Array, st
       bandwidth: ``(E,)`` link bandwidths (``topo.link_bandwidth``).
       step: first share of a hot path's traffic moved per iteration; halves on a rejected move.
       min_step, tol, max_iters: stopping rule and hot-link tolerance (relative).
+      counted: ``(E,)`` bool, the links whose cost counts (default all). Why: a node's own
+        injection and ejection links carry its traffic on every path, so they are a floor no
+        rerouting lowers; counting only router links (``topo.link_class > 0``) lets the
+        iteration work on the network, as Damselfly's link-type statistics do.
     """
     nbytes = jnp.asarray(nbytes, jnp.float32)
     bandwidth = jnp.asarray(bandwidth, jnp.float32)
     F, P, _ = paths.shape
     E = bandwidth.shape[0]
+    weight = jnp.ones(E, jnp.float32) if counted is None else jnp.asarray(counted, jnp.float32)
     exists = (paths >= 0).any(axis=2) | (jnp.arange(P) == 0)[None, :]
     slot = jnp.where(paths >= 0, paths, E)
     split0 = jnp.zeros((F, P), jnp.float32).at[:, 0].set(1.0)
 
     def max_cost(split):
-        cost = _traffic(paths, split, nbytes, E) / bandwidth
+        cost = _traffic(paths, split, nbytes, E) / bandwidth * weight
         return cost, cost.max()
 
     def cond(state):
@@ -98,7 +104,8 @@ def adaptive_loads(paths: jax.Array, nbytes: jax.Array, bandwidth: jax.Array, st
 
 
 def adaptive_numpy(paths: np.ndarray, nbytes: np.ndarray, bandwidth: np.ndarray, step: float = 0.5,
-                   min_step: float = 1 / 64, tol: float = 1e-6, max_iters: int = 200) -> tuple[np.ndarray, float, int]:
+                   min_step: float = 1 / 64, tol: float = 1e-6, max_iters: int = 200,
+                   counted: np.ndarray | None = None) -> tuple[np.ndarray, float, int]:
     """The same iteration in plain NumPy: ``(split, max_cost, iterations)``."""
     paths = np.asarray(paths)
     nbytes = np.asarray(nbytes, np.float64)
@@ -110,7 +117,8 @@ def adaptive_numpy(paths: np.ndarray, nbytes: np.ndarray, bandwidth: np.ndarray,
 
     def cost_of(split):
         w = np.broadcast_to((split * nbytes[:, None])[..., None], paths.shape)
-        return np.bincount(paths[valid], weights=w[valid], minlength=E) / bandwidth
+        cost = np.bincount(paths[valid], weights=w[valid], minlength=E) / bandwidth
+        return cost if counted is None else cost * counted
 
     split = np.zeros((F, P))
     split[:, 0] = 1.0
