@@ -64,3 +64,21 @@ def test_batches_of_placements_equal_single_solves():
     many = jax.vmap(lambda p: adaptive_loads(p, nbytes, bw).max_cost)(paths)
     for b in range(3):
         assert float(many[b]) == pytest.approx(float(adaptive_loads(paths[b], nbytes, bw).max_cost))
+
+
+def test_job_traffic_splits_the_joint_traffic_by_owner():
+    from fattorus.kernels.adaptive import _traffic, job_traffic
+
+    df = topology.load("dragonfly_small")
+    rng = np.random.default_rng(9)
+    src = rng.integers(0, df.n_nodes, 200)
+    dst = (src + rng.integers(1, df.n_nodes, 200)) % df.n_nodes
+    owner = rng.integers(0, 3, 200)
+    nbytes = jnp.asarray(rng.uniform(1, 5, 200), jnp.float32)
+    paths = jnp.asarray(valiant_paths(df, src, dst, k=2))
+    got = adaptive_loads(paths, nbytes, jnp.asarray(np.asarray(df.link_bandwidth, np.float32)))
+    rows = np.asarray(job_traffic(paths, got.split, nbytes, jnp.asarray(owner), 3, df.n_links))
+    assert np.allclose(rows.sum(axis=0), np.asarray(got.traffic), rtol=1e-5, atol=1e-3)
+    for j in range(3):  # a job's row = the traffic of its flows alone, with the same split
+        alone = _traffic(paths, got.split, jnp.where(jnp.asarray(owner) == j, nbytes, 0), df.n_links)
+        assert np.allclose(rows[j], np.asarray(alone), rtol=1e-5, atol=1e-3)

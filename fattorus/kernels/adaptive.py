@@ -166,3 +166,18 @@ def valiant_paths(topo, src: np.ndarray, dst: np.ndarray, k: int, seed: int = 0)
         routes = np.asarray(topo.valiant_routes(src, dst, via))
         out[:, 1 + i] = np.where(has[:, None], routes, -1)
     return out
+
+
+@partial(jax.jit, static_argnames=("n_jobs", "n_links"))
+def job_traffic(paths: jax.Array, split: jax.Array, nbytes: jax.Array, owner: jax.Array, n_jobs: int,
+                n_links: int) -> jax.Array:
+    """``(n_jobs, n_links)`` bytes per link attributable to each job ("in workload" when
+    ``split`` comes from a joint solve): each flow's ``split · bytes`` on its paths' links,
+    added to its ``owner``'s row (``owner`` ``(F,)`` in ``[0, n_jobs)``). Rows sum to the
+    solve's ``traffic``."""
+    slot = jnp.where(paths >= 0, paths, n_links)
+    row = jnp.broadcast_to(jnp.asarray(owner)[:, None, None], paths.shape)
+    w = jnp.broadcast_to((split * jnp.asarray(nbytes, split.dtype)[:, None])[..., None], paths.shape)
+    flat = (row * (n_links + 1) + slot).reshape(-1)
+    out = jnp.zeros(n_jobs * (n_links + 1), split.dtype).at[flat].add(w.reshape(-1))
+    return out.reshape(n_jobs, n_links + 1)[:, :n_links]
