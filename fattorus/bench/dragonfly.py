@@ -21,18 +21,13 @@ from __future__ import annotations
 import sys
 import time
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from fattorus import topology
-from fattorus.analysis import patterns
+from fattorus.analysis import parallel_workloads
 from fattorus.kernels.adaptive import adaptive_loads, adaptive_numpy, valiant_paths
 
-RANKS, RANKS_PER_NODE = 32_768, 24
-KiB, MiB = 1024, 1024 * 1024
-WD4 = (("stencil4d", {"nbytes": 4 * MiB}), ("subcomm_a2a", {"group": 32, "nbytes": 32 * KiB}),
-       ("spread", {"nbytes": 512 * KiB}), ("unstructured_mesh", {"nbytes": 512 * KiB}))
 NOTES = ("WD 4 on Edison (4 jobs x 32,768 ranks, 24 per node), rank flows summed per node pair, minimal + 2 Valiant "
          "paths each; adaptive iteration in JAX vs the same iteration in NumPy, same run; target speedup >= 20 (CPU).")
 
@@ -41,32 +36,14 @@ def _log(msg: str) -> None:
     print(f"[dragonfly] {msg}", file=sys.stderr, flush=True)
 
 
-def wd4_node_flows(topo, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(src, dst, bytes)`` node-pair flows of WD 4 on ``topo`` (module docstring)."""
-    nodes = -(-RANKS // RANKS_PER_NODE)
-    key = jax.random.PRNGKey(seed)
-    src, dst, nbytes = [], [], []
-    for j, (name, params) in enumerate(WD4):
-        alloc = np.arange(j * nodes, (j + 1) * nodes)
-        s, d, b = patterns.to_nodes(alloc, patterns.make(name, jax.random.fold_in(key, j), RANKS, **params),
-                                    RANKS_PER_NODE)
-        src.append(s)
-        dst.append(d)
-        nbytes.append(np.broadcast_to(np.asarray(b, np.float64), np.shape(s)))
-    src, dst, nbytes = np.concatenate(src), np.concatenate(dst), np.concatenate(nbytes)
-    off = src != dst  # ranks of one node talk through memory
-    pair = src[off].astype(np.int64) * topo.n_nodes + dst[off]
-    uniq, inv = np.unique(pair, return_inverse=True)
-    return uniq // topo.n_nodes, uniq % topo.n_nodes, np.bincount(inv, weights=nbytes[off])
-
-
 def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[dict]:
     """One row per cable configuration (``quick``: DEF only)."""
     repeats = repeats or (1 if quick else 3)
     rows = []
     for name in (("edison",) if quick else ("edison", "edison_k", "edison_bk")):
         topo = topology.load(name)
-        src, dst, nbytes = wd4_node_flows(topo, seed)
+        src, dst, nbytes, _ = parallel_workloads.node_flows(topo.n_nodes, parallel_workloads.WORKLOADS["WD 4"],
+                                                            seed=seed)
         paths = valiant_paths(topo, src, dst, k=2, seed=seed)
         bw = np.asarray(topo.link_bandwidth, np.float32)
         cls = np.asarray(topo.link_class)

@@ -1,0 +1,126 @@
+"""The dragonfly paper's study: WD 1–4 on Edison under each cable configuration (issue 13).
+
+``python -m fattorus.app.dragonfly_study [--workloads "WD 2,WD 4"] [--cables edison,edison_k]
+[--ranks 32768] [--ranks-per-node 24] [--valiant 2] [--seed 0] [--name NAME]``
+
+For each workload (:mod:`fattorus.analysis.parallel_workloads`) and cable configuration
+(``conf/topo/edison*.yaml``): one adaptive steady-state solve of all four jobs together
+(:func:`fattorus.kernels.adaptive.adaptive_loads`, router links counted), each job's share of
+it ("in workload", :func:`~fattorus.kernels.adaptive.job_traffic`), and one solve per job
+alone in its placement ("individual"). Per link class (green, black, blue): the maximum and
+the mean traffic over every link of the class, MB. Writes ``results/dragonfly_study/NAME/``
+under the current directory: ``totals.parquet`` (workload, cables, class, max_MB, mean_MB,
+max_vs_DEF: the max over DEF's), ``jobs.parquet`` (workload, cables, job, pattern, view,
+class, max_MB, mean_MB) and ``summary.json``; prints the totals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import polars as pl
+
+from fattorus import topology
+from fattorus.analysis import parallel_workloads as pw
+from fattorus.files import atomic_write
+from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
+
+CABLES = ("edison", "edison_2k", "edison_k", "edison_b", "edison_bk")
+LABEL = {"edison": "DEF", "edison_2k": "-2K", "edison_k": "-K", "edison_b": "-B", "edison_bk": "+B-K"}
+
+
+def class_rows(topo, traffic: np.ndarray, **key) -> list[dict]:
+    """Max and mean MB per router-link class of ``traffic`` ``(n_links,)``."""
+    cls = np.asarray(topo.link_class)
+    return [{**key, "class": name, "max_MB": float(traffic[cls == k].max() / 1e6),
+             "mean_MB": float(traffic[cls == k].mean() / 1e6)}
+            for k, name in enumerate(topo.link_class_names) if k and (cls == k).any()]
+
+
+def solve(topo, wd: str, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
+    """Totals and per-job rows of one workload on one machine."""
+    jobs = pw.WORKLOADS[wd]
+    src, dst, nbytes, owner = pw.node_flows(topo.n_nodes, jobs, args.ranks, args.ranks_per_node, args.seed)
+    paths = jnp.asarray(valiant_paths(topo, src, dst, k=args.valiant, seed=args.seed))
+    bw = jnp.asarray(np.asarray(topo.link_bandwidth, np.float32))
+    net = jnp.asarray(np.asarray(topo.link_class) > 0)
+    b = jnp.asarray(nbytes, jnp.float32)
+    joint = adaptive_loads(paths, b, bw, counted=net)
+    key = {"workload": wd, "cables": LABEL.get(topo.name, topo.name)}
+    totals = class_rows(topo, np.asarray(joint.traffic, np.float64), **key)
+    shares = np.asarray(job_traffic(paths, joint.split, b, jnp.asarray(owner), len(jobs), topo.n_links), np.float64)
+    per_job = []
+    for j, pattern in enumerate(jobs):
+        mine = owner == j
+        alone = adaptive_loads(paths[mine], b[mine], bw, counted=net)
+        for view, traffic in (("individual", np.asarray(alone.traffic, np.float64)), ("in_workload", shares[j])):
+            per_job += class_rows(topo, traffic, **key, job=j, pattern=pattern, view=view)
+    return totals, per_job
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m fattorus.app.dragonfly_study", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workloads", default=",".join(pw.WORKLOADS))
+    ap.add_argument("--cables", default=",".join(CABLES), help="topology configs (conf/topo)")
+    ap.add_argument("--ranks", type=int, default=32_768)
+    ap.add_argument("--ranks-per-node", type=int, default=24)
+    ap.add_argument("--valiant", type=int, default=2, help="Valiant paths per flow besides the minimal one")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--name", default="paper")
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    wds = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    try:
+        unknown = [w for w in wds if w not in pw.WORKLOADS]
+        if unknown or not wds:
+            raise ValueError(f"--workloads: unknown {unknown}; choose from {list(pw.WORKLOADS)}")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
+            raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
+        if args.ranks < 1 or args.ranks_per_node < 1 or args.valiant < 0:
+            raise ValueError("--ranks, --ranks-per-node must be >= 1 and --valiant >= 0")
+        machines = [topology.load(c.strip()) for c in args.cables.split(",") if c.strip()]
+        if any(m.kind != "dragonfly" for m in machines):
+            raise ValueError("--cables: dragonfly configurations only (e.g. edison, edison_k)")
+    except (ValueError, FileNotFoundError) as err:
+        print(f"dragonfly_study: error: {err}", file=sys.stderr)
+        return 2
+    totals, jobs = [], []
+    for wd in wds:
+        for topo in machines:
+            try:
+                t, j = solve(topo, wd, args)
+            except ValueError as err:  # the jobs do not fit the machine
+                print(f"dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
+                return 2
+            totals += t
+            jobs += j
+            print(f"[dragonfly_study] {wd} on {topo.name} done", file=sys.stderr, flush=True)
+    tot = pl.DataFrame(totals)
+    base = tot.filter(pl.col("cables") == "DEF").select("workload", "class", pl.col("max_MB").alias("_def"))
+    if len(base):
+        tot = tot.join(base, on=["workload", "class"], how="left").with_columns(
+            (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
+    out = Path("results") / "dragonfly_study" / args.name
+    atomic_write(out / "totals.parquet", lambda p: tot.write_parquet(p))
+    atomic_write(out / "jobs.parquet", lambda p: pl.DataFrame(jobs).write_parquet(p))
+    atomic_write(out / "summary.json", json.dumps({"seed": args.seed, "ranks": args.ranks,
+                                                   "ranks_per_node": args.ranks_per_node, "valiant": args.valiant,
+                                                   "totals": tot.to_dicts()}, indent=1))
+    with pl.Config(tbl_rows=200, tbl_cols=10):
+        print(tot)
+    print(f"-> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

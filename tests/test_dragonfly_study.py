@@ -1,0 +1,48 @@
+"""The dragonfly study command (fattorus.app.dragonfly_study) on the small dragonfly."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from fattorus import topology
+from fattorus.analysis import parallel_workloads as pw
+from fattorus.app import dragonfly_study
+
+
+def test_node_flows_sum_rank_flows_per_node_pair_and_keep_jobs_apart():
+    src, dst, nbytes, owner = pw.node_flows(64, pw.WORKLOADS["WD 4"], ranks=16, ranks_per_node=2)
+    assert np.all(src != dst)  # flows within a node dropped
+    assert np.all(src // 8 == owner) and np.all(dst // 8 == owner)  # 8 nodes per job, in order
+    key = (owner * 64 + src) * 64 + dst
+    assert len(np.unique(key)) == len(key) and np.all(nbytes > 0)  # one row per (job, pair)
+    with pytest.raises(ValueError, match="do not fit"):
+        pw.node_flows(20, pw.WORKLOADS["WD 4"], ranks=16, ranks_per_node=2)
+
+
+def test_study_writes_totals_and_per_job_views(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert dragonfly_study.main(["--workloads", "WD 4", "--cables", "dragonfly_small", "--ranks", "24",
+                                 "--ranks-per-node", "2", "--name", "t"]) == 0
+    base = tmp_path / "results" / "dragonfly_study" / "t"
+    totals, jobs = pl.read_parquet(base / "totals.parquet"), pl.read_parquet(base / "jobs.parquet")
+    assert set(totals["class"]) == {"green", "black", "blue"}
+    assert set(jobs["view"]) == {"individual", "in_workload"} and set(jobs["job"]) == {0, 1, 2, 3}
+    # The jobs' shares of the joint solve add up to its traffic: per class, their means sum
+    # to the total mean (every link of the class counted in each).
+    shares = jobs.filter(pl.col("view") == "in_workload").group_by("class").agg(pl.col("mean_MB").sum())
+    for row in shares.iter_rows(named=True):
+        total = totals.filter(pl.col("class") == row["class"])["mean_MB"][0]
+        assert row["mean_MB"] == pytest.approx(total, rel=1e-4)
+    assert json.loads((base / "summary.json").read_text())["ranks"] == 24
+
+
+@pytest.mark.parametrize("args", [["--workloads", "WD 9"], ["--cables", "cab"], ["--name", "../x"]])
+def test_mistakes_are_one_line(tmp_path, monkeypatch, capsys, args):
+    monkeypatch.chdir(tmp_path)
+    assert dragonfly_study.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dragonfly_study: error:") and not any(tmp_path.iterdir())
