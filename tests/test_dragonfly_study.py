@@ -38,6 +38,8 @@ def test_study_writes_totals_and_per_job_views(tmp_path, monkeypatch):
         total = totals.filter(pl.col("class") == row["class"])["mean_MB"][0]
         assert row["mean_MB"] == pytest.approx(total, rel=1e-4)
     assert json.loads((base / "summary.json").read_text())["ranks"] == 24
+    png = base / "WD4_dragonfly_small.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("args", [["--workloads", "WD 9"], ["--cables", "cab"], ["--name", "../x"]])
@@ -46,3 +48,24 @@ def test_mistakes_are_one_line(tmp_path, monkeypatch, capsys, args):
     assert dragonfly_study.main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("dragonfly_study: error:") and not any(tmp_path.iterdir())
+
+
+def test_traffic_matrices_put_each_link_in_its_cell():
+    from fattorus.report import dragonfly_maps
+
+    df = topology.load("dragonfly_small")
+    cls = np.asarray(df.link_class)
+    rng = np.random.default_rng(2)
+    traffic = rng.uniform(0, 5, df.n_links)
+    mats = dragonfly_maps.matrices(df, traffic)
+    for name in ("green", "black", "blue"):  # every link of a class lands in its matrix
+        assert mats[name].sum() == pytest.approx(traffic[cls == df.link_class_names.index(name)].sum())
+    # One green link alone: its bytes sit at (tail column, head column), in its group only.
+    green = np.flatnonzero(cls == df.link_class_names.index("green"))[5]
+    tail, head = df.link_ends[green] - df.n_nodes
+    one = np.zeros(df.n_links)
+    one[green] = 7.0
+    g, _, jt = df.router_coords(tail)
+    _, _, jh = df.router_coords(head)
+    assert dragonfly_maps.matrices(df, one, group=int(g))["green"][jt, jh] == 7.0
+    assert dragonfly_maps.matrices(df, one, group=(int(g) + 1) % df.groups)["green"].sum() == 0.0

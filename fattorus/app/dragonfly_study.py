@@ -11,7 +11,9 @@ alone in its placement ("individual"). Per link class (green, black, blue): the 
 the mean traffic over every link of the class, MB. Writes ``results/dragonfly_study/NAME/``
 under the current directory: ``totals.parquet`` (workload, cables, class, max_MB, mean_MB,
 max_vs_DEF: the max over DEF's), ``jobs.parquet`` (workload, cables, job, pattern, view,
-class, max_MB, mean_MB) and ``summary.json``; prints the totals.
+class, max_MB, mean_MB), ``summary.json`` and per workload and machine a PNG of its traffic
+matrices (green between columns, black between rows, blue between groups:
+:mod:`fattorus.report.dragonfly_maps`); prints the totals.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from fattorus import topology
 from fattorus.analysis import parallel_workloads as pw
 from fattorus.files import atomic_write
 from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
+from fattorus.report import dragonfly_maps
 
 CABLES = ("edison", "edison_2k", "edison_k", "edison_b", "edison_bk")
 LABEL = {"edison": "DEF", "edison_2k": "-2K", "edison_k": "-K", "edison_b": "-B", "edison_bk": "+B-K"}
@@ -44,8 +47,8 @@ def class_rows(topo, traffic: np.ndarray, **key) -> list[dict]:
             for k, name in enumerate(topo.link_class_names) if k and (cls == k).any()]
 
 
-def solve(topo, wd: str, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
-    """Totals and per-job rows of one workload on one machine."""
+def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict], list[dict]]:
+    """Totals and per-job rows of one workload on one machine; its traffic maps as a PNG."""
     jobs = pw.WORKLOADS[wd]
     src, dst, nbytes, owner = pw.node_flows(topo.n_nodes, jobs, args.ranks, args.ranks_per_node, args.seed)
     paths = jnp.asarray(valiant_paths(topo, src, dst, k=args.valiant, seed=args.seed))
@@ -55,6 +58,8 @@ def solve(topo, wd: str, args: argparse.Namespace) -> tuple[list[dict], list[dic
     joint = adaptive_loads(paths, b, bw, counted=net)
     key = {"workload": wd, "cables": LABEL.get(topo.name, topo.name)}
     totals = class_rows(topo, np.asarray(joint.traffic, np.float64), **key)
+    dragonfly_maps.draw(topo, np.asarray(joint.traffic), out / f"{wd.replace(' ', '')}_{topo.name}.png",
+                        title=f"{wd} on {topo.name} ({key['cables']}), adaptive routing")
     shares = np.asarray(job_traffic(paths, joint.split, b, jnp.asarray(owner), len(jobs), topo.n_links), np.float64)
     per_job = []
     for j, pattern in enumerate(jobs):
@@ -95,10 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dragonfly_study: error: {err}", file=sys.stderr)
         return 2
     totals, jobs = [], []
+    out = Path("results") / "dragonfly_study" / args.name
     for wd in wds:
         for topo in machines:
             try:
-                t, j = solve(topo, wd, args)
+                t, j = solve(topo, wd, args, out)
             except ValueError as err:  # the jobs do not fit the machine
                 print(f"dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
                 return 2
@@ -110,7 +116,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(base):
         tot = tot.join(base, on=["workload", "class"], how="left").with_columns(
             (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
-    out = Path("results") / "dragonfly_study" / args.name
     atomic_write(out / "totals.parquet", lambda p: tot.write_parquet(p))
     atomic_write(out / "jobs.parquet", lambda p: pl.DataFrame(jobs).write_parquet(p))
     atomic_write(out / "summary.json", json.dumps({"seed": args.seed, "ranks": args.ranks,
