@@ -43,6 +43,7 @@ def draw(topo: Any, traffic: np.ndarray, path: str | Path, title: str = "", grou
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     from fattorus.files import atomic_write
 
@@ -53,6 +54,8 @@ def draw(topo: Any, traffic: np.ndarray, path: str | Path, title: str = "", grou
         im = ax.imshow(m / 1e6, cmap="viridis")
         label = {"green": f"green (columns, {where})", "black": f"black (rows, {where})", "blue": "blue (groups)"}[key]
         ax.set_title(label, fontsize=10)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="MB")
     if title:
         fig.suptitle(title)
