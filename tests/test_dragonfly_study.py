@@ -38,6 +38,9 @@ def test_study_writes_totals_and_per_job_views(tmp_path, monkeypatch):
         total = totals.filter(pl.col("class") == row["class"])["mean_MB"][0]
         assert row["mean_MB"] == pytest.approx(total, rel=1e-4)
     assert json.loads((base / "summary.json").read_text())["ranks"] == 24
+    hot = pl.read_parquet(base / "hot_links.parquet")
+    assert hot["rank"].to_list() == list(range(10)) and (hot["MB"].diff().drop_nulls() <= 0).all()
+    assert hot["MB"][0] == pytest.approx(totals["max_MB"].max())  # the busiest link is the largest class max
     png = base / "WD4_dragonfly_small.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -11,7 +11,8 @@ alone in its placement ("individual"). Per link class (green, black, blue): the 
 the mean traffic over every link of the class, MB. Writes ``results/dragonfly_study/NAME/``
 under the current directory: ``totals.parquet`` (workload, cables, class, max_MB, mean_MB,
 max_vs_DEF: the max over DEF's), ``jobs.parquet`` (workload, cables, job, pattern, view,
-class, max_MB, mean_MB), ``summary.json`` and per workload and machine a PNG of its traffic
+class, max_MB, mean_MB), ``hot_links.parquet`` (the 10 busiest router links of each run:
+class, MB, both ends as group/row/column), ``summary.json`` and per workload and machine a PNG of its traffic
 matrices (green between columns, black between rows, blue between groups:
 :mod:`fattorus.report.dragonfly_maps`); prints the totals.
 """
@@ -47,7 +48,20 @@ def class_rows(topo, traffic: np.ndarray, **key) -> list[dict]:
             for k, name in enumerate(topo.link_class_names) if k and (cls == k).any()]
 
 
-def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict], list[dict]]:
+def hot_links(topo, traffic: np.ndarray, k: int = 10, **key) -> list[dict]:
+    """The ``k`` router links with the most traffic: class, MB and both ends' (group, row, column)."""
+    cls = np.asarray(topo.link_class)
+    ranked = [int(e) for e in np.argsort(-np.where(cls > 0, traffic, -np.inf), kind="stable")[:k]]
+    ends = topo.link_ends - topo.n_nodes
+    rows = []
+    for rank, e in enumerate(ranked):
+        (gt, it, jt), (gh, ih, jh) = (topo.router_coords(int(r)) for r in ends[e])
+        rows.append({**key, "rank": rank, "link": e, "class": topo.link_class_names[cls[e]],
+                     "MB": float(traffic[e] / 1e6), "tail": f"g{gt} r{it} c{jt}", "head": f"g{gh} r{ih} c{jh}"})
+    return rows
+
+
+def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict], list[dict], list[dict]]:
     """Totals and per-job rows of one workload on one machine; its traffic maps as a PNG."""
     jobs = pw.WORKLOADS[wd]
     src, dst, nbytes, owner = pw.node_flows(topo.n_nodes, jobs, args.ranks, args.ranks_per_node, args.seed)
@@ -58,6 +72,7 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
     joint = adaptive_loads(paths, b, bw, counted=net)
     key = {"workload": wd, "cables": LABEL.get(topo.name, topo.name)}
     totals = class_rows(topo, np.asarray(joint.traffic, np.float64), **key)
+    hot = hot_links(topo, np.asarray(joint.traffic, np.float64), **key)
     dragonfly_maps.draw(topo, np.asarray(joint.traffic), out / f"{wd.replace(' ', '')}_{topo.name}.png",
                         title=f"{wd} on {topo.name} ({key['cables']}), adaptive routing")
     shares = np.asarray(job_traffic(paths, joint.split, b, jnp.asarray(owner), len(jobs), topo.n_links), np.float64)
@@ -67,7 +82,7 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
         alone = adaptive_loads(paths[mine], b[mine], bw, counted=net)
         for view, traffic in (("individual", np.asarray(alone.traffic, np.float64)), ("in_workload", shares[j])):
             per_job += class_rows(topo, traffic, **key, job=j, pattern=pattern, view=view)
-    return totals, per_job
+    return totals, per_job, hot
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -99,17 +114,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"dragonfly_study: error: {err}", file=sys.stderr)
         return 2
-    totals, jobs = [], []
+    totals, jobs, hot = [], [], []
     out = Path("results") / "dragonfly_study" / args.name
     for wd in wds:
         for topo in machines:
             try:
-                t, j = solve(topo, wd, args, out)
+                t, j, h = solve(topo, wd, args, out)
             except ValueError as err:  # the jobs do not fit the machine
                 print(f"dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
                 return 2
             totals += t
             jobs += j
+            hot += h
             print(f"[dragonfly_study] {wd} on {topo.name} done", file=sys.stderr, flush=True)
     tot = pl.DataFrame(totals)
     base = tot.filter(pl.col("cables") == "DEF").select("workload", "class", pl.col("max_MB").alias("_def"))
@@ -118,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
     atomic_write(out / "totals.parquet", lambda p: tot.write_parquet(p))
     atomic_write(out / "jobs.parquet", lambda p: pl.DataFrame(jobs).write_parquet(p))
+    atomic_write(out / "hot_links.parquet", lambda p: pl.DataFrame(hot).write_parquet(p))
     atomic_write(out / "summary.json", json.dumps({"seed": args.seed, "ranks": args.ranks,
                                                    "ranks_per_node": args.ranks_per_node, "valiant": args.valiant,
                                                    "totals": tot.to_dicts()}, indent=1))
