@@ -1,0 +1,292 @@
+"""Flow rates when links serve service levels in weighted round robin (issue 15).
+
+InfiniBand switches keep one queue per service level (SL) on every output port and serve the
+queues in weighted round robin (process-level QoS paper, Section 2.2): with levels of weights
+7 and 2 on a busy link, 7 packets of the first for every 2 of the second. Its fluid limit,
+which this module computes, is *hierarchical* max-min fairness:
+
+* on every link ``e`` the levels present share the capacity ``c_e`` in proportion to their
+  weights ``phi``, a level that needs less than its share giving the rest to the others
+  (generalised processor sharing across levels: level ``l`` gets ``min(D_le, phi_l * lam_e)``
+  with ``D_le`` its demand and ``lam_e`` the link's level water mark);
+* inside a level the flows share max-min fairly (flow ``f`` gets ``min(d_f, mu_le)``);
+* a flow's rate is the least of what the links on its route give it.
+
+With one level this is plain max-min fairness (:func:`fattorus.kernels.maxmin.maxmin_rates`).
+Why not reweight flows and reuse the weighted max-min solver: a flow's share of a link depends
+on how many flows of its level are on *that* link and on whether they are held back elsewhere,
+so no per-flow weight reproduces the round robin (``docs/qos.md`` has the counter-examples).
+
+The solver is a fixed-point (Jacobi) iteration over the per-link allocations: every link
+water-fills its capacity over the flows crossing it, each flow's demand on ``e`` capped by
+what its *other* links gave it in the previous round; a flow's rate is the least of its
+links' allocations. At the fixed point every link's allocation equals the rates of the flows
+crossing it, every flow crosses a saturated link where it is at its level's water mark and
+its level at the link's (the bottleneck property, checked independently in the tests). Each
+round is array work (one sort of the ``(flow, link)`` incidences by group and demand, and a
+16-wide sort per link); the iteration stops when no rate moves by more than ``tol`` relative.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: Service levels a port can tell apart: InfiniBand allows 16 (most hardware implements 8).
+NUM_SLS = 16
+
+DAMP = 0.5
+
+
+class LevelRates(NamedTuple):
+    """Result of :func:`service_level_rates`: ``rate`` ``(F,)`` in capacity units (``inf``:
+    the flow crosses no link; 0: inactive), ``rounds`` used and ``converged``."""
+
+    rate: jax.Array
+    rounds: jax.Array
+    converged: jax.Array
+
+
+def _first_true(flag: jax.Array, group: jax.Array, n_groups: int) -> jax.Array:
+    """Index (in the sorted order) of the first True per group; ``M`` where none."""
+    m = flag.shape[0]
+    idx = jnp.where(flag, jnp.arange(m), m)
+    return jnp.full(n_groups, m, idx.dtype).at[group].min(idx)
+
+
+def _level_marks(demand: jax.Array, phi: jax.Array, capacity: jax.Array) -> jax.Array:
+    """Per link, the capacity each level gets: weighted water-filling ``min(D, phi * lam)``.
+
+    ``demand`` ``(E, S)`` (0: level absent, ``inf`` allowed), ``phi`` ``(S,)`` > 0,
+    ``capacity`` ``(E,)``.
+    """
+    key = demand / phi
+    order = jnp.argsort(key, axis=1)
+    d = jnp.take_along_axis(demand, order, axis=1)
+    w = phi[order]
+    k = jnp.take_along_axis(key, order, axis=1)
+    # Sum of the demands before position i (infinite demands sort last and are never summed
+    # before the first of them is the water mark).
+    before = jnp.cumsum(jnp.where(jnp.isinf(d), 0, d), axis=1) - jnp.where(jnp.isinf(d), 0, d)
+    weight_from = jnp.cumsum(w[:, ::-1], axis=1)[:, ::-1]
+    h = (capacity[:, None] - before) / weight_from
+    flag = h <= k
+    first = jnp.argmax(flag, axis=1)
+    lam = jnp.where(flag.any(axis=1), jnp.take_along_axis(h, first[:, None], axis=1)[:, 0], jnp.inf)
+    return jnp.minimum(demand, phi[None, :] * lam[:, None])
+
+
+def _responder(route_ids, capacity, level, phi, active, n_levels: int):
+    """Build ``T`` for one network (see ``respond``) and the flows' ``valid`` mask."""
+    dtype = capacity.dtype
+    F, L = route_ids.shape
+    E, S = capacity.shape[0], n_levels
+    M = F * L
+    valid = (route_ids >= 0) & active[:, None]
+    has_links = valid.any(axis=1)
+    link = jnp.where(valid, route_ids, E)
+    group = (link * S + level[:, None]).reshape(-1)  # (link, level) of each incidence
+    G = (E + 1) * S
+    count = jnp.zeros(G, jnp.int32).at[group].add(valid.reshape(-1).astype(jnp.int32))
+    start = jnp.cumsum(count) - count
+    inf = jnp.asarray(jnp.inf, dtype)
+    eye = jnp.eye(S, dtype=bool)
+    depth = max(1, int(np.ceil(np.log2(max(F, 2)))) + 1)
+
+    def respond(x):
+        """Each flow's mark on each of its links (``(F, L)``, ``inf`` padded): what the link
+        would give it, uncapped itself, if every other flow crossing it demanded exactly its
+        entry of ``x`` ``(F, L)`` there. Monotone: larger demands of others, smaller marks."""
+        d = jnp.where(valid, x, 0).reshape(-1)
+        isinf = jnp.isinf(d)
+        fin = jnp.where(isinf, 0, d)
+        n_inf = jnp.zeros(G, jnp.int32).at[group].add(isinf.astype(jnp.int32))
+        dem = jnp.zeros(G, dtype).at[group].add(fin)
+        dem = jnp.where(n_inf > 0, inf, dem).reshape(E + 1, S)[:E]
+        # Capacity of level l on link e when l's demand is unbounded (a flow of l uncapped).
+        rows = jnp.where(eye[None, :, :], inf, dem[:, None, :]).reshape(E * S, S)
+        unbounded = _level_marks(rows, phi, jnp.repeat(capacity, S)).reshape(E, S, S)
+        cap_level = jnp.diagonal(unbounded, axis1=1, axis2=2)
+        cap_level = jnp.concatenate([cap_level, jnp.full((1, S), inf, dtype)]).reshape(-1)
+        # Inside the group: the others at x, the flow itself uncapped. With V(mu) = sum_g
+        # min(x_g, mu) + mu over the whole group, the flow's mark solves V(mu) = C + min(x_f, mu).
+        order = jnp.lexsort((d, group))
+        g, ds = group[order], d[order]
+        fs = jnp.where(jnp.isinf(ds), 0, ds)
+        csum = jnp.cumsum(fs)
+        base = (csum - fs)[jnp.minimum(start[g], M - 1)]
+        upto = csum - base  # sum of the group's sorted demands up to and including this one
+        pos = jnp.arange(M) - start[g]
+        n = count[g]
+        v = jnp.where(jnp.isinf(ds), inf, upto - ds + ds * (n - pos) + ds)  # V at this breakpoint
+        # Standard mark of the group (the flow capped at x_f) first.
+        before = upto - fs
+        hh = (cap_level[g] - before) / jnp.maximum(n - pos, 1)
+        first = _first_true(hh <= ds, g, G)
+        mu0 = jnp.where(first < M, hh[jnp.minimum(first, M - 1)], inf)
+        # Per incidence (unsorted): case x_f >= mu0 keeps mu0; else V(mu) = C + x_f.
+        gi = group
+        C = cap_level[gi]
+        tau = C + jnp.where(isinf, 0, d)
+        lo_i = start[gi]
+        hi_i = start[gi] + count[gi]  # search the last breakpoint with V <= tau in [lo, hi)
+
+        def step(_, lr):
+            lo, hi = lr
+            mid = (lo + hi) // 2
+            open_ = lo < hi
+            ok = open_ & (v[jnp.minimum(mid, M - 1)] <= tau)
+            return jnp.where(ok, mid + 1, lo), jnp.where(ok | ~open_, hi, mid)
+
+        lo, _ = jax.lax.fori_loop(0, depth, step, (lo_i, hi_i))
+        k = lo - 1  # last sorted index with V <= tau, or start - 1
+        has = k >= lo_i
+        kk = jnp.clip(k, 0, M - 1)
+        s_k = jnp.where(has, upto[kk], 0)
+        rest = jnp.where(has, count[gi] - (kk - lo_i), count[gi] + 1)
+        mu1 = (tau - s_k) / rest
+        mu = jnp.where(isinf | (d >= mu0[gi]), mu0[gi], mu1)
+        return jnp.where(valid, mu.reshape(F, L), inf)
+
+    return respond, valid
+
+
+@partial(jax.jit, static_argnames=("n_levels",))
+def _respond_once(route_ids, capacity, level, phi, active, x, n_levels: int):
+    return _responder(route_ids, capacity, level, phi, active, n_levels)[0](x)
+
+
+@partial(jax.jit, static_argnames=("n_levels", "max_rounds"))
+def _solve(route_ids, capacity, level, phi, active, n_levels: int, max_rounds: int, tol):
+    dtype = capacity.dtype
+    F = route_ids.shape[0]
+    inf = jnp.asarray(jnp.inf, dtype)
+    respond, valid = _responder(route_ids, capacity, level, phi, active, n_levels)
+    has_links = valid.any(axis=1)
+
+    L = route_ids.shape[1]
+
+    def others_min(a):
+        """For each route slot, the least entry among the flow's *other* slots (``inf``: none)."""
+        srt = jnp.sort(a, axis=1)
+        m1 = srt[:, 0]
+        m2 = srt[:, 1] if L > 1 else jnp.full(F, inf, dtype)
+        arg = jnp.argmin(a, axis=1)
+        return jnp.where(jnp.arange(L)[None, :] == arg[:, None], m2[:, None], m1[:, None])
+
+    # A flow's final rate is the least of its marks, and its demand on a link the least of its
+    # allocations on its *other* links. Bounds on those demands give bounds on the marks, and
+    # the bounds tighten monotonically (docs/qos.md).
+    def body(state):
+        dlo, dhi, _, _, rounds = state
+        ahi = respond(dlo)  # others demand at least dlo: marks are at most ahi
+        dhi = jnp.minimum(dhi, others_min(ahi))
+        alo = respond(dhi)  # ... at most dhi: marks are at least alo
+        dlo = jnp.maximum(dlo, others_min(alo))
+        return dlo, dhi, alo.min(axis=1), ahi.min(axis=1), rounds + 1
+
+    def gap(lo, hi):
+        return (hi - lo > tol * jnp.where(jnp.isinf(hi), 1, hi)) & has_links
+
+    def cond(state):
+        _, _, lo, hi, rounds = state
+        return gap(lo, hi).any() & (rounds < max_rounds)
+
+    init = (jnp.zeros((F, L), dtype), jnp.full((F, L), inf, dtype), jnp.zeros(F, dtype), jnp.full(F, inf, dtype),
+            jnp.int32(0))
+    _, _, lo, hi, rounds = jax.lax.while_loop(cond, body, init)
+    rate = jnp.where(has_links, lo, inf)
+    rate = jnp.where(active, rate, 0)
+    return LevelRates(rate, rounds, ~gap(lo, hi).any())
+
+
+def service_level_rates(route_ids, capacity, level=None, level_weight=None, active=None,
+                        max_rounds: int = 500, tol: float = 1e-9) -> LevelRates:
+    """Rates of flows over links that serve service levels in weighted round robin.
+
+    Args:
+      route_ids: ``(F, L)`` link ids per flow, ``-1`` padded (``topo.routes``).
+      capacity: ``(E,)`` link capacities (> 0), e.g. bytes/s: rates come out in this unit.
+      level: ``(F,)`` service level of each flow, ``0..S-1`` (default: all 0).
+      level_weight: ``(S,)`` positive weight of each level (default: one level of weight 1).
+      active: ``(F,)`` bool, flows that exist (default all).
+      max_rounds: cap on the fixed-point rounds; ``converged`` says whether it was reached.
+      tol: relative change of every rate under which the iteration has converged.
+
+    Returns:
+      :class:`LevelRates`, float64 (computed with 64-bit floats: the allocations are
+      differences of prefix sums).
+    """
+    with jax.enable_x64(True):
+        route_ids = jnp.asarray(np.asarray(route_ids), jnp.int32)
+        F = route_ids.shape[0]
+        capacity = jnp.asarray(np.asarray(capacity, np.float64))
+        phi = jnp.ones(1) if level_weight is None else jnp.asarray(np.asarray(level_weight, np.float64))
+        S = int(phi.shape[0])
+        lv = jnp.zeros(F, jnp.int32) if level is None else jnp.asarray(np.asarray(level), jnp.int32)
+        act = jnp.ones(F, bool) if active is None else jnp.asarray(np.asarray(active, bool))
+        if F == 0:
+            return LevelRates(np.zeros(0), np.int32(0), np.bool_(True))
+        # Pad flows and links to powers of two: one compilation serves many sizes.
+        Fp, Ep = _bucket(F), _bucket(int(capacity.shape[0]))
+        route_ids = jnp.pad(route_ids, ((0, Fp - F), (0, 0)), constant_values=-1)
+        capacity = jnp.pad(capacity, (0, Ep - capacity.shape[0]), constant_values=1.0)
+        lv = jnp.pad(lv, (0, Fp - F))
+        act = jnp.pad(act, (0, Fp - F))
+        out = _solve(route_ids, capacity, lv, phi, act, S, max_rounds, jnp.float64(tol))
+        rate, rounds, converged = (np.asarray(jax.device_get(x)) for x in out)
+        return LevelRates(rate[:F], rounds, converged)
+
+
+def _bucket(n: int) -> int:
+    return max(8, 1 << (max(n, 1) - 1).bit_length())
+
+
+def bottleneck_violations(route_ids, capacity, level, level_weight, rate, rtol: float = 1e-6) -> np.ndarray:
+    """Flows for which the rates are *not* a hierarchical max-min allocation (an independent,
+    definition-level check in plain NumPy, used by the tests): a link carries more than its
+    capacity, or a flow has no link that is saturated, where no flow of its level gets more
+    and no level gets more per unit of weight than its level. Returns the offending flow ids
+    (link overloads are reported as every flow crossing the link)."""
+    route_ids = np.asarray(route_ids)
+    capacity = np.asarray(capacity, float)
+    level = np.asarray(level)
+    phi = np.asarray(level_weight, float)
+    rate = np.asarray(rate, float)
+    E = len(capacity)
+    bad: set[int] = set()
+    load = np.zeros(E)
+    for f, row in enumerate(route_ids):
+        for e in row[row >= 0]:
+            load[e] += rate[f]
+    over = load > capacity * (1 + rtol)
+    for f, row in enumerate(route_ids):
+        links = row[row >= 0]
+        if len(links) == 0:
+            continue
+        if over[links].any():
+            bad.add(f)
+            continue
+        ok = False
+        for e in links:
+            if load[e] < capacity[e] * (1 - rtol):
+                continue
+            on = [g for g, r in enumerate(route_ids) if e in r]
+            same = [g for g in on if level[g] == level[f]]
+            if max(rate[g] for g in same) > rate[f] * (1 + rtol):
+                continue
+            per_level: dict[int, float] = {}
+            for g in on:
+                per_level[int(level[g])] = per_level.get(int(level[g]), 0.0) + rate[g]
+            mine = per_level[int(level[f])] / phi[level[f]]
+            if any(v / phi[lv] > mine * (1 + rtol) for lv, v in per_level.items()):
+                continue
+            ok = True
+            break
+        if not ok:
+            bad.add(f)
+    return np.array(sorted(bad), dtype=np.int64)
