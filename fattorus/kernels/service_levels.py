@@ -58,28 +58,6 @@ def _first_true(flag: jax.Array, group: jax.Array, n_groups: int) -> jax.Array:
     return jnp.full(n_groups, m, idx.dtype).at[group].min(idx)
 
 
-def _level_marks(demand: jax.Array, phi: jax.Array, capacity: jax.Array) -> jax.Array:
-    """Per link, the capacity each level gets: weighted water-filling ``min(D, phi * lam)``.
-
-    ``demand`` ``(E, S)`` (0: level absent, ``inf`` allowed), ``phi`` ``(S,)`` > 0,
-    ``capacity`` ``(E,)``.
-    """
-    key = demand / phi
-    order = jnp.argsort(key, axis=1)
-    d = jnp.take_along_axis(demand, order, axis=1)
-    w = phi[order]
-    k = jnp.take_along_axis(key, order, axis=1)
-    # Sum of the demands before position i (infinite demands sort last and are never summed
-    # before the first of them is the water mark).
-    before = jnp.cumsum(jnp.where(jnp.isinf(d), 0, d), axis=1) - jnp.where(jnp.isinf(d), 0, d)
-    weight_from = jnp.cumsum(w[:, ::-1], axis=1)[:, ::-1]
-    h = (capacity[:, None] - before) / weight_from
-    flag = h <= k
-    first = jnp.argmax(flag, axis=1)
-    lam = jnp.where(flag.any(axis=1), jnp.take_along_axis(h, first[:, None], axis=1)[:, 0], jnp.inf)
-    return jnp.minimum(demand, phi[None, :] * lam[:, None])
-
-
 def _responder(route_ids, capacity, level, phi, active, n_levels: int):
     """Build ``T`` for one network (see ``respond``) and the flows' ``valid`` mask."""
     dtype = capacity.dtype
@@ -94,7 +72,6 @@ def _responder(route_ids, capacity, level, phi, active, n_levels: int):
     count = jnp.zeros(G, jnp.int32).at[group].add(valid.reshape(-1).astype(jnp.int32))
     start = jnp.cumsum(count) - count
     inf = jnp.asarray(jnp.inf, dtype)
-    eye = jnp.eye(S, dtype=bool)
     depth = max(1, int(np.ceil(np.log2(max(F, 2)))) + 1)
 
     def respond(x):
@@ -108,9 +85,7 @@ def _responder(route_ids, capacity, level, phi, active, n_levels: int):
         dem = jnp.zeros(G, dtype).at[group].add(fin)
         dem = jnp.where(n_inf > 0, inf, dem).reshape(E + 1, S)[:E]
         # Capacity of level l on link e when l's demand is unbounded (a flow of l uncapped).
-        rows = jnp.where(eye[None, :, :], inf, dem[:, None, :]).reshape(E * S, S)
-        unbounded = _level_marks(rows, phi, jnp.repeat(capacity, S)).reshape(E, S, S)
-        cap_level = jnp.diagonal(unbounded, axis1=1, axis2=2)
+        cap_level = _unbounded_level_caps(dem, phi, capacity)
         cap_level = jnp.concatenate([cap_level, jnp.full((1, S), inf, dtype)]).reshape(-1)
         # Inside the group: the others at x, the flow itself uncapped. With V(mu) = sum_g
         # min(x_g, mu) + mu over the whole group, the flow's mark solves V(mu) = C + min(x_f, mu).
@@ -153,6 +128,38 @@ def _responder(route_ids, capacity, level, phi, active, n_levels: int):
         return jnp.where(valid, mu.reshape(F, L), inf)
 
     return respond, valid
+
+
+def _unbounded_level_caps(demand: jax.Array, phi: jax.Array, capacity: jax.Array) -> jax.Array:
+    """``(E, S)``: what level ``l`` gets on link ``e`` when its own demand is unbounded and the
+    other levels demand ``demand`` — the weighted water-fill with ``l`` left out of the sums.
+
+    One sort per link; then for every left-out level ``j`` and candidate position ``i`` of the
+    sorted levels, the water mark if ``i`` is the first level not served in full:
+    ``(c - sum of the demands before i, j excluded) / (weights from i on, j excluded, + phi_j)``.
+    """
+    E, S = demand.shape
+    key = demand / phi
+    order = jnp.argsort(key, axis=1)
+    d = jnp.take_along_axis(demand, order, axis=1)
+    w = phi[order]
+    k = jnp.take_along_axis(key, order, axis=1)
+    fin = jnp.where(jnp.isinf(d), 0, d)
+    before = jnp.cumsum(fin, axis=1) - fin  # (E, S): demands before sorted position i
+    from_i = jnp.cumsum(w[:, ::-1], axis=1)[:, ::-1]  # weights from position i on
+    pos = jnp.arange(S)
+    j_before_i = pos[:, None] < pos[None, :]  # (j, i)
+    num = capacity[:, None, None] - (before[:, None, :] - jnp.where(j_before_i[None], fin[:, :, None], 0))
+    den = from_i[:, None, :] - jnp.where(~j_before_i[None], w[:, :, None], 0) + w[:, :, None]
+    h = num / den  # (E, j, i)
+    flag = (pos[:, None] != pos[None, :])[None] & (h <= k[:, None, :])
+    first = jnp.argmax(flag, axis=2)
+    lam_first = jnp.take_along_axis(h, first[:, :, None], axis=2)[:, :, 0]
+    # Nobody else short: the unbounded level takes what the others leave.
+    lam_rest = (capacity[:, None] - (fin.sum(axis=1)[:, None] - fin)) / w
+    lam = jnp.where(flag.any(axis=2), lam_first, lam_rest)
+    out_sorted = w * lam
+    return jnp.zeros((E, S), demand.dtype).at[jnp.arange(E)[:, None], order].set(out_sorted)
 
 
 @partial(jax.jit, static_argnames=("n_levels",))
@@ -205,7 +212,7 @@ def _solve(route_ids, capacity, level, phi, active, n_levels: int, max_rounds: i
 
 
 def service_level_rates(route_ids, capacity, level=None, level_weight=None, active=None,
-                        max_rounds: int = 500, tol: float = 1e-9) -> LevelRates:
+                        max_rounds: int = 200, tol: float = 1e-6) -> LevelRates:
     """Rates of flows over links that serve service levels in weighted round robin.
 
     Args:
