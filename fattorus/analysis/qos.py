@@ -93,6 +93,43 @@ def static_routes(topo: Any, mix: Mix) -> np.ndarray:
     return np.asarray(topo.routes(jnp.asarray(mix.node[mix.src]), jnp.asarray(mix.node[mix.dst])))
 
 
+def adaptive_routes(topo: Any, mix: Mix, rng: np.random.Generator | None = None) -> np.ndarray:
+    """``(F, 6)`` routes with the up-path of every flow chosen by link load instead of by
+    destination: flows, largest first (ties in a random order from ``rng``), each take the L2
+    switch and core (among every minimal path) whose most loaded link, counting the bytes
+    already routed, is least loaded. The flow model's stand-in for adaptive routing
+    (a packet network adapts per packet to queue lengths; here the paths adapt once, to the
+    mix's whole traffic). Fat-trees only."""
+    from fattorus.topology import fattree_routing as fr
+
+    if getattr(topo, "kind", None) != "fattree":
+        raise ValueError(f"adaptive routing is modelled on fat-trees only, not {getattr(topo, 'kind', '?')}")
+    S, C = topo.l2_per_pod, fr.cores_per_l2(topo)
+    a, b = mix.node[mix.src], mix.node[mix.dst]
+    la, lb = a // topo.nodes_per_leaf, b // topo.nodes_per_leaf
+    pa, pb = a // topo.nodes_per_pod, b // topo.nodes_per_pod
+    load = np.zeros(topo.n_links)
+    out = np.full((len(a), fr.HOPS_MAX), -1, np.int64)
+    s_opt, j_opt = np.repeat(np.arange(S), C), np.tile(np.arange(C), S)
+    tie = (rng or np.random.default_rng(0)).permutation(len(a))
+    for f in np.lexsort((tie, -mix.nbytes)):
+        up, down = fr.node_up_link(topo, a[f]), fr.node_down_link(topo, b[f])
+        if la[f] == lb[f]:
+            path = [up, down]
+        elif pa[f] == pb[f]:
+            cand = np.stack([fr.leaf_up_link(topo, la[f], np.arange(S)), fr.leaf_down_link(topo, lb[f], np.arange(S))])
+            k = int(np.argmin(load[cand].max(axis=0)))
+            path = [up, cand[0, k], cand[1, k], down]
+        else:
+            cand = np.stack([fr.leaf_up_link(topo, la[f], s_opt), fr.l2_up_link(topo, pa[f], s_opt, j_opt),
+                             fr.l2_down_link(topo, pb[f], s_opt, j_opt), fr.leaf_down_link(topo, lb[f], s_opt)])
+            k = int(np.argmin(load[cand].max(axis=0)))
+            path = [up, *cand[:, k], down]
+        load[path] += mix.nbytes[f]
+        out[f, :len(path)] = path
+    return out
+
+
 class Network:
     """Rates of one placed mix under any service-level assignment, cached per assignment
     (Algorithm 1 returns to the best assignment again and again)."""
@@ -170,7 +207,12 @@ def run_placement(topo: Any, exp: Experiment, seed: int, routes_fn: Callable[[An
     ``exp.iterations`` periods (module docstring)."""
     rng = np.random.default_rng(seed)
     mix = build_mix(topo, exp, rng)
-    routes = (routes_fn or static_routes)(topo, mix)
+    if routes_fn is not None:
+        routes = routes_fn(topo, mix)
+    elif exp.routing == "adaptive":
+        routes = adaptive_routes(topo, mix, rng)
+    else:
+        routes = static_routes(topo, mix)
     net = Network(topo, mix, routes, exp.bandwidth, exp.params.num_sls)
     J, P = len(mix.patterns), len(mix.job_of)
     t_iso = _transfer(mix.nbytes, net.isolated_rates())

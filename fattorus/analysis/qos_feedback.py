@@ -48,7 +48,7 @@ class Params(NamedTuple):
 
     threshold: float = 0.9
     num_sls: int = 16
-    first_weight: float = 2.0
+    first_weight: float = 1.0
     raise_factor: float = 2.0
     max_weight: float = 255.0
     max_slowdown: float = 0.05

@@ -1,0 +1,124 @@
+"""Charts and tables of the process-level QoS study (issue 15), drawn as the QoS paper does.
+
+:func:`figure` writes one run's two charts (the paper's Figures 3–19): left, per job type, the
+distribution of ``W = I / I_isolated − 1`` with every process on the default level (grey) and
+with QoS (white); right, every job's improvement over default ``I_Q / I_D − 1``, sorted from
+the greatest improvement to the greatest degradation (filled: the whole run, exploring periods
+included, as the paper counts it; line: the assignment the algorithm settled on).
+
+``python -m fattorus.report.qos DIR`` reads every ``jobs.parquet`` under ``DIR`` (a run or a
+sweep directory) and prints one row per run and job type: median ``W`` default / QoS, median,
+best and worst improvement; it writes ``DIR/qos_report.md`` with the same table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fattorus.files import atomic_write
+
+LABELS = {"flood_pairs": "Flood-Pairs", "nearest_neighbor": "Nearest-Neighbor", "random_pairs": "Random-Pairs",
+          "all_to_all": "All-to-all"}
+
+
+def figure(rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "") -> Path:
+    """Draw one run's two charts into ``path`` (PNG) atomically; returns the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    patterns = [p for p in LABELS if any(r["pattern"] == p for r in rows)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1, 1.3]})
+    data, pos, colors = [], [], []
+    for i, p in enumerate(patterns):
+        for k, (field, color) in enumerate((("W_default", "0.7"), ("W_qos", "white"))):
+            data.append([r[field] for r in rows if r["pattern"] == p])
+            pos.append(3 * i + k)
+            colors.append(color)
+    box = left.boxplot(data, positions=pos, widths=0.8, patch_artist=True)
+    for patch, color in zip(box["boxes"], colors):
+        patch.set_facecolor(color)
+    left.axhline(0, ls="--", color="k", lw=0.8)
+    left.set_xticks([3 * i + 0.5 for i in range(len(patterns))], [LABELS[p] for p in patterns], fontsize=8)
+    left.set_ylabel("W = I / I_isolated - 1")
+    left.legend([box["boxes"][0], box["boxes"][1]], ["Default", "QoS"], fontsize=8)
+    imp = np.sort(np.array([r["improvement"] for r in rows]))[::-1]
+    fin = np.sort(np.array([r["improvement_final"] for r in rows]))[::-1]
+    x = np.arange(len(imp))
+    right.bar(x, imp, color="0.5", label="whole run (exploring periods included)")
+    right.plot(x, fin, color="k", lw=1.2, label="settled assignment")
+    right.axhline(0, color="k", lw=0.8)
+    right.set_xlabel("job (sorted)")
+    right.set_ylabel("I_QoS / I_default - 1")
+    right.legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    try:
+        return atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=110))
+    finally:
+        plt.close(fig)
+
+
+def table(root: str | Path) -> list[dict[str, Any]]:
+    """One row per run under ``root`` and job type (plus ``all``): medians and extremes."""
+    import polars as pl
+
+    out = []
+    for jobs in sorted(Path(root).rglob("jobs.parquet")):
+        run = jobs.parent
+        df = pl.read_parquet(jobs)
+        name = run.name if run != Path(root) else Path(root).name
+        summary = run / "summary.json"
+        system = json.loads(summary.read_text()).get("system", "?") if summary.exists() else "?"
+        for pat in [*LABELS, "all"]:
+            sel = df if pat == "all" else df.filter(pl.col("pattern") == pat)
+            if sel.height == 0:
+                continue
+            out.append({"run": name, "system": system, "pattern": LABELS.get(pat, pat), "jobs": sel.height,
+                        "W_default": sel["W_default"].median(), "W_qos": sel["W_qos"].median(),
+                        "improvement": sel["improvement"].median(), "best": sel["improvement"].max(),
+                        "worst": sel["improvement"].min(), "settled": sel["improvement_final"].median(),
+                        "settled_best": sel["improvement_final"].max(), "settled_worst": sel["improvement_final"].min()})
+    return out
+
+
+def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The table as Markdown (fractions as signed percentages)."""
+    head = ["run", "system", "pattern", "jobs", "W_default", "W_qos", "improvement", "best", "worst",
+            "settled", "settled_best", "settled_worst"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        cells = [str(r[h]) if h in ("run", "system", "pattern", "jobs") else f"{r[h]:+.1%}" for h in head]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m fattorus.report.qos DIR``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m fattorus.report.qos RESULTS_DIR", file=sys.stderr)
+        return 2
+    root = Path(args[0])
+    if not root.is_dir():
+        print(f"fattorus.report.qos: error: {root}: no such directory", file=sys.stderr)
+        return 2
+    rows = table(root)
+    if not rows:
+        print(f"fattorus.report.qos: error: {root}: no jobs.parquet of a QoS run under it", file=sys.stderr)
+        return 2
+    text = markdown(rows)
+    atomic_write(root / "qos_report.md", text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
