@@ -2,8 +2,9 @@
 
 A study file names the study and lists ``common`` overrides, ``cases`` (machine and workload
 settings) and ``arms`` (policy, speedup scenario, seeds); each entry is a list of Hydra
-overrides whose comma-separated values are swept. Every (case, arm) pair becomes one
-``python -m fattorus.sweep --multirun`` into ``results/sweeps/<study>/``, so the study is the
+overrides whose comma-separated values are swept; ``app`` (optional) names the Hydra app,
+``fattorus.sweep`` (replays, the default) or ``fattorus.qos`` (the QoS study). Every (case,
+arm) pair becomes one ``python -m APP --multirun`` into ``results/sweeps/<study>/``, so the study is the
 union of Cartesian products rather than one big product (TO runs need no speedup scenarios).
 Trials that already finished are skipped: re-running an interrupted study resumes it.
 
@@ -20,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+
+#: The Hydra apps a study file may run (``app:``; default the replay app).
+APPS = ("fattorus.sweep", "fattorus.qos")
 
 
 class StudyError(ValueError):
@@ -43,12 +48,16 @@ def load(path: str | Path) -> dict[str, Any]:
         if not ok or (field != "common" and not value):
             raise StudyError(f"{p}: field {field!r} must be a list{' of override lists' if field != 'common' else ''}")
     data.setdefault("common", [])
+    app = data.setdefault("app", "fattorus.sweep")
+    if app not in APPS:
+        raise StudyError(f"{p}: field 'app' must be one of {', '.join(APPS)}, got {app!r}")
     return data
 
 
 def commands(study: dict[str, Any], extra: list[str]) -> list[list[str]]:
-    """The ``fattorus.sweep --multirun`` command line of every (case, arm) pair."""
-    base = [sys.executable, "-m", "fattorus.sweep", "--multirun", f"study={study['study']}"]
+    """The ``--multirun`` command line of every (case, arm) pair (of ``fattorus.sweep``, or of
+    the app the study file names in ``app:``)."""
+    base = [sys.executable, "-m", study.get("app", "fattorus.sweep"), "--multirun", f"study={study['study']}"]
     return [
         base + [str(o) for o in study["common"]] + [str(o) for o in case] + [str(o) for o in arm] + extra
         for case in study["cases"]

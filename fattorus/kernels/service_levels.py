@@ -168,14 +168,14 @@ def _respond_once(route_ids, capacity, level, phi, active, x, n_levels: int):
 
 
 @partial(jax.jit, static_argnames=("n_levels", "max_rounds"))
-def _solve(route_ids, capacity, level, phi, active, n_levels: int, max_rounds: int, tol):
+def _sandwich(route_ids, capacity, level, phi, active, dlo, dhi, n_levels: int, max_rounds: int, tol):
+    """Up to ``max_rounds`` rounds of the bounds iteration from demand bounds ``dlo``/``dhi``
+    ``(F, L)``. Returns ``(dlo, dhi, lo, hi, ahi, rounds, converged)``."""
     dtype = capacity.dtype
-    F = route_ids.shape[0]
+    F, L = route_ids.shape
     inf = jnp.asarray(jnp.inf, dtype)
     respond, valid = _responder(route_ids, capacity, level, phi, active, n_levels)
     has_links = valid.any(axis=1)
-
-    L = route_ids.shape[1]
 
     def others_min(a):
         """For each route slot, the least entry among the flow's *other* slots (``inf``: none)."""
@@ -186,33 +186,122 @@ def _solve(route_ids, capacity, level, phi, active, n_levels: int, max_rounds: i
         return jnp.where(jnp.arange(L)[None, :] == arg[:, None], m2[:, None], m1[:, None])
 
     # A flow's final rate is the least of its marks, and its demand on a link the least of its
-    # allocations on its *other* links. Bounds on those demands give bounds on the marks, and
-    # the bounds tighten monotonically (docs/qos.md).
+    # marks on its *other* links. Bounds on those demands give bounds on the marks, and the
+    # bounds tighten monotonically (docs/qos.md).
     def body(state):
-        dlo, dhi, _, _, rounds = state
+        dlo, dhi, _, _, _, rounds = state
         ahi = respond(dlo)  # others demand at least dlo: marks are at most ahi
         dhi = jnp.minimum(dhi, others_min(ahi))
         alo = respond(dhi)  # ... at most dhi: marks are at least alo
         dlo = jnp.maximum(dlo, others_min(alo))
-        return dlo, dhi, alo.min(axis=1), ahi.min(axis=1), rounds + 1
+        return dlo, dhi, alo.min(axis=1), ahi.min(axis=1), ahi, rounds + 1
 
     def gap(lo, hi):
         return (hi - lo > tol * jnp.where(jnp.isinf(hi), 1, hi)) & has_links
 
     def cond(state):
-        _, _, lo, hi, rounds = state
+        _, _, lo, hi, _, rounds = state
         return gap(lo, hi).any() & (rounds < max_rounds)
 
-    init = (jnp.zeros((F, L), dtype), jnp.full((F, L), inf, dtype), jnp.zeros(F, dtype), jnp.full(F, inf, dtype),
-            jnp.int32(0))
-    _, _, lo, hi, rounds = jax.lax.while_loop(cond, body, init)
-    rate = jnp.where(has_links, lo, inf)
-    rate = jnp.where(active, rate, 0)
-    return LevelRates(rate, rounds, ~gap(lo, hi).any())
+    init = (dlo, dhi, jnp.zeros(F, dtype), jnp.full(F, inf, dtype), jnp.full((F, L), inf, dtype), jnp.int32(0))
+    dlo, dhi, lo, hi, ahi, rounds = jax.lax.while_loop(cond, body, init)
+    return dlo, dhi, lo, hi, ahi, rounds, ~gap(lo, hi).any()
+
+
+def _polish(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray, phi: np.ndarray,
+            ahi: np.ndarray) -> np.ndarray | None:
+    """Exact rates from the bottleneck structure the bounds point at, or None.
+
+    Where the bounds close only slowly (they converge linearly through chains of links whose
+    levels share alike), the structure is already plain: every flow's tightest upper mark
+    names its bottleneck (link, level) group. With it the allocation solves a square sparse
+    linear system — each flow at its group's mark, each such group's total at its weight times
+    the link's level mark, each such link full — whose solution is accepted only if it passes
+    the definition (:func:`check`)."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import spsolve
+
+    F, L = route_ids.shape
+    valid = route_ids >= 0
+    has = valid.any(axis=1)
+    fl = np.flatnonzero(has)
+    slot = np.argmin(np.where(valid, ahi, np.inf), axis=1)
+    be = route_ids[np.arange(F), slot]
+    gkey = be[fl].astype(np.int64) * len(phi) + level[fl]
+    groups, gi = np.unique(gkey, return_inverse=True)
+    links, li = np.unique(groups // len(phi), return_inverse=True)
+    nF, nG, nL = len(fl), len(groups), len(links)
+    rows, cols, vals = [], [], []
+    # r_f - mu_g = 0
+    rows += [np.arange(nF), np.arange(nF)]
+    cols += [np.arange(nF), nF + gi]
+    vals += [np.ones(nF), -np.ones(nF)]
+    # sum over the group's flows r - phi_l * lam_e = 0 (every flow of that level on that link)
+    inc_f, inc_s = np.nonzero(valid[fl])
+    inc_link = route_ids[fl][inc_f, inc_s].astype(np.int64)
+    inc_key = inc_link * len(phi) + level[fl][inc_f]
+    pos = np.searchsorted(groups, inc_key)
+    in_group = (pos < nG) & (groups[np.minimum(pos, nG - 1)] == inc_key)
+    rows += [nF + pos[in_group], nF + np.arange(nG)]
+    cols += [inc_f[in_group], nF + nG + li]
+    vals += [np.ones(in_group.sum()), -phi[groups % len(phi)]]
+    # sum over the link's flows r = c_e
+    lpos = np.searchsorted(links, inc_link)
+    on = (lpos < nL) & (links[np.minimum(lpos, nL - 1)] == inc_link)
+    rows += [nF + nG + lpos[on]]
+    cols += [inc_f[on]]
+    vals += [np.ones(on.sum())]
+    n = nF + nG + nL
+    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    b = np.zeros(n)
+    b[nF + nG:] = capacity[links]
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = spsolve(A.tocsc(), b)
+    except Exception:  # a singular structure: keep iterating instead
+        return None
+    rate = np.full(F, np.inf)
+    rate[fl] = x[:nF]
+    if not np.isfinite(x).all() or len(check(route_ids, capacity, level, phi, rate)):
+        return None
+    return rate
+
+
+def check(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray, phi: np.ndarray, rate: np.ndarray,
+          rtol: float = 1e-7) -> np.ndarray:
+    """Flows that break the definition of the allocation (vectorised; :func:`bottleneck_violations`
+    is the plain-loop version the tests use): a negative rate, an overloaded link, or no link
+    that is full where the flow gets the most of its (link, level) group and its level the
+    most per unit weight. Returns their ids."""
+    F, L = route_ids.shape
+    E, S = len(capacity), len(phi)
+    valid = route_ids >= 0
+    link = np.where(valid, route_ids, E)
+    r = np.broadcast_to(rate[:, None], (F, L))
+    load = np.zeros(E + 1)
+    np.add.at(load, link[valid], r[valid])
+    group = link * S + level[:, None]
+    gmax = np.zeros((E + 1) * S)
+    np.maximum.at(gmax, group[valid], r[valid])
+    gsum = np.zeros((E + 1) * S)
+    np.add.at(gsum, group[valid], r[valid])
+    norm = (gsum.reshape(E + 1, S) / phi[None, :])
+    lmax = norm.max(axis=1)
+    full = load[:E] >= capacity * (1 - rtol)
+    ok_slot = (valid & np.concatenate([full, [False]])[link]
+               & (r >= gmax[group] * (1 - rtol))
+               & (norm.reshape(-1)[group] >= lmax[link] * (1 - rtol)))
+    over = load[:E] > capacity * (1 + rtol)
+    bad = (valid.any(axis=1) & ~ok_slot.any(axis=1)) | (valid & np.concatenate([over, [False]])[link]).any(axis=1)
+    bad |= valid.any(axis=1) & (rate < 0)
+    return np.flatnonzero(bad)
 
 
 def service_level_rates(route_ids, capacity, level=None, level_weight=None, active=None,
-                        max_rounds: int = 200, tol: float = 1e-6) -> LevelRates:
+                        max_rounds: int = 2000, tol: float = 1e-6, chunk: int = 40) -> LevelRates:
     """Rates of flows over links that serve service levels in weighted round robin.
 
     Args:
@@ -221,32 +310,48 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
       level: ``(F,)`` service level of each flow, ``0..S-1`` (default: all 0).
       level_weight: ``(S,)`` positive weight of each level (default: one level of weight 1).
       active: ``(F,)`` bool, flows that exist (default all).
-      max_rounds: cap on the fixed-point rounds; ``converged`` says whether it was reached.
-      tol: relative change of every rate under which the iteration has converged.
+      max_rounds: cap on the bounds rounds; ``converged`` says whether the rates are final.
+      tol: relative gap between every flow's bounds under which the iteration has converged.
+      chunk: rounds between attempts to finish exactly from the bottleneck structure.
 
     Returns:
       :class:`LevelRates`, float64 (computed with 64-bit floats: the allocations are
       differences of prefix sums).
     """
     with jax.enable_x64(True):
-        route_ids = jnp.asarray(np.asarray(route_ids), jnp.int32)
-        F = route_ids.shape[0]
-        capacity = jnp.asarray(np.asarray(capacity, np.float64))
-        phi = jnp.ones(1) if level_weight is None else jnp.asarray(np.asarray(level_weight, np.float64))
-        S = int(phi.shape[0])
-        lv = jnp.zeros(F, jnp.int32) if level is None else jnp.asarray(np.asarray(level), jnp.int32)
-        act = jnp.ones(F, bool) if active is None else jnp.asarray(np.asarray(active, bool))
+        route_np = np.asarray(route_ids).astype(np.int32)
+        F = route_np.shape[0]
+        cap_np = np.asarray(capacity, np.float64)
+        phi_np = np.ones(1) if level_weight is None else np.asarray(level_weight, np.float64)
+        S = int(phi_np.shape[0])
+        lv_np = np.zeros(F, np.int32) if level is None else np.asarray(level).astype(np.int32)
+        act_np = np.ones(F, bool) if active is None else np.asarray(active, bool)
         if F == 0:
             return LevelRates(np.zeros(0), np.int32(0), np.bool_(True))
         # Pad flows and links to powers of two: one compilation serves many sizes.
-        Fp, Ep = _bucket(F), _bucket(int(capacity.shape[0]))
-        route_ids = jnp.pad(route_ids, ((0, Fp - F), (0, 0)), constant_values=-1)
-        capacity = jnp.pad(capacity, (0, Ep - capacity.shape[0]), constant_values=1.0)
-        lv = jnp.pad(lv, (0, Fp - F))
-        act = jnp.pad(act, (0, Fp - F))
-        out = _solve(route_ids, capacity, lv, phi, act, S, max_rounds, jnp.float64(tol))
-        rate, rounds, converged = (np.asarray(jax.device_get(x)) for x in out)
-        return LevelRates(rate[:F], rounds, converged)
+        Fp, Ep = _bucket(F), _bucket(len(cap_np))
+        L = route_np.shape[1]
+        route_p = np.full((Fp, L), -1, np.int32)
+        route_p[:F] = np.where(act_np[:, None], route_np, -1)
+        cap_p = np.ones(Ep)
+        cap_p[:len(cap_np)] = cap_np
+        lv_p = np.zeros(Fp, np.int32)
+        lv_p[:F] = lv_np
+        args = (jnp.asarray(route_p), jnp.asarray(cap_p), jnp.asarray(lv_p), jnp.asarray(phi_np), jnp.ones(Fp, bool))
+        dlo, dhi = jnp.zeros((Fp, L)), jnp.full((Fp, L), jnp.inf)
+        done, total, rate = False, 0, None
+        while not done and total < max_rounds:
+            dlo, dhi, lo, hi, ahi, rounds, done = _sandwich(*args, dlo, dhi, S, chunk, jnp.float64(tol))
+            total += int(rounds)
+            done = bool(done)
+            rate = np.asarray(lo)
+            if not done:
+                exact = _polish(route_p, cap_p, lv_p, phi_np, np.asarray(ahi))
+                if exact is not None:
+                    rate, done = exact, True
+        rate = np.where((route_p[:F] >= 0).any(axis=1), rate[:F], np.inf)
+        rate = np.where(act_np, rate, 0.0)
+        return LevelRates(rate, np.int32(total), np.bool_(done))
 
 
 def _bucket(n: int) -> int:

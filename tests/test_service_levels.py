@@ -1,0 +1,98 @@
+"""Service levels on the flow model (issue 15, item 1): weighted round robin across levels,
+max-min within a level — checked by hand, against plain max-min, and against the definition."""
+
+import numpy as np
+import pytest
+
+from fattorus.kernels.maxmin import maxmin_rates_numpy
+from fattorus.kernels.service_levels import bottleneck_violations, service_level_rates
+
+
+def rates(routes, cap, level=None, weight=None, **kw):
+    out = service_level_rates(np.array(routes), np.array(cap, float), level, weight, **kw)
+    assert bool(out.converged)
+    return np.asarray(out.rate)
+
+
+def test_two_levels_seven_to_two_share_one_link():
+    # The paper's example (Section 2.2): weights 7 and 2 send 7 packets of one for 2 of the other.
+    np.testing.assert_allclose(rates([[0], [0]], [1.0], [0, 1], [7, 2]), [7 / 9, 2 / 9])
+
+
+def test_an_idle_level_gives_its_share_away():
+    np.testing.assert_allclose(rates([[0]], [1.0], [1], [7, 2]), [1.0])
+    # Level 1 present only on link 1: on link 0 level 0 has the whole link.
+    np.testing.assert_allclose(rates([[0, -1], [1, -1]], [1.0, 1.0], [0, 1], [1, 8]), [1.0, 1.0])
+
+
+def test_levels_share_per_level_not_per_flow():
+    # Two flows of level A (weight 7) and one of level B (weight 2) on a 9-unit link: A gets 7
+    # split max-min fairly (3.5 each), B 2 — a per-flow weighting would give 7:7:2.
+    np.testing.assert_allclose(rates([[0], [0], [0]], [9.0], [0, 0, 1], [7, 2]), [3.5, 3.5, 2.0])
+
+
+def test_a_flow_held_back_elsewhere_leaves_its_level_share_to_its_level():
+    # Link 0 (9 units): level A (7) has a1, held to 1 by link 1, and a2; level B (2) has b.
+    # Round robin: A keeps its 7 and a2 takes what a1 cannot use (6); b gets 2.
+    np.testing.assert_allclose(rates([[0, 1], [0, -1], [0, -1]], [9.0, 1.0], [0, 0, 1], [7, 2]), [1.0, 6.0, 2.0])
+
+
+def test_a_level_held_back_elsewhere_leaves_its_share_to_the_other_level():
+    # A (1) has a; B (8) has b, held to 2 by link 1: a gets the other 7, not its 1/9.
+    np.testing.assert_allclose(rates([[0, -1], [0, 1]], [9.0, 2.0], [0, 1], [1, 8]), [7.0, 2.0])
+
+
+def test_a_cycle_of_bottlenecks_is_resolved():
+    # Neither link is the tightest of all its flows at first (worked by hand): b and c are
+    # bottlenecked on link 1 (c at its level's 1/9 of 5.4, b at 8/9), a takes the rest of link 0.
+    np.testing.assert_allclose(rates([[0, -1], [0, 1], [0, 1]], [9.0, 5.4], [0, 1, 0], [1, 8]), [3.6, 4.8, 0.6])
+
+
+def test_flows_without_links_and_inactive_flows():
+    out = rates([[0], [-1], [0]], [4.0], [0, 0, 0], [1], active=np.array([True, True, False]))
+    assert out[0] == pytest.approx(4.0) and np.isinf(out[1]) and out[2] == 0.0
+
+
+def _instance(rng, n_links=10, n_flows=24, length=4, n_levels=4):
+    E, F = rng.integers(2, n_links + 1), rng.integers(1, n_flows + 1)
+    L, S = rng.integers(1, length + 1), rng.integers(1, n_levels + 1)
+    routes = np.full((F, L), -1)
+    for f in range(F):
+        k = min(int(rng.integers(1, L + 1)), E)
+        routes[f, :k] = rng.choice(E, size=k, replace=False)
+    return routes, rng.uniform(0.5, 5, E), rng.integers(0, S, F), rng.integers(1, 9, S).astype(float)
+
+
+def test_one_level_is_plain_max_min():
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        routes, cap, _, _ = _instance(rng)
+        expect, _ = maxmin_rates_numpy(routes, cap)
+        np.testing.assert_allclose(rates(routes, cap), expect, rtol=1e-6)
+        # All flows on one level, whatever its weight: still plain max-min.
+        np.testing.assert_allclose(rates(routes, cap, np.full(len(routes), 2), [1, 1, 5.0]), expect, rtol=1e-6)
+
+
+def test_random_networks_satisfy_the_bottleneck_definition():
+    rng = np.random.default_rng(11)
+    for _ in range(80):
+        routes, cap, level, weight = _instance(rng)
+        out = rates(routes, cap, level, weight)
+        assert len(bottleneck_violations(routes, cap, level, weight, out)) == 0
+
+
+def test_the_definition_check_can_fail():
+    routes, cap, level, weight = np.array([[0], [0]]), np.array([9.0]), np.array([0, 1]), np.array([7.0, 2.0])
+    assert len(bottleneck_violations(routes, cap, level, weight, np.array([7.0, 2.0]))) == 0
+    assert len(bottleneck_violations(routes, cap, level, weight, np.array([4.5, 4.5]))) > 0  # per-flow fair
+    assert len(bottleneck_violations(routes, cap, level, weight, np.array([6.0, 2.0]))) > 0  # link not full
+    assert len(bottleneck_violations(routes, cap, level, weight, np.array([8.0, 2.0]))) > 0  # overloaded
+
+
+def test_raising_a_level_never_slows_its_flows_on_one_link():
+    # Monotone on a single link: more weight, more bandwidth for the level's flows.
+    prev = 0.0
+    for w in (1, 2, 4, 8, 16):
+        r = rates([[0], [0], [0]], [1.0], [0, 0, 1], [1, w])[2]
+        assert r >= prev - 1e-12
+        prev = r
