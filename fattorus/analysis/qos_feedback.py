@@ -14,16 +14,18 @@ process completed (iterations) and chooses the assignment for the next period:
   it is rolled back (the next trial starts from the best again: "our algorithm rolls back the
   priority of a candidate process if its increase caused significant slowdowns elsewhere",
   Section 3.1). "Significant" is ``max_slowdown``: a trial that leaves any job more than that
-  fraction below its default work is rolled back even if the mean improved (the paper's
-  line 15 compares the mean only; its text promises limited impact on other jobs). With no candidate left that can be raised, go ``IDLE``.
+  fraction below its work under the best assignment is rolled back even if the mean improved
+  (the paper's line 15 compares the mean only; its text promises limited impact on other jobs). With no candidate left that can be raised, go ``IDLE``.
 * ``IDLE``: run the best assignment; if the score falls below the default performance
   (score < 0), restart from ``DEFAULT`` (the paper's line 23: noise it would otherwise misread
   as contention). A change of the job mix restarts too (:func:`restart`).
 
 The score of a period is the mean over jobs of ``work / default work − 1`` ("the average of
 each job's improvement over the default run"). Candidates (``SelectCandidates``): in every job,
-the processes whose work is below ``min(work in the job) / T`` — within a factor ``1/T`` of
-the job's slowest; they are tried slowest first. Choices the paper leaves open are listed in
+the processes whose work is at most ``min(work in the job) / T`` — within a factor ``1/T`` of
+the job's slowest; they are tried slowest first. (The pseudo-code's line 41 compares with
+``<``, which with ``T = 1`` selects nobody; the text says ``T = 1`` "places only the slowest"
+in the set, so the comparison includes equality.) Choices the paper leaves open are listed in
 ``docs/qos.md`` and ``docs/decisions.md``.
 
 The state is an immutable :class:`Feedback`; :func:`observe` is a pure function of it and one
@@ -44,7 +46,8 @@ class Params(NamedTuple):
     its ``NUM_SLS`` (levels a port has, the default level included: at most ``num_sls − 1``
     processes are prioritised); weights are relative to the default level's 1.
     ``max_slowdown``: a trial is rolled back when it leaves any job more than this fraction
-    below its default work, whatever the mean gain (1 or more: the pseudo-code's mean alone)."""
+    below its work under the best assignment so far, whatever the mean gain (1 or more: the
+    pseudo-code's mean alone)."""
 
     threshold: float = 0.9
     num_sls: int = 16
@@ -57,13 +60,15 @@ class Params(NamedTuple):
 class Feedback(NamedTuple):
     """State between periods. ``assignments`` (what the next period runs) and ``best`` are
     tuples of ``(process, weight)`` sorted by process; ``candidates`` a stack (last tried
-    first); ``default_work`` the per-job work of the last default period."""
+    first); ``default_work`` the per-job work of the last default period, ``best_work`` that
+    of the period that made ``best`` the best."""
 
     mode: str = DEFAULT
     assignments: tuple[tuple[int, float], ...] = ()
     best: tuple[tuple[int, float], ...] = ()
     best_score: float = 0.0
     default_work: tuple[float, ...] = ()
+    best_work: tuple[float, ...] = ()
     candidates: tuple[int, ...] = ()
     accepted: int = 0
     restarts: int = 0
@@ -92,7 +97,7 @@ def select_candidates(proc_work: np.ndarray, job_of: np.ndarray, threshold: floa
     n_jobs = int(job_of.max()) + 1 if job_of.size else 0
     slowest = np.full(n_jobs, np.inf)
     np.minimum.at(slowest, job_of, proc_work)
-    chosen = np.flatnonzero(proc_work < slowest[job_of] / threshold)
+    chosen = np.flatnonzero(proc_work <= slowest[job_of] / threshold)
     # Stack order: most work first, so the least work is popped first.
     order = np.lexsort((-chosen, -proc_work[chosen]))
     return tuple(int(p) for p in chosen[order])
@@ -120,33 +125,35 @@ def observe(fb: Feedback, job_work: np.ndarray, proc_work: np.ndarray, job_of: n
     per job ``(J,)`` and per process ``(P,)`` (iterations in the period; ``job_of`` ``(P,)``
     the job of each process). Returns the state whose ``assignments`` the next period runs."""
     mode, best, best_score, candidates = fb.mode, fb.best, fb.best_score, fb.candidates
-    default_work, accepted = fb.default_work, fb.accepted
+    default_work, best_work, accepted = fb.default_work, fb.best_work, fb.accepted
     restarts = fb.restarts
     if mode == DEFAULT:
-        default_work = tuple(float(w) for w in job_work)
+        default_work = best_work = tuple(float(w) for w in job_work)
         best, best_score = fb.assignments, 0.0
         candidates = select_candidates(proc_work, job_of, params.threshold)
         mode = RUNNING
     elif mode == RUNNING:
         s = score(job_work, default_work)
-        worst = float(np.min(np.asarray(job_work, float) / np.asarray(default_work, float))) - 1.0
+        worst = float(np.min(np.asarray(job_work, float) / np.asarray(best_work, float))) - 1.0
         if s > best_score and worst >= -params.max_slowdown:
             best, best_score, accepted = fb.assignments, s, accepted + 1
+            best_work = tuple(float(w) for w in job_work)
             candidates = select_candidates(proc_work, job_of, params.threshold)
     elif mode == IDLE:
         if score(job_work, default_work) < 0.0:
             mode, restarts = DEFAULT, restarts + 1
     # The assignment of the next period.
     if mode == DEFAULT:
-        return Feedback(DEFAULT, (), (), 0.0, default_work, (), accepted, restarts)
+        return Feedback(DEFAULT, (), (), 0.0, default_work, best_work, (), accepted, restarts)
     if mode == RUNNING:
         stack = list(candidates)
         while stack:
             trial = raised(best, stack.pop(), params)
             if trial is not None:
-                return Feedback(RUNNING, trial, best, best_score, default_work, tuple(stack), accepted, restarts)
+                return Feedback(RUNNING, trial, best, best_score, default_work, best_work, tuple(stack), accepted,
+                                restarts)
         mode, candidates = IDLE, ()
-    return Feedback(IDLE, best, best, best_score, default_work, candidates, accepted, restarts)
+    return Feedback(IDLE, best, best, best_score, default_work, best_work, candidates, accepted, restarts)
 
 
 def process_levels(assignments: tuple[tuple[int, float], ...], n_procs: int, num_sls: int) -> tuple[np.ndarray, np.ndarray]:

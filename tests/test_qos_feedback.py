@@ -1,0 +1,138 @@
+"""Algorithm 1 of the QoS paper (issue 15, item 3): candidates, raises, the state machine on
+a scripted environment, and on the flow model the rule that a critical process's level is
+never lowered."""
+
+import numpy as np
+
+from fattorus.analysis import qos_feedback as qf
+
+P = qf.Params(threshold=0.9, num_sls=4, first_weight=1.0, raise_factor=2.0, max_weight=4.0, max_slowdown=0.05)
+
+
+def test_candidates_are_within_one_over_t_of_their_jobs_slowest_slowest_first():
+    work = np.array([10.0, 10.5, 20.0, 5.0, 5.4, 9.0])
+    job = np.array([0, 0, 0, 1, 1, 1])
+    stack = qf.select_candidates(work, job, 0.9)
+    # job 0: min 10, thresh 11.1 -> 0, 1; job 1: min 5, thresh 5.56 -> 3, 4.
+    assert set(stack) == {0, 1, 3, 4}
+    assert stack[-1] == 3 and stack[-2] == 4  # popped first: the least work
+    # T = 1 "places only the slowest" of each job (Section 6.6): the comparison includes it.
+    assert set(qf.select_candidates(work, job, 1.0)) == {0, 3}
+    assert set(qf.select_candidates(work, job, 0.01)) == set(range(6))
+
+
+def test_raise_steps_and_limits():
+    assert qf.raised((), 5, P) == ((5, 1.0),)
+    assert qf.raised(((5, 1.0),), 5, P) == ((5, 2.0),)
+    assert qf.raised(((5, 4.0),), 5, P) is None  # at max_weight
+    full = ((1, 1.0), (2, 1.0), (3, 1.0))  # num_sls 4: the default level and three more
+    assert qf.raised(full, 7, P) is None
+    assert qf.raised(full, 2, P) == ((1, 1.0), (2, 2.0), (3, 1.0))
+
+
+def test_process_levels():
+    level, weight = qf.process_levels(((2, 4.0), (5, 2.0)), 6, 4)
+    np.testing.assert_array_equal(level, [0, 0, 1, 0, 0, 2])
+    np.testing.assert_array_equal(weight, [1, 4, 2, 1])
+
+
+def scripted(assignments, base=np.array([10.0, 10.0])):
+    """Two jobs; prioritising process 1 helps job 0 by 10 %; process 4 helps job 1 by 20 % but
+    slows job 0 by 8 % (more than max_slowdown); every other raise costs both jobs 1 %."""
+    work = base.copy()
+    for p, _ in assignments:
+        if p == 1:
+            work = work * np.array([1.10, 1.0])
+        elif p == 4:
+            work = work * np.array([0.92, 1.20])
+        else:
+            work = work * 0.99
+    return work
+
+
+def proc_work(assignments):
+    # Processes 1 and 4 are the slowest of their jobs unless prioritised.
+    w = np.array([10.0, 9.0, 10.0, 10.0, 9.0, 10.0])
+    for p, _ in assignments:
+        w[p] = 10.0
+    return w
+
+
+JOB = np.array([0, 0, 0, 1, 1, 1])
+
+
+def test_state_machine_accepts_improvements_and_rolls_back_harmful_trials():
+    fb = qf.start()
+    seen = []
+    for _ in range(12):
+        seen.append((fb.mode, fb.assignments))
+        fb = qf.observe(fb, scripted(fb.assignments), proc_work(fb.assignments), JOB, P)
+    assert seen[0] == (qf.DEFAULT, ())
+    # First trial: the slowest candidate (processes 1 and 4 tie; the lower id is popped first).
+    assert seen[1][1] in (((1, 1.0),), ((4, 1.0),))
+    # Process 1 is accepted; process 4 alone gains more on average but slows job 0 by 8 %.
+    assert (1, 1.0) in fb.best and all(p != 4 for p, _ in fb.best)
+    assert fb.mode == qf.IDLE and fb.accepted >= 1
+    # Without the slowdown limit the mean alone decides (the pseudo-code's line 15).
+    loose = P._replace(max_slowdown=1.0)
+    fb = qf.start()
+    for _ in range(12):
+        fb = qf.observe(fb, scripted(fb.assignments), proc_work(fb.assignments), JOB, loose)
+    assert any(p == 4 for p, _ in fb.best)
+
+
+def test_idle_restarts_when_work_falls_below_default():
+    fb = qf.start()
+    for _ in range(12):
+        fb = qf.observe(fb, scripted(fb.assignments), proc_work(fb.assignments), JOB, P)
+    assert fb.mode == qf.IDLE
+    fb = qf.observe(fb, np.array([5.0, 5.0]), proc_work(fb.assignments), JOB, P)  # a noise event
+    assert fb.mode == qf.DEFAULT and fb.assignments == () and fb.restarts == 1
+    # A job arrival restarts too.
+    assert qf.restart(fb).mode == qf.DEFAULT and qf.restart(fb).restarts == 2
+
+
+def test_when_nothing_can_be_raised_it_idles_on_the_best():
+    # One extra level at its maximum weight: after the first raise nothing is left to try.
+    tight = P._replace(num_sls=2, max_weight=1.0)
+    fb = qf.start()
+    for _ in range(6):
+        fb = qf.observe(fb, scripted(fb.assignments), proc_work(fb.assignments), JOB, tight)
+    assert fb.mode == qf.IDLE and fb.assignments == fb.best and len(fb.best) == 1
+
+
+def test_on_the_flow_model_a_critical_process_is_never_lowered():
+    # Run Algorithm 1 on the small system and watch every accepted assignment: the levels of
+    # the processes that set their job's step time (the slowest) never go down between two
+    # accepted assignments (a restart to the default level aside), nor does any other level.
+    from omegaconf import OmegaConf
+
+    from fattorus.analysis import qos
+    from fattorus.paths import config_file
+    from fattorus.topology.fattree import FatTree
+
+    cfg = OmegaConf.to_container(OmegaConf.load(config_file("qos", "small")))
+    cfg.update(iterations=60, noise=0.0)
+    exp = qos.experiment_from(cfg)
+    topo = FatTree("small", **cfg["system"])
+    rng = np.random.default_rng(1)
+    mix = qos.build_mix(topo, exp, rng)
+    net = qos.Network(topo, mix, qos.static_routes(topo, mix), exp.bandwidth, exp.params.num_sls)
+    t_iso = qos._transfer(mix.nbytes, net.isolated_rates())
+    comm = np.zeros(len(mix.patterns))
+    np.maximum.at(comm, mix.flow_job, t_iso)
+    from fattorus.analysis import bsp
+
+    compute = np.concatenate([bsp.compute_times("uniform", exp.processes, bsp.compute_scale(0.65, c), rng) for c in comm])
+    fb, prev_best, checked = qf.start(), (), 0
+    for _ in range(exp.iterations):
+        done, steps = qos._steps(mix, compute, qos._transfer(mix.nbytes, net.rates(fb.assignments)))
+        critical = {int(p) for p in np.flatnonzero(done >= steps[mix.job_of] * (1 - 1e-12))}
+        fb = qf.observe(fb, exp.period_s / steps, exp.period_s / done, mix.job_of, exp.params)
+        if fb.best != prev_best and fb.mode != qf.DEFAULT:
+            old, new = dict(prev_best), dict(fb.best)
+            assert all(new.get(p, 0.0) >= w for p, w in old.items())
+            assert all(new.get(p, 0.0) >= old.get(p, 0.0) for p in critical)
+            checked += 1
+        prev_best = fb.best
+    assert checked >= 1  # the run did accept assignments
