@@ -1,0 +1,125 @@
+"""The QoS study (issue 15, item 4): the flow model with one level is the plain bandwidth
+model, adaptive paths are valid and spread load, balanced computation gains little, and the
+app writes, resumes and refuses bad settings in one line."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import polars as pl
+import pytest
+from omegaconf import OmegaConf
+
+from fattorus.analysis import qos
+from fattorus.kernels.maxmin import maxmin_rates
+from fattorus.paths import config_file
+from fattorus.topology import fattree_routing as fr
+from fattorus.topology.fattree import FatTree
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def small(**changes):
+    cfg = OmegaConf.to_container(OmegaConf.load(config_file("qos", "small")))
+    cfg.update(changes)
+    return cfg, qos.experiment_from(cfg), FatTree("small", **cfg["system"])
+
+
+def test_default_level_rates_are_the_plain_bandwidth_model():
+    _, exp, topo = small()
+    mix = qos.build_mix(topo, exp, np.random.default_rng(0))
+    routes = qos.static_routes(topo, mix)
+    net = qos.Network(topo, mix, routes, exp.bandwidth, 16)
+    plain = np.asarray(maxmin_rates(jnp.asarray(routes), jnp.asarray(net.capacity, jnp.float32)).rate)
+    np.testing.assert_allclose(net.rates(()), plain, rtol=1e-5)
+
+
+def test_adaptive_paths_are_minimal_paths_and_spread_the_load():
+    _, exp, topo = small()
+    topo = FatTree("two_pods", 8, 4, 4, 2)  # two pods, so paths also choose cores
+    cfg, exp, _ = small(jobs={"all_to_all": 1, "random_pairs": 2}, processes=8)
+    mix = qos.build_mix(topo, exp, np.random.default_rng(2))
+    static = qos.static_routes(topo, mix)
+    adaptive = qos.adaptive_routes(topo, mix, np.random.default_rng(0))
+    # Same length (minimal), same end links, each hop at the right level.
+    np.testing.assert_array_equal((static >= 0).sum(axis=1), (adaptive >= 0).sum(axis=1))
+    n = (adaptive >= 0).sum(axis=1)
+    np.testing.assert_array_equal(adaptive[:, 0], static[:, 0])
+    np.testing.assert_array_equal(adaptive[np.arange(len(n)), n - 1], static[np.arange(len(n)), n - 1])
+    np.testing.assert_array_equal(fr.link_level(topo, adaptive), fr.link_level(topo, static))
+    # Consecutive links meet at a switch.
+    ends = topo.link_ends
+    for row in adaptive:
+        row = row[row >= 0]
+        assert all(ends[a, 1] == ends[b, 0] for a, b in zip(row, row[1:]))
+
+    def max_load(routes):
+        load = np.zeros(topo.n_links)
+        for row, b in zip(routes, mix.nbytes):
+            load[row[row >= 0]] += b
+        return load[np.asarray(topo.link_class) > 0].max()
+
+    assert max_load(adaptive) <= max_load(static)
+
+
+def test_balanced_computation_gains_little():
+    # The paper (Section 6.3, 6.11): QoS helps by favouring the processes that compute most;
+    # with every process computing the same, there is little to gain.
+    def gain(imbalance):
+        _, exp, topo = small(iterations=100, noise=0.0, imbalance=imbalance)
+        out = []
+        for seed in (0, 1):
+            _, res = qos.run_placement(topo, exp, seed)
+            out.append(res.final / res.default - 1)
+        return np.concatenate(out)
+
+    balanced, imbalanced = gain("none"), gain("uniform")
+    assert balanced.mean() < imbalanced.mean()
+    assert balanced.mean() < 0.02 and imbalanced.max() > balanced.max()
+
+
+def test_experiment_settings_are_checked_with_the_field_named():
+    cfg, _, _ = small()
+    for field, value, msg in [("imbalance", "wild", "qos.imbalance"), ("threshold", 0.0, "qos.threshold"),
+                              ("num_sls", 17, "qos.num_sls"), ("jobs", {"ring": 2}, "qos.jobs.ring")]:
+        with pytest.raises(ValueError, match=msg):
+            qos.experiment_from({**cfg, field: value})
+
+
+def run_app(tmp_path, *args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "fattorus.qos", "progress=false", *args], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_app_writes_resumes_and_is_deterministic(tmp_path):
+    run_dir = tmp_path / "results" / "qos" / "r"
+    args = ["qos.iterations=12", "qos.placements=2", f"hydra.run.dir={run_dir}"]
+    out = run_app(tmp_path, *args)
+    assert out.returncode == 0, out.stderr
+    assert "improvement over default" in out.stdout
+    for name in ("jobs.parquet", "history.parquet", "summary.json", "improvement.png", "placements/p1.parquet"):
+        assert (run_dir / name).exists(), name
+    first = pl.read_parquet(run_dir / "jobs.parquet")
+    assert first.height == 16 and set(first["pattern"]) == {"flood_pairs", "nearest_neighbor", "random_pairs", "all_to_all"}
+    assert pl.read_parquet(run_dir / "history.parquet").height == 24
+    # Interrupted after placement 0: the rerun keeps it and redoes placement 1 identically.
+    kept = (run_dir / "placements" / "p0.parquet").stat().st_mtime_ns
+    for name in ("jobs.parquet", "summary.json", "placements/p1.parquet", "placements/h1.parquet"):
+        (run_dir / name).unlink()
+    out = run_app(tmp_path, *args)
+    assert out.returncode == 0, out.stderr
+    assert (run_dir / "placements" / "p0.parquet").stat().st_mtime_ns == kept
+    assert pl.read_parquet(run_dir / "jobs.parquet").equals(first)
+
+
+def test_app_refuses_bad_settings_in_one_line(tmp_path):
+    for args, msg in [(["qos.imbalance=wild"], "qos.imbalance"), (["qos.nodes=3"], "qos.nodes"),
+                      (["qos.processes=100"], "need as many nodes"), (["qos=tiny"], "qos/tiny")]:
+        out = run_app(tmp_path, *args, f"hydra.run.dir={tmp_path}/results/x")
+        assert out.returncode == 2, (args, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and msg in lines[0] and "Traceback" not in out.stderr, out.stderr
