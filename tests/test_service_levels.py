@@ -96,3 +96,34 @@ def test_raising_a_level_never_slows_its_flows_on_one_link():
         r = rates([[0], [0], [0]], [1.0], [0, 0, 1], [1, w])[2]
         assert r >= prev - 1e-12
         prev = r
+
+
+def test_a_cab_sized_network_with_one_level_is_plain_max_min():
+    # Thousands of links and flows: group ids and demands need 64-bit sort keys (a float32
+    # key, which a host callback can receive when x64 is on only around the call, misorders
+    # demands that differ by less than a percent and breaks this equality).
+    import jax.numpy as jnp
+
+    from fattorus import topology
+    from fattorus.analysis import bsp
+    from fattorus.kernels.maxmin import maxmin_rates
+
+    cab = topology.load("cab")
+    rng = np.random.default_rng(0)
+    nodes = rng.permutation(cab.n_nodes)[:240]
+    src, dst = [], []
+    for j, pat in enumerate(["all_to_all", "random_pairs", "nearest_neighbor"]):
+        fl = bsp.pattern_flows(pat, 80, 1.0, rng)
+        src.append(fl.src + 80 * j)
+        dst.append(fl.dst + 80 * j)
+    src, dst = np.concatenate(src), np.concatenate(dst)
+    routes = np.asarray(cab.routes(jnp.asarray(nodes[src]), jnp.asarray(nodes[dst])))
+    cap = np.asarray(cab.link_bandwidth) * 4e9
+    expect = np.asarray(maxmin_rates(jnp.asarray(routes), jnp.asarray(cap, jnp.float32)).rate)
+    np.testing.assert_allclose(rates(routes, cap), expect, rtol=1e-4)
+    # Fifteen processes on their own levels: still the definition.
+    from fattorus.kernels.service_levels import check
+
+    level = np.where(np.isin(src, rng.choice(240, 15, replace=False)), 1, 0)
+    out = rates(routes, cap, level, [1.0, 4.0])
+    assert len(check(routes, cap, level, np.array([1.0, 4.0]), out)) == 0

@@ -51,6 +51,18 @@ class LevelRates(NamedTuple):
     converged: jax.Array
 
 
+def _host_argsort(group: np.ndarray, words: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Order of incidences already in group order by (group, demand): the demand (float64 as
+    uint32 word pairs) squeezed into [0, 1) and added to twice the group id makes one key that
+    is nearly sorted, which a stable sort finishes fast."""
+    x = np.ascontiguousarray(words, dtype=np.uint32).view(np.float64).reshape(-1)
+    s = float(np.ascontiguousarray(scale, dtype=np.uint32).view(np.float64)[0])
+    with np.errstate(invalid="ignore"):
+        frac = np.where(np.isinf(x), 1.0 - 1e-9, x / (x + s) * (1.0 - 1e-8))
+    key = np.asarray(group, np.float64) * 2 + frac
+    return np.argsort(key, kind="stable").astype(np.int32)
+
+
 def _first_true(flag: jax.Array, group: jax.Array, n_groups: int) -> jax.Array:
     """Index (in the sorted order) of the first True per group; ``M`` where none."""
     m = flag.shape[0]
@@ -73,6 +85,9 @@ def _responder(route_ids, capacity, level, phi, active, n_levels: int):
     start = jnp.cumsum(count) - count
     inf = jnp.asarray(jnp.inf, dtype)
     depth = max(1, int(np.ceil(np.log2(max(F, 2)))) + 1)
+    by_group = jnp.argsort(group, stable=True).astype(jnp.int32)
+    group_sorted = group[by_group].astype(jnp.int32)
+    scale = jax.lax.bitcast_convert_type(jnp.mean(capacity).astype(jnp.float64), jnp.uint32)
 
     def respond(x):
         """Each flow's mark on each of its links (``(F, L)``, ``inf`` padded): what the link
@@ -89,7 +104,15 @@ def _responder(route_ids, capacity, level, phi, active, n_levels: int):
         cap_level = jnp.concatenate([cap_level, jnp.full((1, S), inf, dtype)]).reshape(-1)
         # Inside the group: the others at x, the flow itself uncapped. With V(mu) = sum_g
         # min(x_g, mu) + mu over the whole group, the flow's mark solves V(mu) = C + min(x_f, mu).
-        order = jnp.lexsort((d, group))
+        # Sort by (group, demand). The incidences are kept in group order (a fixed
+        # permutation), so one key — group, then demand squeezed into [0, 1) — is nearly
+        # sorted, which NumPy's stable sort does in a millisecond where XLA's CPU sort takes
+        # tens (docs/qos.md, "speed").
+        # The demands cross as raw 64-bit words: a callback may be handed float32 copies of
+        # float64 operands when x64 is switched on only around the call.
+        xs = jax.lax.bitcast_convert_type(jnp.asarray(d[by_group], jnp.float64), jnp.uint32)
+        local = jax.pure_callback(_host_argsort, jax.ShapeDtypeStruct((M,), jnp.int32), group_sorted, xs, scale)
+        order = by_group[local]
         g, ds = group[order], d[order]
         fs = jnp.where(jnp.isinf(ds), 0, ds)
         csum = jnp.cumsum(fs)
@@ -214,58 +237,49 @@ def _polish(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray, phi:
 
     Where the bounds close only slowly (they converge linearly through chains of links whose
     levels share alike), the structure is already plain: every flow's tightest upper mark
-    names its bottleneck (link, level) group. With it the allocation solves a square sparse
-    linear system — each flow at its group's mark, each such group's total at its weight times
-    the link's level mark, each such link full — whose solution is accepted only if it passes
-    the definition (:func:`check`)."""
+    names its bottleneck (link, level) group. Every flow then runs at its group's mark ``mu``,
+    and the marks solve a square sparse linear system — per bottleneck group, its level's
+    flows on its link sum to ``phi * lam`` (the link's level mark); per such link, all its
+    flows sum to its capacity. The solution is accepted only if it passes the definition
+    (:func:`check`)."""
+    import warnings
+
     import scipy.sparse as sp
     from scipy.sparse.linalg import spsolve
 
     F, L = route_ids.shape
+    S = len(phi)
     valid = route_ids >= 0
-    has = valid.any(axis=1)
-    fl = np.flatnonzero(has)
+    fl = np.flatnonzero(valid.any(axis=1))
     slot = np.argmin(np.where(valid, ahi, np.inf), axis=1)
     be = route_ids[np.arange(F), slot]
-    gkey = be[fl].astype(np.int64) * len(phi) + level[fl]
-    groups, gi = np.unique(gkey, return_inverse=True)
-    links, li = np.unique(groups // len(phi), return_inverse=True)
-    nF, nG, nL = len(fl), len(groups), len(links)
-    rows, cols, vals = [], [], []
-    # r_f - mu_g = 0
-    rows += [np.arange(nF), np.arange(nF)]
-    cols += [np.arange(nF), nF + gi]
-    vals += [np.ones(nF), -np.ones(nF)]
-    # sum over the group's flows r - phi_l * lam_e = 0 (every flow of that level on that link)
+    groups, gi = np.unique(be[fl].astype(np.int64) * S + level[fl], return_inverse=True)
+    links, li = np.unique(groups // S, return_inverse=True)
+    nG, nL = len(groups), len(links)
     inc_f, inc_s = np.nonzero(valid[fl])
     inc_link = route_ids[fl][inc_f, inc_s].astype(np.int64)
-    inc_key = inc_link * len(phi) + level[fl][inc_f]
+    inc_key = inc_link * S + level[fl][inc_f]
+    mark = gi[inc_f]  # the unknown that is this incidence's flow's rate
     pos = np.searchsorted(groups, inc_key)
     in_group = (pos < nG) & (groups[np.minimum(pos, nG - 1)] == inc_key)
-    rows += [nF + pos[in_group], nF + np.arange(nG)]
-    cols += [inc_f[in_group], nF + nG + li]
-    vals += [np.ones(in_group.sum()), -phi[groups % len(phi)]]
-    # sum over the link's flows r = c_e
     lpos = np.searchsorted(links, inc_link)
     on = (lpos < nL) & (links[np.minimum(lpos, nL - 1)] == inc_link)
-    rows += [nF + nG + lpos[on]]
-    cols += [inc_f[on]]
-    vals += [np.ones(on.sum())]
-    n = nF + nG + nL
-    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
-    b = np.zeros(n)
-    b[nF + nG:] = capacity[links]
+    rows = np.concatenate([pos[in_group], np.arange(nG), nG + lpos[on]])
+    cols = np.concatenate([mark[in_group], nG + li, mark[on]])
+    vals = np.concatenate([np.ones(in_group.sum()), -phi[groups % S], np.ones(on.sum())])
+    A = sp.csc_matrix((vals, (rows, cols)), shape=(nG + nL, nG + nL))
+    b = np.concatenate([np.zeros(nG), capacity[links]])
     try:
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            x = spsolve(A.tocsc(), b)
+            x = spsolve(A, b)
     except Exception:  # a singular structure: keep iterating instead
         return None
+    if not np.isfinite(x).all():
+        return None
     rate = np.full(F, np.inf)
-    rate[fl] = x[:nF]
-    if not np.isfinite(x).all() or len(check(route_ids, capacity, level, phi, rate)):
+    rate[fl] = x[gi]
+    if len(check(route_ids, capacity, level, phi, rate)):
         return None
     return rate
 
@@ -323,7 +337,9 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
         F = route_np.shape[0]
         cap_np = np.asarray(capacity, np.float64)
         phi_np = np.ones(1) if level_weight is None else np.asarray(level_weight, np.float64)
-        S = int(phi_np.shape[0])
+        # Levels padded to a power of two (unused levels are absent everywhere): few compilations.
+        S = 1 << (len(phi_np) - 1).bit_length()
+        phi_np = np.concatenate([phi_np, np.ones(S - len(phi_np))])
         lv_np = np.zeros(F, np.int32) if level is None else np.asarray(level).astype(np.int32)
         act_np = np.ones(F, bool) if active is None else np.asarray(active, bool)
         if F == 0:
