@@ -24,7 +24,7 @@ from pathlib import Path
 from fattorus import paths
 from fattorus.files import atomic_write
 
-SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow", "dragonfly")
+SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow", "dragonfly", "qos")
 
 
 def available_sections() -> list[str]:

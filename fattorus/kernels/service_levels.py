@@ -231,6 +231,32 @@ def _sandwich(route_ids, capacity, level, phi, active, dlo, dhi, n_levels: int, 
     return dlo, dhi, lo, hi, ahi, rounds, ~gap(lo, hi).any()
 
 
+@partial(jax.jit, static_argnames=("n_levels", "rounds"))
+def _damped(route_ids, capacity, level, phi, active, d, dlo, dhi, n_levels: int, rounds: int, alpha):
+    """``rounds`` damped steps of the demand map ``d -> others_min(marks(d))`` (its fixed point
+    is the allocation), kept inside the bounds ``[dlo, dhi]``. Used where the bounds stall
+    apart: they bracket the solution but no longer move (a two-cycle of the antitone map).
+    Returns ``(d, marks(d))``."""
+    dtype = capacity.dtype
+    F, L = route_ids.shape
+    inf = jnp.asarray(jnp.inf, dtype)
+    respond, _ = _responder(route_ids, capacity, level, phi, active, n_levels)
+
+    def others_min(a):
+        srt = jnp.sort(a, axis=1)
+        m2 = srt[:, 1] if L > 1 else jnp.full(F, inf, dtype)
+        arg = jnp.argmin(a, axis=1)
+        return jnp.where(jnp.arange(L)[None, :] == arg[:, None], m2[:, None], srt[:, :1])
+
+    def body(_, d):
+        target = others_min(respond(d))
+        step = jnp.where(jnp.isinf(d) | jnp.isinf(target), target, d + alpha * (target - d))
+        return jnp.clip(step, dlo, dhi)
+
+    d = jax.lax.fori_loop(0, rounds, body, d)
+    return d, respond(d)
+
+
 def _polish(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray, phi: np.ndarray,
             ahi: np.ndarray) -> np.ndarray | None:
     """Exact rates from the bottleneck structure the bounds point at, or None.
@@ -356,15 +382,31 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
         args = (jnp.asarray(route_p), jnp.asarray(cap_p), jnp.asarray(lv_p), jnp.asarray(phi_np), jnp.ones(Fp, bool))
         dlo, dhi = jnp.zeros((Fp, L)), jnp.full((Fp, L), jnp.inf)
         done, total, rate = False, 0, None
+        prev_gap, d = None, None
         while not done and total < max_rounds:
             dlo, dhi, lo, hi, ahi, rounds, done = _sandwich(*args, dlo, dhi, S, chunk, jnp.float64(tol))
             total += int(rounds)
             done = bool(done)
             rate = np.asarray(lo)
-            if not done:
-                exact = _polish(route_p, cap_p, lv_p, phi_np, np.asarray(ahi))
+            if done:
+                break
+            exact = _polish(route_p, cap_p, lv_p, phi_np, np.asarray(ahi))
+            if exact is not None:
+                rate, done = exact, True
+                break
+            hi_np = np.asarray(hi)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                gap = float(np.nanmax(np.where(np.isfinite(hi_np) & (hi_np > 0), (hi_np - rate) / hi_np, 0)))
+            if prev_gap is not None and gap >= prev_gap * (1 - 1e-9):
+                # The bounds stalled apart: damped steps from between them, then the exact finish.
+                if d is None:
+                    d = jnp.where(jnp.isinf(dhi), dlo * 2, 0.5 * (dlo + dhi))
+                d, marks = _damped(*args, d, dlo, dhi, S, chunk, jnp.float64(0.5))
+                total += chunk
+                exact = _polish(route_p, cap_p, lv_p, phi_np, np.asarray(marks))
                 if exact is not None:
                     rate, done = exact, True
+            prev_gap = gap
         rate = np.where((route_p[:F] >= 0).any(axis=1), rate[:F], np.inf)
         rate = np.where(act_np, rate, 0.0)
         return LevelRates(rate, np.int32(total), np.bool_(done))
