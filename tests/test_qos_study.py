@@ -44,6 +44,7 @@ def test_adaptive_paths_are_minimal_paths_and_spread_the_load():
     mix = qos.build_mix(topo, exp, np.random.default_rng(2))
     static = qos.static_routes(topo, mix)
     adaptive = qos.adaptive_routes(topo, mix, np.random.default_rng(0))
+    assert adaptive.dtype == static.dtype
     # Same length (minimal), same end links, each hop at the right level.
     np.testing.assert_array_equal((static >= 0).sum(axis=1), (adaptive >= 0).sum(axis=1))
     n = (adaptive >= 0).sum(axis=1)

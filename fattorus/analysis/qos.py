@@ -94,40 +94,15 @@ def static_routes(topo: Any, mix: Mix) -> np.ndarray:
 
 
 def adaptive_routes(topo: Any, mix: Mix, rng: np.random.Generator | None = None) -> np.ndarray:
-    """``(F, 6)`` routes with the up-path of every flow chosen by link load instead of by
-    destination: flows, largest first (ties in a random order from ``rng``), each take the L2
-    switch and core (among every minimal path) whose most loaded link, counting the bytes
-    already routed, is least loaded. The flow model's stand-in for adaptive routing
-    (a packet network adapts per packet to queue lengths; here the paths adapt once, to the
-    mix's whole traffic). Fat-trees only."""
-    from fattorus.topology import fattree_routing as fr
-
+    """``(F, L)`` routes whose paths are chosen by link load instead of by destination: the
+    flow model's stand-in for adaptive routing (a packet network adapts per packet to queue
+    lengths; here the paths adapt once, to the mix's whole traffic). Families that can do it
+    expose ``load_balanced_routes`` (fat-trees: :func:`fattorus.topology.fattree_routing.load_balanced_routes`)."""
     if getattr(topo, "kind", None) != "fattree":
         raise ValueError(f"adaptive routing is modelled on fat-trees only, not {getattr(topo, 'kind', '?')}")
-    S, C = topo.l2_per_pod, fr.cores_per_l2(topo)
-    a, b = mix.node[mix.src], mix.node[mix.dst]
-    la, lb = a // topo.nodes_per_leaf, b // topo.nodes_per_leaf
-    pa, pb = a // topo.nodes_per_pod, b // topo.nodes_per_pod
-    load = np.zeros(topo.n_links)
-    out = np.full((len(a), fr.HOPS_MAX), -1, np.int64)
-    s_opt, j_opt = np.repeat(np.arange(S), C), np.tile(np.arange(C), S)
-    tie = (rng or np.random.default_rng(0)).permutation(len(a))
-    for f in np.lexsort((tie, -mix.nbytes)):
-        up, down = fr.node_up_link(topo, a[f]), fr.node_down_link(topo, b[f])
-        if la[f] == lb[f]:
-            path = [up, down]
-        elif pa[f] == pb[f]:
-            cand = np.stack([fr.leaf_up_link(topo, la[f], np.arange(S)), fr.leaf_down_link(topo, lb[f], np.arange(S))])
-            k = int(np.argmin(load[cand].max(axis=0)))
-            path = [up, cand[0, k], cand[1, k], down]
-        else:
-            cand = np.stack([fr.leaf_up_link(topo, la[f], s_opt), fr.l2_up_link(topo, pa[f], s_opt, j_opt),
-                             fr.l2_down_link(topo, pb[f], s_opt, j_opt), fr.leaf_down_link(topo, lb[f], s_opt)])
-            k = int(np.argmin(load[cand].max(axis=0)))
-            path = [up, *cand[:, k], down]
-        load[path] += mix.nbytes[f]
-        out[f, :len(path)] = path
-    return out
+    from fattorus.topology import fattree_routing
+
+    return fattree_routing.load_balanced_routes(topo, mix.node[mix.src], mix.node[mix.dst], mix.nbytes, rng)
 
 
 class Network:

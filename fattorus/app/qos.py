@@ -47,20 +47,20 @@ class UserError(Exception):
 
 
 def _topology(cfg: DictConfig) -> Any:
+    from fattorus import topology
     from fattorus.topology import TopologyError
-    from fattorus.topology.fattree import FatTree
 
     system = cfg.qos.get("system")
-    if not isinstance(system, (dict, DictConfig)):
-        raise UserError("qos.system: give the fat-tree as {radix, nodes_per_leaf, leaves_per_pod, pods}")
-    fields = dict(OmegaConf.to_container(system, resolve=True)) if isinstance(system, DictConfig) else dict(system)
-    unknown = set(fields) - {"radix", "nodes_per_leaf", "leaves_per_pod", "pods", "up_ports", "core_switches"}
-    if unknown:
-        raise UserError(f"qos.system: unknown field(s) {', '.join(sorted(unknown))}")
+    if not isinstance(system, DictConfig):
+        raise UserError("qos.system: give the fat-tree's fields (as in conf/topo/cab.yaml, without kind and name)")
+    fields = dict(OmegaConf.to_container(system, resolve=True))
     try:
-        return FatTree(name=str(cfg.qos.name), **fields)
+        topo = topology.from_config({"kind": "fattree", "name": str(cfg.qos.name), **fields})
     except (TopologyError, TypeError) as err:
-        raise UserError(f"qos.system: {err}") from None
+        raise UserError(f"qos.system: {_squash(err)}") from None
+    if topo.kind != "fattree":
+        raise UserError("qos.system: the QoS study models fat-trees (the paper's InfiniBand systems)")
+    return topo
 
 
 def _experiment(cfg: DictConfig) -> Any:
