@@ -403,7 +403,13 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
                     d = jnp.where(jnp.isinf(dhi), dlo * 2, 0.5 * (dlo + dhi))
                 d, marks = _damped(*args, d, dlo, dhi, S, chunk, jnp.float64(0.5))
                 total += chunk
-                exact = _polish(route_p, cap_p, lv_p, phi_np, np.asarray(marks))
+                marks = np.asarray(marks)
+                # The damped point itself, if it meets the definition, else its structure.
+                candidate = np.where((route_p >= 0).any(axis=1), marks.min(axis=1), np.inf)
+                if len(check(route_p, cap_p, lv_p, phi_np, candidate)) == 0:
+                    rate, done = candidate, True
+                    break
+                exact = _polish(route_p, cap_p, lv_p, phi_np, marks)
                 if exact is not None:
                     rate, done = exact, True
             prev_gap = gap
