@@ -124,3 +124,18 @@ def test_app_refuses_bad_settings_in_one_line(tmp_path):
         assert out.returncode == 2, (args, out.stderr)
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and msg in lines[0] and "Traceback" not in out.stderr, out.stderr
+
+
+def test_arrivals_and_departures_restart_the_algorithm():
+    # The paper's Section 6.7: one segment more than patterns; at each boundary the first job
+    # of the next pattern is replaced (same nodes, 35 % compute) and Algorithm 1 restarts.
+    _, exp, topo = small(iterations=50, arrivals=True)
+    mix, res = qos.run_placement(topo, exp, 0)
+    rows = qos.job_rows(mix, res)
+    assert len(rows) == 12 and res.restarts == 4
+    assert [r["arrived"] for r in rows[8:]] == [10, 20, 30, 40]
+    assert [r["pattern"] for r in rows[8:]] == ["flood_pairs", "nearest_neighbor", "random_pairs", "all_to_all"]
+    assert [rows[j]["left"] for j in (0, 2, 4, 6)] == [10, 20, 30, 40]
+    assert [k for k, m in enumerate(res.modes) if m == "default"] == [0, 10, 20, 30, 40]
+    # A job that was present for fewer periods completed fewer iterations alone.
+    assert rows[0]["I_isolated"] < rows[1]["I_isolated"]

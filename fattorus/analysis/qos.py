@@ -54,6 +54,8 @@ class Experiment:
     traces: int = 5
     noise: float = 0.05
     routing: str = "static"
+    arrivals: bool = False
+    arrival_compute_fraction: float = 0.35
     params: qf.Params = qf.Params()
 
 
@@ -160,7 +162,9 @@ def _steps(mix: Mix, compute: np.ndarray, transfer: np.ndarray) -> tuple[np.ndar
 class PlacementResult(NamedTuple):
     """Per job ``(J,)``: iterations completed isolated, default, with QoS (exploring periods
     included), and with the final best assignment over the same traces (``final``); per period the
-    algorithm's mode, score and number of prioritised processes; solver counters."""
+    algorithm's mode, score and number of prioritised processes; solver counters; per job its
+    pattern and the periods it arrived and left (with ``arrivals``, jobs that arrived during
+    the run follow the original ones)."""
 
     isolated: np.ndarray
     default: np.ndarray
@@ -174,6 +178,9 @@ class PlacementResult(NamedTuple):
     restarts: int
     solves: int
     solve_s: float
+    patterns: tuple[str, ...] = ()  # per job (occupant of a job slot, arrivals included)
+    arrived: tuple[int, ...] = ()  # period each job arrived (0: from the start)
+    left: tuple[int, ...] = ()  # period each job left (iterations: stayed)
 
 
 def run_placement(topo: Any, exp: Experiment, seed: int, routes_fn: Callable[[Any, Mix], np.ndarray] | None = None,
@@ -201,41 +208,76 @@ def run_placement(topo: Any, exp: Experiment, seed: int, routes_fn: Callable[[An
     jitter = 1.0 + exp.noise * rng.uniform(-1.0, 1.0, (exp.traces, P))
     traces = base[None, :] * jitter  # (traces, P)
     pick = rng.integers(0, exp.traces, (exp.iterations, J))
+    # Arrivals and departures (the paper's Section 6.7): the run is cut into one segment more
+    # than there are patterns; at the start of segment s the first job of pattern s leaves and
+    # a job of the same pattern on the same nodes arrives, computing arrival_compute_fraction
+    # of its step; Algorithm 1 restarts. Each occupant of a job slot is reported on its own.
+    kinds = list(dict.fromkeys(mix.patterns))
+    segment = exp.iterations // (len(kinds) + 1) if exp.arrivals else exp.iterations + 1
+    occupant = np.arange(J)
+    patterns = list(mix.patterns)
+    arrived, left = [0] * J, [exp.iterations] * J
     fb = qf.start()
-    iso, dflt, qos = np.zeros(J), np.zeros(J), np.zeros(J)
-    computes = []
+    n_occ = J + (len(kinds) if exp.arrivals else 0)
+    iso, dflt, qos, final = (np.zeros(n_occ) for _ in range(4))
+    seg_computes: list[np.ndarray] = []
     modes, scores, n_assigned = [], np.zeros(exp.iterations), np.zeros(exp.iterations, np.int32)
+
+    def settle(best: tuple, computes: list[np.ndarray], occ: np.ndarray) -> None:
+        # The assignment the algorithm settled on, replayed over the same traces: its steady state.
+        t_best = _transfer(mix.nbytes, net.rates(best))
+        for c in computes:
+            np.add.at(final, occ, exp.period_s / _steps(mix, c, t_best)[1])
+
     for k in range(exp.iterations):
+        if exp.arrivals and k and k % segment == 0 and k // segment <= len(kinds):
+            settle(fb.best, seg_computes, occupant.copy())
+            seg_computes = []
+            kind = kinds[k // segment - 1]
+            j = patterns.index(kind)
+            new_id = len(patterns)
+            left[occupant[j]] = k
+            occupant[j] = new_id
+            patterns.append(kind)
+            arrived.append(k)
+            left.append(exp.iterations)
+            procs = np.flatnonzero(mix.job_of == j)
+            y = bsp.compute_scale(exp.arrival_compute_fraction, comm_alone[j])
+            base[procs] = bsp.compute_times(exp.imbalance, exp.processes, y, rng)
+            traces = base[None, :] * jitter
+            fb = qf.restart(fb)
         compute = traces[pick[k][mix.job_of], np.arange(P)]
-        computes.append(compute)
+        seg_computes.append(compute)
         _, s_iso = _steps(mix, compute, t_iso)
         _, s_def = _steps(mix, compute, t_def)
         done, s_q = _steps(mix, compute, _transfer(mix.nbytes, net.rates(fb.assignments)))
         job_work = exp.period_s / s_q
-        iso += exp.period_s / s_iso
-        dflt += exp.period_s / s_def
-        qos += job_work
+        np.add.at(iso, occupant, exp.period_s / s_iso)
+        np.add.at(dflt, occupant, exp.period_s / s_def)
+        np.add.at(qos, occupant, job_work)
         modes.append(fb.mode)
         n_assigned[k] = len(fb.assignments)
         scores[k] = qf.score(job_work, fb.default_work) if fb.default_work else 0.0
         fb = qf.observe(fb, job_work, exp.period_s / done, mix.job_of, exp.params)
         if progress is not None:
             progress(k)
-    # The assignment the algorithm settled on, replayed over the same traces: its steady state.
-    t_best = _transfer(mix.nbytes, net.rates(fb.best))
-    final = sum(exp.period_s / _steps(mix, c, t_best)[1] for c in computes)
+    settle(fb.best, seg_computes, occupant.copy())
     return mix, PlacementResult(iso, dflt, qos, final, fb.best, modes, scores, n_assigned, fb.accepted, fb.restarts,
-                                net.solves, net.solve_s)
+                                net.solves, net.solve_s, tuple(patterns), tuple(arrived), tuple(left))
 
 
 def job_rows(mix: Mix, res: PlacementResult, **key: Any) -> list[dict[str, Any]]:
-    """One row per job: pattern, iterations and ``W_default``, ``W_qos``, ``improvement``."""
-    return [{**key, "job": j, "pattern": mix.patterns[j], "I_isolated": float(res.isolated[j]),
-             "I_default": float(res.default[j]), "I_qos": float(res.qos[j]),
+    """One row per job: pattern, periods present, iterations and ``W_default``, ``W_qos``,
+    ``improvement`` (whole run) and ``improvement_final`` (settled assignment)."""
+    patterns = res.patterns or mix.patterns
+    return [{**key, "job": j, "pattern": patterns[j],
+             "arrived": int(res.arrived[j]) if res.arrived else 0,
+             "left": int(res.left[j]) if res.left else len(res.modes),
+             "I_isolated": float(res.isolated[j]), "I_default": float(res.default[j]), "I_qos": float(res.qos[j]),
              "W_default": float(res.default[j] / res.isolated[j] - 1),
              "W_qos": float(res.qos[j] / res.isolated[j] - 1),
              "improvement": float(res.qos[j] / res.default[j] - 1),
-             "improvement_final": float(res.final[j] / res.default[j] - 1)} for j in range(len(mix.patterns))]
+             "improvement_final": float(res.final[j] / res.default[j] - 1)} for j in range(len(patterns))]
 
 
 def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
@@ -265,6 +307,8 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
     imbalance = cfg.get("imbalance", "uniform")
     if imbalance not in bsp.IMBALANCE:
         raise ValueError(f"qos.imbalance={imbalance!r}: choose from {', '.join(bsp.IMBALANCE)}")
+    if not isinstance(cfg.get("arrivals", False), bool):
+        raise ValueError(f"qos.arrivals={cfg.get('arrivals')!r}: true or false")
     routing = cfg.get("routing", "static")
     if routing not in ("static", "adaptive"):
         raise ValueError(f"qos.routing={routing!r}: choose static or adaptive")
@@ -276,7 +320,9 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
                       bandwidth=num("bandwidth_GBps", 1e-9, 1e9) * 1e9, iterations=num("iterations", 1, 10**7, True),
                       period_s=num("period_s", 1e-9, 1e9), compute_fraction=num("compute_fraction", 0.0, 0.99),
                       imbalance=imbalance, traces=num("traces", 1, 1000, True), noise=num("noise", 0.0, 0.99),
-                      routing=routing, params=params)
+                      routing=routing, arrivals=bool(cfg.get("arrivals", False)),
+                      arrival_compute_fraction=num("arrival_compute_fraction", 0.0, 0.99) if "arrival_compute_fraction" in cfg
+                      else 0.35, params=params)
 
 
 def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
