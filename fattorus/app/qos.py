@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from fattorus import paths
+from fattorus.app import cli
 from fattorus.app import config as config_mod
 from fattorus.files import atomic_write
 
@@ -174,32 +174,12 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
 
 
 def _squash(text: Any) -> str:
-    text = str(text).split("Config search path")[0].split(" full_key:")[0]
-    return " ".join(text.split())
+    return cli.squash(text)
 
 
 def main() -> None:
     """Entry point: the Hydra app, every configuration error turned into one line."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
-    try:
-        _app()
-    except UserError as err:
-        sys.stderr.write(f"fattorus.qos: error: {_squash(err)}\n")
-        sys.exit(2)
-    except (HydraException, OmegaConfBaseException) as err:
-        cause = f" ({_squash(err.__cause__)})" if err.__cause__ is not None else ""
-        sys.stderr.write(f"fattorus.qos: error: {_squash(err)}{cause}\n")
-        sys.exit(2)
-    except OSError as err:
-        where = f": {err.filename}" if getattr(err, "filename", None) else ""
-        sys.stderr.write(f"fattorus.qos: error: {_squash(err.strerror or err)}{where}\n")
-        sys.exit(1)
-    except KeyboardInterrupt:
-        sys.stderr.write("fattorus.qos: interrupted; finished placements are kept, re-run to resume\n")
-        sys.exit(130)
+    cli.run_main(_app, "fattorus.qos", (UserError,), interrupted="finished placements are kept")
 
 
 if __name__ == "__main__":

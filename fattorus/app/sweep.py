@@ -28,6 +28,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from fattorus import paths
+from fattorus.app import cli
 from fattorus.app import config as config_mod
 from fattorus.app import outputs
 
@@ -335,37 +336,12 @@ def _claim(out_dir: Path) -> None:
 
 
 def _squash(text: Any) -> str:
-    # Hydra appends its config search path to "could not find" errors: noise for a user.
-    text = str(text).split("Config search path")[0].split(" full_key:")[0]
-    return " ".join(text.replace("ValueError raised while resolving interpolation: ", "").split())
+    return cli.squash(text)
 
 
 def main() -> None:
     """Entry point: runs the Hydra app and turns every configuration error into one line."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    # Let Hydra's exceptions reach us instead of its multi-line reports.
-    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
-    try:
-        _app()
-    except UserError as err:
-        sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}\n")
-        sys.exit(2)
-    except RunError as err:
-        sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}\n")
-        sys.exit(1)
-    except (HydraException, OmegaConfBaseException) as err:  # before OSError: some are IOErrors
-        cause = f" ({_squash(err.__cause__)})" if err.__cause__ is not None else ""
-        sys.stderr.write(f"fattorus.sweep: error: {_squash(err)}{cause}\n")
-        sys.exit(2)
-    except OSError as err:  # e.g. Hydra cannot create the run directory (read-only, disk full)
-        where = f": {err.filename}" if getattr(err, "filename", None) else ""
-        sys.stderr.write(f"fattorus.sweep: error: {_squash(err.strerror or err)}{where}\n")
-        sys.exit(1)
-    except KeyboardInterrupt:
-        sys.stderr.write("fattorus.sweep: interrupted; finished runs are kept, re-run to resume\n")
-        sys.exit(130)
+    cli.run_main(_app, "fattorus.sweep", (UserError,), (RunError,))
 
 
 if __name__ == "__main__":

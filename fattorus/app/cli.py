@@ -1,0 +1,50 @@
+"""The shared front door of the Hydra apps: every user mistake is one line, never a traceback.
+
+:func:`run_main` runs a ``@hydra.main`` function and maps what escapes it to one line on
+stderr and an exit code: a configuration mistake (the app's own error types, Hydra's and
+OmegaConf's) exits 2; an environment failure (the app's run errors, ``OSError``) exits 1;
+Ctrl-C exits 130 with a line saying that finished work is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def squash(text: Any) -> str:
+    """One line of an error message (Hydra appends its config search path to "could not find"
+    errors: noise for a user)."""
+    text = str(text).split("Config search path")[0].split(" full_key:")[0]
+    return " ".join(text.replace("ValueError raised while resolving interpolation: ", "").split())
+
+
+def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],
+             run_errors: tuple[type[BaseException], ...] = (), interrupted: str = "finished runs are kept") -> None:
+    """Run ``app`` (a ``@hydra.main`` function) with one-line errors (module docstring)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    # Let Hydra's exceptions reach us instead of its multi-line reports.
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    try:
+        app()
+    except user_errors as err:
+        sys.stderr.write(f"{prog}: error: {squash(err)}\n")
+        sys.exit(2)
+    except run_errors as err:
+        sys.stderr.write(f"{prog}: error: {squash(err)}\n")
+        sys.exit(1)
+    except (HydraException, OmegaConfBaseException) as err:  # before OSError: some are IOErrors
+        cause = f" ({squash(err.__cause__)})" if err.__cause__ is not None else ""
+        sys.stderr.write(f"{prog}: error: {squash(err)}{cause}\n")
+        sys.exit(2)
+    except OSError as err:  # e.g. Hydra cannot create the run directory (read-only, disk full)
+        where = f": {err.filename}" if getattr(err, "filename", None) else ""
+        sys.stderr.write(f"{prog}: error: {squash(err.strerror or err)}{where}\n")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted; {interrupted}, re-run to resume\n")
+        sys.exit(130)
