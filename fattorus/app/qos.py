@@ -97,7 +97,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     history: list[pl.DataFrame] = []
-    solves, solve_s = 0, 0.0
+    solves, solve_s, unconverged = 0, 0.0, 0
     for k in range(placements):
         part = out_dir / "placements" / f"p{k}.parquet"
         hist = out_dir / "placements" / f"h{k}.parquet"
@@ -118,6 +118,10 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         rows += new
         history.append(h)
         solves, solve_s = solves + res.solves, solve_s + res.solve_s
+        if res.unconverged:
+            print(f"fattorus.qos: warning: placement {k}: {res.unconverged} of {res.solves} rate solves ended at "
+                  f"the midpoint of bounds up to {res.max_gap:.1%} wide (counted in summary.json)", file=sys.stderr)
+        unconverged += res.unconverged
     jobs = pl.DataFrame(rows)
     atomic_write(out_dir / "jobs.parquet", lambda p: jobs.write_parquet(p))
     atomic_write(out_dir / "history.parquet", lambda p: pl.concat(history).write_parquet(p))
@@ -125,6 +129,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     summary = {"study": "qos", "system": str(cfg.qos.name), "nodes": topo.n_nodes, "seed": seed,
                "placements": placements, "settings": OmegaConf.to_container(cfg.qos, resolve=True),
                "wall_s": time.perf_counter() - t0, "solves_this_run": solves, "solve_s_this_run": solve_s,
+               "unconverged_solves_this_run": unconverged,
                "by_pattern": qos.summarize(rows)}
     atomic_write(out_dir / "summary.json", json.dumps(summary, indent=2, default=float) + "\n")
     return summary

@@ -44,11 +44,14 @@ DAMP = 0.5
 
 class LevelRates(NamedTuple):
     """Result of :func:`service_level_rates`: ``rate`` ``(F,)`` in capacity units (``inf``:
-    the flow crosses no link; 0: inactive), ``rounds`` used and ``converged``."""
+    the flow crosses no link; 0: inactive), ``rounds`` used and ``converged``. When not
+    converged, ``rate`` is the midpoint of the last bounds and ``gap`` their largest relative
+    width (0 when converged)."""
 
     rate: jax.Array
     rounds: jax.Array
     converged: jax.Array
+    gap: float = 0.0
 
 
 def _host_argsort(group: np.ndarray, words: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -369,7 +372,7 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
         lv_np = np.zeros(F, np.int32) if level is None else np.asarray(level).astype(np.int32)
         act_np = np.ones(F, bool) if active is None else np.asarray(active, bool)
         if F == 0:
-            return LevelRates(np.zeros(0), np.int32(0), np.bool_(True))
+            return LevelRates(np.zeros(0), np.int32(0), np.bool_(True), 0.0)
         # Pad flows and links to powers of two: one compilation serves many sizes.
         Fp, Ep = _bucket(F), _bucket(len(cap_np))
         L = route_np.shape[1]
@@ -406,16 +409,22 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
                 marks = np.asarray(marks)
                 # The damped point itself, if it meets the definition, else its structure.
                 candidate = np.where((route_p >= 0).any(axis=1), marks.min(axis=1), np.inf)
-                if len(check(route_p, cap_p, lv_p, phi_np, candidate)) == 0:
+                if len(check(route_p, cap_p, lv_p, phi_np, candidate, rtol=max(tol, 1e-7))) == 0:
                     rate, done = candidate, True
                     break
                 exact = _polish(route_p, cap_p, lv_p, phi_np, marks)
                 if exact is not None:
                     rate, done = exact, True
             prev_gap = gap
+        width = 0.0
+        if not done:  # the midpoint of the last bounds, and how wide they still are
+            hi_np = np.asarray(hi)
+            finite = np.isfinite(hi_np) & (hi_np > 0)
+            rate = np.where(finite, 0.5 * (np.asarray(lo) + np.where(finite, hi_np, 0)), np.asarray(lo))
+            width = float(np.max(np.where(finite, (hi_np - np.asarray(lo)) / np.where(finite, hi_np, 1), 0)))
         rate = np.where((route_p[:F] >= 0).any(axis=1), rate[:F], np.inf)
         rate = np.where(act_np, rate, 0.0)
-        return LevelRates(rate, np.int32(total), np.bool_(done))
+        return LevelRates(rate, np.int32(total), np.bool_(done), width)
 
 
 def _bucket(n: int) -> int:
