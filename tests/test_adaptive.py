@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fattorus import topology
-from fattorus.kernels.adaptive import adaptive_loads, adaptive_numpy, valiant_paths
+from fattorus.kernels.adaptive import adaptive_loads, adaptive_loads_full, adaptive_numpy, hot_index, valiant_paths
 
 
 def test_two_flows_share_a_hot_link_by_hand():
@@ -61,9 +61,11 @@ def test_batches_of_placements_equal_single_solves():
         batch.append(valiant_paths(df, src, dst, k=2))
     paths = jnp.asarray(np.stack(batch))
     nbytes, bw = jnp.ones(100), jnp.asarray(np.asarray(df.link_bandwidth, np.float32))
-    many = jax.vmap(lambda p: adaptive_loads(p, nbytes, bw).max_cost)(paths)
+    many = jax.vmap(lambda p: adaptive_loads_full(p, nbytes, bw).max_cost)(paths)
     for b in range(3):
-        assert float(many[b]) == pytest.approx(float(adaptive_loads(paths[b], nbytes, bw).max_cost))
+        assert float(many[b]) == pytest.approx(float(adaptive_loads_full(paths[b], nbytes, bw).max_cost))
+        # the incremental solver (float64) reaches the same maximum
+        assert float(many[b]) == pytest.approx(adaptive_loads(paths[b], nbytes, bw).max_cost, rel=1e-4)
 
 
 def test_job_traffic_splits_the_joint_traffic_by_owner():
@@ -82,3 +84,61 @@ def test_job_traffic_splits_the_joint_traffic_by_owner():
     for j in range(3):  # a job's row = the traffic of its flows alone, with the same split
         alone = _traffic(paths, got.split, jnp.where(jnp.asarray(owner) == j, nbytes, 0), df.n_links)
         assert np.allclose(rows[j], np.asarray(alone), rtol=1e-5, atol=1e-3)
+
+
+def _random_case(seed, F=400, black_first=True):
+    df = topology.load("dragonfly_small")
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, df.n_nodes, F)
+    dst = (src + rng.integers(1, df.n_nodes, F)) % df.n_nodes
+    nbytes = rng.choice([1.0, 2.0, 4.0], F)  # few distinct sizes: many tied hot links
+    paths = valiant_paths(df, src, dst, k=2, seed=seed, black_first=black_first)
+    return df, paths, nbytes, np.asarray(df.link_bandwidth, np.float64), np.asarray(df.link_class) > 0
+
+
+def test_hot_index_lists_every_flow_crossing_each_counted_link():
+    df, paths, _, _, counted = _random_case(0, F=150)
+    flow, start = hot_index(paths, counted, df.n_links)
+    for e in range(df.n_links):
+        got = sorted(flow[start[e]:start[e + 1]].tolist())
+        want = sorted(f for f in range(len(paths)) for p in range(paths.shape[1])
+                      for link in paths[f, p] if link == e) if counted[e] else []
+        assert got == want, e
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_incremental_iteration_equals_the_plain_numpy_one(seed):
+    # Same iteration, both in float64: the same decisions, so the same split, step for step.
+    df, paths, nbytes, bw, counted = _random_case(seed)
+    for cnt in (None, counted):
+        got = adaptive_loads(paths, nbytes, bw, counted=cnt)
+        split, m, it = adaptive_numpy(paths, nbytes, bw, counted=cnt)
+        assert got.iterations == it and got.max_cost == pytest.approx(m, rel=1e-12)
+        assert np.allclose(got.split, split, atol=1e-12)
+        # the traffic is that split's, recomputed from scratch
+        w = (got.split * nbytes[:, None])[..., None] * np.ones(paths.shape)
+        assert np.allclose(got.traffic, np.bincount(paths[paths >= 0], w[paths >= 0], minlength=df.n_links))
+
+
+def test_chunk_size_changes_the_work_not_the_result():
+    df, paths, nbytes, bw, counted = _random_case(7)
+    wide = adaptive_loads(paths, nbytes, bw, counted=counted)
+    for chunk in (1, 7):  # many chunks per iteration, one incidence or a few at a time
+        tight = adaptive_loads(paths, nbytes, bw, counted=counted, chunk=chunk)
+        assert wide.iterations == tight.iterations and np.allclose(wide.split, tight.split, atol=1e-12)
+
+
+def test_black_first_candidates_lower_an_in_group_hot_spot():
+    # Small dragonfly, group 0: node 0 (router (0,0,0)) and node 2 (router (0,0,1)) both send to
+    # node 10 (router (0,1,1)). Green first, both cross the black cable (0 + 10) % 2 = (2 + 10) % 2
+    # = 0 from router 1 down to router 5: load 2. Black first, the first flow goes down column 0
+    # (router 0 -> 4) and along row 1 (4 -> 5) instead; the second has one hop, no other route.
+    df = topology.load("dragonfly_small")
+    src, dst, nbytes = np.array([0, 2]), np.array([10, 10]), np.array([1.0, 1.0])
+    bw, counted = np.ones(df.n_links), np.asarray(df.link_class) > 0
+    paths = valiant_paths(df, src, dst, k=0, black_first=True)
+    assert (paths[1, 1] == -1).all() and (paths[0, 1] >= 0).any()
+    minimal = adaptive_loads(paths[:, :1], nbytes, bw, counted=counted)
+    both = adaptive_loads(paths, nbytes, bw, counted=counted, min_step=1e-4, max_iters=2000)
+    assert minimal.max_cost == 2.0
+    assert 1.0 <= both.max_cost <= 1.01 and both.split[0, 1] >= 0.99

@@ -167,6 +167,40 @@ def test_minimal_routes_by_hand():
     assert steps(SMALL, node(1, 1, 1), node(0, 1, 1)) == [(13, 12, g), (12, 8, k), (8, 0, b), (0, 1, g), (1, 5, k)]
 
 
+def test_black_first_routes_by_hand():
+    g, k, b = "green", "black", "blue"
+
+    def bf(a, z):
+        return steps(SMALL, a, z, SMALL.routes(np.array([a]), np.array([z]), black_first=True))
+
+    # one hop: the same route either way
+    assert bf(node(0, 0, 0), node(0, 0, 1)) == [(0, 1, g)]
+    assert bf(node(0, 0, 0), node(0, 1, 0)) == [(0, 4, k)]
+    # black down column 0 to row 1, then green along row 1 to column 1 (the other corner)
+    assert bf(node(0, 0, 0), node(0, 1, 1)) == [(0, 4, k), (4, 5, g)]
+    assert bf(node(0, 1, 1), node(0, 0, 0)) == [(5, 1, k), (1, 0, g)]
+    # between groups: same bundle as the green-first route, both local parts black first
+    assert bf(node(0, 1, 1), node(1, 1, 1)) == [(5, 1, k), (1, 0, g), (0, 8, b), (8, 12, k), (12, 13, g)]
+    # same hop count and gateways as the minimal route, for many pairs on Edison
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, EDISON.n_nodes, (2, 3000))
+    one, other = (np.asarray(EDISON.routes(src, dst, black_first=f)) for f in (False, True))
+    assert np.array_equal((one >= 0).sum(axis=1), (other >= 0).sum(axis=1))
+    blue = EDISON.link_class == 3
+
+    def blue_links(r):  # the blue cable of each route, -1 if none
+        return np.where((r >= 0) & blue[np.maximum(r, 0)], r, -1).max(axis=1)
+
+    assert np.array_equal(blue_links(one), blue_links(other))
+    ends = EDISON.link_ends
+    for s, d, r in zip(src, dst, other):  # a connected walk from s to d
+        v = s
+        for link in r[r >= 0]:
+            assert ends[link, 0] == v
+            v = ends[link, 1]
+        assert v == d or s == d
+
+
 def test_parallel_cables_by_node_ids():
     # black: 2 cables per pair, cable (src + dst) mod 2
     for a, bb in ((node(0, 0, 1), node(0, 1, 1)), (node(0, 0, 1, 1), node(0, 1, 1))):

@@ -28,7 +28,11 @@ traffic uses), ``shared_links`` (int32, of those, links also used by another run
 ``shared_l2_core`` on a fat-tree, ``shared_xp`` ... ``shared_zm`` on a torus), ``shared_share``
 (float64, traffic-weighted share of its link load on shared links), ``exposed`` (bool),
 ``instant_shared_<class>`` (int32, links of that class carrying traffic of more than one
-running job at this instant; the same on every row of an instant).
+running job at this instant; the same on every row of an instant), ``traffic_<class>``
+(float64, the job's traffic on links of that class: bytes summed over the links, i.e. bytes x
+hops of the class) and ``shared_traffic_<class>`` (float64, the part of it on links shared
+with another running job): a job's traffic exposure by link class (on a dragonfly green,
+black, blue).
 """
 
 from __future__ import annotations
@@ -234,6 +238,8 @@ def analyse(
         shared = np.asarray(res.shared)
         cls = np.asarray(ft.link_class)
         inst_shared = {c: int(shared[cls == c].sum()) for c in classes}
+        stacked = np.stack([g[0] for g in got]).astype(np.float64)
+        on_shared = np.where(shared[None, :], stacked, 0.0)
         frames.append(
             pl.DataFrame(
                 {
@@ -253,6 +259,8 @@ def analyse(
                     "exposed": np.asarray(res.shared_links) > 0,
                     **{f"instant_shared_{name}": np.full(len(running), inst_shared[c], np.int32)
                        for c, name in classes.items()},
+                    **{f"traffic_{name}": stacked[:, cls == c].sum(axis=1) for c, name in classes.items()},
+                    **{f"shared_traffic_{name}": on_shared[:, cls == c].sum(axis=1) for c, name in classes.items()},
                 }
             )
         )
@@ -282,6 +290,8 @@ def schema(topo: Topology) -> dict[str, pl.DataType]:
         "nodes": pl.Int32, "job_type": pl.String, "pattern": pl.String, "flows": pl.Int64,
         "bytes": pl.Float64, "links_used": pl.Int32, "shared_links": pl.Int32,
         **per_class, "shared_share": pl.Float64, "exposed": pl.Boolean, **instant,
+        **{f"traffic_{n}": pl.Float64 for n in hop_class_columns(topo).values()},
+        **{f"shared_traffic_{n}": pl.Float64 for n in hop_class_columns(topo).values()},
     }
 
 

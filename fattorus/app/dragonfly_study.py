@@ -1,11 +1,13 @@
 """The dragonfly paper's study: WD 1–4 on Edison under each cable configuration (issue 13).
 
 ``python -m fattorus.app.dragonfly_study [--workloads "WD 2,WD 4"] [--cables edison,edison_k]
-[--ranks 32768] [--ranks-per-node 24] [--valiant 2] [--seed 0] [--name NAME]``
+[--ranks 32768] [--ranks-per-node 24] [--valiant 2] [--no-black-first] [--max-iters 200]
+[--seed 0] [--name NAME]``
 
 For each workload (:mod:`fattorus.analysis.parallel_workloads`) and cable configuration
 (``conf/topo/edison*.yaml``): one adaptive steady-state solve of all four jobs together
-(:func:`fattorus.kernels.adaptive.adaptive_loads`, router links counted), each job's share of
+(:func:`fattorus.kernels.adaptive.adaptive_loads`, router links counted; candidates: both
+minimal routes and ``--valiant`` Valiant routes per node pair), each job's share of
 it ("in workload", :func:`~fattorus.kernels.adaptive.job_traffic`), and one solve per job
 alone in its placement ("individual"). Per link class (green, black, blue): the maximum and
 the mean traffic over every link of the class, MB. Writes ``results/dragonfly_study/NAME/``
@@ -65,21 +67,22 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
     """Totals and per-job rows of one workload on one machine; its traffic maps as a PNG."""
     jobs = pw.WORKLOADS[wd]
     src, dst, nbytes, owner = pw.node_flows(topo.n_nodes, jobs, args.ranks, args.ranks_per_node, args.seed)
-    paths = jnp.asarray(valiant_paths(topo, src, dst, k=args.valiant, seed=args.seed))
-    bw = jnp.asarray(np.asarray(topo.link_bandwidth, np.float32))
-    net = jnp.asarray(np.asarray(topo.link_class) > 0)
-    b = jnp.asarray(nbytes, jnp.float32)
-    joint = adaptive_loads(paths, b, bw, counted=net)
+    paths = valiant_paths(topo, src, dst, k=args.valiant, seed=args.seed, black_first=args.black_first)
+    bw = np.asarray(topo.link_bandwidth, np.float64)
+    net = np.asarray(topo.link_class) > 0
+    b = np.asarray(nbytes, np.float64)
+    joint = adaptive_loads(paths, b, bw, counted=net, max_iters=args.max_iters)
     key = {"workload": wd, "cables": LABEL.get(topo.name, topo.name)}
     totals = class_rows(topo, np.asarray(joint.traffic, np.float64), **key)
     hot = hot_links(topo, np.asarray(joint.traffic, np.float64), **key)
     dragonfly_maps.draw(topo, np.asarray(joint.traffic), out / f"{wd.replace(' ', '')}_{topo.name}.png",
                         title=f"{wd} on {topo.name} ({key['cables']}), adaptive routing")
-    shares = np.asarray(job_traffic(paths, joint.split, b, jnp.asarray(owner), len(jobs), topo.n_links), np.float64)
+    shares = np.asarray(job_traffic(jnp.asarray(paths), jnp.asarray(joint.split, jnp.float32), jnp.asarray(b, jnp.float32),
+                                    jnp.asarray(owner), len(jobs), topo.n_links), np.float64)
     per_job = []
     for j, pattern in enumerate(jobs):
         mine = owner == j
-        alone = adaptive_loads(paths[mine], b[mine], bw, counted=net)
+        alone = adaptive_loads(paths[mine], b[mine], bw, counted=net, max_iters=args.max_iters)
         for view, traffic in (("individual", np.asarray(alone.traffic, np.float64)), ("in_workload", shares[j])):
             per_job += class_rows(topo, traffic, **key, job=j, pattern=pattern, view=view)
     return totals, per_job, hot
@@ -92,6 +95,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--ranks", type=int, default=32_768)
     ap.add_argument("--ranks-per-node", type=int, default=24)
     ap.add_argument("--valiant", type=int, default=2, help="Valiant paths per flow besides the minimal one")
+    ap.add_argument("--black-first", action=argparse.BooleanOptionalAction, default=True,
+                    help="the other minimal route (local parts black, then green) as a candidate too")
+    ap.add_argument("--max-iters", type=int, default=200, help="adaptive iterations at most")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="paper")
     return ap.parse_args(argv)
@@ -106,8 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--workloads: unknown {unknown}; choose from {list(pw.WORKLOADS)}")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
             raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
-        if args.ranks < 1 or args.ranks_per_node < 1 or args.valiant < 0:
-            raise ValueError("--ranks, --ranks-per-node must be >= 1 and --valiant >= 0")
+        if args.ranks < 1 or args.ranks_per_node < 1 or args.valiant < 0 or args.max_iters < 0:
+            raise ValueError("--ranks, --ranks-per-node must be >= 1, --valiant and --max-iters >= 0")
         machines = [topology.load(c.strip()) for c in args.cables.split(",") if c.strip()]
         if any(m.kind != "dragonfly" for m in machines):
             raise ValueError("--cables: dragonfly configurations only (e.g. edison, edison_k)")
@@ -137,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     atomic_write(out / "hot_links.parquet", lambda p: pl.DataFrame(hot).write_parquet(p))
     atomic_write(out / "summary.json", json.dumps({"seed": args.seed, "ranks": args.ranks,
                                                    "ranks_per_node": args.ranks_per_node, "valiant": args.valiant,
+                                                   "black_first": args.black_first, "max_iters": args.max_iters,
                                                    "totals": tot.to_dicts()}, indent=1))
     with pl.Config(tbl_rows=200, tbl_cols=10):
         print(tot)

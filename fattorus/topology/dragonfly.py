@@ -25,7 +25,8 @@ its nodes are ``node = r * p + slot``.
   groups that local route to the gateway ``u_n``, the blue cable, then the same local route
   from ``v_n``. Among the bundles of minimal length the ``((r_src + r_dst) mod count)``-th
   (router ids; the same bundle both ways); among the parallel cables of a hop cable
-  ``(src + dst) mod k`` (node ids).
+  ``(src + dst) mod k`` (node ids). ``routes(..., black_first=True)`` gives the other minimal
+  route (every local part black, then green), a candidate of adaptive routing.
 * **Links** (directed), one per physical cable and direction, each with its cable's
   bandwidth (a router pair joined by ``k`` cables has ``k`` parallel links, ``k`` times the
   bandwidth). Vertices: nodes ``0..N-1``, router ``r`` is ``N + r``. Ids: node ``n``'s
@@ -359,13 +360,20 @@ class Dragonfly(Topology):
         return per_class[self.link_class]
 
     # Routes --------------------------------------------------------------------------------
-    def _local_hops(self, a, b) -> list[tuple[Any, Any, int]]:
+    def _local_hops(self, a, b, black_first: bool = False) -> list[tuple[Any, Any, int]]:
         """The (at most two) hops of the local route from router ``a`` to router ``b`` of the
         same group: green along ``a``'s row to ``b``'s column, then black along that column to
-        ``b``'s row. Each hop as ``(present, link id of its cable 0, number of cables)``."""
+        ``b``'s row (``black_first``: black along ``a``'s column to ``b``'s row, then green
+        along that row — the other minimal path, which adaptive routing may take). Each hop as
+        ``(present, link id of its cable 0, number of cables)``."""
         R, C = self.rows, self.cols
         ia, ja = (a // C) % R, a % C
         ib, jb = (b // C) % R, b % C
+        if black_first:
+            mid = a + (ib - ia) * C  # (row of b, column of a)
+            black = self._black_base + (a * (R - 1) + ib - (ib > ia)) * self.black_per_pair
+            green = self._green_base + (mid * (C - 1) + jb - (jb > ja)) * self.green_per_pair
+            return [(ia != ib, black, self.black_per_pair), (ja != jb, green, self.green_per_pair)]
         green = self._green_base + (a * (C - 1) + jb - (jb > ja)) * self.green_per_pair
         mid = a + jb - ja  # (row of a, column of b)
         black = self._black_base + (mid * (R - 1) + ib - (ib > ia)) * self.black_per_pair
@@ -376,19 +384,20 @@ class Dragonfly(Topology):
         s = self._slot(self._other_index(g, h), n)
         return self._blue_base + (g * max(self._slots_used, 1) + s) * self.blue_per_bundle, self.blue_per_bundle
 
-    def _minimal_hops(self, xp, ra, rb, n) -> list[tuple[Any, Any, int]]:
+    def _minimal_hops(self, xp, ra, rb, n, black_first: bool = False) -> list[tuple[Any, Any, int]]:
         """Hops of the minimal route from router ``ra`` to ``rb`` taking bundle ``n`` when they
-        are in different groups: local to the gateway, blue, local from the far gateway."""
+        are in different groups: local to the gateway, blue, local from the far gateway (both
+        local parts black first when ``black_first``)."""
         A = self.routers_per_group
         ga, gb = ra // A, rb // A
         other = ga != gb
         if self.groups < 2:
-            return self._local_hops(ra, rb)
+            return self._local_hops(ra, rb, black_first)
         u = self._gateway(ga, gb, n)
         v = self._gateway(gb, ga, n)
         blue, k = self._blue_hop(ga, gb, n)
-        first = self._local_hops(ra, xp.where(other, u, rb))
-        second = [(present & other, link, kk) for present, link, kk in self._local_hops(v, rb)]
+        first = self._local_hops(ra, xp.where(other, u, rb), black_first)
+        second = [(present & other, link, kk) for present, link, kk in self._local_hops(v, rb, black_first)]
         return [*first, (other, blue, k), *second]
 
     def _pad(self, xp, src, dst, hops: list[tuple[Any, Any, int]], width: int):
@@ -414,15 +423,16 @@ class Dragonfly(Topology):
         """Injection + the longest minimal route + ejection."""
         return 2 + self.max_hops
 
-    def routes(self, src, dst):
+    def routes(self, src, dst, black_first: bool = False):
         """Minimal static routes of a batch of node pairs: ``(..., max_route_links)`` link ids,
-        ``-1`` padded (module docstring for the choices); jit-traceable."""
+        ``-1`` padded (module docstring for the choices); jit-traceable. ``black_first``: the
+        other minimal route, every local part black then green (same gateways and cables)."""
         jnp = _jnp()
         src, dst = jnp.asarray(src), jnp.asarray(dst)
         p = self.nodes_per_router
         ra, rb = jnp.maximum(src, 0) // p, jnp.maximum(dst, 0) // p
         n = self._gather(self.bundle_choice, ra, rb)
-        return self._pad(jnp, src, dst, self._minimal_hops(jnp, ra, rb, n), self.max_route_links)
+        return self._pad(jnp, src, dst, self._minimal_hops(jnp, ra, rb, n, black_first), self.max_route_links)
 
     def valiant_routes(self, src, dst, intermediate_group):
         """Non-minimal (Valiant) routes through ``intermediate_group`` (broadcasting):
