@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fattorus.analysis import patterns
-from fattorus.kernels.maxmin import maxmin_rates, step_time
+from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, step_time
 from fattorus.topology.base import Topology
 
 
@@ -88,7 +88,8 @@ def step_times(topo: Topology, jobs: Sequence[Job]) -> np.ndarray:
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]
     cap = jnp.asarray(np.asarray(topo.link_bandwidth, np.float32))
-    rates = maxmin_rates(jnp.asarray(route_ids), cap, active=jnp.asarray(np.arange(F + pad) < F)).rate
+    rates = maxmin_rates(jnp.asarray(route_ids), cap, active=jnp.asarray(np.arange(F + pad) < F),
+                         incidences=_incidences(route_ids)).rate
     return np.asarray(step_time(rates, jnp.asarray(nbytes, jnp.float32), jnp.asarray(owner), len(jobs)), np.float64)
 
 
@@ -111,6 +112,12 @@ def runtime_factor(slowdown: np.ndarray, comm_fraction: float | np.ndarray) -> n
     if np.any((c < 0) | (c > 1)):
         raise ValueError(f"communication fraction must be in [0, 1], got {comm_fraction}")
     return (1 - c) + c * np.asarray(slowdown, np.float64)
+
+
+def _incidences(route_ids: np.ndarray) -> tuple[jax.Array, jax.Array]:
+    """The solver's compact (flow, link) crossings of ``route_ids``, bucketed (one compilation
+    per flow bucket and crossing bucket)."""
+    return tuple(jnp.asarray(x) for x in flow_incidences(route_ids))
 
 
 def _bucket(n: int) -> int:
@@ -158,14 +165,18 @@ class ModelRuntimes:
         self.killed = 0
         return self._at_start
 
-    def _job_flows(self, j: int, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Route ids and bytes of job ``j``'s flows on ``nodes``."""
-        n = len(nodes) * self.ranks_per_node
+    def _traffic(self, j: int, n_nodes: int) -> patterns.Traffic | None:
+        """Job ``j``'s rank-level traffic on ``n_nodes`` nodes (None: fewer than two ranks)."""
+        n = n_nodes * self.ranks_per_node
         if n < 2:
+            return None
+        return patterns.make(self._names[j], jax.random.fold_in(self._key, j), n)
+
+    def _job_flows(self, traffic: patterns.Traffic | None, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Route ids and bytes of a job's flows (``traffic``) on ``nodes``."""
+        if traffic is None:
             return np.zeros((0, self.topo.max_route_links), np.int32), np.zeros(0)
-        traffic = patterns.make(self._names[j], jax.random.fold_in(self._key, j), n)
-        job = Job(np.asarray(nodes), traffic, self.ranks_per_node)
-        route_ids, nbytes, _ = _flows(self.topo, [job])
+        route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
         return route_ids, nbytes
 
     def _step(self, route_ids: np.ndarray, nbytes: np.ndarray, own: int) -> float:
@@ -176,7 +187,8 @@ class ModelRuntimes:
         pad = F - len(nbytes)
         r = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
         active = np.arange(F) < len(nbytes)
-        rate = np.asarray(maxmin_rates(jnp.asarray(r), self._cap, active=jnp.asarray(active)).rate, np.float64)[:own]
+        rate = np.asarray(maxmin_rates(jnp.asarray(r), self._cap, active=jnp.asarray(active),
+                                       incidences=_incidences(r)).rate, np.float64)[:own]
         with np.errstate(divide="ignore"):
             t = np.where(np.isinf(rate), 0.0, nbytes[:own] / rate)
         return float(t.max())
@@ -185,12 +197,13 @@ class ModelRuntimes:
         running = {k for _, k in replay.running}
         if len(self._flows) > 2 * len(running) + 16:  # forget the flows of jobs that ended
             self._flows = {k: v for k, v in self._flows.items() if k in running}
-        own_routes, own_bytes = self._flows[j] = self._job_flows(j, nodes)
+        traffic = self._traffic(j, len(nodes))  # drawn once: the same traffic in both placements
+        own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
         others = [self._flows[k] for k in running if k in self._flows]
         route_ids = np.concatenate([own_routes] + [r for r, _ in others])
         nbytes = np.concatenate([own_bytes] + [b for _, b in others])
         together = self._step(route_ids, nbytes, len(own_bytes))
-        ideal_routes, ideal_bytes = self._job_flows(j, self.topo.ideal_allocation(len(nodes)))
+        ideal_routes, ideal_bytes = self._job_flows(traffic, self.topo.ideal_allocation(len(nodes)))
         ideal = self._step(ideal_routes, ideal_bytes, len(ideal_bytes))
         slow = together / ideal if ideal > 0 else 1.0
         self.slowdown[j] = slow
