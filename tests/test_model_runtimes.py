@@ -109,3 +109,40 @@ def test_same_seed_same_run_and_the_seed_matters(jobs):
             for seed in (1, 1, 2)]
     assert runs[0]["runtime_s"].to_list() == runs[1]["runtime_s"].to_list()
     assert runs[0]["runtime_s"].to_list() != runs[2]["runtime_s"].to_list()
+
+
+class _NoShortcuts(commtime.ModelRuntimes):
+    """The model with every job solved: no one-router shortcut, no ideal-time cache."""
+
+    def bind(self, prepared):
+        hook = super().bind(prepared)
+        self._local_ok = False
+        return hook
+
+    def _slowdown(self, j, nodes, ideal_nodes, running):
+        self._ideal.clear()
+        return super()._slowdown(j, nodes, ideal_nodes, running)
+
+
+@pytest.mark.parametrize("pol", ["to", "ta"])
+def test_shortcuts_change_no_runtime(jobs, pol):
+    # The one-router shortcut (slowdown 1 without a solve, flows left out of later solves)
+    # and the per-(pattern, size) ideal cache of key-free patterns are exact: every start, end
+    # and slowdown equals the run that solves every job.
+    ft = fattree.load("ft6x6")
+    assert commtime._local_routes_use_node_links_only(ft)
+    fast = commtime.ModelRuntimes(ft, MIX, comm_fraction=0.5, seed=3)
+    slow = _NoShortcuts(ft, MIX, comm_fraction=0.5, seed=3)
+    a = replay.replay(jobs, ft, pol, "easy", runtime_model=fast).jobs
+    b = replay.replay(jobs, ft, pol, "easy", runtime_model=slow).jobs
+    assert a["start_s"].equals(b["start_s"]) and a["end_s"].equals(b["end_s"])
+    assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
+    one_router = [len(np.unique(np.asarray(x) // ft.nodes_per_leaf)) == 1 for x in a["alloc"].to_list()]
+    assert 0 < sum(one_router) < len(one_router) and fast._ideal  # both shortcuts were taken
+
+
+def test_one_router_routes_stay_on_node_links_in_every_family():
+    from fattorus import topology
+
+    for name in ("cab", "torus8", "dragonfly_small", "edison"):
+        assert commtime._local_routes_use_node_links_only(topology.load(name)), name

@@ -326,6 +326,8 @@ PATTERNS: dict[str, PatternFn] = {
     "all_to_all": all_to_all,
     "spread": spread,
 }
+#: Patterns whose traffic does not depend on the random key (a function of ``n`` alone).
+KEYLESS = frozenset({"stencil2d", "stencil3d", "stencil4d", "subcomm_a2a", "all_to_all"})
 
 
 def make(name: str, key: jax.Array, n: int, **params) -> Traffic:
