@@ -142,3 +142,13 @@ def test_black_first_candidates_lower_an_in_group_hot_spot():
     both = adaptive_loads(paths, nbytes, bw, counted=counted, min_step=1e-4, max_iters=2000)
     assert minimal.max_cost == 2.0
     assert 1.0 <= both.max_cost <= 1.01 and both.split[0, 1] >= 0.99
+
+
+def test_degenerate_inputs_match_numpy():
+    paths = np.array([[[0], [1]], [[0], [2]]])
+    for p, cnt in ((paths, np.zeros(3, bool)), (np.full((2, 2, 1), -1), None)):  # nothing counted / no links
+        got = adaptive_loads(p, np.array([1.0, 1.0]), np.ones(3), counted=cnt)
+        split, m, it = adaptive_numpy(p, np.array([1.0, 1.0]), np.ones(3), counted=cnt)
+        assert got.max_cost == m == 0.0 and got.iterations == it and np.array_equal(got.split, split)
+    empty = adaptive_loads(np.zeros((0, 2, 1), int), np.zeros(0), np.ones(3))
+    assert empty.split.shape == (0, 2) and not empty.traffic.any() and empty.iterations == 0

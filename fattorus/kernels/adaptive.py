@@ -254,6 +254,9 @@ def adaptive_loads(paths, nbytes, bandwidth, step: float = 0.5, min_step: float 
     E = bandwidth.shape[0]
     weight = np.ones(E) if counted is None else np.asarray(counted, np.float64)
     flow, start = hot_index(paths, None if counted is None else np.asarray(counted, bool), E)
+    if paths.shape[0] == 0:  # no flow: no traffic
+        return Adaptive(np.zeros((0, paths.shape[1])), np.zeros(E), 0.0, 0.0, 0)
+    flow = np.r_[flow, 0].astype(np.int32)  # one spare entry: never read as a flow, keeps the gather non-empty
     with jax.enable_x64(True):
         got = _incremental(jnp.asarray(paths), jnp.asarray(nbytes, jnp.float64), jnp.asarray(bandwidth),
                            jnp.asarray(weight), jnp.asarray(flow), jnp.asarray(start), step, min_step, tol,
