@@ -74,12 +74,13 @@ def test_random_instances_are_max_min_fair(seed):
     ref, _ = maxmin_rates_numpy(route_ids, cap, w)
     _check_maxmin(route_ids, cap, w, ref)
     assert np.allclose(got, ref, rtol=1e-4)
-    # The host-compacted crossing lists (padded to a bucket) give the very same rates.
+    # The host-compacted crossing lists (padded to a bucket) give the same rates (bit for bit
+    # on a CPU; a GPU's atomic scatter-adds may sum in another order).
     inc = flow_incidences(route_ids)
     assert len(inc[0]) >= (route_ids >= 0).sum() and (inc[1] < 0).sum() == len(inc[0]) - (route_ids >= 0).sum()
     compact = maxmin_rates(jnp.asarray(route_ids), jnp.asarray(cap, jnp.float32), jnp.asarray(w),
                            incidences=tuple(jnp.asarray(x) for x in inc))
-    assert np.array_equal(np.asarray(compact.rate), got)
+    assert np.allclose(np.asarray(compact.rate), got, rtol=1e-5)
 
 
 def test_fat_tree_flows_are_max_min_fair_and_batch_like_single_solves(ft6):
