@@ -112,7 +112,11 @@ def test_same_seed_same_run_and_the_seed_matters(jobs):
 
 
 class _NoShortcuts(commtime.ModelRuntimes):
-    """The model with every job solved: no one-router shortcut, no ideal-time cache."""
+    """The model with every job solved with every running job: no one-router shortcut, no
+    ideal-time cache, no restriction to the jobs sharing links with the starting one."""
+
+    def _sharing(self, j, others):
+        return others
 
     def bind(self, prepared):
         hook = super().bind(prepared)
@@ -126,9 +130,10 @@ class _NoShortcuts(commtime.ModelRuntimes):
 
 @pytest.mark.parametrize("pol", ["to", "ta"])
 def test_shortcuts_change_no_runtime(jobs, pol):
-    # The one-router shortcut (slowdown 1 without a solve, flows left out of later solves)
-    # and the per-(pattern, size) ideal cache of key-free patterns are exact: every start, end
-    # and slowdown equals the run that solves every job.
+    # The one-router shortcut (slowdown 1 without a solve, flows left out of later solves),
+    # the per-(pattern, size) ideal cache of key-free patterns and solving only the jobs
+    # connected to the starting one through shared links are exact: every start, end and
+    # slowdown equals the run that solves every job with every running job.
     ft = fattree.load("ft6x6")
     assert commtime._local_routes_use_node_links_only(ft)
     fast = commtime.ModelRuntimes(ft, MIX, comm_fraction=0.5, seed=3)

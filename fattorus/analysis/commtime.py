@@ -180,6 +180,8 @@ class ModelRuntimes:
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self._ideal: dict[tuple[str, int], float] = {}
+        self._links: dict[int, np.ndarray] = {}
+        self._link_class = np.asarray(self.topo.link_class)
         self._local_ok = _local_routes_use_node_links_only(self.topo)
         self._router = np.asarray(self.topo.group_of(0, np.arange(self.topo.n_nodes)))
         return self._at_start
@@ -217,12 +219,35 @@ class ModelRuntimes:
         r = self._router[np.asarray(nodes)]
         return bool(len(r)) and bool((r == r[0]).all())
 
+    def _shared_links(self, route_ids: np.ndarray) -> np.ndarray:
+        """The links of ``route_ids`` another job could share (beyond node links), unique."""
+        links = np.unique(route_ids[route_ids >= 0])
+        return links[self._link_class[links] > 0]
+
+    def _sharing(self, j: int, others: list[int]) -> list[int]:
+        """The jobs of ``others`` (in their order) connected to job ``j`` through shared links,
+        directly or through other such jobs: max-min rates decompose over the connected parts
+        of the flow-link graph, so job ``j``'s rates depend on these jobs' flows alone (and
+        their per-link sums keep the order they had with every job present)."""
+        reached = np.zeros(self.topo.n_links, bool)
+        reached[self._links[j]] = True
+        members = np.zeros(len(others), bool)
+        grew = True
+        while grew:
+            grew = False
+            for i, k in enumerate(others):
+                if not members[i] and reached[self._links[k]].any():
+                    members[i] = grew = True
+                    reached[self._links[k]] = True
+        return [k for i, k in enumerate(others) if members[i]]
+
     def _slowdown(self, j: int, nodes: np.ndarray, ideal_nodes: np.ndarray, running: set[int]) -> float:
         """Job ``j``'s step time with the running jobs over its step time alone on
         ``ideal_nodes``; the ideal one cached per (pattern, size) for key-free patterns."""
         traffic = self._traffic(j, len(nodes))  # drawn once: the same traffic in both placements
         own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
-        others = [self._flows[k] for k in running if k in self._flows]
+        self._links[j] = self._shared_links(own_routes)
+        others = [self._flows[k] for k in self._sharing(j, [k for k in running if k in self._flows])]
         route_ids = np.concatenate([own_routes] + [r for r, _ in others])
         nbytes = np.concatenate([own_bytes] + [b for _, b in others])
         together = self._step(route_ids, nbytes, len(own_bytes))
@@ -239,6 +264,7 @@ class ModelRuntimes:
         running = {k for _, k in replay.running}
         if len(self._flows) > 2 * len(running) + 16:  # forget the flows of jobs that ended
             self._flows = {k: v for k, v in self._flows.items() if k in running}
+            self._links = {k: v for k, v in self._links.items() if k in running}
         n = len(nodes)
         ideal_nodes = self.topo.ideal_allocation(n)
         if self._local_ok and self._one_router(nodes) and self._one_router(ideal_nodes):
