@@ -215,7 +215,7 @@ class ModelRuntimes:
         return float(t.max())
 
     def _one_router(self, nodes: np.ndarray) -> bool:
-        """Whether ``nodes`` share one innermost group (router, leaf)."""
+        """Whether ``nodes`` share one innermost group (the level-0 group: a router, a fat-tree switch)."""
         r = self._router[np.asarray(nodes)]
         return bool(len(r)) and bool((r == r[0]).all())
 
