@@ -172,3 +172,12 @@ def test_wandb_offline_run_holds_the_summary_metrics(tmp_path):
         m = re.search(re.escape(key.encode()) + rb".{1,6}?" + re.escape(json.dumps(value).encode()), data, re.S)
         assert m, (key, value)
     assert b"by_bin" in data and b"utilization_curve" in data
+
+
+@pytest.mark.parametrize("app", ["fattorus.sweep", "fattorus.qos"])
+def test_the_slurm_launcher_composes(tmp_path, app):
+    # The README's Slurm path: the launcher config must compose (no joblib-only keys leak in).
+    out = subprocess.run([sys.executable, "-m", app, "hydra/launcher=slurm", "hydra.launcher.partition=p",
+                          "--cfg", "hydra"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "SlurmLauncher" in out.stdout and "partition: p" in out.stdout
