@@ -122,6 +122,13 @@ def test_labels_and_bins():
     cfg = {"topo": "cab", "workload": {"name": "atlas", "scale": 2}}
     assert report.workload_label(cfg) == "atlas-2x on cab"
     assert report.workload_label({"topo": "pinot", "workload": {"name": "aug", "scale": 1}}) == "aug on pinot"
+    # scale=fit (tori, dragonflies): the recorded factor, or the word when none was recorded
+    fit = {"topo": "edison", "workload": {"name": "atlas", "scale": "fit", "scale_factor": 5.0}}
+    assert report.workload_label(fit) == "atlas-5x on edison"
+    assert report.workload_label({"topo": "edison", "workload": {"name": "atlas", "scale": "fit"}}) == "atlas-fit on edison"
+    from fattorus.report.load import _scale
+
+    assert _scale(fit["workload"]) == 5.0 and _scale({"scale": "fit"}) is None and _scale({"scale": 2}) == 2.0
     assert report.bin_labels((18, 64, 256, 1024)) == ["1-18", "19-64", "65-256", "257-1024", ">1024"]
 
 

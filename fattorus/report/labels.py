@@ -60,9 +60,15 @@ def workload_label(config: Mapping[str, Any]) -> str:
     if not isinstance(workload, Mapping):
         workload = {"name": workload}
     name = str(workload.get("name", "?"))
-    scale = workload.get("scale", 1)
-    if scale not in (None, 1, 1.0):
-        name = f"{name}-{float(scale):g}x"
+    scale = workload.get("scale_factor", workload.get("scale", 1))  # the resolved factor where recorded
+    try:
+        factor = float(scale)
+    except (TypeError, ValueError):  # a word ("fit", "machine") from a run that did not record the factor
+        factor = None
+    if factor is None:
+        name = f"{name}-{scale}"
+    elif factor != 1:
+        name = f"{name}-{factor:g}x"
     return f"{name} on {topo_name(config.get('topo', '?'))}"
 
 

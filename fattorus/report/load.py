@@ -30,6 +30,16 @@ class ReportError(Exception):
     """A problem with the inputs, reported as one line and exit code 2."""
 
 
+def _scale(workload: Mapping[str, Any]) -> float | None:
+    """The run's node-count factor: the resolved ``scale_factor`` where recorded, else a numeric
+    ``scale``; None when only a word (``fit``, ``machine``) was recorded."""
+    value = workload.get("scale_factor", workload.get("scale", 1)) or 1
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def one_line(err: BaseException) -> str:
     """An exception as a single line (for the one-line error contract)."""
     text = " ".join(str(err).split()) or type(err).__name__
@@ -123,7 +133,7 @@ def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
         "sched": str(config.get("sched", "")),
         "seed": int(seed) if isinstance(seed, (int, float)) else None,
         "workload_name": str(workload.get("name", "?")),
-        "scale": float(workload.get("scale", 1) or 1),
+        "scale": _scale(workload),
         "window_start_days": workload.get("window_start_days"),
         "window_days": workload.get("window_days"),
         "n_nodes": summary.get("n_nodes"),
