@@ -528,6 +528,9 @@ def test_scale_nodes():
     assert scaled["nodes"].to_list() == [2, 6, 8, 18, None]
     assert scaled["procs"].to_list() == [16, 48, 64, 144, None]
     assert scaled.schema == jobs.schema
+    # a factor no node count can hold: one clear error, not an overflowing cast
+    with pytest.raises(ValueError, match="larger than any node count"):
+        W.scale_nodes(jobs, 1e9, machine_nodes=8)
     three, dropped3 = W.scale_nodes(jobs, 3, machine_nodes=None)
     assert dropped3 == 0 and three["nodes"].to_list() == [3, 9, 12, 15, 27, None]
     assert W.scale_nodes(jobs, 1, 2)[0].equals(jobs)

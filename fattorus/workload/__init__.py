@@ -655,6 +655,9 @@ def _sacct_columns(
 # Transforms (pure: table in, table out)
 
 
+INT32_MAX = 2**31 - 1  # node counts are Int32
+
+
 def scale_nodes(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) -> tuple[pl.DataFrame, int]:
     """Multiply every job's node (and processor) count; drop jobs it pushes past the machine.
 
@@ -670,6 +673,10 @@ def scale_nodes(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) ->
         raise ValueError(f"scale factor must be a positive finite number, got {factor!r}")
     if factor == 1:
         return jobs, 0
+    largest = jobs["nodes"].max()
+    if largest is not None and math.ceil(float(largest) * factor) > INT32_MAX:
+        raise ValueError(f"scale factor {factor:g} makes a {largest}-node job larger than any node count "
+                         f"can be (2^31 - 1); use a factor below {INT32_MAX / float(largest):.3g}")
     scaled = jobs.with_columns(
         (pl.col("nodes").cast(pl.Float64) * factor).ceil().cast(pl.Int32).alias("nodes"),
         (pl.col("procs").cast(pl.Float64) * factor).ceil().cast(pl.Int64).alias("procs"),
