@@ -45,7 +45,8 @@ def test_study_writes_totals_and_per_job_views(tmp_path, monkeypatch):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("args", [["--workloads", "WD 9"], ["--cables", "cab"], ["--name", "../x"]])
+@pytest.mark.parametrize("args", [["--workloads", "WD 9"], ["--cables", "cab"], ["--name", "../x"], ["--seed", "-1"],
+                                  ["--cables", "dragonfly_small", "--ranks", "48", "--ranks-per-node", "2"]])
 def test_mistakes_are_one_line(tmp_path, monkeypatch, capsys, args):
     monkeypatch.chdir(tmp_path)
     assert dragonfly_study.main(args) == 2
@@ -72,3 +73,12 @@ def test_traffic_matrices_put_each_link_in_its_cell():
     _, _, jh = df.router_coords(head)
     assert dragonfly_maps.matrices(df, one, group=int(g))["green"][jt, jh] == 7.0
     assert dragonfly_maps.matrices(df, one, group=(int(g) + 1) % df.groups)["green"].sum() == 0.0
+
+
+def test_an_unwritable_results_directory_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").write_text("")  # a file where the directory should be
+    assert dragonfly_study.main(["--workloads", "WD 4", "--cables", "dragonfly_small", "--ranks", "24",
+                                 "--ranks-per-node", "2", "--name", "ro"]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(err) == 1 and "cannot write" in err[0]

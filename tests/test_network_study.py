@@ -46,11 +46,20 @@ def _cli(tmp_path, *args):
     (["--sizes", "10,5"], "min <= max"),
     (["--machine", "ft6", "--sizes", "4,100"], "do not fit"),
     (["--machine", "ft6", "--sizes", "2,4", "--name", "../x"], "--name"),
+    (["--machine", "ft6", "--sizes", "2,4", "--seed", "-1"], "--seed"),
+    (["--machine", "torus4", "--sizes", "2,4"], "does not support"),
 ])
 def test_mistakes_are_one_line(tmp_path, args, words):
     out = _cli(tmp_path, *args)
     assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+
+
+def test_an_unwritable_results_directory_is_one_line(tmp_path):
+    (tmp_path / "results").write_text("")  # a file where the directory should be
+    out = _cli(tmp_path, "--machine", "ft6", "--sizes", "2,4", "--workloads", "1", "--name", "ro")
+    assert out.returncode == 1 and "cannot write" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) <= 2  # the progress line and the error
 
 
 def test_a_small_study_writes_its_tables_under_results(tmp_path):

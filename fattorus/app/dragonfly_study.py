@@ -103,6 +103,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def _write(out: Path, tot: pl.DataFrame, jobs: list[dict], hot: list[dict], args: argparse.Namespace) -> None:
+    """The study's files, each atomically."""
+    atomic_write(out / "totals.parquet", lambda p: tot.write_parquet(p))
+    atomic_write(out / "jobs.parquet", lambda p: pl.DataFrame(jobs).write_parquet(p))
+    atomic_write(out / "hot_links.parquet", lambda p: pl.DataFrame(hot).write_parquet(p))
+    atomic_write(out / "summary.json", json.dumps({"seed": args.seed, "ranks": args.ranks,
+                                                   "ranks_per_node": args.ranks_per_node, "valiant": args.valiant,
+                                                   "black_first": args.black_first, "max_iters": args.max_iters,
+                                                   "totals": tot.to_dicts()}, indent=1))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     wds = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -112,8 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--workloads: unknown {unknown}; choose from {list(pw.WORKLOADS)}")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
             raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
-        if args.ranks < 1 or args.ranks_per_node < 1 or args.valiant < 0 or args.max_iters < 0:
-            raise ValueError("--ranks, --ranks-per-node must be >= 1, --valiant and --max-iters >= 0")
+        if args.ranks < 1 or args.ranks_per_node < 1 or args.valiant < 0 or args.max_iters < 0 or args.seed < 0:
+            raise ValueError("--ranks, --ranks-per-node must be >= 1, --valiant, --max-iters and --seed >= 0")
         machines = [topology.load(c.strip()) for c in args.cables.split(",") if c.strip()]
         if any(m.kind != "dragonfly" for m in machines):
             raise ValueError("--cables: dragonfly configurations only (e.g. edison, edison_k)")
@@ -129,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ValueError as err:  # the jobs do not fit the machine
                 print(f"dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
                 return 2
+            except OSError as err:  # e.g. results/ is not a writable directory
+                print(f"dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+                return 1
             totals += t
             jobs += j
             hot += h
@@ -138,13 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(base):
         tot = tot.join(base, on=["workload", "class"], how="left").with_columns(
             (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
-    atomic_write(out / "totals.parquet", lambda p: tot.write_parquet(p))
-    atomic_write(out / "jobs.parquet", lambda p: pl.DataFrame(jobs).write_parquet(p))
-    atomic_write(out / "hot_links.parquet", lambda p: pl.DataFrame(hot).write_parquet(p))
-    atomic_write(out / "summary.json", json.dumps({"seed": args.seed, "ranks": args.ranks,
-                                                   "ranks_per_node": args.ranks_per_node, "valiant": args.valiant,
-                                                   "black_first": args.black_first, "max_iters": args.max_iters,
-                                                   "totals": tot.to_dicts()}, indent=1))
+    try:
+        _write(out, tot, jobs, hot, args)
+    except OSError as err:
+        print(f"dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        return 1
     with pl.Config(tbl_rows=200, tbl_cols=10):
         print(tot)
     print(f"-> {out}")

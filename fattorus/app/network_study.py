@@ -168,8 +168,13 @@ def cases(args: argparse.Namespace) -> list[tuple]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        if args.seed < 0:
+            raise ValueError(f"--seed must be >= 0, got {args.seed}")
         todo = cases(args)
         machines = {m: topology.load(m) for _, m, *_ in todo}
+        for topo in machines.values():  # both policies compared must serve the machine
+            for name in ("ta", args.oblivious):
+                policy_mod.make(name, topo)
     except (ValueError, FileNotFoundError) as err:
         print(f"network_study: error: {err}", file=sys.stderr)
         return 2
@@ -190,10 +195,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = pl.DataFrame(rows)
     summary = summarize(table)
     out = Path("results") / "network_study" / name
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "jobs.parquet", lambda p: table.write_parquet(p))
     meta = {"seed": args.seed, "oblivious": args.oblivious, "cases": summary}
-    atomic_write(out / "summary.json", json.dumps(meta, indent=1))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / "jobs.parquet", lambda p: table.write_parquet(p))
+        atomic_write(out / "summary.json", json.dumps(meta, indent=1))
+    except OSError as err:
+        print(f"network_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        return 1
     print("\n".join(report(summary)))
     print(f"-> {out}")
     return 0

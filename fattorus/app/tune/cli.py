@@ -205,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except WorkerError as err:
         sys.stderr.write(f"{PROG}: error: {err}\n")
         sys.exit(1)
+    except OSError as err:  # the file system refused (e.g. results/ is not a writable directory)
+        where = f" {err.filename}" if err.filename else ""
+        sys.stderr.write(f"{PROG}: error: cannot write{where}: {err.strerror or err}\n")
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted; finished trials are kept in the storage, re-run the same "
                          "command to add more (--trials 0: only export and compare)\n")
