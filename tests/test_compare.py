@@ -30,3 +30,17 @@ def test_break_even_is_the_utilization_ratio(tmp_path, capsys):
     assert "| first_fit ordering=O2 | 2 | 1.00 | 90.0% | 2.00 | 4.00 | 9.0 | 50.0% | 0.75 | 1.000 |" in text
     assert compare.main([str(tmp_path / "nothing")]) == 2
     assert "no such results directory" in capsys.readouterr().err
+
+
+def test_damaged_trials_are_named_and_skipped(tmp_path, capsys):
+    _trial(tmp_path / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False])
+    _trial(tmp_path / "cut", "prism", {}, 0.7, [0.0, 1.0], [False, False])
+    data = (tmp_path / "cut" / "jobs.parquet").read_bytes()
+    (tmp_path / "cut" / "jobs.parquet").write_bytes(data[: len(data) // 2])  # a cut parquet file
+    _trial(tmp_path / "json", "prism", {}, 0.7, [0.0, 1.0], [False, False])
+    (tmp_path / "json" / "summary.json").write_text("{bad")
+    assert compare.main([str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "2 damaged trial(s) skipped" in err
+    assert str(tmp_path / "cut") in err and str(tmp_path / "json") in err
+    assert "first_fit ordering=O2" in (tmp_path / "compare.md").read_text()

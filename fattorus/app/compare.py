@@ -95,7 +95,19 @@ def main(argv: list[str] | None = None) -> int:
     if not a.results.is_dir():
         print(f"compare: {a.results}: no such results directory", file=sys.stderr)
         return 2
-    rows = [r for t in sorted(a.results.rglob("summary.json")) if (r := trial_row(t.parent, a.large))]
+    rows, skipped = [], 0
+    for t in sorted(a.results.rglob("summary.json")):
+        try:
+            row = trial_row(t.parent, a.large)
+        except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as err:
+            # A damaged trial (cut parquet, bad JSON, missing fields): counted and named, not fatal.
+            skipped += 1
+            print(f"compare: warning: skipped {t.parent}: {' '.join(str(err).split())[:200]}", file=sys.stderr)
+            continue
+        if row:
+            rows.append(row)
+    if skipped:
+        print(f"compare: {skipped} damaged trial(s) skipped", file=sys.stderr)
     if not rows:
         print(f"compare: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
