@@ -68,6 +68,10 @@ def figure(rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "")
         plt.close(fig)
 
 
+#: The per-job columns of a QoS run's jobs.parquet that the table reads.
+QOS_COLUMNS = frozenset({"pattern", "W_default", "W_qos", "improvement", "improvement_final"})
+
+
 def table(root: str | Path) -> list[dict[str, Any]]:
     """One row per run under ``root`` and job type (plus ``all``): medians and extremes."""
     import polars as pl
@@ -75,7 +79,13 @@ def table(root: str | Path) -> list[dict[str, Any]]:
     out = []
     for jobs in sorted(Path(root).rglob("jobs.parquet")):
         run = jobs.parent
-        df = pl.read_parquet(jobs)
+        try:
+            df = pl.read_parquet(jobs)
+        except (OSError, pl.exceptions.PolarsError) as err:
+            print(f"fattorus.report.qos: warning: skipped {jobs}: {' '.join(str(err).split())[:200]}", file=sys.stderr)
+            continue
+        if not QOS_COLUMNS <= set(df.columns):  # a scheduler replay's jobs.parquet, not a QoS run's
+            continue
         name = run.name if run != Path(root) else Path(root).name
         summary = run / "summary.json"
         system = json.loads(summary.read_text()).get("system", "?") if summary.exists() else "?"
@@ -106,8 +116,12 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m fattorus.report.qos DIR``."""
     args = list(sys.argv[1:] if argv is None else argv)
+    usage = "usage: python -m fattorus.report.qos RESULTS_DIR  (a QoS run or a sweep of them: writes qos_report.md)"
+    if args in (["-h"], ["--help"]):
+        print(usage)
+        return 0
     if len(args) != 1:
-        print("usage: python -m fattorus.report.qos RESULTS_DIR", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     root = Path(args[0])
     if not root.is_dir():

@@ -1,0 +1,38 @@
+"""The QoS study's table (``python -m fattorus.report.qos``): what it reads and refuses."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from fattorus.report import qos
+
+
+def _qos_run(path, improvements):
+    path.mkdir(parents=True)
+    n = len(improvements)
+    pl.DataFrame({"pattern": ["flood_pairs"] * n, "W_default": [0.5] * n, "W_qos": [0.25] * n,
+                  "improvement": improvements, "improvement_final": improvements}).write_parquet(path / "jobs.parquet")
+
+
+def test_the_table_reads_qos_runs_and_passes_over_other_runs(tmp_path, capsys):
+    _qos_run(tmp_path / "sweep" / "a", [0.1, -0.02, 0.3])
+    replay = tmp_path / "sweep" / "replay"
+    replay.mkdir(parents=True)
+    pl.DataFrame({"job_id": [1], "wait_s": [0.0]}).write_parquet(replay / "jobs.parquet")  # a scheduler run
+    (tmp_path / "sweep" / "cut").mkdir()
+    (tmp_path / "sweep" / "cut" / "jobs.parquet").write_bytes(b"PAR1 not really")
+    assert qos.main([str(tmp_path / "sweep")]) == 0
+    out = capsys.readouterr()
+    # one run, its pattern row and "all": median improvement of (0.3, 0.1, -0.02) is +10.0 %
+    assert out.out.count("| a |") == 2 and "+10.0%" in out.out and "Traceback" not in out.err
+    assert "skipped" in out.err and "cut" in out.err
+
+
+def test_a_directory_without_qos_runs_and_help(tmp_path, capsys):
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    pl.DataFrame({"job_id": [1]}).write_parquet(replay / "jobs.parquet")
+    assert qos.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no jobs.parquet of a QoS run" in err[0]
+    assert qos.main(["--help"]) == 0 and "usage" in capsys.readouterr().out
