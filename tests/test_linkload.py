@@ -334,6 +334,22 @@ def test_replay_ta_is_interference_free_and_to_is_not():
     assert max_jobs_per_link(ft, to) >= 2
 
 
+@pytest.mark.parametrize("out, words", [
+    ("/nonexistent/dir/x.parquet", "run directory or under a results/"),
+    ("RUN/jobs.parquet", "overwrite the run's own"),
+    ("RUN/x.csv", ".parquet"),
+    ("RUN/missing/x.parquet", "no such directory"),
+])
+def test_cli_out_stays_with_the_results(tmp_path, capsys, out, words):
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
+    before = (run / "jobs.parquet").read_bytes()
+    assert interference.main([str(run), "--out", out.replace("RUN", str(run))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and err[0].startswith("fattorus.interference: error:")
+    assert (run / "jobs.parquet").read_bytes() == before and not Path("/nonexistent").exists()
+    assert interference.main([str(run), "--out", str(run / "other.parquet"), "--instants", "1"]) == 0
+
+
 def test_cli_topology_described_in_summary(tmp_path):
     # config.topo may be a mapping with the topology's parameters instead of a name.
     run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])

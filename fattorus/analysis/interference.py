@@ -340,6 +340,25 @@ def _mean_exposed(table: pl.DataFrame, col: str) -> float:
     return float(sel.mean()) if len(sel) else 0.0
 
 
+def _output_path(run_dir: Path, out: str | None) -> Path:
+    """Where the table goes: ``RUN_DIR/interference.parquet`` or ``--out``, which must be a
+    ``.parquet`` file in an existing directory inside the run directory or a ``results/``
+    tree, and not one of the run's own files."""
+    if out is None:
+        return run_dir / OUTPUT
+    path = Path(out)
+    resolved, run = path.resolve(), run_dir.resolve()
+    if path.suffix != ".parquet":
+        raise ValueError(f"--out {out}: must be a .parquet file")
+    if resolved in {run / name for name in ("jobs.parquet", "utilization.parquet")}:
+        raise ValueError(f"--out {out}: would overwrite the run's own {path.name}")
+    if run not in resolved.parents and not any(p.name == "results" for p in resolved.parents):
+        raise ValueError(f"--out {out}: must lie in the run directory or under a results/ directory")
+    if not resolved.parent.is_dir():
+        raise ValueError(f"--out {out}: no such directory {path.parent}")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0, or 2 on a usage/data error)."""
     parser = argparse.ArgumentParser(
@@ -352,17 +371,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of pattern assignment, traffic and instants")
     parser.add_argument("--instants", type=int, default=16, help="number of sampled instants (default 16)")
     parser.add_argument("--topo", default=None, help="topology name overriding summary.json's config.topo")
-    parser.add_argument("--out", default=None, help=f"output file (default RUN_DIR/{OUTPUT})")
+    parser.add_argument("--out", default=None, help=f"output .parquet file in the run directory or under a "
+                        f"results/ directory (default RUN_DIR/{OUTPUT})")
     args = parser.parse_args(argv)
     try:
         if args.instants < 1:
             raise ValueError(f"--instants must be >= 1, got {args.instants}")
+        if args.seed < 0:
+            raise ValueError(f"--seed must be >= 0, got {args.seed}")
+        target = _output_path(Path(args.run_dir), args.out)
         mix = parse_mix(args.pattern_mix)
         ft, jobs = load_run(args.run_dir, args.topo)
         table = analyse(ft, jobs, mix, seed=args.seed, instants=args.instants)
-        out = write_atomic(table, args.out or Path(args.run_dir) / OUTPUT)
+        out = write_atomic(table, target)
     except (RunDirError, ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"fattorus.interference: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     print(f"{ft.name}: {len(jobs)} jobs, {args.instants} instants, mix {mix}, seed {args.seed}")
     for line in summary_lines(table):
