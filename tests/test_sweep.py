@@ -124,6 +124,8 @@ def test_main_command_form_and_documented_defaults(tmp_path):
     [
         (["+topo=nosuch"], "Available options in 'topo'"),
         (["+topo=cab", "nosuchkey=1"], "nosuchkey"),
+        (["+topo=cab", "+worklaod.scale=3"], "did you mean 'workload'"),
+        (["+topo=cab", "+workload.scael=3"], "'workload.scael'"),
         (["+topo=cab", "workload.scale=abc"], "workload.scale"),
         (["+topo=cab", "policy=nosuch"], "Available options in 'policy'"),
         (["+topo=cab", "policy.params.tie=sideways", *SMALL], "tie"),
