@@ -161,9 +161,12 @@ def test_rerun_multirun_skips_finished_trials(tmp_path):
 
 
 def test_wandb_offline_run_holds_the_summary_metrics(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
     out = sweep(f"hydra.run.dir={tmp_path}", "+topo=ft6x6", "logger=wandb", *SMALL,
-                env={"WANDB_MODE": "offline", "WANDB_API_KEY": "", "WANDB_DIR": str(tmp_path)})
+                env={"WANDB_MODE": "offline", "WANDB_API_KEY": "", "WANDB_DIR": str(tmp_path), "HOME": str(home)})
     assert out.returncode == 0, out.stderr[-3000:]
+    assert not [p for p in home.rglob("*") if p.is_file()]  # W&B's cache and staging stay with the run
     summary = json.loads((tmp_path / "summary.json").read_text())
     files = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
     assert len(files) == 1

@@ -35,9 +35,24 @@ def _flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def _keep_wandb_under_results(run_dir: Path) -> None:
+    """Point W&B's cache, data, config and artifact folders (by default in the home directory)
+    at ``results/wandb_home`` (not ``.wandb``: W&B takes a ``.wandb`` folder for its run
+    directory), unless the user set them: nothing of a run is written outside the results
+    directory."""
+    resolved = run_dir.resolve()
+    root = next((p for p in (resolved, *resolved.parents) if p.name == "results"), resolved)
+    base = root / "wandb_home"
+    for var, sub in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data"), ("WANDB_CONFIG_DIR", "config"),
+                     ("WANDB_ARTIFACT_DIR", "artifacts")):
+        os.environ.setdefault(var, str(base / sub))
+
+
 def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, run_dir: str | Path) -> str:
     """Log one run; returns the W&B run directory. ``result`` is a :class:`fattorus.replay.ReplayResult`."""
     import polars as pl
+
+    _keep_wandb_under_results(Path(run_dir))
     import wandb
 
     mode = os.environ.get("WANDB_MODE") or str(logger_cfg.get("mode", "offline"))
