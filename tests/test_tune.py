@@ -259,3 +259,12 @@ def test_parse_windows():
         with pytest.raises(tune.TuneError):
             tune.parse_windows(bad, "--train")
     assert np.isclose(tune.RELAX_MAX_S, 7 * 86400)
+
+
+def test_dirty_lines_of_the_log_are_reported(capsys):
+    # Atlas has one line past the run-time ceiling: tune counts and names it as sweep does.
+    from fattorus.app.tune.windows import load_setup, parse_windows
+
+    load_setup("cab", "atlas", 2.0, parse_windows("0:1", "--train"), [])
+    err = capsys.readouterr().err
+    assert "fattorus.tune:" in err and "skipped 1 dirty line(s)" in err and "line 3322" in err

@@ -79,14 +79,14 @@ def check_settings(cfg: DictConfig) -> None:
                         "positive integers, e.g. [18,64,256,1024]")
 
 
-def _skip_line(wl: Any) -> str | None:
+def _skip_line(wl: Any, prog: str = "fattorus.sweep") -> str | None:
     """One line summarising a log's dirty lines (None when there are none)."""
     sk = wl.skipped
     if not sk.total:
         return None
     reasons = ", ".join(f"{r} {n}" for r, n in sorted(sk.counts.items()))
     first = f"; first: line {sk.entries[0].line} ({sk.entries[0].reason})" if sk.entries else ""
-    return f"fattorus.sweep: {wl.path}: skipped {sk.total} dirty line(s): {reasons}{first}"
+    return f"{prog}: {wl.path}: skipped {sk.total} dirty line(s): {reasons}{first}"
 
 
 def _fill_default(cfg: DictConfig, group: str, default: str) -> str:

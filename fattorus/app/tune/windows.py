@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,6 +177,11 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
         wl, _counts = workload.from_config(cfg, machine_nodes=machine.n_nodes)
     except (OSError, ValueError) as err:  # WorkloadError is a ValueError
         raise TuneError(f"--workload {workload_spec}: {' '.join(str(err).split())}") from None
+    from fattorus.app.sweep import _skip_line
+
+    skipped = _skip_line(wl, "fattorus.tune")
+    if skipped:  # dirty lines of a real log: counted and reported, as the study app does
+        print(skipped, file=sys.stderr, flush=True)
     jobs = workload.with_estimate(wl.jobs)
     return Setup(
         topo=machine,
