@@ -382,6 +382,17 @@ def test_sacct_without_nnodes_and_elapsed(tmp_path):
     ]
 
 
+def test_sacct_submit_before_1990_is_a_dirty_line(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_text("JobID|Submit|Elapsed|NNodes|State\n"
+                    "1|2024-05-01T00:00:00|00:10:00|2|COMPLETED\n"
+                    "2|1970-01-01T00:00:00|00:10:00|2|COMPLETED\n"
+                    "3|2024-05-01T00:05:00|00:10:00|2|COMPLETED\n")
+    wl = W.load(path)
+    assert wl.jobs["job_id"].to_list() == [1, 3] and wl.jobs["submit_s"].to_list() == [0.0, 300.0]
+    assert wl.skipped.counts == {"absurd submit time": 1} and wl.skipped.entries[0].line == 3
+
+
 def test_sacct_missing_columns(tmp_path):
     path = tmp_path / "s.txt"
     path.write_text("JobID|Submit|NNodes\n1|2024-01-01T00:00:00|1\n")

@@ -472,6 +472,10 @@ def write_swf(jobs: pl.DataFrame, path: str | os.PathLike[str], header: Mapping[
 # Slurm sacct --parsable2
 
 
+#: Earliest plausible sacct Submit time, 1990-01-01T00:00:00 (seconds since the epoch).
+SACCT_MIN_EPOCH_S = 631_152_000
+
+
 def _sacct_time(name: str) -> tuple[pl.Expr, pl.Expr]:
     """(seconds since the epoch of the naive timestamp or null, ok) for a sacct time column."""
     raw = pl.col(name)
@@ -572,6 +576,9 @@ def _parse_sacct(text: str, file: str, cores_per_node: int | None,
     checks += [((v <= max_runtime_s).fill_null(True), (f"{k} beyond ceiling", field(k))) for k, (v, _) in durations.items()]
     checks += [((v <= _INT32_MAX).fill_null(True), ("integer out of range", field(k)))
                for k, (v, _) in ints.items() if k in ("nnodes", "ncpus")]
+    # A submit time before 1990 (the epoch itself, a zeroed field) is corruption: kept, it would
+    # stretch the replay over decades from one line.
+    checks += [((times["submit"][0] >= SACCT_MIN_EPOCH_S).fill_null(True), ("absurd submit time", field("submit")))]
     reason, detail = _first_failure(checks)
 
     # Steps are recognised before any other check: a step is not a job, whatever it holds.
