@@ -186,3 +186,9 @@ def test_the_slurm_launcher_composes(tmp_path, app):
                           "--cfg", "hydra"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "SlurmLauncher" in out.stdout and "partition: p" in out.stdout
+
+
+def test_a_refused_run_leaves_no_run_directory(tmp_path):
+    out = sweep("workload.scale=-2", cwd=tmp_path)
+    assert out.returncode == 2 and "scale factor" in out.stderr
+    assert not list((tmp_path / "results" / "runs").iterdir())  # Hydra's stub directory is removed

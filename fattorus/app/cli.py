@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -19,6 +20,27 @@ def squash(text: Any) -> str:
     errors: noise for a user)."""
     text = str(text).split("Config search path")[0].split(" full_key:")[0]
     return " ".join(text.replace("ValueError raised while resolving interpolation: ", "").split())
+
+
+#: What a single run's directory holds before the run writes anything: Hydra's config copy,
+#: the app's claim file and its (empty) log.
+STUB_ENTRIES = frozenset({".hydra", ".fattorus-run", "sweep.log", "qos.log"})
+
+
+def discard_stub(out_dir: Path, results_subdir: str) -> None:
+    """Remove the run directory a refused single run leaves behind (Hydra made it before the
+    app could check the settings), if it holds only stubs and sits where the app names its
+    runs (``results/<results_subdir>/``); anything else is left alone."""
+    import shutil
+
+    try:
+        entries = {p.name for p in out_dir.iterdir()}
+        log_empty = all((out_dir / n).stat().st_size == 0 for n in ("sweep.log", "qos.log") if n in entries)
+    except OSError:
+        return
+    if (entries <= STUB_ENTRIES and log_empty and out_dir.parent.name == results_subdir
+            and out_dir.parent.parent.name == "results"):
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],

@@ -171,6 +171,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     except UserError as err:
         if multirun:
             raise
+        cli.discard_stub(out_dir, "qos")
         sys.stderr.write(f"fattorus.qos: error: {_squash(err)}\n")
         sys.exit(2)
     prefix = "[done]" if multirun else "done:"

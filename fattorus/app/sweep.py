@@ -330,6 +330,8 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
             raise error from None
         # A single run exits here: Hydra would first print the job's overrides on a line of
         # its own.
+        if isinstance(error, UserError):
+            cli.discard_stub(out_dir, "runs")
         sys.stderr.write(f"fattorus.sweep: error: {_squash(error)}\n")
         sys.exit(1 if isinstance(error, RunError) else 2)
     prefix = "[done]" if multirun else "done:"
