@@ -288,10 +288,15 @@ def _write(result: Any, out_dir: Path) -> None:
 
 def _one_line(summary: dict[str, Any]) -> str:
     c = summary["config"]
+    wl = c["workload"]
+    factor = wl.get("scale_factor")
+    scale = f"{float(factor):.4g}" if isinstance(factor, (int, float)) else wl["scale"]
+    too_large = summary["counts"].get("skipped", {}).get("too_large", 0)
+    skipped = f" ({too_large} skipped: larger than the machine)" if too_large else ""
     return (
         f"{c['topo']} {c['policy']}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
-        f"workload={c['workload']['name']} x{c['workload']['scale']}: "
-        f"{summary['counts']['replayed']} jobs, mean wait {summary['wait_s']['mean'] / 3600:.2f} h, "
+        f"workload={wl['name']} x{scale}: "
+        f"{summary['counts']['replayed']} jobs{skipped}, mean wait {summary['wait_s']['mean'] / 3600:.2f} h, "
         f"utilization {summary['utilization']['mean']:.1%}, makespan {summary['makespan_s'] / 86400:.1f} d, "
         f"replay {summary['replay_wall_s']:.1f} s"
     )
