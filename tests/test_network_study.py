@@ -48,6 +48,7 @@ def _cli(tmp_path, *args):
     (["--machine", "ft6", "--sizes", "2,4", "--name", "../x"], "--name"),
     (["--machine", "ft6", "--sizes", "2,4", "--seed", "-1"], "--seed"),
     (["--machine", "torus4", "--sizes", "2,4"], "does not support"),
+    (["--paper", "--machine", "ft6"], "drop --machine"),
 ])
 def test_mistakes_are_one_line(tmp_path, args, words):
     out = _cli(tmp_path, *args)

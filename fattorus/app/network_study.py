@@ -42,6 +42,7 @@ from fattorus.files import atomic_write
 from fattorus.sched import policy as policy_mod
 from fattorus.sched import state as st
 
+DEFAULT_SIZES = "512,4096"
 PATTERNS = ("stencil4d", "unstructured_mesh", "random_pairs", "subcomm_a2a")
 LABELS = {"stencil4d": "Stencil", "unstructured_mesh": "Unstr-mesh", "random_pairs": "Pairs", "subcomm_a2a": "Sub-a2a"}
 #: (case name, machine, min nodes, max nodes, workloads, communication fraction)
@@ -137,8 +138,8 @@ def report(summary: dict) -> list[str]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m fattorus.app.network_study", description=__doc__.split("\n\n")[0])
     ap.add_argument("--paper", action="store_true", help="the paper's four cases")
-    ap.add_argument("--machine", default="ft44")
-    ap.add_argument("--sizes", default="512,4096", help="min,max job nodes")
+    ap.add_argument("--machine", default=None, help="machine (conf/topo; default ft44)")
+    ap.add_argument("--sizes", default=DEFAULT_SIZES, help="min,max job nodes")
     ap.add_argument("--workloads", type=int, default=15)
     ap.add_argument("--comm-fraction", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
@@ -151,7 +152,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def cases(args: argparse.Namespace) -> list[tuple]:
     """The cases to run, checked (one-line ``ValueError`` on a mistake)."""
     if args.paper:
+        given = [f"--{k}" for k in ("machine", "sizes") if getattr(args, k) not in (None, DEFAULT_SIZES)]
+        if given:
+            raise ValueError(f"--paper runs the paper's own cases; drop {' and '.join(given)}")
         return list(PAPER_CASES)
+    args.machine = args.machine or "ft44"
     try:
         lo, hi = (int(x) for x in args.sizes.split(","))
     except ValueError:
