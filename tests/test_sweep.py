@@ -192,3 +192,20 @@ def test_a_refused_run_leaves_no_run_directory(tmp_path):
     out = sweep("workload.scale=-2", cwd=tmp_path)
     assert out.returncode == 2 and "scale factor" in out.stderr
     assert not list((tmp_path / "results" / "runs").iterdir())  # Hydra's stub directory is removed
+
+
+def test_rerun_redoes_trials_whose_job_log_changed(tmp_path):
+    log = tmp_path / "jobs.swf"
+    rows = [f"{i} {i * 60} 0 600 4 -1 -1 4 1200 -1 1 1 1 -1 -1 -1 -1 -1" for i in range(1, 6)]
+    log.write_text("\n".join(rows) + "\n")
+    args = ["--multirun", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
+            "workload=file", f"workload.path={log}", "workload.cores_per_node=1", "progress=false"]
+    assert sweep(*args).returncode == 0
+    again = sweep(*args)
+    assert again.stdout.count("[skip]") == 1
+    log.write_text("\n".join(rows + ["6 400 0 600 8 -1 -1 8 1200 -1 1 1 1 -1 -1 -1 -1 -1"]) + "\n")
+    changed = sweep(*args)
+    assert changed.returncode == 0, changed.stderr[-2000:]
+    assert changed.stdout.count("[done]") == 1 and "changed since this trial ran" in changed.stderr
+    summary = json.loads(next((tmp_path / "sweep").glob("*/summary.json")).read_text())
+    assert summary["counts"]["replayed"] == 6

@@ -317,9 +317,12 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     multirun = hc.mode.name == "MULTIRUN"
     if multirun:
         why = outputs.check_complete(out_dir)
-        if why is None:
+        stale = _changed_log(out_dir) if why is None else None
+        if why is None and stale is None:
             print(f"[skip] {out_dir} already holds a finished run", flush=True)
             return json.loads((out_dir / "summary.json").read_text())
+        if stale is not None:
+            print(f"fattorus.sweep: warning: {out_dir}: {stale}; re-running it", file=sys.stderr, flush=True)
         if (out_dir / "summary.json").exists():
             print(f"fattorus.sweep: warning: {out_dir}: damaged trial ({why}); re-running it", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
@@ -347,6 +350,22 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         finished = f" ({n_done} finished in {sweep_dir})"
     print(f"{prefix} {_one_line(summary)} in {time.perf_counter() - t0:.1f} s -> {out_dir}{finished}", flush=True)
     return summary
+
+
+def _changed_log(out_dir: Path) -> str | None:
+    """Why a finished trial's results are stale — its job log's bytes changed since (the
+    sha256 ``summary.json`` recorded) — or None."""
+    import hashlib
+
+    try:
+        wl = json.loads((out_dir / "summary.json").read_text())["config"]["workload"]
+        path, recorded = Path(wl["path"]), wl["sha256"]
+        if not (path.is_file() and recorded):
+            return None
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None if digest == recorded else f"the job log {path} changed since this trial ran"
 
 
 def _claim(out_dir: Path) -> None:
