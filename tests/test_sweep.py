@@ -209,3 +209,13 @@ def test_rerun_redoes_trials_whose_job_log_changed(tmp_path):
     assert changed.stdout.count("[done]") == 1 and "changed since this trial ran" in changed.stderr
     summary = json.loads(next((tmp_path / "sweep").glob("*/summary.json")).read_text())
     assert summary["counts"]["replayed"] == 6
+
+
+def test_a_log_path_under_a_named_workload_is_flagged(tmp_path):
+    log = tmp_path / "jobs.swf"
+    log.write_text("\n".join(f"{i} {i * 60} 0 600 4 -1 -1 4 1200 -1 1 1 1 -1 -1 -1 -1 -1" for i in range(1, 4)) + "\n")
+    borrowed = sweep(f"hydra.run.dir={tmp_path / 'a'}", "+topo=ft6x6", f"workload.path={log}", "progress=false")
+    assert borrowed.returncode == 0 and "keeps atlas's name" in borrowed.stderr
+    own = sweep(f"hydra.run.dir={tmp_path / 'b'}", "+topo=ft6x6", "workload=file", f"workload.path={log}",
+                "workload.cores_per_node=1", "progress=false")
+    assert own.returncode == 0 and "warning" not in own.stderr

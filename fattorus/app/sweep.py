@@ -79,6 +79,23 @@ def check_settings(cfg: DictConfig) -> None:
                         "positive integers, e.g. [18,64,256,1024]")
 
 
+def _warn_borrowed_workload(wl_cfg: dict[str, Any]) -> None:
+    """One warning line when ``workload.path`` replaces the log of a named workload other than
+    ``file``: the run keeps that workload's name, scale and cores per node."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        hc = HydraConfig.get()
+        choice = hc.runtime.choices.get("workload")
+        overridden = any(o.split("=", 1)[0].lstrip("+~") == "workload.path" for o in hc.overrides.task)
+    except (ValueError, AttributeError):  # not inside a Hydra run
+        return
+    if overridden and choice not in (None, "file"):
+        print(f"fattorus.sweep: warning: workload.path={wl_cfg.get('path')} with workload={choice}: the run keeps "
+              f"{choice}'s name, scale and cores per node; use workload=file for a log of your own",
+              file=sys.stderr, flush=True)
+
+
 def _skip_line(wl: Any, prog: str = "fattorus.sweep") -> str | None:
     """One line summarising a log's dirty lines (None when there are none)."""
     sk = wl.skipped
@@ -118,6 +135,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     ft = topology.from_config(topo_cfg)
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
+    _warn_borrowed_workload(wl_cfg)
     wl, transform_counts = _load_workload(wl_cfg, topo_cfg, ft)
     skip_line = _skip_line(wl)
     if skip_line:
