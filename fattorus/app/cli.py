@@ -43,6 +43,26 @@ def discard_stub(out_dir: Path, results_subdir: str) -> None:
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+class _TrialNote:
+    """A stand-in for ``sys.stderr`` that keeps Hydra's "Error executing job with overrides:
+    [...]" line (written just before a failed multirun trial's error is re-raised) so that the
+    trial's overrides join the one error line instead of taking a line of their own."""
+
+    PREFIX = "Error executing job with overrides: "
+
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.trial = stream, ""
+
+    def write(self, text: str) -> int:
+        if text.startswith(self.PREFIX):
+            self.trial = text[len(self.PREFIX):].strip()
+            return len(text)
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],
              run_errors: tuple[type[BaseException], ...] = (), interrupted: str = "finished runs are kept") -> None:
     """Run ``app`` (a ``@hydra.main`` function) with one-line errors (module docstring)."""
@@ -51,22 +71,33 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
 
     # Let Hydra's exceptions reach us instead of its multi-line reports.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    note = _TrialNote(sys.stderr)
+    sys.stderr = note
     try:
         app()
     except user_errors as err:
-        sys.stderr.write(f"{prog}: error: {squash(err)}\n")
+        sys.stderr = note.stream
+        trial = f"trial {note.trial}: " if note.trial else ""
+        sys.stderr.write(f"{prog}: error: {trial}{squash(err)}\n")
         sys.exit(2)
     except run_errors as err:
-        sys.stderr.write(f"{prog}: error: {squash(err)}\n")
+        sys.stderr = note.stream
+        trial = f"trial {note.trial}: " if note.trial else ""
+        sys.stderr.write(f"{prog}: error: {trial}{squash(err)}\n")
         sys.exit(1)
     except (HydraException, OmegaConfBaseException) as err:  # before OSError: some are IOErrors
+        sys.stderr = note.stream
         cause = f" ({squash(err.__cause__)})" if err.__cause__ is not None else ""
         sys.stderr.write(f"{prog}: error: {squash(err)}{cause}\n")
         sys.exit(2)
     except OSError as err:  # e.g. Hydra cannot create the run directory (read-only, disk full)
+        sys.stderr = note.stream
         where = f": {err.filename}" if getattr(err, "filename", None) else ""
         sys.stderr.write(f"{prog}: error: {squash(err.strerror or err)}{where}\n")
         sys.exit(1)
     except KeyboardInterrupt:
+        sys.stderr = note.stream
         sys.stderr.write(f"{prog}: interrupted; {interrupted}, re-run to resume\n")
         sys.exit(130)
+    finally:
+        sys.stderr = note.stream

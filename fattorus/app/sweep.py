@@ -135,8 +135,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     ft = topology.from_config(topo_cfg)
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
-    _warn_borrowed_workload(wl_cfg)
     wl, transform_counts = _load_workload(wl_cfg, topo_cfg, ft)
+    _warn_borrowed_workload(wl_cfg)  # after loading: an unreadable log is one error line alone
     skip_line = _skip_line(wl)
     if skip_line:
         print(skip_line, file=sys.stderr, flush=True)

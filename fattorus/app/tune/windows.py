@@ -177,13 +177,8 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
         wl, _counts = workload.from_config(cfg, machine_nodes=machine.n_nodes)
     except (OSError, ValueError) as err:  # WorkloadError is a ValueError
         raise TuneError(f"--workload {workload_spec}: {' '.join(str(err).split())}") from None
-    from fattorus.app.sweep import _skip_line
-
-    skipped = _skip_line(wl, "fattorus.tune")
-    if skipped:  # dirty lines of a real log: counted and reported, as the study app does
-        print(skipped, file=sys.stderr, flush=True)
     jobs = workload.with_estimate(wl.jobs)
-    return Setup(
+    setup = Setup(
         topo=machine,
         workload=str(cfg.get("name", workload_spec)),
         sha256=wl.sha256,
@@ -193,6 +188,12 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
         train_tables=_cut(jobs, train, "--train"),
         test_tables=_cut(jobs, test, "--test"),
     )
+    from fattorus.app.sweep import _skip_line
+
+    skipped = _skip_line(wl, "fattorus.tune")
+    if skipped:  # dirty lines of a real log: counted and reported (once the setup is valid), as sweep does
+        print(skipped, file=sys.stderr, flush=True)
+    return setup
 
 
 __all__ = ["DAY_S", "Setup", "Window", "load_setup", "parse_windows", "window_label", "windows_label",
