@@ -219,3 +219,12 @@ def test_a_log_path_under_a_named_workload_is_flagged(tmp_path):
     own = sweep(f"hydra.run.dir={tmp_path / 'b'}", "+topo=ft6x6", "workload=file", f"workload.path={log}",
                 "workload.cores_per_node=1", "progress=false")
     assert own.returncode == 0 and "warning" not in own.stderr
+
+
+def test_a_failed_multirun_trial_is_one_line_naming_it(tmp_path):
+    out = sweep("--multirun", f"hydra.sweep.dir={tmp_path}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
+                "workload.scale=-2,1", *SMALL)
+    assert out.returncode == 2
+    assert "Error executing job" not in out.stderr
+    errors = [line for line in out.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "trial [" in errors[0] and "workload.scale=-2" in errors[0]
