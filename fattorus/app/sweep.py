@@ -79,6 +79,13 @@ def check_settings(cfg: DictConfig) -> None:
                         "positive integers, e.g. [18,64,256,1024]")
 
 
+def _stderr_line(text: str) -> None:
+    """``text`` and its newline in ONE write: parallel trials share stderr, and a line written
+    in two pieces can be cut by another worker's line."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
 def _warn_borrowed_workload(wl_cfg: dict[str, Any]) -> None:
     """One warning line when ``workload.path`` replaces the log of a named workload other than
     ``file``: the run keeps that workload's name, scale and cores per node."""
@@ -91,9 +98,8 @@ def _warn_borrowed_workload(wl_cfg: dict[str, Any]) -> None:
     except (ValueError, AttributeError):  # not inside a Hydra run
         return
     if overridden and choice not in (None, "file"):
-        print(f"fattorus.sweep: warning: workload.path={wl_cfg.get('path')} with workload={choice}: the run keeps "
-              f"{choice}'s name, scale and cores per node; use workload=file for a log of your own",
-              file=sys.stderr, flush=True)
+        _stderr_line(f"fattorus.sweep: warning: workload.path={wl_cfg.get('path')} with workload={choice}: the run "
+                     f"keeps {choice}'s name, scale and cores per node; use workload=file for a log of your own")
 
 
 def _skip_line(wl: Any, prog: str = "fattorus.sweep") -> str | None:
@@ -139,7 +145,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     _warn_borrowed_workload(wl_cfg)  # after loading: an unreadable log is one error line alone
     skip_line = _skip_line(wl)
     if skip_line:
-        print(skip_line, file=sys.stderr, flush=True)
+        _stderr_line(skip_line)
     jobs = workload.with_estimate(wl.jobs)
 
     n_trials = int(cfg.get("trials", 1))
@@ -340,9 +346,9 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
             print(f"[skip] {out_dir} already holds a finished run", flush=True)
             return json.loads((out_dir / "summary.json").read_text())
         if stale is not None:
-            print(f"fattorus.sweep: warning: {out_dir}: {stale}; re-running it", file=sys.stderr, flush=True)
+            _stderr_line(f"fattorus.sweep: warning: {out_dir}: {stale}; re-running it")
         if (out_dir / "summary.json").exists():
-            print(f"fattorus.sweep: warning: {out_dir}: damaged trial ({why}); re-running it", file=sys.stderr, flush=True)
+            _stderr_line(f"fattorus.sweep: warning: {out_dir}: damaged trial ({why}); re-running it")
     t0 = time.perf_counter()
     try:
         if not multirun:
