@@ -59,8 +59,9 @@ def flow_incidences(route_ids: np.ndarray, bucket: bool = True) -> tuple[np.ndar
     solver once per size bucket; a padding entry has flow 0 and link id ``-1 - k``
     (``k < DUMP``), which the solver sends to its spare slot ``E + k``."""
     route_ids = np.asarray(route_ids)
-    flow, pos = np.nonzero(route_ids >= 0)
-    link = route_ids[flow, pos]
+    valid = route_ids >= 0
+    flow = np.repeat(np.arange(route_ids.shape[0], dtype=np.int32), valid.sum(axis=1))  # flow order
+    link = route_ids[valid]
     n = len(flow)
     size = max(64, 1 << max(0, n - 1).bit_length()) if bucket else n
     pad = size - n
