@@ -271,3 +271,14 @@ def test_dirty_lines_of_the_log_are_reported(capsys):
     load_setup("cab", "atlas", 2.0, parse_windows("0:1", "--train"), [])
     err = capsys.readouterr().err
     assert "fattorus.tune:" in err and "skipped 1 dirty line(s)" in err and "line 3322" in err
+
+
+def test_an_unwritable_results_directory_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").write_text("")  # a file where the directory should be
+    with pytest.raises(SystemExit) as exc:
+        tune.main(["--name", "ro", "--train", "0:1", "--test", "none", "--trials", "1",
+                   "--export", str(tmp_path / "ro.yaml")])
+    assert exc.value.code == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "dirty line(s)" not in line]
+    assert len(err) == 1 and err[0].startswith("fattorus.tune: error: cannot write") and "results" in err[0]
