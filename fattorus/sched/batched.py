@@ -43,6 +43,8 @@ from fattorus.topology.fattree import FatTree
 QUEUES = ("fcfs", "easy")
 #: First queue window tried when none is given (grown by doubling on overflow).
 DEFAULT_QUEUE_CAPACITY = 512
+#: First running-job capacity tried when none is given (grown by doubling on overflow).
+DEFAULT_RUNNING_CAPACITY = 128
 
 
 class CapacityError(ValueError):
@@ -75,19 +77,24 @@ class State(NamedTuple):
     lo: jax.Array  # every job before lo has started: the queue lies in [lo, hi)
     hi: jax.Array  # jobs [0, hi) have been submitted
     overflow: jax.Array  # bool: more than Q jobs were waiting at once (results invalid)
+    run_est: jax.Array  # (C,) estimated ends of the running jobs, ascending, inf padded
+    run_end: jax.Array  # (C,) their actual ends, in the same order
+    run_overflow: jax.Array  # bool: more than C jobs ran at once (results invalid)
     log: jax.Array  # (P,) allocation log (node ids), P = sum of job sizes
 
 
 @dataclasses.dataclass(frozen=True)
 class BatchResult:
     """Per trial: ``start`` ``(B, J)`` seconds and, if recorded, ``alloc(b, j)`` node ids;
-    ``queue_capacity``: the queue window the batch ran with."""
+    ``queue_capacity``/``running_capacity``: the queue window and the running-job buffer the
+    batch ran with."""
 
     start: np.ndarray
     log: np.ndarray | None
     offset: np.ndarray
     nodes: np.ndarray
     queue_capacity: int
+    running_capacity: int
 
     def alloc(self, trial: int, job: int) -> np.ndarray:
         """Node ids (ascending) of ``job`` in ``trial``."""
@@ -99,16 +106,23 @@ class BatchResult:
 
 def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, j, sel) -> State:
     """Start job ``j`` now on the nodes of the bool mask ``sel``."""
-    rank = jnp.cumsum(sel) - 1
-    slot = jnp.where(sel, jobs.offset[j] + rank, s.log.shape[0])  # out of range: dropped
+    # Insert the job into the sorted running-job buffer (a shift, not a sort).
+    est, end = s.now + jobs.estimate[j], s.now + runtime[j]
+    pos = jnp.sum(s.run_est <= est)
+    i = jnp.arange(s.run_est.shape[0])
+    shift = lambda a, v: jnp.where(i < pos, a, jnp.where(i == pos, v, jnp.roll(a, 1)))
+    s = s._replace(run_est=shift(s.run_est, est), run_end=shift(s.run_end, end),
+                   run_overflow=s.run_overflow | jnp.isfinite(s.run_est[-1]))
+    s = s._replace(start=s.start.at[j].set(s.now), waiting=s.waiting.at[j].set(False))
+    if s.log.shape[0]:  # allocations recorded
+        rank = jnp.cumsum(sel) - 1
+        slot = jnp.where(sel, jobs.offset[j] + rank, s.log.shape[0])  # out of range: dropped
+        s = s._replace(log=s.log.at[slot].set(jnp.arange(sel.shape[0], dtype=s.log.dtype), mode="drop"))
     return s._replace(
         free=s.free & ~sel,
         node_class=jnp.where(sel, bp.footprint_class(pol, sel), s.node_class),
-        est_end=jnp.where(sel, s.now + jobs.estimate[j], s.est_end),
-        end=jnp.where(sel, s.now + runtime[j], s.end),
-        start=s.start.at[j].set(s.now),
-        waiting=s.waiting.at[j].set(False),
-        log=s.log.at[slot].set(jnp.arange(sel.shape[0], dtype=s.log.dtype), mode="drop"),
+        est_end=jnp.where(sel, est, s.est_end),
+        end=jnp.where(sel, end, s.end),
     )
 
 
@@ -148,11 +162,11 @@ def _future(s: State, t) -> tuple[jax.Array, jax.Array, jax.Array]:
 def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
     """Earliest estimated end at which the policy could place the head (``n`` nodes).
 
-    Feasibility only grows as nodes are released, so a bisection over the busy nodes'
-    sorted estimated ends finds the first feasible one (jobs ending together are released
-    together: every candidate time releases all nodes ending by then).
+    Feasibility only grows as nodes are released, so a bisection over the running jobs'
+    estimated ends (kept sorted in ``run_est``) finds the first feasible one (jobs ending
+    together are released together: every candidate time releases all nodes ending by then).
     """
-    times = jnp.sort(s.est_end)  # busy nodes first; free nodes are inf
+    times = s.run_est  # ascending; empty slots are inf
     cls = bp.size_class(pol, n)
 
     def feasible(i):
@@ -165,8 +179,8 @@ def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
         ok = feasible(mid)
         return jnp.where(ok, lo, mid + 1), jnp.where(ok, mid, hi)
 
-    n_busy = jnp.sum(~s.free)
-    lo, _ = jax.lax.while_loop(lambda b: b[0] < b[1], halve, (jnp.int32(0), n_busy.astype(jnp.int32) - 1))
+    n_running = jnp.sum(jnp.isfinite(times))
+    lo, _ = jax.lax.while_loop(lambda b: b[0] < b[1], halve, (jnp.int32(0), n_running.astype(jnp.int32) - 1))
     return times[lo]
 
 
@@ -202,11 +216,10 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
         i, _ = next_candidate(carry)
         c = s.lo + i
         n = jobs.nodes[c]
-        sel = jax.lax.cond(
-            short[i],
-            lambda: bp.place(pol, s.free, s.node_class, n, prefer=reserved),
-            lambda: bp.place(pol, s.free, s.node_class, n, hold=reserved, hold_class=held_class),
-        )
+        # One placement for both kinds (under vmap a cond would run both): a short job
+        # prefers R, a long one holds it.
+        sel = bp.place(pol, s.free, s.node_class, n, prefer=reserved & short[i], hold=reserved & ~short[i],
+                       hold_class=held_class)
         return _start_job(s, jobs, runtime, pol, c, sel), c
 
     s, _ = jax.lax.while_loop(more, start_one, (s, head))
@@ -215,8 +228,12 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
 
 def _step(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, Q: int) -> State:
     """One event: release what ends now, admit what is submitted now, run one pass."""
-    now = jnp.minimum(jobs.submit[s.hi], jnp.min(s.end))  # submit is padded with inf
+    now = jnp.minimum(jobs.submit[s.hi], s.run_end.min())  # submit is padded with inf
     ending = s.end == now
+    # The jobs ending now leave the running-job buffer; the rest move up, in order.
+    stay = s.run_end != now
+    to = jnp.where(stay, jnp.cumsum(stay) - 1, s.run_est.shape[0])
+    compact = lambda a: jnp.full_like(a, jnp.inf).at[to].set(a, mode="drop")
     hi = jnp.searchsorted(jobs.submit, now, side="right").astype(s.hi.dtype)
     idx = s.lo + jnp.arange(Q)
     admitted = _window(s.waiting, s, Q) | ((idx >= s.hi) & (idx < hi))
@@ -226,6 +243,8 @@ def _step(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: b
         est_end=jnp.where(ending, jnp.inf, s.est_end),
         end=jnp.where(ending, jnp.inf, s.end),
         node_class=jnp.where(ending, jnp.int8(0), s.node_class),
+        run_est=compact(s.run_est),
+        run_end=compact(s.run_end),
         waiting=jax.lax.dynamic_update_slice(s.waiting, admitted, (s.lo,)),
         hi=hi,
         # A job submitted beyond the window would be silently left out: flag and stop.
@@ -239,7 +258,7 @@ def _step(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: b
     return s._replace(lo=jnp.where(some, head, s.hi).astype(s.lo.dtype))
 
 
-def _initial(jobs: Jobs, n_nodes: int, log_size: int) -> State:
+def _initial(jobs: Jobs, n_nodes: int, log_size: int, C: int) -> State:
     J = jobs.submit.shape[0]  # padded length
     inf = jnp.full(n_nodes, jnp.inf, jnp.float64)
     return State(
@@ -253,20 +272,24 @@ def _initial(jobs: Jobs, n_nodes: int, log_size: int) -> State:
         lo=jnp.asarray(0, jnp.int32),
         hi=jnp.asarray(0, jnp.int32),
         overflow=jnp.asarray(False),
+        run_est=jnp.full(C, jnp.inf, jnp.float64),
+        run_end=jnp.full(C, jnp.inf, jnp.float64),
+        run_overflow=jnp.asarray(False),
         log=jnp.full(log_size, -1, jnp.int32),
     )
 
 
-@partial(jax.jit, static_argnames=("pol", "easy", "log_size", "n_jobs", "Q"))
+@partial(jax.jit, static_argnames=("pol", "easy", "log_size", "n_jobs", "Q", "C"))
 def _replay(jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, log_size: int, n_jobs: int,
-            Q: int) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Replay one trial to the end (or to a queue overflow); ``vmap``-ed by :func:`replay_batch`."""
+            Q: int, C: int) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Replay one trial to the end (or to an overflow); ``vmap``-ed by :func:`replay_batch`."""
 
     def going(s: State) -> jax.Array:
-        return ((s.hi < n_jobs) | jnp.any(~s.free)) & ~s.overflow
+        return ((s.hi < n_jobs) | jnp.isfinite(s.run_end[0])) & ~s.overflow & ~s.run_overflow
 
-    s = jax.lax.while_loop(going, lambda s: _step(s, jobs, runtime, pol, easy, Q), _initial(jobs, pol.n_nodes, log_size))
-    return s.start[:n_jobs], s.log, s.overflow
+    s = jax.lax.while_loop(going, lambda s: _step(s, jobs, runtime, pol, easy, Q),
+                           _initial(jobs, pol.n_nodes, log_size, C))
+    return s.start[:n_jobs], s.log, s.overflow, s.run_overflow
 
 
 def replay_batch(
@@ -280,6 +303,7 @@ def replay_batch(
     params=None,
     record_alloc: bool = True,
     queue_capacity: int | None = None,
+    running_capacity: int | None = None,
 ) -> BatchResult:
     """Replay ``B`` trials of one job table in one compiled call.
 
@@ -295,9 +319,13 @@ def replay_batch(
       queue_capacity: the queue window ``Q``: the most jobs that may wait at once (each
         event's work is proportional to it). None: start from
         ``min(J, DEFAULT_QUEUE_CAPACITY)`` and double until no trial overflows.
+      running_capacity: ``C``, the most jobs that may run at once (the sorted buffer of
+        estimated ends behind EASY's shadow time). None: start from
+        ``min(J, machine nodes, DEFAULT_RUNNING_CAPACITY)`` and double until no trial overflows.
 
     Raises:
-      CapacityError: a trial had more than ``queue_capacity`` jobs waiting at once.
+      CapacityError: a trial had more than ``queue_capacity`` jobs waiting, or more than
+        ``running_capacity`` running, at once.
       ValueError: on an unsupported queue/policy or inputs that break the rules above.
     """
     if queue not in QUEUES:
@@ -312,20 +340,33 @@ def replay_batch(
     Q = min(J, DEFAULT_QUEUE_CAPACITY) if queue_capacity is None else int(queue_capacity)
     if Q < 1:
         raise ValueError(f"replay_batch: queue_capacity must be a positive integer, got {queue_capacity!r}")
+    most_running = min(J, ft.n_nodes)  # every running job holds a node
+    C = min(most_running, DEFAULT_RUNNING_CAPACITY) if running_capacity is None else int(running_capacity)
+    if C < 1:
+        raise ValueError(f"replay_batch: running_capacity must be a positive integer, got {running_capacity!r}")
     while True:
-        start, log, overflow = _run(submit, runtime, estimate, nodes, pol, queue == "easy", record_alloc, Q)
-        if not overflow.any():
+        start, log, overflow, run_overflow = _run(submit, runtime, estimate, nodes, pol, queue == "easy",
+                                                  record_alloc, Q, C)
+        if overflow.any():
+            if queue_capacity is not None or Q >= J:
+                raise CapacityError(
+                    f"replay_batch: more than {Q} jobs waited at once in trial(s) "
+                    f"{np.flatnonzero(overflow)[:5].tolist()}: raise queue_capacity (at most {J} needed)")
+            Q = min(J, 2 * Q)  # chosen from the workload: grow until every trial fits
+        elif run_overflow.any():
+            if running_capacity is not None or C >= most_running:
+                raise CapacityError(
+                    f"replay_batch: more than {C} jobs ran at once in trial(s) "
+                    f"{np.flatnonzero(run_overflow)[:5].tolist()}: raise running_capacity "
+                    f"(at most {most_running} needed)")
+            C = min(most_running, 2 * C)
+        else:
             break
-        if queue_capacity is not None or Q >= J:
-            raise CapacityError(
-                f"replay_batch: more than {Q} jobs waited at once in trial(s) "
-                f"{np.flatnonzero(overflow)[:5].tolist()}: raise queue_capacity (at most {J} needed)")
-        Q = min(J, 2 * Q)  # chosen from the workload: grow until every trial fits
     offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
-    return BatchResult(start, log if record_alloc else None, offset, nodes, Q)
+    return BatchResult(start, log if record_alloc else None, offset, nodes, Q, C)
 
 
-def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, record_alloc: bool, Q: int):
+def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, record_alloc: bool, Q: int, C: int):
     """Pad the per-job arrays by the queue window and run the compiled batch."""
     J = len(submit)
     offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
@@ -335,9 +376,8 @@ def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, reco
         jobs = Jobs(jnp.asarray(pad(submit, np.inf)), jnp.asarray(pad(estimate, 0.0)),
                     jnp.asarray(pad(nodes, 1), jnp.int32), jnp.asarray(pad(offset, 0)))
         rt = jnp.asarray(np.concatenate([runtime, np.ones((len(runtime), Q))], axis=1))
-        run = jax.vmap(lambda r: _replay(jobs, r, pol, easy, log_size, J, Q))
-        start, log, overflow = run(rt)
-        return np.asarray(start), np.asarray(log), np.asarray(overflow)
+        run = jax.vmap(lambda r: _replay(jobs, r, pol, easy, log_size, J, Q, C))
+        return tuple(np.asarray(x) for x in run(rt))
 
 
 def _check(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, nodes: np.ndarray, n_nodes: int) -> None:

@@ -50,8 +50,8 @@ class CompiledPolicy:
 
 def compile_policy(name: str, ft: FatTree, params=None) -> CompiledPolicy:
     """The compiled form of policy ``name`` on ``ft`` (``params``: a ``TAParams`` for ``ta``)."""
-    if name == "to":
-        return CompiledPolicy("to", ft.n_nodes)
+    if name == "to":  # the leaf shape only splits the node-level work into rows
+        return CompiledPolicy("to", ft.n_nodes, ft.nodes_per_leaf, ft.leaves_per_pod, ft.pods)
     if name == "ta":
         from fattorus.sched.policy.fattree.ta import TAParams
 
@@ -70,15 +70,50 @@ def size_class(pol: CompiledPolicy, n):
     return 1 + (n > pol.k) + (n > pol.k * pol.leaves_per_pod)
 
 
-def lowest(mask: jax.Array, n) -> jax.Array:
-    """The ``n`` lowest-indexed True entries of ``mask`` (all of them if fewer)."""
-    return mask & (jnp.cumsum(mask) <= n)
+# Why no jnp.cumsum or sort over nodes below: on XLA's CPU backend a cumulative sum over a
+# node array costs ~20x a reduction and a sort ~100x (measured, docs/batched-replay.md), and the
+# event loop calls placement several times per event. Every placement takes whole leaves in
+# some order and part of at most one leaf, so it needs per-leaf counts (reductions), an order
+# of the leaves (a comparison matrix over one composite key), and a prefix count inside one
+# leaf only.
 
 
-def lowest_preferring(free: jax.Array, prefer: jax.Array, n) -> jax.Array:
+def _take_rows(free2d: jax.Array, take: jax.Array) -> jax.Array:
+    """Node mask ``(R, b)``: in row ``i`` the ``take[i]`` lowest free nodes of ``free2d``, where
+    every row takes all its free nodes or none except at most one (a prefix of an order)."""
+    count = free2d.sum(axis=1, dtype=jnp.int32)
+    full = take >= count
+    partial = (take > 0) & ~full
+    p = jnp.argmax(partial)
+    row = free2d[p]
+    row_sel = row & (jnp.cumsum(row, dtype=jnp.int32) <= take[p]) & partial[p]
+    out = free2d & full[:, None]
+    return out.at[p].set(out[p] | row_sel)
+
+
+def _exclusive_prefix(values: jax.Array) -> jax.Array:
+    """Exclusive prefix sums of a short ``(R,)`` int vector (a triangular matrix product:
+    cheaper than XLA's CPU cumsum, exact for integer counts below 2**24)."""
+    R = values.shape[0]
+    strict = jnp.tril(jnp.ones((R, R), jnp.float32), -1)
+    return (strict @ values.astype(jnp.float32)).astype(jnp.int32)
+
+
+def lowest(mask: jax.Array, n, block: int = 1) -> jax.Array:
+    """The ``n`` lowest-indexed True entries of ``mask`` (all of them if fewer); ``block``: a
+    divisor of the length used to split the work into rows (the fat-tree's leaf size)."""
+    if block <= 1 or mask.shape[0] % block:
+        return mask & (jnp.cumsum(mask, dtype=jnp.int32) <= n)
+    m2 = mask.reshape(-1, block)
+    count = m2.sum(axis=1, dtype=jnp.int32)
+    take = jnp.clip(n - _exclusive_prefix(count), 0, count)
+    return _take_rows(m2, take).reshape(-1)
+
+
+def lowest_preferring(free: jax.Array, prefer: jax.Array, n, block: int = 1) -> jax.Array:
     """``n`` free nodes, preferred ones first, each group lowest id first (``to``'s rule)."""
     first = free & prefer
-    return lowest(first, n) | lowest(free & ~prefer, n - jnp.sum(first))
+    return lowest(first, n, block) | lowest(free & ~prefer, n - jnp.sum(first, dtype=jnp.int32), block)
 
 
 def _counts(pol: CompiledPolicy, free, node_class, hold=None, hold_class=0):
@@ -115,59 +150,63 @@ def _key(values, order: str):
     return values if order == "least" else -values
 
 
-def _take_from_leaves(pol: CompiledPolicy, free, order, valid, n) -> jax.Array:
-    """Node mask of the first ``n`` free nodes of the valid leaves visited in ``order``."""
-    k = pol.k
-    free2d = jnp.where(valid[order][:, None], free.reshape(pol.n_leaves, k)[order], False)
-    per_leaf = free2d.sum(axis=1)
-    before = jnp.cumsum(per_leaf) - per_leaf
-    take = jnp.clip(n - before, 0, k)
-    chosen = free2d & (jnp.cumsum(free2d, axis=1) <= take[:, None])
-    ids = order[:, None] * k + jnp.arange(k)
-    return jnp.zeros(pol.n_nodes, bool).at[ids.ravel()].set(chosen.ravel())
-
-
-def _ordered_leaves(pol: CompiledPolicy, valid, pod_key, leaf_key):
-    """Leaf ids sorted by (valid first, pod key, pod id, leaf key, leaf id) with the tie rule."""
-    s = 1 if pol.low_id else -1
-    leaves = jnp.arange(pol.n_leaves)
+def _leaf_key(pol: CompiledPolicy, valid, pod_key, leaf_key) -> jax.Array:
+    """One integer per leaf whose ascending order is (valid first, pod key, pod id, leaf key,
+    leaf id) with the tie rule on the ids: the lexicographic order of Algorithm 1's sorts.
+    ``pod_key`` lies in ``[-K, K]`` (``K`` = nodes per pod) and ``leaf_key`` in ``[-k, k]``."""
+    K, k, P, NL = pol.k * pol.leaves_per_pod, pol.k, pol.pods, pol.n_leaves
+    dtype = jnp.int32 if 2 * (2 * K + 1) * P * (2 * k + 1) * NL < 2**31 else jnp.int64
+    leaves = jnp.arange(NL, dtype=dtype)
     pod = leaves // pol.leaves_per_pod
-    return jnp.lexsort((s * leaves, leaf_key, s * pod, pod_key, ~valid))
+    if not pol.low_id:
+        leaves, pod = NL - 1 - leaves, P - 1 - pod
+    key = (~valid).astype(dtype) * (2 * K + 1) + (pod_key.astype(dtype) + K)
+    key = (key * P + pod) * (2 * k + 1) + (leaf_key.astype(dtype) + k)
+    return key * NL + leaves
+
+
+def _before(key: jax.Array, count: jax.Array) -> jax.Array:
+    """Per leaf, the sum of ``count`` over the leaves whose ``key`` is smaller (keys distinct)."""
+    if key.shape[0] <= 256:  # a comparison matrix: no sort
+        return ((key[None, :] < key[:, None]).astype(jnp.float32) @ count.astype(jnp.float32)).astype(jnp.int32)
+    order = jnp.argsort(key)
+    c = count[order]
+    return jnp.zeros_like(count).at[order].set(jnp.cumsum(c) - c)
 
 
 def place_ta(pol: CompiledPolicy, free, node_class, n, hold=None, hold_class=0) -> jax.Array:
     """Algorithm 1 on the machine (``free``, ``node_class``, optionally with ``hold`` held);
-    the caller checks feasibility first (:func:`limits`)."""
+    the caller checks feasibility first (:func:`limits`).
+
+    The three size classes differ only in which leaves are valid and in the pod and leaf sort
+    keys (all per-leaf vectors), so all three are computed and one is selected before the
+    single node-level step: under ``vmap`` a ``switch`` on a batched class would run every
+    branch's node-level work anyway."""
     if hold is not None:
         free = free & ~hold
     leaf_free, t2, t3, pod_free, pod_t3 = _counts(pol, free, node_class, hold, hold_class)
-    L, o = pol.leaves_per_pod, pol.orders
+    L, P, o = pol.leaves_per_pod, pol.pods, pol.orders
+    K = pol.k * L
     leaf_pod = jnp.arange(pol.n_leaves) // L
     jt = size_class(pol, n)
-
-    def t1():
-        valid = leaf_free >= n
-        order = _ordered_leaves(pol, valid, _key(pod_free[leaf_pod], o[0]), _key(leaf_free, o[1]))
-        return _take_from_leaves(pol, free, order, valid, n)
-
-    def t2_():
-        avail = jnp.where((t2 == 0) & (t3 == 0), leaf_free, 0)
-        avail_pod = avail.reshape(pol.pods, L).sum(axis=1)
-        s = 1 if pol.low_id else -1
-        pods = jnp.arange(pol.pods)
-        pod = jnp.lexsort((s * pods, _key(avail_pod, o[2]), avail_pod < n))[0]
-        valid = (leaf_pod == pod) & (avail > 0)
-        order = _ordered_leaves(pol, valid, jnp.zeros_like(leaf_free), _key(leaf_free, o[3]))
-        return _take_from_leaves(pol, free, order, valid, n)
-
-    def t3_():
-        avail = jnp.where((t2 == 0) & (pod_t3 == 0)[leaf_pod], leaf_free, 0)
-        avail_pod = avail.reshape(pol.pods, L).sum(axis=1)
-        valid = avail > 0
-        order = _ordered_leaves(pol, valid, _key(avail_pod[leaf_pod], o[4]), _key(leaf_free, o[5]))
-        return _take_from_leaves(pol, free, order, valid, n)
-
-    return jax.lax.switch(jt - 1, (t1, t2_, t3_))
+    # T1: one leaf with room, by (pod key, pod, leaf key, leaf).
+    valid1, pod_key1, leaf_key1 = leaf_free >= n, _key(pod_free[leaf_pod], o[0]), _key(leaf_free, o[1])
+    # T2: the first pod by (room < n last, its key, pod id); its leaves with no T2/T3 nodes.
+    avail2 = jnp.where((t2 == 0) & (t3 == 0), leaf_free, 0)
+    avail_pod2 = avail2.reshape(P, L).sum(axis=1)
+    pods = jnp.arange(P) if pol.low_id else P - 1 - jnp.arange(P)
+    pod = jnp.argmin(((avail_pod2 < n) * (2 * K + 1) + _key(avail_pod2, o[2]) + K) * P + pods)
+    valid2, leaf_key2 = (leaf_pod == pod) & (avail2 > 0), _key(leaf_free, o[3])
+    # T3: leaves with no T2 nodes in pods with no T3 nodes.
+    avail3 = jnp.where((t2 == 0) & (pod_t3 == 0)[leaf_pod], leaf_free, 0)
+    avail_pod3 = avail3.reshape(P, L).sum(axis=1)
+    valid3, pod_key3, leaf_key3 = avail3 > 0, _key(avail_pod3[leaf_pod], o[4]), _key(leaf_free, o[5])
+    pick = lambda a, b, c: jnp.where(jt == 1, a, jnp.where(jt == 2, b, c))
+    valid = pick(valid1, valid2, valid3)
+    key = _leaf_key(pol, valid, pick(pod_key1, jnp.zeros_like(pod_key1), pod_key3), pick(leaf_key1, leaf_key2, leaf_key3))
+    count = jnp.where(valid, leaf_free, 0)
+    take = jnp.where(valid, jnp.clip(n - _before(key, count), 0, count), 0)
+    return _take_rows(free.reshape(pol.n_leaves, pol.k), take).reshape(-1)
 
 
 def place(pol: CompiledPolicy, free, node_class, n, prefer=None, hold=None, hold_class=0) -> jax.Array:
@@ -176,7 +215,7 @@ def place(pol: CompiledPolicy, free, node_class, n, prefer=None, hold=None, hold
     if pol.name == "to":
         if hold is not None:
             free = free & ~hold
-        return lowest(free, n) if prefer is None else lowest_preferring(free, prefer, n)
+        return lowest(free, n, pol.k) if prefer is None else lowest_preferring(free, prefer, n, pol.k)
     return place_ta(pol, free, node_class, n, hold, hold_class)
 
 
