@@ -118,7 +118,7 @@ def test_bad_inputs_are_one_clear_error(change, message):
 
 
 def test_queue_capacity_overflow_is_an_error_and_the_default_grows(monkeypatch):
-    """Thirty jobs arrive at once on a 3-node machine: at most 29 wait together."""
+    """Thirty jobs arrive at once on a machine that runs one at a time: 29 wait together."""
     ft = fattree.load("ft6")
     J = 30
     submit = np.zeros(J)
@@ -127,9 +127,48 @@ def test_queue_capacity_overflow_is_an_error_and_the_default_grows(monkeypatch):
     nodes = np.full(J, ft.n_nodes)  # one job at a time
     with pytest.raises(CapacityError, match="more than 8 jobs waited at once"):
         replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", queue_capacity=8)
-    monkeypatch.setattr(batched, "DEFAULT_QUEUE_CAPACITY", 4)
+    monkeypatch.setattr(batched, "_capacities", lambda *a: (4, 4))  # a first guess far too small
     grown = replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to")
     assert grown.queue_capacity == J  # 4 -> 8 -> 16 -> 30 (never more than the jobs)
     np.testing.assert_array_equal(grown.start[0], 100.0 * np.arange(J))
     exact = replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", queue_capacity=J)
     np.testing.assert_array_equal(exact.start, grown.start)
+
+
+def test_running_capacity_overflow_is_an_error_and_only_overflowing_trials_rerun(monkeypatch):
+    """Sixteen one-node jobs on an 18-node machine: trial 0 runs them one after another (each
+    ends before the next arrives), trial 1 all together; a running-job buffer of 8 holds
+    trial 0 only."""
+    ft = fattree.load("ft6")
+    J = 16
+    submit = np.arange(J) * 10.0
+    estimate = np.full(J, 1000.0)
+    runtime = np.stack([np.full(J, 5.0), np.full(J, 1000.0)])
+    nodes = np.ones(J, int)
+    with pytest.raises(CapacityError, match=r"more than 8 jobs ran at once in trial\(s\) \[1\]"):
+        replay_batch(submit, runtime, estimate, nodes, ft, "easy", "ta", running_capacity=8)
+    monkeypatch.setattr(batched, "_capacities", lambda *a: (64, 4))
+    calls, run = [], batched._run
+    monkeypatch.setattr(batched, "_run", lambda *a: calls.append((len(a[1]), a[-1])) or run(*a))
+    grown = replay_batch(submit, runtime, estimate, nodes, ft, "easy", "ta")
+    assert grown.running_capacity == J  # 4 -> 8 -> 16 (= the jobs)
+    assert calls == [(2, 4), (1, 8), (1, 16)]  # (trials, capacity): trial 0 fits in 4 and is not replayed again
+    for b in range(2):  # every job starts at its submission: the machine never fills
+        np.testing.assert_array_equal(grown.start[b], submit)
+        ref = replay.simulate(submit, runtime[b], estimate, nodes, ft, policy.make("ta", ft), "easy")
+        for j in range(J):
+            np.testing.assert_array_equal(grown.alloc(b, j), np.sort(ref.alloc[j]))
+
+
+def test_first_capacities_come_from_the_count_based_schedule():
+    """Hand example: jobs 0-1 fill a 4-node machine for 100 s; jobs 2-4 (2 nodes each) arrive
+    at 10, 20, 30 and wait; the window reaches from job 2 to job 4 (3 jobs); at most 2 run at
+    once. Twice each, as a power of two, at least 32 and at most the job count (5)."""
+    submit = np.array([0.0, 0.0, 10.0, 20.0, 30.0])
+    runtime = np.array([100.0, 100.0, 50.0, 50.0, 50.0])
+    nodes = np.array([2, 2, 2, 2, 2])
+    assert batched._capacities(submit, runtime, runtime, nodes, 4, True) == (5, 5)
+    many = np.arange(200) * 1.0
+    q, c = batched._capacities(many, np.full(200, 1000.0), np.full(200, 1000.0), np.ones(200, int), 100, True)
+    # 100 run at once (one node each); the other 100 wait: window 100 -> 256, running 100 -> 256 -> cap 200.
+    assert (q, c) == (200, 200)

@@ -41,10 +41,6 @@ from fattorus.sched.policy.fattree.compiled import CompiledPolicy
 from fattorus.topology.fattree import FatTree
 
 QUEUES = ("fcfs", "easy")
-#: First queue window tried when none is given (grown by doubling on overflow).
-DEFAULT_QUEUE_CAPACITY = 512
-#: First running-job capacity tried when none is given (grown by doubling on overflow).
-DEFAULT_RUNNING_CAPACITY = 128
 
 
 class CapacityError(ValueError):
@@ -65,22 +61,23 @@ class Jobs(NamedTuple):
 
 
 class State(NamedTuple):
-    """Machine and queue of one trial between events."""
+    """Machine and queue window of one trial between events. Nothing in it is as long as the
+    log: a pass (FCFS, backfill) carries it through its loops, and under ``vmap`` every loop
+    iteration selects every array it carries."""
 
     now: jax.Array  # current event time, s
     free: jax.Array  # (N,) bool
     est_end: jax.Array  # (N,) estimated end of the job on each node, inf where free
     end: jax.Array  # (N,) actual end of the job on each node, inf where free
     node_class: jax.Array  # (N,) int8 footprint class booked on each busy node, 0 where free
-    start: jax.Array  # (J,) start times, NaN until started
-    waiting: jax.Array  # (J + Q,) bool (padded by the queue window)
+    run_est: jax.Array  # (C,) estimated ends of the running jobs, ascending, inf padded
+    run_end: jax.Array  # (C,) their actual ends, in the same order
+    wait: jax.Array  # (Q,) bool: job lo + i is waiting
     lo: jax.Array  # every job before lo has started: the queue lies in [lo, hi)
     hi: jax.Array  # jobs [0, hi) have been submitted
     overflow: jax.Array  # bool: more than Q jobs were waiting at once (results invalid)
-    run_est: jax.Array  # (C,) estimated ends of the running jobs, ascending, inf padded
-    run_end: jax.Array  # (C,) their actual ends, in the same order
     run_overflow: jax.Array  # bool: more than C jobs ran at once (results invalid)
-    log: jax.Array  # (P,) allocation log (node ids), P = sum of job sizes
+    log: jax.Array  # (P,) allocation log (node ids), P = sum of job sizes (0 when not recorded)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,15 +102,14 @@ class BatchResult:
 
 
 def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, j, sel) -> State:
-    """Start job ``j`` now on the nodes of the bool mask ``sel``."""
+    """Start job ``j`` (in the queue window) now on the nodes of the bool mask ``sel``."""
     # Insert the job into the sorted running-job buffer (a shift, not a sort).
     est, end = s.now + jobs.estimate[j], s.now + runtime[j]
     pos = jnp.sum(s.run_est <= est)
     i = jnp.arange(s.run_est.shape[0])
     shift = lambda a, v: jnp.where(i < pos, a, jnp.where(i == pos, v, jnp.roll(a, 1)))
     s = s._replace(run_est=shift(s.run_est, est), run_end=shift(s.run_end, end),
-                   run_overflow=s.run_overflow | jnp.isfinite(s.run_est[-1]))
-    s = s._replace(start=s.start.at[j].set(s.now), waiting=s.waiting.at[j].set(False))
+                   run_overflow=s.run_overflow | jnp.isfinite(s.run_est[-1]), wait=s.wait.at[j - s.lo].set(False))
     if s.log.shape[0]:  # allocations recorded
         rank = jnp.cumsum(sel) - 1
         slot = jnp.where(sel, jobs.offset[j] + rank, s.log.shape[0])  # out of range: dropped
@@ -131,22 +127,21 @@ def _window(values: jax.Array, s: State, Q: int) -> jax.Array:
     return jax.lax.dynamic_slice(values, (s.lo,), (Q,))
 
 
-def _head(s: State, Q: int) -> tuple[jax.Array, jax.Array]:
+def _head(s: State) -> tuple[jax.Array, jax.Array]:
     """Index of the first waiting job and whether there is one."""
-    w = _window(s.waiting, s, Q)
-    return s.lo + jnp.argmax(w), jnp.any(w)
+    return s.lo + jnp.argmax(s.wait), jnp.any(s.wait)
 
 
-def _fcfs(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, Q: int) -> State:
+def _fcfs(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy) -> State:
     """Start queue heads in order while the policy places them."""
 
     def fits(s: State) -> jax.Array:
-        head, some = _head(s, Q)
+        head, some = _head(s)
         n = jobs.nodes[head]
         return some & (n <= bp.limits(pol, s.free, s.node_class)[bp.size_class(pol, n)])
 
     def start_head(s: State) -> State:
-        head, _ = _head(s, Q)
+        head, _ = _head(s)
         return _start_job(s, jobs, runtime, pol, head, bp.place(pol, s.free, s.node_class, jobs.nodes[head]))
 
     return jax.lax.while_loop(fits, start_head, s)
@@ -197,46 +192,43 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
     short = s.now + _window(jobs.estimate, s, Q) <= shadow
     cls = bp.size_class(pol, nodes)
 
-    def next_candidate(carry):
+    def candidate(s: State, after):
         # Jobs that would fail are skipped in one array expression: placement is monotone in
         # the size within a class, so each class has a largest size that fits, now (short
         # jobs) or with R held (the others).
-        s, after = carry
         now_limit = bp.limits(pol, s.free, s.node_class)[cls]
         held_limit = bp.limits(pol, s.free, s.node_class, reserved, held_class)[cls]
-        ok = _window(s.waiting, s, Q) & (idx > after) & (nodes <= jnp.where(short, now_limit, held_limit))
-        i = jnp.argmax(ok)
-        return i, jnp.any(ok)
-
-    def more(carry) -> jax.Array:
-        return next_candidate(carry)[1] & jnp.any(carry[0].free)
+        ok = s.wait & (idx > after) & (nodes <= jnp.where(short, now_limit, held_limit))
+        return jnp.argmax(ok), jnp.any(ok) & jnp.any(s.free)
 
     def start_one(carry):
-        s, _ = carry
-        i, _ = next_candidate(carry)
+        s, i, _ = carry
         c = s.lo + i
-        n = jobs.nodes[c]
         # One placement for both kinds (under vmap a cond would run both): a short job
         # prefers R, a long one holds it.
-        sel = bp.place(pol, s.free, s.node_class, n, prefer=reserved & short[i], hold=reserved & ~short[i],
-                       hold_class=held_class)
-        return _start_job(s, jobs, runtime, pol, c, sel), c
+        sel = bp.place(pol, s.free, s.node_class, jobs.nodes[c], prefer=reserved & short[i],
+                       hold=reserved & ~short[i], hold_class=held_class)
+        s = _start_job(s, jobs, runtime, pol, c, sel)
+        return (s, *candidate(s, c))
 
-    s, _ = jax.lax.while_loop(more, start_one, (s, head))
+    s, _, _ = jax.lax.while_loop(lambda carry: carry[2], start_one, (s, *candidate(s, head)))
     return s
 
 
-def _step(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, Q: int) -> State:
-    """One event: release what ends now, admit what is submitted now, run one pass."""
+def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, Q: int,
+           n_jobs: int) -> tuple[State, jax.Array]:
+    """One event: release what ends now, admit what is submitted now, run one pass; the start
+    times of the jobs started are written to ``start`` (``(J + Q,)``). A trial that has
+    finished stays as it is (its next event time is inf and nothing happens at it)."""
     now = jnp.minimum(jobs.submit[s.hi], s.run_end.min())  # submit is padded with inf
     ending = s.end == now
     # The jobs ending now leave the running-job buffer; the rest move up, in order.
     stay = s.run_end != now
     to = jnp.where(stay, jnp.cumsum(stay) - 1, s.run_est.shape[0])
     compact = lambda a: jnp.full_like(a, jnp.inf).at[to].set(a, mode="drop")
-    hi = jnp.searchsorted(jobs.submit, now, side="right").astype(s.hi.dtype)
+    hi = jnp.minimum(jnp.searchsorted(jobs.submit, now, side="right"), n_jobs).astype(s.hi.dtype)
     idx = s.lo + jnp.arange(Q)
-    admitted = _window(s.waiting, s, Q) | ((idx >= s.hi) & (idx < hi))
+    admitted = s.wait | ((idx >= s.hi) & (idx < hi))
     s = s._replace(
         now=now,
         free=s.free | ending,
@@ -245,21 +237,25 @@ def _step(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: b
         node_class=jnp.where(ending, jnp.int8(0), s.node_class),
         run_est=compact(s.run_est),
         run_end=compact(s.run_end),
-        waiting=jax.lax.dynamic_update_slice(s.waiting, admitted, (s.lo,)),
+        wait=admitted,
         hi=hi,
         # A job submitted beyond the window would be silently left out: flag and stop.
         overflow=s.overflow | (hi - s.lo > Q),
     )
-    s = _fcfs(s, jobs, runtime, pol, Q)
+    s = _fcfs(s, jobs, runtime, pol)
     if easy:
-        head, some = _head(s, Q)
+        head, some = _head(s)
         s = jax.lax.cond(some & jnp.any(s.free), lambda s: _backfill(s, jobs, runtime, pol, head, Q), lambda s: s, s)
-    head, some = _head(s, Q)
-    return s._replace(lo=jnp.where(some, head, s.hi).astype(s.lo.dtype))
+    started = admitted & ~s.wait  # every job started in this event started now
+    start = jax.lax.dynamic_update_slice(start, jnp.where(started, now, _window(start, s, Q)), (s.lo,))
+    # The queue window moves to the new first waiting job.
+    head, some = _head(s)
+    lo = jnp.where(some, head, s.hi).astype(s.lo.dtype)
+    wait = jax.lax.dynamic_slice(jnp.concatenate([s.wait, jnp.zeros(Q, bool)]), (lo - s.lo,), (Q,))
+    return s._replace(lo=lo, wait=wait), start
 
 
-def _initial(jobs: Jobs, n_nodes: int, log_size: int, C: int) -> State:
-    J = jobs.submit.shape[0]  # padded length
+def _initial(n_nodes: int, log_size: int, Q: int, C: int) -> State:
     inf = jnp.full(n_nodes, jnp.inf, jnp.float64)
     return State(
         now=jnp.asarray(-jnp.inf, jnp.float64),
@@ -267,13 +263,12 @@ def _initial(jobs: Jobs, n_nodes: int, log_size: int, C: int) -> State:
         est_end=inf,
         end=inf,
         node_class=jnp.zeros(n_nodes, jnp.int8),
-        start=jnp.full(J, jnp.nan, jnp.float64),
-        waiting=jnp.zeros(J, bool),
+        run_est=jnp.full(C, jnp.inf, jnp.float64),
+        run_end=jnp.full(C, jnp.inf, jnp.float64),
+        wait=jnp.zeros(Q, bool),
         lo=jnp.asarray(0, jnp.int32),
         hi=jnp.asarray(0, jnp.int32),
         overflow=jnp.asarray(False),
-        run_est=jnp.full(C, jnp.inf, jnp.float64),
-        run_end=jnp.full(C, jnp.inf, jnp.float64),
         run_overflow=jnp.asarray(False),
         log=jnp.full(log_size, -1, jnp.int32),
     )
@@ -282,14 +277,21 @@ def _initial(jobs: Jobs, n_nodes: int, log_size: int, C: int) -> State:
 @partial(jax.jit, static_argnames=("pol", "easy", "log_size", "n_jobs", "Q", "C"))
 def _replay(jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, log_size: int, n_jobs: int,
             Q: int, C: int) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Replay one trial to the end (or to an overflow); ``vmap``-ed by :func:`replay_batch`."""
+    """Replay ``B`` trials (``runtime`` ``(B, J + Q)``) to the end or to an overflow.
+
+    The event loop runs outside ``vmap`` while any trial has work left, each iteration one
+    event of every trial: a finished trial's event changes nothing, so no per-trial select
+    over the whole state (and no select at all over the ``(B, J)`` start times) is needed."""
+    B = runtime.shape[0]
+    s0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (B, *x.shape)), _initial(pol.n_nodes, log_size, Q, C))
+    start0 = jnp.full(runtime.shape, jnp.nan, jnp.float64)
 
     def going(s: State) -> jax.Array:
-        return ((s.hi < n_jobs) | jnp.isfinite(s.run_end[0])) & ~s.overflow & ~s.run_overflow
+        return ((s.hi < n_jobs) | jnp.isfinite(s.run_end[:, 0])) & ~s.overflow & ~s.run_overflow
 
-    s = jax.lax.while_loop(going, lambda s: _step(s, jobs, runtime, pol, easy, Q),
-                           _initial(jobs, pol.n_nodes, log_size, C))
-    return s.start[:n_jobs], s.log, s.overflow, s.run_overflow
+    event = jax.vmap(lambda s, start, rt: _event(s, start, jobs, rt, pol, easy, Q, n_jobs))
+    s, start = jax.lax.while_loop(lambda c: jnp.any(going(c[0])), lambda c: event(*c, runtime), (s0, start0))
+    return start[:, :n_jobs], s.log, s.overflow, s.run_overflow
 
 
 def replay_batch(
@@ -317,11 +319,10 @@ def replay_batch(
         :class:`~fattorus.sched.policy.fattree.ta.TAParams`, without the hybrid rule).
       record_alloc: keep every job's node set (``B * sum(nodes)`` int32); off for benchmarks.
       queue_capacity: the queue window ``Q``: the most jobs that may wait at once (each
-        event's work is proportional to it). None: start from
-        ``min(J, DEFAULT_QUEUE_CAPACITY)`` and double until no trial overflows.
+        event's work is proportional to it). None: start from twice what the count-based
+        reference schedule needs (:func:`_capacities`) and double until no trial overflows.
       running_capacity: ``C``, the most jobs that may run at once (the sorted buffer of
-        estimated ends behind EASY's shadow time). None: start from
-        ``min(J, machine nodes, DEFAULT_RUNNING_CAPACITY)`` and double until no trial overflows.
+        estimated ends behind EASY's shadow time). None: as for the queue.
 
     Raises:
       CapacityError: a trial had more than ``queue_capacity`` jobs waiting, or more than
@@ -337,33 +338,69 @@ def replay_batch(
     runtime = np.atleast_2d(np.asarray(runtime, np.float64))
     _check(submit, runtime, estimate, nodes, ft.n_nodes)
     J = len(submit)
-    Q = min(J, DEFAULT_QUEUE_CAPACITY) if queue_capacity is None else int(queue_capacity)
+    most_running = max(1, min(J, ft.n_nodes))  # every running job holds a node
+    guess_q, guess_c = _capacities(submit, runtime[0], estimate, nodes, ft.n_nodes, queue == "easy")
+    Q = guess_q if queue_capacity is None else int(queue_capacity)
+    C = min(most_running, guess_c) if running_capacity is None else int(running_capacity)
     if Q < 1:
         raise ValueError(f"replay_batch: queue_capacity must be a positive integer, got {queue_capacity!r}")
-    most_running = min(J, ft.n_nodes)  # every running job holds a node
-    C = min(most_running, DEFAULT_RUNNING_CAPACITY) if running_capacity is None else int(running_capacity)
     if C < 1:
         raise ValueError(f"replay_batch: running_capacity must be a positive integer, got {running_capacity!r}")
+    B = len(runtime)
+    start = np.full((B, J), np.nan)
+    log = np.full((B, int(nodes.sum()) if record_alloc else 0), -1, np.int32)
+    todo = np.arange(B)
     while True:
-        start, log, overflow, run_overflow = _run(submit, runtime, estimate, nodes, pol, queue == "easy",
-                                                  record_alloc, Q, C)
+        got, got_log, overflow, run_overflow = _run(submit, runtime[todo], estimate, nodes, pol, queue == "easy",
+                                                    record_alloc, Q, C)
+        ok = ~overflow & ~run_overflow
+        start[todo[ok]], log[todo[ok]] = got[ok], got_log[ok]
+        if ok.all():
+            break
+        # A trial that overflowed is replayed again with the capacity it ran out of doubled
+        # (the others' results stand): never a silently truncated queue.
         if overflow.any():
             if queue_capacity is not None or Q >= J:
                 raise CapacityError(
                     f"replay_batch: more than {Q} jobs waited at once in trial(s) "
-                    f"{np.flatnonzero(overflow)[:5].tolist()}: raise queue_capacity (at most {J} needed)")
-            Q = min(J, 2 * Q)  # chosen from the workload: grow until every trial fits
-        elif run_overflow.any():
+                    f"{todo[overflow][:5].tolist()}: raise queue_capacity (at most {J} needed)")
+            Q = min(J, 2 * Q)
+        if run_overflow.any():
             if running_capacity is not None or C >= most_running:
                 raise CapacityError(
                     f"replay_batch: more than {C} jobs ran at once in trial(s) "
-                    f"{np.flatnonzero(run_overflow)[:5].tolist()}: raise running_capacity "
+                    f"{todo[run_overflow][:5].tolist()}: raise running_capacity "
                     f"(at most {most_running} needed)")
             C = min(most_running, 2 * C)
-        else:
-            break
+        todo = todo[~ok]
     offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
     return BatchResult(start, log if record_alloc else None, offset, nodes, Q, C)
+
+
+def _capacities(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, nodes: np.ndarray, n_nodes: int,
+                easy: bool) -> tuple[int, int]:
+    """First queue window and running-job capacity to try, from the workload: twice what the
+    count-based reference schedule (:mod:`fattorus.sched.reference`, one trial's run times)
+    needs, as a power of two (at least 32, at most the job count). An estimate only: a trial
+    that needs more is replayed with more (:func:`replay_batch`)."""
+    from fattorus.sched import reference
+
+    J = len(submit)
+    if J == 0:
+        return 1, 1
+    start = np.asarray(reference.schedule(submit.tolist(), runtime.tolist(), estimate.tolist(), nodes.tolist(),
+                                          n_nodes, easy), np.float64)
+    # At a submission time t the window must reach from the first job still waiting before t
+    # (the first whose start is not before t: a prefix maximum turns that into a search) to
+    # the last job submitted by t.
+    lo = np.searchsorted(np.maximum.accumulate(start), submit, side="left")
+    hi = np.searchsorted(submit, submit, side="right")
+    span = int((hi - lo).max())
+    # Jobs running at once: at most the count just after each start.
+    ends = np.sort(start + runtime)
+    running = np.arange(1, J + 1) - np.searchsorted(ends, np.sort(start), side="right")
+    pow2 = lambda n: 1 << max(5, int(2 * n - 1).bit_length())
+    return min(J, pow2(span)), min(J, pow2(int(running.max())))
 
 
 def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, record_alloc: bool, Q: int, C: int):
@@ -376,8 +413,7 @@ def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, reco
         jobs = Jobs(jnp.asarray(pad(submit, np.inf)), jnp.asarray(pad(estimate, 0.0)),
                     jnp.asarray(pad(nodes, 1), jnp.int32), jnp.asarray(pad(offset, 0)))
         rt = jnp.asarray(np.concatenate([runtime, np.ones((len(runtime), Q))], axis=1))
-        run = jax.vmap(lambda r: _replay(jobs, r, pol, easy, log_size, J, Q, C))
-        return tuple(np.asarray(x) for x in run(rt))
+        return tuple(np.asarray(x) for x in _replay(jobs, rt, pol, easy, log_size, J, Q, C))
 
 
 def _check(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, nodes: np.ndarray, n_nodes: int) -> None:
