@@ -61,7 +61,7 @@ class Jobs(NamedTuple):
 
 
 class State(NamedTuple):
-    """Machine and queue window of one trial between events. Nothing in it is as long as the
+    """Machine and queue of one trial between events. Nothing in it is as long as the
     log: a pass (FCFS, backfill) carries it through its loops, and under ``vmap`` every loop
     iteration selects every array it carries."""
 
@@ -72,8 +72,8 @@ class State(NamedTuple):
     node_class: jax.Array  # (N,) int8 footprint class booked on each busy node, 0 where free
     run_est: jax.Array  # (C,) estimated ends of the running jobs, ascending, inf padded
     run_end: jax.Array  # (C,) their actual ends, in the same order
-    wait: jax.Array  # (Q,) bool: job lo + i is waiting
-    lo: jax.Array  # every job before lo has started: the queue lies in [lo, hi)
+    queue: jax.Array  # (Q,) int32 ids of the waiting jobs, ascending (submission order), then padding
+    wait: jax.Array  # (Q,) bool: queue entry i is a job still waiting
     hi: jax.Array  # jobs [0, hi) have been submitted
     overflow: jax.Array  # bool: more than Q jobs were waiting at once (results invalid)
     run_overflow: jax.Array  # bool: more than C jobs ran at once (results invalid)
@@ -83,7 +83,7 @@ class State(NamedTuple):
 @dataclasses.dataclass(frozen=True)
 class BatchResult:
     """Per trial: ``start`` ``(B, J)`` seconds and, if recorded, ``alloc(b, j)`` node ids;
-    ``queue_capacity``/``running_capacity``: the queue window and the running-job buffer the
+    ``queue_capacity``/``running_capacity``: the queue and running-job capacities the
     batch ran with."""
 
     start: np.ndarray
@@ -101,15 +101,16 @@ class BatchResult:
         return self.log[trial, o:o + int(self.nodes[job])]
 
 
-def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, j, sel) -> State:
-    """Start job ``j`` (in the queue window) now on the nodes of the bool mask ``sel``."""
+def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, p, sel) -> State:
+    """Start the job at queue entry ``p`` now on the nodes of the bool mask ``sel``."""
+    j = s.queue[p]
     # Insert the job into the sorted running-job buffer (a shift, not a sort).
     est, end = s.now + jobs.estimate[j], s.now + runtime[j]
     pos = jnp.sum(s.run_est <= est)
     i = jnp.arange(s.run_est.shape[0])
     shift = lambda a, v: jnp.where(i < pos, a, jnp.where(i == pos, v, jnp.roll(a, 1)))
     s = s._replace(run_est=shift(s.run_est, est), run_end=shift(s.run_end, end),
-                   run_overflow=s.run_overflow | jnp.isfinite(s.run_est[-1]), wait=s.wait.at[j - s.lo].set(False))
+                   run_overflow=s.run_overflow | jnp.isfinite(s.run_est[-1]), wait=s.wait.at[p].set(False))
     if s.log.shape[0]:  # allocations recorded
         rank = jnp.cumsum(sel) - 1
         slot = jnp.where(sel, jobs.offset[j] + rank, s.log.shape[0])  # out of range: dropped
@@ -122,27 +123,22 @@ def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, j,
     )
 
 
-def _window(values: jax.Array, s: State, Q: int) -> jax.Array:
-    """The ``Q`` entries of a per-job array from the queue's first job on (``lo``)."""
-    return jax.lax.dynamic_slice(values, (s.lo,), (Q,))
-
-
 def _head(s: State) -> tuple[jax.Array, jax.Array]:
-    """Index of the first waiting job and whether there is one."""
-    return s.lo + jnp.argmax(s.wait), jnp.any(s.wait)
+    """Queue entry of the first waiting job and whether there is one."""
+    return jnp.argmax(s.wait), jnp.any(s.wait)
 
 
 def _fcfs(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy) -> State:
     """Start queue heads in order while the policy places them."""
 
     def fits(s: State) -> jax.Array:
-        head, some = _head(s)
-        n = jobs.nodes[head]
+        p, some = _head(s)
+        n = jobs.nodes[s.queue[p]]
         return some & (n <= bp.limits(pol, s.free, s.node_class)[bp.size_class(pol, n)])
 
     def start_head(s: State) -> State:
-        head, _ = _head(s)
-        return _start_job(s, jobs, runtime, pol, head, bp.place(pol, s.free, s.node_class, jobs.nodes[head]))
+        p, _ = _head(s)
+        return _start_job(s, jobs, runtime, pol, p, bp.place(pol, s.free, s.node_class, jobs.nodes[s.queue[p]]))
 
     return jax.lax.while_loop(fits, start_head, s)
 
@@ -179,17 +175,17 @@ def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
     return times[lo]
 
 
-def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, head, Q: int) -> State:
-    """EASY's backfill pass behind a blocked ``head`` (see the module docstring)."""
-    n_head = jobs.nodes[head]
+def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, head) -> State:
+    """EASY's backfill pass behind the blocked job at queue entry ``head`` (module docstring)."""
+    n_head = jobs.nodes[s.queue[head]]
     shadow = _shadow(s, pol, n_head)
     free_then, class_then, released = _future(s, shadow)
     reserved = bp.place(pol, free_then, class_then, n_head, prefer=released)
     held_class = bp.footprint_class(pol, reserved)
-    # Candidates are the queue window's jobs; the window does not move during a pass.
-    idx = s.lo + jnp.arange(Q)
-    nodes = _window(jobs.nodes, s, Q)
-    short = s.now + _window(jobs.estimate, s, Q) <= shadow
+    # Candidates are the queue's jobs, in queue order; the queue does not move during a pass.
+    idx = jnp.arange(s.queue.shape[0])
+    nodes = jobs.nodes[s.queue]
+    short = s.now + jobs.estimate[s.queue] <= shadow
     cls = bp.size_class(pol, nodes)
 
     def candidate(s: State, after):
@@ -203,23 +199,22 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
 
     def start_one(carry):
         s, i, _ = carry
-        c = s.lo + i
         # One placement for both kinds (under vmap a cond would run both): a short job
         # prefers R, a long one holds it.
-        sel = bp.place(pol, s.free, s.node_class, jobs.nodes[c], prefer=reserved & short[i],
+        sel = bp.place(pol, s.free, s.node_class, nodes[i], prefer=reserved & short[i],
                        hold=reserved & ~short[i], hold_class=held_class)
-        s = _start_job(s, jobs, runtime, pol, c, sel)
-        return (s, *candidate(s, c))
+        s = _start_job(s, jobs, runtime, pol, i, sel)
+        return (s, *candidate(s, i))
 
     s, _, _ = jax.lax.while_loop(lambda carry: carry[2], start_one, (s, *candidate(s, head)))
     return s
 
 
-def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, Q: int,
+def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool,
            n_jobs: int) -> tuple[State, jax.Array]:
     """One event: release what ends now, admit what is submitted now, run one pass; the start
-    times of the jobs started are written to ``start`` (``(J + Q,)``). A trial that has
-    finished stays as it is (its next event time is inf and nothing happens at it)."""
+    times of the jobs started are written to ``start``. A trial that has finished stays as it
+    is (its next event time is inf and nothing happens at it)."""
     now = jnp.minimum(jobs.submit[s.hi], s.run_end.min())  # submit is padded with inf
     ending = s.end == now
     # The jobs ending now leave the running-job buffer; the rest move up, in order.
@@ -227,8 +222,11 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
     to = jnp.where(stay, jnp.cumsum(stay) - 1, s.run_est.shape[0])
     compact = lambda a: jnp.full_like(a, jnp.inf).at[to].set(a, mode="drop")
     hi = jnp.minimum(jnp.searchsorted(jobs.submit, now, side="right"), n_jobs).astype(s.hi.dtype)
-    idx = s.lo + jnp.arange(Q)
-    admitted = s.wait | ((idx >= s.hi) & (idx < hi))
+    # The jobs submitted now join the end of the queue (it stays in submission order).
+    Q = s.queue.shape[0]
+    i = jnp.arange(Q, dtype=s.queue.dtype)
+    qlen = jnp.sum(s.wait, dtype=s.queue.dtype)
+    new = (i >= qlen) & (i < qlen + hi - s.hi)
     s = s._replace(
         now=now,
         free=s.free | ending,
@@ -237,25 +235,26 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
         node_class=jnp.where(ending, jnp.int8(0), s.node_class),
         run_est=compact(s.run_est),
         run_end=compact(s.run_end),
-        wait=admitted,
+        queue=jnp.where(new, s.hi + i - qlen, s.queue),
+        wait=s.wait | new,
         hi=hi,
-        # A job submitted beyond the window would be silently left out: flag and stop.
-        overflow=s.overflow | (hi - s.lo > Q),
+        # A job that finds the queue full would be silently left out: flag and stop.
+        overflow=s.overflow | (qlen + hi - s.hi > Q),
     )
+    admitted = s.wait
     s = _fcfs(s, jobs, runtime, pol)
     if easy:
         head, some = _head(s)
-        s = jax.lax.cond(some & jnp.any(s.free), lambda s: _backfill(s, jobs, runtime, pol, head, Q), lambda s: s, s)
+        s = jax.lax.cond(some & jnp.any(s.free), lambda s: _backfill(s, jobs, runtime, pol, head), lambda s: s, s)
     started = admitted & ~s.wait  # every job started in this event started now
-    start = jax.lax.dynamic_update_slice(start, jnp.where(started, now, _window(start, s, Q)), (s.lo,))
-    # The queue window moves to the new first waiting job.
-    head, some = _head(s)
-    lo = jnp.where(some, head, s.hi).astype(s.lo.dtype)
-    wait = jax.lax.dynamic_slice(jnp.concatenate([s.wait, jnp.zeros(Q, bool)]), (lo - s.lo,), (Q,))
-    return s._replace(lo=lo, wait=wait), start
+    start = start.at[jnp.where(started, s.queue, start.shape[0])].set(now, mode="drop")
+    # The jobs still waiting move to the front of the queue, in order.
+    to = jnp.where(s.wait, jnp.cumsum(s.wait) - 1, Q)
+    queue = jnp.full_like(s.queue, n_jobs).at[to].set(s.queue, mode="drop")
+    return s._replace(queue=queue, wait=i < jnp.sum(s.wait)), start
 
 
-def _initial(n_nodes: int, log_size: int, Q: int, C: int) -> State:
+def _initial(n_nodes: int, log_size: int, Q: int, C: int, n_jobs: int) -> State:
     inf = jnp.full(n_nodes, jnp.inf, jnp.float64)
     return State(
         now=jnp.asarray(-jnp.inf, jnp.float64),
@@ -265,8 +264,8 @@ def _initial(n_nodes: int, log_size: int, Q: int, C: int) -> State:
         node_class=jnp.zeros(n_nodes, jnp.int8),
         run_est=jnp.full(C, jnp.inf, jnp.float64),
         run_end=jnp.full(C, jnp.inf, jnp.float64),
+        queue=jnp.full(Q, n_jobs, jnp.int32),
         wait=jnp.zeros(Q, bool),
-        lo=jnp.asarray(0, jnp.int32),
         hi=jnp.asarray(0, jnp.int32),
         overflow=jnp.asarray(False),
         run_overflow=jnp.asarray(False),
@@ -283,13 +282,13 @@ def _replay(jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, log
     event of every trial: a finished trial's event changes nothing, so no per-trial select
     over the whole state (and no select at all over the ``(B, J)`` start times) is needed."""
     B = runtime.shape[0]
-    s0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (B, *x.shape)), _initial(pol.n_nodes, log_size, Q, C))
+    s0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (B, *x.shape)), _initial(pol.n_nodes, log_size, Q, C, n_jobs))
     start0 = jnp.full(runtime.shape, jnp.nan, jnp.float64)
 
     def going(s: State) -> jax.Array:
         return ((s.hi < n_jobs) | jnp.isfinite(s.run_end[:, 0])) & ~s.overflow & ~s.run_overflow
 
-    event = jax.vmap(lambda s, start, rt: _event(s, start, jobs, rt, pol, easy, Q, n_jobs))
+    event = jax.vmap(lambda s, start, rt: _event(s, start, jobs, rt, pol, easy, n_jobs))
     s, start = jax.lax.while_loop(lambda c: jnp.any(going(c[0])), lambda c: event(*c, runtime), (s0, start0))
     return start[:, :n_jobs], s.log, s.overflow, s.run_overflow
 
@@ -318,8 +317,8 @@ def replay_batch(
       queue: ``"easy"`` or ``"fcfs"``; policy: ``"to"`` or ``"ta"`` (``params``: its
         :class:`~fattorus.sched.policy.fattree.ta.TAParams`, without the hybrid rule).
       record_alloc: keep every job's node set (``B * sum(nodes)`` int32); off for benchmarks.
-      queue_capacity: the queue window ``Q``: the most jobs that may wait at once (each
-        event's work is proportional to it). None: start from twice what the count-based
+      queue_capacity: ``Q``, the most jobs that may wait at once (each event's work is
+        proportional to it). None: start from twice what the count-based
         reference schedule needs (:func:`_capacities`) and double until no trial overflows.
       running_capacity: ``C``, the most jobs that may run at once (the sorted buffer of
         estimated ends behind EASY's shadow time). None: as for the queue.
@@ -379,7 +378,7 @@ def replay_batch(
 
 def _capacities(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, nodes: np.ndarray, n_nodes: int,
                 easy: bool) -> tuple[int, int]:
-    """First queue window and running-job capacity to try, from the workload: twice what the
+    """First queue and running-job capacities to try, from the workload: twice what the
     count-based reference schedule (:mod:`fattorus.sched.reference`, one trial's run times)
     needs, as a power of two (at least 32, at most the job count). An estimate only: a trial
     that needs more is replayed with more (:func:`replay_batch`)."""
@@ -390,21 +389,19 @@ def _capacities(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, n
         return 1, 1
     start = np.asarray(reference.schedule(submit.tolist(), runtime.tolist(), estimate.tolist(), nodes.tolist(),
                                           n_nodes, easy), np.float64)
-    # At a submission time t the window must reach from the first job still waiting before t
-    # (the first whose start is not before t: a prefix maximum turns that into a search) to
-    # the last job submitted by t.
-    lo = np.searchsorted(np.maximum.accumulate(start), submit, side="left")
-    hi = np.searchsorted(submit, submit, side="right")
-    span = int((hi - lo).max())
+    # At a submission time t the queue holds the jobs submitted by t that had not started
+    # before t.
+    waiting = np.searchsorted(submit, submit, side="right") - np.searchsorted(np.sort(start), submit, side="left")
+    most_waiting = int(waiting.max())
     # Jobs running at once: at most the count just after each start.
     ends = np.sort(start + runtime)
     running = np.arange(1, J + 1) - np.searchsorted(ends, np.sort(start), side="right")
     pow2 = lambda n: 1 << max(5, int(2 * n - 1).bit_length())
-    return min(J, pow2(span)), min(J, pow2(int(running.max())))
+    return min(J, pow2(most_waiting)), min(J, pow2(int(running.max())))
 
 
 def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, record_alloc: bool, Q: int, C: int):
-    """Pad the per-job arrays by the queue window and run the compiled batch."""
+    """Pad the per-job arrays and run the compiled batch."""
     J = len(submit)
     offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
     pad = lambda a, v: np.concatenate([a, np.full(Q, v, a.dtype)])
