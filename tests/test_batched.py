@@ -172,3 +172,36 @@ def test_first_capacities_come_from_the_count_based_schedule():
     q, c = batched._capacities(many, np.full(200, 1000.0), np.full(200, 1000.0), np.ones(200, int), 100, True)
     # 100 run at once (one node each); the other 100 wait: window 100 -> 256, running 100 -> 256 -> cap 200.
     assert (q, c) == (200, 200)
+
+
+def test_trials_split_over_several_cpu_devices_give_the_same_schedules():
+    """With one CPU device per core (fattorus.devices.use_cpu_cores in a fresh process; at
+    least two) a batch of 37 trials goes in chunks of CHUNK over them, the last chunk padded: every trial's start times
+    and node sets still equal the NumPy engine's, in trial order."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import jax\nfrom fattorus import devices\n"
+        "if devices.usable_cores() >= 2:\n    devices.use_cpu_cores()\n"
+        "else:  # a one-core machine: two devices all the same\n    jax.config.update('jax_num_cpu_devices', 2)\n"
+        "import numpy as np\nassert len(jax.devices()) >= 2, jax.devices()\n"
+        "from fattorus.sched import batched, policy, replay\nfrom fattorus.topology import fattree\n"
+        "ft = fattree.load('ft6')\nrng = np.random.default_rng(3)\nJ = 60\n"
+        "submit = np.sort(rng.uniform(0, 2000, J))\nestimate = rng.uniform(50, 400, J)\n"
+        "nodes = rng.integers(1, ft.n_nodes + 1, J)\n"
+        "runtime = estimate[None] * rng.uniform(0.1, 1.0, (37, J))\n"
+        "got = batched.replay_batch(submit, runtime, estimate, nodes, ft, 'easy', 'ta')\n"
+        "assert batched.CHUNK < 37\n"
+        "for b in range(37):\n"
+        "    ref = replay.simulate(submit, runtime[b], estimate, nodes, ft, policy.make('ta', ft), 'easy')\n"
+        "    assert np.array_equal(ref.start, got.start[b]), b\n"
+        "    assert all(np.array_equal(np.sort(ref.alloc[j]), got.alloc(b, j)) for j in range(J)), b\n"
+        "print('ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env["JAX_PLATFORMS"] = "cpu"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"

@@ -27,7 +27,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from fattorus import paths
+from fattorus import devices, paths
 from fattorus.app import cli
 from fattorus.app import config as config_mod
 from fattorus.app import outputs
@@ -409,6 +409,7 @@ def _squash(text: Any) -> str:
 
 def main() -> None:
     """Entry point: runs the Hydra app and turns every configuration error into one line."""
+    devices.use_cpu_cores()  # trials=N splits its batches over them
     cli.run_main(_app, "fattorus.sweep", (UserError,), (RunError,))
 
 

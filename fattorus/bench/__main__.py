@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from fattorus import paths
+from fattorus import devices, paths
 from fattorus.files import atomic_write
 
 SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow", "dragonfly", "qos")
@@ -155,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run, not a measurement")
     parser.add_argument("--out", default=str(paths.results_dir() / "bench"), help="output directory")
     args = parser.parse_args(argv)
+    devices.use_cpu_cores()  # the batched section splits its trials over them
 
     available = available_sections()
     if args.only:

@@ -29,6 +29,8 @@ would round submission times of a months-long log to whole seconds or worse.
 from __future__ import annotations
 
 import dataclasses
+import queue as queue_mod
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple
 
@@ -41,6 +43,8 @@ from fattorus.sched.policy.fattree.compiled import CompiledPolicy
 from fattorus.topology.fattree import FatTree
 
 QUEUES = ("fcfs", "easy")
+#: Trials per compiled call (see :func:`_run`).
+CHUNK = 16
 
 
 class CapacityError(ValueError):
@@ -206,8 +210,7 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
         s = _start_job(s, jobs, runtime, pol, i, sel)
         return (s, *candidate(s, i))
 
-    s, _, _ = jax.lax.while_loop(lambda carry: carry[2], start_one, (s, *candidate(s, head)))
-    return s
+    return jax.lax.while_loop(lambda carry: carry[2], start_one, (s, *candidate(s, head)))[0]
 
 
 def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool,
@@ -401,16 +404,51 @@ def _capacities(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, n
 
 
 def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, record_alloc: bool, Q: int, C: int):
-    """Pad the per-job arrays and run the compiled batch."""
+    """Pad the per-job arrays and run the compiled batch: split over the default backend's
+    devices when it has several (one CPU device per core, :mod:`fattorus.devices`), each part
+    in its own thread (XLA's CPU backend runs one computation on one core)."""
     J = len(submit)
     offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
     pad = lambda a, v: np.concatenate([a, np.full(Q, v, a.dtype)])
     log_size = int(nodes.sum()) if record_alloc else 0
-    with jax.enable_x64(True):
-        jobs = Jobs(jnp.asarray(pad(submit, np.inf)), jnp.asarray(pad(estimate, 0.0)),
-                    jnp.asarray(pad(nodes, 1), jnp.int32), jnp.asarray(pad(offset, 0)))
-        rt = jnp.asarray(np.concatenate([runtime, np.ones((len(runtime), Q))], axis=1))
-        return tuple(np.asarray(x) for x in _replay(jobs, rt, pol, easy, log_size, J, Q, C))
+    rt = np.concatenate([runtime, np.ones((len(runtime), Q))], axis=1)
+    devices = jax.devices()[:-(-len(rt) // CHUNK)]
+
+    def part(rows: np.ndarray, device) -> tuple[np.ndarray, ...]:
+        with jax.enable_x64(True), jax.default_device(device):
+            jobs = Jobs(jnp.asarray(pad(submit, np.inf)), jnp.asarray(pad(estimate, 0.0)),
+                        jnp.asarray(pad(nodes, 1), jnp.int32), jnp.asarray(pad(offset, 0)))
+            out = _replay(jobs, jnp.asarray(rows), pol, easy, log_size, J, Q, C)
+            return tuple(np.asarray(x) for x in out)
+
+    # Trials go in chunks of CHUNK (the last padded with copies of its last row, dropped
+    # after: one compiled shape), each device taking the next chunk when it is free. Why
+    # chunks: lockstep trials wait for the slowest of their chunk, and a large chunk's state
+    # leaves the CPU caches (measured on 2 cores: 16-32 trials per call 10-15 % faster per
+    # trial than 128).
+    if len(rt) <= CHUNK:
+        chunks, keep = [rt], len(rt)
+    else:
+        n_chunks = -(-len(rt) // CHUNK)
+        padded = np.concatenate([rt, np.repeat(rt[-1:], n_chunks * CHUNK - len(rt), axis=0)])
+        chunks, keep = np.split(padded, n_chunks), len(rt)
+    if len(devices) == 1:
+        parts = [part(c, devices[0]) for c in chunks]
+    else:
+        free = queue_mod.SimpleQueue()
+        for d in devices:
+            free.put(d)
+
+        def on_free_device(rows: np.ndarray) -> tuple[np.ndarray, ...]:
+            device = free.get()
+            try:
+                return part(rows, device)
+            finally:
+                free.put(device)
+
+        with ThreadPoolExecutor(len(devices)) as pool:
+            parts = list(pool.map(on_free_device, chunks))
+    return tuple(np.concatenate(x)[:keep] for x in zip(*parts))
 
 
 def _check(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, nodes: np.ndarray, n_nodes: int) -> None:
