@@ -74,6 +74,7 @@ class State(NamedTuple):
     est_end: jax.Array  # (N,) estimated end of the job on each node, inf where free
     end: jax.Array  # (N,) actual end of the job on each node, inf where free
     node_class: jax.Array  # (N,) int8 footprint class booked on each busy node, 0 where free
+    counts: bp.Counts  # per-leaf free / T2 / T3 node counts of free and node_class, kept up to date
     run_est: jax.Array  # (C,) estimated ends of the running jobs, ascending, inf padded
     run_end: jax.Array  # (C,) their actual ends, in the same order
     queue: jax.Array  # (Q,) int32 ids of the waiting jobs, ascending (submission order), then padding
@@ -105,8 +106,10 @@ class BatchResult:
         return self.log[trial, o:o + int(self.nodes[job])]
 
 
-def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, p, sel) -> State:
-    """Start the job at queue entry ``p`` now on the nodes of the bool mask ``sel``."""
+def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, p, placed) -> State:
+    """Start the job at queue entry ``p`` now on ``placed`` (node mask, nodes per leaf)."""
+    sel, taken = placed
+    cls = bp.footprint_class(pol, taken)
     j = s.queue[p]
     # Insert the job into the sorted running-job buffer (a shift, not a sort).
     est, end = s.now + jobs.estimate[j], s.now + runtime[j]
@@ -121,7 +124,8 @@ def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, p,
         s = s._replace(log=s.log.at[slot].set(jnp.arange(sel.shape[0], dtype=s.log.dtype), mode="drop"))
     return s._replace(
         free=s.free & ~sel,
-        node_class=jnp.where(sel, bp.footprint_class(pol, sel), s.node_class),
+        node_class=jnp.where(sel, cls, s.node_class),
+        counts=s.counts + bp.booked(pol, taken, cls),
         est_end=jnp.where(sel, est, s.est_end),
         end=jnp.where(sel, end, s.end),
     )
@@ -138,20 +142,21 @@ def _fcfs(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy) -> Stat
     def fits(s: State) -> jax.Array:
         p, some = _head(s)
         n = jobs.nodes[s.queue[p]]
-        return some & (n <= bp.limits(pol, s.free, s.node_class)[bp.size_class(pol, n)])
+        return some & (n <= bp.limits(pol, s.counts)[bp.size_class(pol, n)])
 
     def start_head(s: State) -> State:
         p, _ = _head(s)
-        return _start_job(s, jobs, runtime, pol, p, bp.place(pol, s.free, s.node_class, jobs.nodes[s.queue[p]]))
+        return _start_job(s, jobs, runtime, pol, p, bp.place(pol, s.free, s.counts, jobs.nodes[s.queue[p]]))
 
     return jax.lax.while_loop(fits, start_head, s)
 
 
-def _future(s: State, t) -> tuple[jax.Array, jax.Array, jax.Array]:
+def _future(s: State, pol: CompiledPolicy, t) -> tuple[jax.Array, bp.Counts, jax.Array]:
     """The machine once every node whose job ends (by its estimate) at or before ``t`` is free:
-    free mask, node classes, and the released nodes."""
+    free mask, per-leaf counts, and the released nodes."""
     released = s.est_end <= t
-    return s.free | released, jnp.where(released, jnp.int8(0), s.node_class), released
+    gone = bp.leaf_counts(pol, released, jnp.where(released, s.node_class, jnp.int8(0)))
+    return s.free | released, bp.Counts(s.counts.free + gone.free, s.counts.t2 - gone.t2, s.counts.t3 - gone.t3), released
 
 
 def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
@@ -165,8 +170,7 @@ def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
     cls = bp.size_class(pol, n)
 
     def feasible(i):
-        free, node_class, _ = _future(s, times[i])
-        return bp.limits(pol, free, node_class)[cls] >= n
+        return bp.limits(pol, _future(s, pol, times[i])[1])[cls] >= n
 
     def halve(bounds):
         lo, hi = bounds
@@ -183,9 +187,9 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
     """EASY's backfill pass behind the blocked job at queue entry ``head`` (module docstring)."""
     n_head = jobs.nodes[s.queue[head]]
     shadow = _shadow(s, pol, n_head)
-    free_then, class_then, released = _future(s, shadow)
-    reserved = bp.place(pol, free_then, class_then, n_head, prefer=released)
-    held_class = bp.footprint_class(pol, reserved)
+    free_then, counts_then, released = _future(s, pol, shadow)
+    reserved, reserved_taken = bp.place(pol, free_then, counts_then, n_head, prefer=released)
+    held_class = bp.footprint_class(pol, reserved_taken)
     # Candidates are the queue's jobs, in queue order; the queue does not move during a pass.
     idx = jnp.arange(s.queue.shape[0])
     nodes = jobs.nodes[s.queue]
@@ -196,8 +200,8 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
         # Jobs that would fail are skipped in one array expression: placement is monotone in
         # the size within a class, so each class has a largest size that fits, now (short
         # jobs) or with R held (the others).
-        now_limit = bp.limits(pol, s.free, s.node_class)[cls]
-        held_limit = bp.limits(pol, s.free, s.node_class, reserved, held_class)[cls]
+        now_limit = bp.limits(pol, s.counts)[cls]
+        held_limit = bp.limits(pol, bp.held(pol, s.counts, s.free, reserved, held_class))[cls]
         ok = s.wait & (idx > after) & (nodes <= jnp.where(short, now_limit, held_limit))
         return jnp.argmax(ok), jnp.any(ok) & jnp.any(s.free)
 
@@ -205,9 +209,11 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
         s, i, _ = carry
         # One placement for both kinds (under vmap a cond would run both): a short job
         # prefers R, a long one holds it.
-        sel = bp.place(pol, s.free, s.node_class, nodes[i], prefer=reserved & short[i],
-                       hold=reserved & ~short[i], hold_class=held_class)
-        s = _start_job(s, jobs, runtime, pol, i, sel)
+        hold = reserved & ~short[i]
+        counts = jax.tree.map(lambda a, b: jnp.where(short[i], a, b), s.counts,
+                              bp.held(pol, s.counts, s.free, reserved, held_class))
+        placed = bp.place(pol, s.free & ~hold, counts, nodes[i], prefer=reserved & short[i])
+        s = _start_job(s, jobs, runtime, pol, i, placed)
         return (s, *candidate(s, i))
 
     return jax.lax.while_loop(lambda carry: carry[2], start_one, (s, *candidate(s, head)))[0]
@@ -220,6 +226,7 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
     is (its next event time is inf and nothing happens at it)."""
     now = jnp.minimum(jobs.submit[s.hi], s.run_end.min())  # submit is padded with inf
     ending = s.end == now
+    gone = bp.leaf_counts(pol, ending, jnp.where(ending, s.node_class, jnp.int8(0)))
     # The jobs ending now leave the running-job buffer; the rest move up, in order.
     stay = s.run_end != now
     to = jnp.where(stay, jnp.cumsum(stay) - 1, s.run_est.shape[0])
@@ -236,6 +243,7 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
         est_end=jnp.where(ending, jnp.inf, s.est_end),
         end=jnp.where(ending, jnp.inf, s.end),
         node_class=jnp.where(ending, jnp.int8(0), s.node_class),
+        counts=s.counts - bp.Counts(-gone.free, gone.t2, gone.t3),
         run_est=compact(s.run_est),
         run_end=compact(s.run_end),
         queue=jnp.where(new, s.hi + i - qlen, s.queue),
@@ -257,7 +265,7 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
     return s._replace(queue=queue, wait=i < jnp.sum(s.wait)), start
 
 
-def _initial(n_nodes: int, log_size: int, Q: int, C: int, n_jobs: int) -> State:
+def _initial(n_nodes: int, n_leaves: int, log_size: int, Q: int, C: int, n_jobs: int) -> State:
     inf = jnp.full(n_nodes, jnp.inf, jnp.float64)
     return State(
         now=jnp.asarray(-jnp.inf, jnp.float64),
@@ -265,6 +273,8 @@ def _initial(n_nodes: int, log_size: int, Q: int, C: int, n_jobs: int) -> State:
         est_end=inf,
         end=inf,
         node_class=jnp.zeros(n_nodes, jnp.int8),
+        counts=bp.Counts(jnp.full(n_leaves, n_nodes // n_leaves, jnp.int32), jnp.zeros(n_leaves, jnp.int32),
+                         jnp.zeros(n_leaves, jnp.int32)),
         run_est=jnp.full(C, jnp.inf, jnp.float64),
         run_end=jnp.full(C, jnp.inf, jnp.float64),
         queue=jnp.full(Q, n_jobs, jnp.int32),
@@ -285,7 +295,7 @@ def _replay(jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, log
     event of every trial: a finished trial's event changes nothing, so no per-trial select
     over the whole state (and no select at all over the ``(B, J)`` start times) is needed."""
     B = runtime.shape[0]
-    s0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (B, *x.shape)), _initial(pol.n_nodes, log_size, Q, C, n_jobs))
+    s0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (B, *x.shape)), _initial(pol.n_nodes, pol.n_leaves, log_size, Q, C, n_jobs))
     start0 = jnp.full(runtime.shape, jnp.nan, jnp.float64)
 
     def going(s: State) -> jax.Array:

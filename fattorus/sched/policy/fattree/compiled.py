@@ -19,6 +19,7 @@ and, through :func:`limits`, feasibility on a future machine for the shadow time
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -78,10 +79,50 @@ def size_class(pol: CompiledPolicy, n):
 # leaf only.
 
 
-def _take_rows(free2d: jax.Array, take: jax.Array) -> jax.Array:
-    """Node mask ``(R, b)``: in row ``i`` the ``take[i]`` lowest free nodes of ``free2d``, where
-    every row takes all its free nodes or none except at most one (a prefix of an order)."""
-    count = free2d.sum(axis=1, dtype=jnp.int32)
+class Counts(NamedTuple):
+    """Per-leaf node counts of one machine, ``(n_leaves,)`` int32 each: free nodes, and busy
+    nodes booked under footprint class T2 and T3. The engine keeps them up to date as jobs
+    start and end, so a policy's questions cost per-leaf, not per-node, work."""
+
+    free: jax.Array
+    t2: jax.Array
+    t3: jax.Array
+
+    def __add__(self, other: "Counts") -> "Counts":  # type: ignore[override]
+        return Counts(self.free + other.free, self.t2 + other.t2, self.t3 + other.t3)
+
+    def __sub__(self, other: "Counts") -> "Counts":
+        return Counts(self.free - other.free, self.t2 - other.t2, self.t3 - other.t3)
+
+
+def per_leaf(pol: CompiledPolicy, mask: jax.Array) -> jax.Array:
+    """``(n_leaves,)`` int32: True entries of a node mask per leaf."""
+    return mask.reshape(pol.n_leaves, pol.k).sum(axis=1, dtype=jnp.int32)
+
+
+def leaf_counts(pol: CompiledPolicy, free: jax.Array, node_class: jax.Array) -> Counts:
+    """The :class:`Counts` of a machine given per node (``free``, ``node_class``)."""
+    return Counts(per_leaf(pol, free), per_leaf(pol, node_class == 2), per_leaf(pol, node_class == 3))
+
+
+def booked(pol: CompiledPolicy, taken: jax.Array, cls) -> Counts:
+    """The change in :class:`Counts` when the nodes ``taken`` per leaf are booked under class
+    ``cls``: fewer free, more of the class (subtract it to release them)."""
+    return Counts(-taken, jnp.where(cls == 2, taken, 0), jnp.where(cls == 3, taken, 0))
+
+
+def held(pol: CompiledPolicy, counts: Counts, free: jax.Array, hold: jax.Array, hold_class) -> Counts:
+    """The counts with the node set ``hold`` held under ``hold_class`` (EASY's reservation):
+    its free nodes leave the free counts and all its nodes count as booked under the class."""
+    h = per_leaf(pol, hold)
+    return Counts(counts.free - per_leaf(pol, hold & free), counts.t2 + jnp.where(hold_class == 2, h, 0),
+                  counts.t3 + jnp.where(hold_class == 3, h, 0))
+
+
+def _take_rows(free2d: jax.Array, take: jax.Array, count: jax.Array) -> jax.Array:
+    """Node mask ``(R, b)``: in row ``i`` the ``take[i]`` lowest free nodes of ``free2d``
+    (``count``: each row's free nodes), where every row takes all its free nodes or none
+    except at most one (a prefix of an order)."""
     full = take >= count
     partial = (take > 0) & ~full
     p = jnp.argmax(partial)
@@ -99,47 +140,23 @@ def _exclusive_prefix(values: jax.Array) -> jax.Array:
     return (strict @ values.astype(jnp.float32)).astype(jnp.int32)
 
 
-def lowest(mask: jax.Array, n, block: int = 1) -> jax.Array:
-    """The ``n`` lowest-indexed True entries of ``mask`` (all of them if fewer); ``block``: a
-    divisor of the length used to split the work into rows (the fat-tree's leaf size)."""
-    if block <= 1 or mask.shape[0] % block:
-        return mask & (jnp.cumsum(mask, dtype=jnp.int32) <= n)
-    m2 = mask.reshape(-1, block)
-    count = m2.sum(axis=1, dtype=jnp.int32)
+def _lowest(pol: CompiledPolicy, mask: jax.Array, n, count: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+    """The ``n`` lowest-indexed True entries of ``mask`` (all of them if fewer) and how many
+    per leaf (``count``: the mask's entries per leaf, when known)."""
+    m2 = mask.reshape(pol.n_leaves, pol.k)
+    count = m2.sum(axis=1, dtype=jnp.int32) if count is None else count
     take = jnp.clip(n - _exclusive_prefix(count), 0, count)
-    return _take_rows(m2, take).reshape(-1)
+    return _take_rows(m2, take, count).reshape(-1), take.astype(jnp.int32)
 
 
-def lowest_preferring(free: jax.Array, prefer: jax.Array, n, block: int = 1) -> jax.Array:
-    """``n`` free nodes, preferred ones first, each group lowest id first (``to``'s rule)."""
-    first = free & prefer
-    return lowest(first, n, block) | lowest(free & ~prefer, n - jnp.sum(first, dtype=jnp.int32), block)
-
-
-def _counts(pol: CompiledPolicy, free, node_class, hold=None, hold_class=0):
-    """Per-leaf free / T2 / T3 node counts and per-pod sums; ``hold`` adds a held node set
-    booked under ``hold_class`` on top of what the nodes hold (EASY's held-R machine)."""
-    NL, k = pol.n_leaves, pol.k
-    leaf = lambda m: m.reshape(NL, k).sum(axis=1, dtype=jnp.int32)
-    t2, t3 = leaf(node_class == 2), leaf(node_class == 3)
-    if hold is not None:
-        held = leaf(hold)
-        t2 = t2 + jnp.where(hold_class == 2, held, 0)
-        t3 = t3 + jnp.where(hold_class == 3, held, 0)
-    leaf_free = leaf(free)
-    pod = lambda v: v.reshape(pol.pods, pol.leaves_per_pod).sum(axis=1)
-    return leaf_free, t2, t3, pod(leaf_free), pod(t3)
-
-
-def limits(pol: CompiledPolicy, free, node_class, hold=None, hold_class=0) -> jax.Array:
-    """``(4,)``: entry ``c`` is the largest job of size class ``c`` that can be placed now
-    (entry 0 unused). ``to``: the free count for every class."""
+def limits(pol: CompiledPolicy, counts: Counts) -> jax.Array:
+    """``(4,)``: entry ``c`` is the largest job of size class ``c`` that can be placed on the
+    machine of ``counts`` (entry 0 unused). ``to``: the free count for every class."""
     if pol.name == "to":
-        n_free = jnp.sum(free & (True if hold is None else ~hold), dtype=jnp.int32)
-        return jnp.full(4, n_free)
-    f = free if hold is None else free & ~hold
-    leaf_free, t2, t3, pod_free, pod_t3 = _counts(pol, f, node_class, hold, hold_class)
+        return jnp.full(4, counts.free.sum(dtype=jnp.int32))
+    leaf_free, t2, t3 = counts
     by_pod = (pol.pods, pol.leaves_per_pod)
+    pod_t3 = t3.reshape(by_pod).sum(axis=1)
     avail2 = jnp.where((t2 == 0) & (t3 == 0), leaf_free, 0).reshape(by_pod).sum(axis=1)
     ok3 = (t2 == 0).reshape(by_pod) & (pod_t3 == 0)[:, None]
     avail3 = jnp.where(ok3, leaf_free.reshape(by_pod), 0).sum()
@@ -174,19 +191,19 @@ def _before(key: jax.Array, count: jax.Array) -> jax.Array:
     return jnp.zeros_like(count).at[order].set(jnp.cumsum(c) - c)
 
 
-def place_ta(pol: CompiledPolicy, free, node_class, n, hold=None, hold_class=0) -> jax.Array:
-    """Algorithm 1 on the machine (``free``, ``node_class``, optionally with ``hold`` held);
-    the caller checks feasibility first (:func:`limits`).
+def _place_ta(pol: CompiledPolicy, free, counts: Counts, n) -> tuple[jax.Array, jax.Array]:
+    """Algorithm 1 on the machine (``free`` with its ``counts``); the caller checks
+    feasibility first (:func:`limits`).
 
     The three size classes differ only in which leaves are valid and in the pod and leaf sort
     keys (all per-leaf vectors), so all three are computed and one is selected before the
     single node-level step: under ``vmap`` a ``switch`` on a batched class would run every
     branch's node-level work anyway."""
-    if hold is not None:
-        free = free & ~hold
-    leaf_free, t2, t3, pod_free, pod_t3 = _counts(pol, free, node_class, hold, hold_class)
+    leaf_free, t2, t3 = counts
     L, P, o = pol.leaves_per_pod, pol.pods, pol.orders
     K = pol.k * L
+    pod_free = leaf_free.reshape(P, L).sum(axis=1)
+    pod_t3 = t3.reshape(P, L).sum(axis=1)
     leaf_pod = jnp.arange(pol.n_leaves) // L
     jt = size_class(pol, n)
     # T1: one leaf with room, by (pod key, pod, leaf key, leaf).
@@ -206,26 +223,31 @@ def place_ta(pol: CompiledPolicy, free, node_class, n, hold=None, hold_class=0) 
     key = _leaf_key(pol, valid, pick(pod_key1, jnp.zeros_like(pod_key1), pod_key3), pick(leaf_key1, leaf_key2, leaf_key3))
     count = jnp.where(valid, leaf_free, 0)
     take = jnp.where(valid, jnp.clip(n - _before(key, count), 0, count), 0)
-    return _take_rows(free.reshape(pol.n_leaves, pol.k), take).reshape(-1)
+    return _take_rows(free.reshape(pol.n_leaves, pol.k), take, leaf_free).reshape(-1), take.astype(jnp.int32)
 
 
-def place(pol: CompiledPolicy, free, node_class, n, prefer=None, hold=None, hold_class=0) -> jax.Array:
-    """Node mask for an ``n``-node job on the free nodes (minus ``hold``, booked under
-    ``hold_class``); ``prefer``: ``to``'s preferred nodes (``ta`` has no free choice to give)."""
-    if pol.name == "to":
-        if hold is not None:
-            free = free & ~hold
-        return lowest(free, n, pol.k) if prefer is None else lowest_preferring(free, prefer, n, pol.k)
-    return place_ta(pol, free, node_class, n, hold, hold_class)
+def place(pol: CompiledPolicy, free, counts: Counts, n, prefer=None) -> tuple[jax.Array, jax.Array]:
+    """An ``n``-node job on the machine with free nodes ``free`` (held nodes already taken
+    out) and per-leaf ``counts`` of that machine: the node mask and the nodes taken per leaf.
+    ``prefer``: ``to``'s preferred nodes (``ta`` has no free choice to give)."""
+    if pol.name == "ta":
+        return _place_ta(pol, free, counts, n)
+    if prefer is None:
+        return _lowest(pol, free, n, counts.free)
+    first, taken = _lowest(pol, free & prefer, n)
+    rest, more = _lowest(pol, free & ~prefer, n - taken.sum(dtype=jnp.int32))
+    return first | rest, taken + more
 
 
-def footprint_class(pol: CompiledPolicy, sel) -> jax.Array:
-    """Class a placement is booked under: 1 one leaf, 2 one pod, 3 several pods (``to``: 1)."""
+def footprint_class(pol: CompiledPolicy, taken: jax.Array) -> jax.Array:
+    """Class a placement is booked under, from its nodes per leaf: 1 one leaf, 2 one pod, 3
+    several pods (``to``: 1)."""
     if pol.name == "to":
         return jnp.int8(1)
-    leaves = sel.reshape(pol.n_leaves, pol.k).any(axis=1)
+    leaves = taken > 0
     pods = leaves.reshape(pol.pods, pol.leaves_per_pod).any(axis=1)
     return (1 + (leaves.sum() > 1) + (pods.sum() > 1)).astype(jnp.int8)
 
 
-__all__ = ["CompiledPolicy", "compile_policy", "footprint_class", "limits", "place", "size_class"]
+__all__ = ["CompiledPolicy", "Counts", "booked", "compile_policy", "footprint_class", "held", "leaf_counts", "limits",
+           "per_leaf", "place", "size_class"]
