@@ -106,13 +106,24 @@ class BatchResult:
         return self.log[trial, o:o + int(self.nodes[job])]
 
 
-def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, p, placed) -> State:
+class Queued(NamedTuple):
+    """The queue entries' jobs for one pass, ``(Q,)`` each: nodes, estimate and run time
+    (s), allocation-log offset. Gathered once per event so that a pass's loops hold these
+    short arrays, not the log-long ones (under ``vmap`` a loop selects every batched array it
+    closes over, at every iteration)."""
+
+    nodes: jax.Array
+    estimate: jax.Array
+    runtime: jax.Array
+    offset: jax.Array
+
+
+def _start_job(s: State, q: Queued, pol: CompiledPolicy, p, placed) -> State:
     """Start the job at queue entry ``p`` now on ``placed`` (node mask, nodes per leaf)."""
     sel, taken = placed
     cls = bp.footprint_class(pol, taken)
-    j = s.queue[p]
     # Insert the job into the sorted running-job buffer (a shift, not a sort).
-    est, end = s.now + jobs.estimate[j], s.now + runtime[j]
+    est, end = s.now + q.estimate[p], s.now + q.runtime[p]
     pos = jnp.sum(s.run_est <= est)
     i = jnp.arange(s.run_est.shape[0])
     shift = lambda a, v: jnp.where(i < pos, a, jnp.where(i == pos, v, jnp.roll(a, 1)))
@@ -120,7 +131,7 @@ def _start_job(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, p,
                    run_overflow=s.run_overflow | jnp.isfinite(s.run_est[-1]), wait=s.wait.at[p].set(False))
     if s.log.shape[0]:  # allocations recorded
         rank = jnp.cumsum(sel) - 1
-        slot = jnp.where(sel, jobs.offset[j] + rank, s.log.shape[0])  # out of range: dropped
+        slot = jnp.where(sel, q.offset[p] + rank, s.log.shape[0])  # out of range: dropped
         s = s._replace(log=s.log.at[slot].set(jnp.arange(sel.shape[0], dtype=s.log.dtype), mode="drop"))
     return s._replace(
         free=s.free & ~sel,
@@ -136,17 +147,17 @@ def _head(s: State) -> tuple[jax.Array, jax.Array]:
     return jnp.argmax(s.wait), jnp.any(s.wait)
 
 
-def _fcfs(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy) -> State:
+def _fcfs(s: State, q: Queued, pol: CompiledPolicy) -> State:
     """Start queue heads in order while the policy places them."""
 
     def fits(s: State) -> jax.Array:
         p, some = _head(s)
-        n = jobs.nodes[s.queue[p]]
+        n = q.nodes[p]
         return some & (n <= bp.limits(pol, s.counts)[bp.size_class(pol, n)])
 
     def start_head(s: State) -> State:
         p, _ = _head(s)
-        return _start_job(s, jobs, runtime, pol, p, bp.place(pol, s.free, s.counts, jobs.nodes[s.queue[p]]))
+        return _start_job(s, q, pol, p, bp.place(pol, s.free, s.counts, q.nodes[p]))
 
     return jax.lax.while_loop(fits, start_head, s)
 
@@ -183,17 +194,20 @@ def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
     return times[lo]
 
 
-def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, head) -> State:
-    """EASY's backfill pass behind the blocked job at queue entry ``head`` (module docstring)."""
-    n_head = jobs.nodes[s.queue[head]]
+def _backfill(s: State, q: Queued, pol: CompiledPolicy, head, blocked) -> State:
+    """EASY's backfill pass behind the blocked job at queue entry ``head`` (module docstring);
+    nothing happens unless ``blocked`` (a waiting head and free nodes). Why a flag and not a
+    ``cond``: under ``vmap`` a ``cond`` on a per-trial flag runs both branches and selects
+    between two copies of the whole state."""
+    n_head = q.nodes[head]
     shadow = _shadow(s, pol, n_head)
     free_then, counts_then, released = _future(s, pol, shadow)
     reserved, reserved_taken = bp.place(pol, free_then, counts_then, n_head, prefer=released)
     held_class = bp.footprint_class(pol, reserved_taken)
     # Candidates are the queue's jobs, in queue order; the queue does not move during a pass.
     idx = jnp.arange(s.queue.shape[0])
-    nodes = jobs.nodes[s.queue]
-    short = s.now + jobs.estimate[s.queue] <= shadow
+    nodes = q.nodes
+    short = s.now + q.estimate <= shadow
     cls = bp.size_class(pol, nodes)
 
     def candidate(s: State, after):
@@ -203,7 +217,7 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
         now_limit = bp.limits(pol, s.counts)[cls]
         held_limit = bp.limits(pol, bp.held(pol, s.counts, s.free, reserved, held_class))[cls]
         ok = s.wait & (idx > after) & (nodes <= jnp.where(short, now_limit, held_limit))
-        return jnp.argmax(ok), jnp.any(ok) & jnp.any(s.free)
+        return jnp.argmax(ok), jnp.any(ok) & jnp.any(s.free) & blocked
 
     def start_one(carry):
         s, i, _ = carry
@@ -213,7 +227,7 @@ def _backfill(s: State, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, hea
         counts = jax.tree.map(lambda a, b: jnp.where(short[i], a, b), s.counts,
                               bp.held(pol, s.counts, s.free, reserved, held_class))
         placed = bp.place(pol, s.free & ~hold, counts, nodes[i], prefer=reserved & short[i])
-        s = _start_job(s, jobs, runtime, pol, i, placed)
+        s = _start_job(s, q, pol, i, placed)
         return (s, *candidate(s, i))
 
     return jax.lax.while_loop(lambda carry: carry[2], start_one, (s, *candidate(s, head)))[0]
@@ -253,10 +267,11 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
         overflow=s.overflow | (qlen + hi - s.hi > Q),
     )
     admitted = s.wait
-    s = _fcfs(s, jobs, runtime, pol)
+    q = Queued(jobs.nodes[s.queue], jobs.estimate[s.queue], runtime[s.queue], jobs.offset[s.queue])
+    s = _fcfs(s, q, pol)
     if easy:
         head, some = _head(s)
-        s = jax.lax.cond(some & jnp.any(s.free), lambda s: _backfill(s, jobs, runtime, pol, head), lambda s: s, s)
+        s = _backfill(s, q, pol, head, some & jnp.any(s.free))
     started = admitted & ~s.wait  # every job started in this event started now
     start = start.at[jnp.where(started, s.queue, start.shape[0])].set(now, mode="drop")
     # The jobs still waiting move to the front of the queue, in order.
