@@ -1,17 +1,23 @@
 """Benchmark: trials per second of the compiled batched replay vs the NumPy engine, same run.
 
-Workload: a 30-day window (days 0–30) of LLNL-Atlas with node counts doubled, on Cab, EASY,
+Rows ``v2``: a 30-day window (days 0–30) of LLNL-Atlas with node counts doubled, on Cab, EASY,
 ``ta`` and ``to``; each trial draws the V2 speedup scenario with its own key (seed ``s``:
 ``fold_in(PRNGKey(s), 0x5EED)``, the app's derivation). The NumPy engine
 (:func:`fattorus.sched.replay.simulate`) replays the trials one at a time; the batched engine
-(:func:`fattorus.sched.batched.replay_batch`) replays all of them in one compiled call. Both
-must give the same start times (checked; the benchmark raises otherwise).
+(:func:`fattorus.sched.batched.replay_batch`) replays all of them (in chunks of
+:data:`~fattorus.sched.batched.CHUNK`, spread over one JAX CPU device per core when the
+entry point set them up, :mod:`fattorus.devices`). Both must give the same start times
+(checked on the first trials; the benchmark raises otherwise).
 
-Rows: ``compile_s`` = first batched call minus the median of the timed ones; ``median_s`` =
-median of ``REPEATS`` timed batched calls; ``numpy_s_per_trial`` = median over the first
-``NUMPY_TRIALS`` trials of the NumPy engine; ``speedup`` = (numpy_s_per_trial × B) / median_s.
-On these 2-core CPUs the batched loop pays full-array work per event and per trial, so the
-ratio is below 1: the engine is for accelerators (see docs/batched-replay.md for H100 figures).
+Row ``light``: one trial of the light-load case, the whole LLNL-Atlas log on Cab (``to``,
+EASY, logged run times), batched engine at ``B = 1`` next to the count-only pure-Python
+reference (:mod:`fattorus.sched.reference`, ``numpy_s_per_trial`` column) and the NumPy
+engine (``engine_s``), same run; start times checked equal.
+
+Columns: ``compile_s`` = first batched call minus the median of the timed ones; ``median_s``
+= median of ``REPEATS`` timed batched calls; ``numpy_s_per_trial`` = median over the first
+``NUMPY_TRIALS`` trials of the NumPy engine (``light``: of the reference); ``speedup`` =
+(numpy_s_per_trial × B) / median_s; ``devices``: JAX devices the trials were spread over.
 """
 
 from __future__ import annotations
@@ -23,22 +29,22 @@ import jax
 import numpy as np
 
 from fattorus import workload
-from fattorus.sched import policy, replay
+from fattorus.sched import batched, policy, reference, replay
 from fattorus.sched.batched import replay_batch
 from fattorus.topology import fattree
 from fattorus.workload import speedup
 
 REPEATS = 2
-NUMPY_TRIALS = 3
+NUMPY_TRIALS = 5
 
 
-def _inputs(days: float):
+def _inputs(days: float | None, scale: int = 2):
     from fattorus.bench.replay import trace_path
 
     ft = fattree.load("cab")
     jobs = workload.load(trace_path(), cores_per_node=8).jobs
-    jobs, _ = workload.scale_nodes(jobs, 2, ft.n_nodes)
-    jobs = workload.with_estimate(workload.first_days(jobs, days)).with_row_index("_row")
+    jobs, _ = workload.scale_nodes(jobs, scale, ft.n_nodes)
+    jobs = workload.with_estimate(jobs if days is None else workload.first_days(jobs, days)).with_row_index("_row")
     prep, _ = replay.prepare(jobs, ft.n_nodes)
     return ft, jobs, prep
 
@@ -55,31 +61,58 @@ def _v2_runtimes(jobs, prep, n_trials: int) -> np.ndarray:
     return np.stack(rows)
 
 
+def _timed(fn, repeats: int) -> tuple[float, float, object]:
+    """(first call s, median of ``repeats`` further calls s, last result)."""
+    t0 = time.perf_counter()
+    out = fn()
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return first, statistics.median(times), out
+
+
 def run(quick: bool = False) -> list[dict]:
-    """One row per (policy, batch size)."""
+    """One row per (policy, batch size), then the light-load row."""
     ft, jobs, prep = _inputs(10 if quick else 30)
     sub, est, nd = (prep[c].to_numpy() for c in ("submit_s", "estimate_s", "nodes"))
+    n_devices = len(jax.devices())
     rows = []
     for name in ("to", "ta"):
-        for B in ((2,) if quick else (1, 16)):
+        for B in ((2,) if quick else (1, 256)):
             rts = _v2_runtimes(jobs, prep, B)
-            t0 = time.perf_counter()
-            replay_batch(sub, rts, est, nd, ft, "easy", name, record_alloc=False)
-            first = time.perf_counter() - t0
-            times, starts = [], None
-            for _ in range(REPEATS):
-                t0 = time.perf_counter()
-                starts = replay_batch(sub, rts, est, nd, ft, "easy", name, record_alloc=False).start
-                times.append(time.perf_counter() - t0)
+            first, med, res = _timed(lambda: replay_batch(sub, rts, est, nd, ft, "easy", name, record_alloc=False),
+                                     REPEATS)
             numpy_times = []
             for b in range(min(B, NUMPY_TRIALS)):
                 t0 = time.perf_counter()
                 ref = replay.simulate(sub, rts[b], est, nd, ft, policy.make(name, ft), "easy")
                 numpy_times.append(time.perf_counter() - t0)
-                if not np.array_equal(ref.start, starts[b]):
+                if not np.array_equal(ref.start, res.start[b]):
                     raise AssertionError(f"batched {name} trial {b}: start times differ from the NumPy engine")
-            med, per_trial = statistics.median(times), statistics.median(numpy_times)
-            rows.append(dict(policy=name, jobs=len(sub), B=B, compile_s=round(first - med, 2), median_s=round(med, 3),
-                             trials_per_s=round(B / med, 2), numpy_s_per_trial=round(per_trial, 3),
-                             speedup=round(per_trial * B / med, 2)))
+            per_trial = statistics.median(numpy_times)
+            rows.append(dict(case="v2", policy=name, jobs=len(sub), B=B, devices=min(n_devices, -(-B // batched.CHUNK)),
+                             compile_s=round(first - med, 2), median_s=round(med, 3), trials_per_s=round(B / med, 2),
+                             numpy_s_per_trial=round(per_trial, 3), speedup=round(per_trial * B / med, 2)))
+    rows.append(_light(quick))
     return rows
+
+
+def _light(quick: bool) -> dict:
+    """The whole Atlas log on Cab (``to``/EASY), one trial: batched vs the count-only reference."""
+    ft, jobs, prep = _inputs(60 if quick else None, scale=1)
+    sub, rt, est, nd = (prep[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes"))
+    rt = rt.astype(np.float64)
+    first, med, res = _timed(lambda: replay_batch(sub, rt[None], est, nd, ft, "easy", "to", record_alloc=False), 1)
+    ref_first, ref_s, ref_start = _timed(lambda: reference.schedule(sub.tolist(), rt.tolist(), est.tolist(),
+                                                                   nd.tolist(), ft.n_nodes), 2)
+    t0 = time.perf_counter()
+    engine = replay.simulate(sub, rt, est, nd, ft, policy.make("to", ft), "easy")
+    engine_s = time.perf_counter() - t0
+    if not (np.array_equal(np.asarray(ref_start, np.float64), res.start[0]) and np.array_equal(engine.start, res.start[0])):
+        raise AssertionError("batched light-load trial: start times differ from the reference")
+    return dict(case="light", policy="to", jobs=len(sub), B=1, devices=1, compile_s=round(first - med, 2),
+                median_s=round(med, 3), trials_per_s=round(1 / med, 2), numpy_s_per_trial=round(ref_s, 3),
+                speedup=round(ref_s / med, 3), engine_s=round(engine_s, 3))

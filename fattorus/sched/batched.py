@@ -210,22 +210,24 @@ def _backfill(s: State, q: Queued, pol: CompiledPolicy, head, blocked) -> State:
     short = s.now + q.estimate <= shadow
     cls = bp.size_class(pol, nodes)
 
+    reserved_per_leaf = bp.per_leaf(pol, reserved)
+
     def candidate(s: State, after):
         # Jobs that would fail are skipped in one array expression: placement is monotone in
         # the size within a class, so each class has a largest size that fits, now (short
-        # jobs) or with R held (the others).
+        # jobs) or with R held (the others). The held machine's counts go on to start_one.
+        held = bp.held(pol, s.counts, s.free, reserved, held_class, reserved_per_leaf)
         now_limit = bp.limits(pol, s.counts)[cls]
-        held_limit = bp.limits(pol, bp.held(pol, s.counts, s.free, reserved, held_class))[cls]
+        held_limit = bp.limits(pol, held)[cls]
         ok = s.wait & (idx > after) & (nodes <= jnp.where(short, now_limit, held_limit))
-        return jnp.argmax(ok), jnp.any(ok) & jnp.any(s.free) & blocked
+        return jnp.argmax(ok), jnp.any(ok) & jnp.any(s.free) & blocked, held
 
     def start_one(carry):
-        s, i, _ = carry
+        s, i, _, held = carry
         # One placement for both kinds (under vmap a cond would run both): a short job
         # prefers R, a long one holds it.
         hold = reserved & ~short[i]
-        counts = jax.tree.map(lambda a, b: jnp.where(short[i], a, b), s.counts,
-                              bp.held(pol, s.counts, s.free, reserved, held_class))
+        counts = jax.tree.map(lambda a, b: jnp.where(short[i], a, b), s.counts, held)
         placed = bp.place(pol, s.free & ~hold, counts, nodes[i], prefer=reserved & short[i])
         s = _start_job(s, q, pol, i, placed)
         return (s, *candidate(s, i))

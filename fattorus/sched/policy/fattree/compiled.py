@@ -111,10 +111,12 @@ def booked(pol: CompiledPolicy, taken: jax.Array, cls) -> Counts:
     return Counts(-taken, jnp.where(cls == 2, taken, 0), jnp.where(cls == 3, taken, 0))
 
 
-def held(pol: CompiledPolicy, counts: Counts, free: jax.Array, hold: jax.Array, hold_class) -> Counts:
+def held(pol: CompiledPolicy, counts: Counts, free: jax.Array, hold: jax.Array, hold_class,
+         hold_per_leaf: jax.Array | None = None) -> Counts:
     """The counts with the node set ``hold`` held under ``hold_class`` (EASY's reservation):
-    its free nodes leave the free counts and all its nodes count as booked under the class."""
-    h = per_leaf(pol, hold)
+    its free nodes leave the free counts and all its nodes count as booked under the class
+    (``hold_per_leaf``: ``per_leaf(pol, hold)`` when the caller has it)."""
+    h = per_leaf(pol, hold) if hold_per_leaf is None else hold_per_leaf
     return Counts(counts.free - per_leaf(pol, hold & free), counts.t2 + jnp.where(hold_class == 2, h, 0),
                   counts.t3 + jnp.where(hold_class == 3, h, 0))
 
