@@ -236,10 +236,12 @@ def _backfill(s: State, q: Queued, pol: CompiledPolicy, head, blocked) -> State:
 
 
 def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool,
-           n_jobs: int) -> tuple[State, jax.Array]:
+           n_jobs: int, lone: bool = False) -> tuple[State, jax.Array]:
     """One event: release what ends now, admit what is submitted now, run one pass; the start
     times of the jobs started are written to ``start``. A trial that has finished stays as it
-    is (its next event time is inf and nothing happens at it)."""
+    is (its next event time is inf and nothing happens at it). ``lone``: one trial, not under
+    ``vmap``, where a ``cond`` runs one branch: the backfill pass is skipped when no head is
+    blocked (most events of a lightly loaded log)."""
     now = jnp.minimum(jobs.submit[s.hi], s.run_end.min())  # submit is padded with inf
     ending = s.end == now
     gone = bp.leaf_counts(pol, ending, jnp.where(ending, s.node_class, jnp.int8(0)))
@@ -273,7 +275,11 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
     s = _fcfs(s, q, pol)
     if easy:
         head, some = _head(s)
-        s = _backfill(s, q, pol, head, some & jnp.any(s.free))
+        blocked = some & jnp.any(s.free)
+        if lone:
+            s = jax.lax.cond(blocked, lambda s: _backfill(s, q, pol, head, blocked), lambda s: s, s)
+        else:
+            s = _backfill(s, q, pol, head, blocked)
     started = admitted & ~s.wait  # every job started in this event started now
     start = start.at[jnp.where(started, s.queue, start.shape[0])].set(now, mode="drop")
     # The jobs still waiting move to the front of the queue, in order.
@@ -318,7 +324,11 @@ def _replay(jobs: Jobs, runtime: jax.Array, pol: CompiledPolicy, easy: bool, log
     def going(s: State) -> jax.Array:
         return ((s.hi < n_jobs) | jnp.isfinite(s.run_end[:, 0])) & ~s.overflow & ~s.run_overflow
 
-    event = jax.vmap(lambda s, start, rt: _event(s, start, jobs, rt, pol, easy, n_jobs))
+    if B == 1:  # one trial: no vmap, so conds skip work (see _event)
+        one = lambda s, start, rt: _event(s, start, jobs, rt, pol, easy, n_jobs, lone=True)
+        event = lambda s, start, rt: jax.tree.map(lambda x: x[None], one(*jax.tree.map(lambda x: x[0], (s, start, rt))))
+    else:
+        event = jax.vmap(lambda s, start, rt: _event(s, start, jobs, rt, pol, easy, n_jobs))
     s, start = jax.lax.while_loop(lambda c: jnp.any(going(c[0])), lambda c: event(*c, runtime), (s0, start0))
     return start[:, :n_jobs], s.log, s.overflow, s.run_overflow
 
