@@ -67,6 +67,11 @@ def test_every_trial_equals_the_numpy_engine(cab, atlas2x, name, queue):
             assert np.array_equal(batch.alloc(b, j), np.sort(ref.alloc[j])), (b, j)
     # The draws change the schedule: the trials are not copies of one another.
     assert not np.array_equal(batch.start[0], batch.start[1])
+    # A single trial takes another path (no vmap; the backfill pass a real cond): same answer.
+    lone = replay_batch(submit, runtimes[2:3], estimate, nodes, cab, queue, name)
+    np.testing.assert_array_equal(lone.start[0], batch.start[2])
+    for j in range(len(submit)):
+        assert np.array_equal(lone.alloc(0, j), batch.alloc(2, j)), j
 
 
 def test_ta_heuristics_and_tie_rule_are_honoured(cab, atlas2x):
