@@ -74,7 +74,7 @@ class State(NamedTuple):
     est_end: jax.Array  # (N,) estimated end of the job on each node, inf where free
     end: jax.Array  # (N,) actual end of the job on each node, inf where free
     node_class: jax.Array  # (N,) int8 footprint class booked on each busy node, 0 where free
-    counts: bp.Counts  # per-leaf free / T2 / T3 node counts of free and node_class, kept up to date
+    counts: bp.Counts  # the policy's per-switch node counts (free, booked by class), kept up to date
     run_est: jax.Array  # (C,) estimated ends of the running jobs, ascending, inf padded
     run_end: jax.Array  # (C,) their actual ends, in the same order
     queue: jax.Array  # (Q,) int32 ids of the waiting jobs, ascending (submission order), then padding
@@ -119,7 +119,7 @@ class Queued(NamedTuple):
 
 
 def _start_job(s: State, q: Queued, pol: CompiledPolicy, p, placed) -> State:
-    """Start the job at queue entry ``p`` now on ``placed`` (node mask, nodes per leaf)."""
+    """Start the job at queue entry ``p`` now on ``placed`` (node mask, nodes per switch)."""
     sel, taken = placed
     cls = bp.footprint_class(pol, taken)
     # Insert the job into the sorted running-job buffer (a shift, not a sort).
@@ -164,10 +164,9 @@ def _fcfs(s: State, q: Queued, pol: CompiledPolicy) -> State:
 
 def _future(s: State, pol: CompiledPolicy, t) -> tuple[jax.Array, bp.Counts, jax.Array]:
     """The machine once every node whose job ends (by its estimate) at or before ``t`` is free:
-    free mask, per-leaf counts, and the released nodes."""
+    free mask, the policy's counts, and the released nodes."""
     released = s.est_end <= t
-    gone = bp.leaf_counts(pol, released, jnp.where(released, s.node_class, jnp.int8(0)))
-    return s.free | released, bp.Counts(s.counts.free + gone.free, s.counts.t2 - gone.t2, s.counts.t3 - gone.t3), released
+    return s.free | released, bp.released(pol, s.counts, released, s.node_class), released
 
 
 def _shadow(s: State, pol: CompiledPolicy, n) -> jax.Array:
@@ -210,13 +209,13 @@ def _backfill(s: State, q: Queued, pol: CompiledPolicy, head, blocked) -> State:
     short = s.now + q.estimate <= shadow
     cls = bp.size_class(pol, nodes)
 
-    reserved_per_leaf = bp.per_leaf(pol, reserved)
+    reserved_per_group = bp.per_group(pol, reserved)
 
     def candidate(s: State, after):
         # Jobs that would fail are skipped in one array expression: placement is monotone in
         # the size within a class, so each class has a largest size that fits, now (short
         # jobs) or with R held (the others). The held machine's counts go on to start_one.
-        held = bp.held(pol, s.counts, s.free, reserved, held_class, reserved_per_leaf)
+        held = bp.held(pol, s.counts, s.free, reserved, held_class, reserved_per_group)
         now_limit = bp.limits(pol, s.counts)[cls]
         held_limit = bp.limits(pol, held)[cls]
         ok = s.wait & (idx > after) & (nodes <= jnp.where(short, now_limit, held_limit))
@@ -244,7 +243,6 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
     blocked (most events of a lightly loaded log)."""
     now = jnp.minimum(jobs.submit[s.hi], s.run_end.min())  # submit is padded with inf
     ending = s.end == now
-    gone = bp.leaf_counts(pol, ending, jnp.where(ending, s.node_class, jnp.int8(0)))
     # The jobs ending now leave the running-job buffer; the rest move up, in order.
     stay = s.run_end != now
     to = jnp.where(stay, jnp.cumsum(stay) - 1, s.run_est.shape[0])
@@ -261,7 +259,7 @@ def _event(s: State, start: jax.Array, jobs: Jobs, runtime: jax.Array, pol: Comp
         est_end=jnp.where(ending, jnp.inf, s.est_end),
         end=jnp.where(ending, jnp.inf, s.end),
         node_class=jnp.where(ending, jnp.int8(0), s.node_class),
-        counts=s.counts - bp.Counts(-gone.free, gone.t2, gone.t3),
+        counts=bp.released(pol, s.counts, ending, s.node_class),
         run_est=compact(s.run_est),
         run_end=compact(s.run_end),
         queue=jnp.where(new, s.hi + i - qlen, s.queue),

@@ -105,6 +105,12 @@ def leaf_counts(pol: CompiledPolicy, free: jax.Array, node_class: jax.Array) -> 
     return Counts(per_leaf(pol, free), per_leaf(pol, node_class == 2), per_leaf(pol, node_class == 3))
 
 
+def released(pol: CompiledPolicy, counts: Counts, mask: jax.Array, node_class: jax.Array) -> Counts:
+    """The counts once the busy nodes of ``mask`` (booked as ``node_class`` says) are free."""
+    gone = leaf_counts(pol, mask, jnp.where(mask, node_class, jnp.int8(0)))
+    return Counts(counts.free + gone.free, counts.t2 - gone.t2, counts.t3 - gone.t3)
+
+
 def booked(pol: CompiledPolicy, taken: jax.Array, cls) -> Counts:
     """The change in :class:`Counts` when the nodes ``taken`` per leaf are booked under class
     ``cls``: fewer free, more of the class (subtract it to release them)."""
@@ -252,4 +258,7 @@ def footprint_class(pol: CompiledPolicy, taken: jax.Array) -> jax.Array:
 
 
 __all__ = ["CompiledPolicy", "Counts", "booked", "compile_policy", "footprint_class", "held", "leaf_counts", "limits",
-           "per_leaf", "place", "size_class"]
+           "per_group", "per_leaf", "place", "released", "size_class"]
+
+#: The family-neutral name the engine uses (its switches' node groups are this family's leaves).
+per_group = per_leaf
