@@ -1,19 +1,20 @@
 """Allocation policies of the compiled replay engine (:mod:`fattorus.sched.batched`).
 
-Each policy is a static, hashable description plus pure functions over the per-node machine
-arrays of one trial (``free`` bool ``(N,)``, ``node_class`` int8 ``(N,)``: the footprint class
-each busy node is booked under, 0 where free). They reproduce the NumPy policies decision for
-decision:
+Each policy is a static, hashable description plus pure functions over one trial's machine:
+the free-node mask ``free`` bool ``(N,)`` and the per-leaf :class:`Counts` (free nodes, nodes
+booked as T2 and T3), which the engine keeps up to date as jobs start (:func:`booked`) and
+end (:func:`released`). They reproduce the NumPy policies decision for decision:
 
 * ``to``: lowest free node ids, preferred nodes first (:mod:`fattorus.sched.policy.oblivious`);
 * ``ta``: Algorithm 1 of the fat-tree paper (:mod:`fattorus.sched.policy.fattree.ta`) without the
   hybrid rule: T1 on one leaf; T2 in one pod on leaves holding no T2/T3 nodes; T3 in pods
   holding no T3 nodes on leaves holding no T2 nodes; every sort order a named parameter.
 
-A policy answers three questions with array expressions: :func:`place` (which nodes),
-:func:`limits` (the largest job of each size class that fits now: placement is monotone in
-the size within a class, so one comparison per queued job tells which are worth trying),
-and, through :func:`limits`, feasibility on a future machine for the shadow time.
+A policy answers three questions with array expressions: :func:`place` (which nodes, and
+how many per leaf), :func:`limits` (the largest job of each size class that fits: placement
+is monotone in the size within a class, so one comparison per queued job tells which are
+worth trying), and, through :func:`limits` on :func:`released` or :func:`held` counts,
+feasibility on a future machine (EASY's shadow time) or with a reservation held.
 """
 
 from __future__ import annotations
