@@ -165,6 +165,22 @@ def test_running_capacity_overflow_is_an_error_and_only_overflowing_trials_rerun
             np.testing.assert_array_equal(grown.alloc(b, j), np.sort(ref.alloc[j]))
 
 
+def test_first_capacities_given_are_guesses_that_grow(monkeypatch):
+    """Given first capacities replace the count-based schedule (not called) and still grow."""
+    ft = fattree.load("ft6")
+    J = 30
+    submit, runtime, estimate = np.zeros(J), np.full((1, J), 100.0), np.full(J, 100.0)
+    nodes = np.full(J, ft.n_nodes)
+
+    def no_schedule(*a):
+        raise AssertionError("the count-based schedule ran")
+
+    monkeypatch.setattr(batched, "_capacities", no_schedule)
+    got = replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", first_capacities=(4, 4))
+    assert (got.queue_capacity, got.running_capacity) == (J, 4)
+    np.testing.assert_array_equal(got.start[0], 100.0 * np.arange(J))
+
+
 def test_first_capacities_come_from_the_count_based_schedule():
     """Hand example: jobs 0-1 fill a 4-node machine for 100 s; jobs 2-4 (2 nodes each) arrive
     at 10, 20, 30 and wait; the window reaches from job 2 to job 4 (3 jobs); at most 2 run at

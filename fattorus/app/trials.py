@@ -69,10 +69,14 @@ def run(jobs: pl.DataFrame, ft: Any, policy: str, sched: str, params: dict[str, 
     nodes = prepared["nodes"].to_numpy().astype(np.int64)
     runtime = draws(jobs, n, seed, runtimes_of)[:, idx]
     ta_params = TAParams.from_mapping(params or {}) if policy == "ta" else None
-    parts = []
+    parts, capacities = [], None
     for lo in range(0, n, BATCH):
         chunk = runtime[lo:lo + BATCH]
-        res = batched.replay_batch(submit, chunk, estimate, nodes, ft, sched, policy, ta_params, record_alloc=False)
+        # Later batches start from the capacities the earlier ones needed (no count-based
+        # schedule again, no recompilation unless a draw needs more).
+        res = batched.replay_batch(submit, chunk, estimate, nodes, ft, sched, policy, ta_params, record_alloc=False,
+                                   first_capacities=capacities)
+        capacities = (res.queue_capacity, res.running_capacity)
         if lo == 0 and not np.array_equal(res.start[0], trial0_start):
             raise RuntimeError("the batched engine's trial 0 differs from the NumPy engine's: please report")
         parts.append(per_trial(submit, res.start, chunk, nodes, ft.n_nodes))

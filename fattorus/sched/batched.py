@@ -343,6 +343,7 @@ def replay_batch(
     record_alloc: bool = True,
     queue_capacity: int | None = None,
     running_capacity: int | None = None,
+    first_capacities: tuple[int, int] | None = None,
 ) -> BatchResult:
     """Replay ``B`` trials of one job table in one compiled call.
 
@@ -360,6 +361,9 @@ def replay_batch(
         reference schedule needs (:func:`_capacities`) and double until no trial overflows.
       running_capacity: ``C``, the most jobs that may run at once (the sorted buffer of
         estimated ends behind EASY's shadow time). None: as for the queue.
+      first_capacities: ``(queue, running)`` first guesses in place of the count-based
+        schedule's (they still grow on overflow): e.g. what an earlier batch of the same job
+        table ended with (its :class:`BatchResult` capacities), to skip that schedule.
 
     Raises:
       CapacityError: a trial had more than ``queue_capacity`` jobs waiting, or more than
@@ -376,7 +380,10 @@ def replay_batch(
     _check(submit, runtime, estimate, nodes, ft.n_nodes)
     J = len(submit)
     most_running = max(1, min(J, ft.n_nodes))  # every running job holds a node
-    guess_q, guess_c = _capacities(submit, runtime[0], estimate, nodes, ft.n_nodes, queue == "easy")
+    if first_capacities is None:
+        guess_q, guess_c = _capacities(submit, runtime[0], estimate, nodes, ft.n_nodes, queue == "easy")
+    else:
+        guess_q, guess_c = (max(1, min(J, int(x))) for x in first_capacities)
     Q = guess_q if queue_capacity is None else int(queue_capacity)
     C = min(most_running, guess_c) if running_capacity is None else int(running_capacity)
     if Q < 1:
