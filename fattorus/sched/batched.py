@@ -2,8 +2,10 @@
 
 The NumPy engine (:mod:`fattorus.sched.replay`) replays one trial at a time and pays tens of
 microseconds of Python and NumPy calls per event. This engine runs the whole event loop as a
-``lax.while_loop`` over fixed-size arrays and ``vmap``-s it over trials that share the job
-order, sizes and estimates but differ in their run times (speedup-scenario draws, seeds).
+``lax.while_loop`` over fixed-size arrays, each iteration one event of every trial of a
+batch (``vmap`` over trials that share the job order, sizes and estimates but differ in
+their run times: speedup-scenario draws, seeds). On a CPU the trials go in chunks over one
+device per core (:func:`_run`); on an accelerator as one batch.
 Every trial gets exactly the start times and node sets of the NumPy engine (tests compare
 job for job); the scheduling rules are those of the spec's `scheduling.md`, as documented in
 :mod:`fattorus.sched.replay`:
@@ -16,10 +18,13 @@ job for job); the scheduling rules are those of the spec's `scheduling.md`, as d
   ``R`` first (``prefer=R``); any other job must fit on the free nodes outside ``R``.
 
 Policies (:mod:`fattorus.sched.policy.fattree.compiled`): ``to`` (first fit, lowest node ids,
-preferred nodes first) and ``ta`` (Algorithm 1 of the fat-tree paper). State per trial (all arrays, no Python objects, so ``vmap`` applies):
+preferred nodes first) and ``ta`` (Algorithm 1 of the fat-tree paper). State per trial
+(:class:`State`; all arrays, no Python objects, so ``vmap`` applies):
 
-* per node: free flag, booked footprint class, estimated end, actual end (``inf`` where free);
-* per job: start time, waiting flag; the queue is the waiting jobs in index order;
+* per node: free flag, booked footprint class, estimated end, actual end (``inf`` where free),
+  and the policy's per-switch counts of them, kept up to date;
+* the running jobs' estimated (and actual) ends, sorted: the candidates for the shadow time;
+* the queue: waiting job ids in submission order; start times are written per event;
 * an allocation log: job ``j``'s nodes, ascending, at ``offset[j] .. offset[j] + nodes[j]``.
 
 Times are float64 seconds (``jax.enable_x64`` inside :func:`replay_batch`): a float32 clock
@@ -48,7 +53,7 @@ CHUNK = 16
 
 
 class CapacityError(ValueError):
-    """A trial needed more queue capacity than the compiled engine was given."""
+    """A trial needed more queue or running-job capacity than the compiled engine was given."""
 
 
 class Jobs(NamedTuple):
