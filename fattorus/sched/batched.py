@@ -221,8 +221,9 @@ def _backfill(s: State, q: Queued, pol: CompiledPolicy, head, blocked) -> State:
         # the size within a class, so each class has a largest size that fits, now (short
         # jobs) or with R held (the others). The held machine's counts go on to start_one.
         held = bp.held(pol, s.counts, s.free, reserved, held_class, reserved_per_group)
-        now_limit = bp.limits(pol, s.counts)[cls]
-        held_limit = bp.limits(pol, held)[cls]
+        # Both machines in one call (one set of small kernels, not two).
+        both = jax.vmap(lambda c: bp.limits(pol, c))(jax.tree.map(lambda a, b: jnp.stack([a, b]), s.counts, held))
+        now_limit, held_limit = both[0][cls], both[1][cls]
         ok = s.wait & (idx > after) & (nodes <= jnp.where(short, now_limit, held_limit))
         return jnp.argmax(ok), jnp.any(ok) & jnp.any(s.free) & blocked, held
 
