@@ -6,7 +6,7 @@
 * ``ft6``, ``ft6_tapered``, ``ft6x6``, ``torus4``: small machines of ``conf/topo`` that
   hand-worked tests use (session-scoped: a topology is an immutable value);
 * ``repo_root``, ``conf_dir``, ``traces_dir``: folders of the checkout. Tests read only what
-  the repository ships (``conf/``, ``data/traces``), never ``../shared``.
+  the repository ships (``conf/``, ``data/traces``), never the shared folder beside a checkout.
 """
 
 from __future__ import annotations

@@ -386,45 +386,55 @@ def replay_batch(
     _check(submit, runtime, estimate, nodes, ft.n_nodes)
     J = len(submit)
     most_running = max(1, min(J, ft.n_nodes))  # every running job holds a node
-    if first_capacities is None:
-        guess_q, guess_c = _capacities(submit, runtime[0], estimate, nodes, ft.n_nodes, queue == "easy")
-    else:
-        guess_q, guess_c = (max(1, min(J, int(x))) for x in first_capacities)
-    Q = guess_q if queue_capacity is None else int(queue_capacity)
-    C = min(most_running, guess_c) if running_capacity is None else int(running_capacity)
-    if Q < 1:
+    Q, C = queue_capacity, running_capacity
+    if Q is None or C is None:
+        guess_q, guess_c = (_capacities(submit, runtime[0], estimate, nodes, ft.n_nodes, queue == "easy")
+                            if first_capacities is None else (max(1, min(J, int(x))) for x in first_capacities))
+        Q = guess_q if Q is None else Q
+        C = min(most_running, guess_c) if C is None else C
+    if int(Q) < 1:
         raise ValueError(f"replay_batch: queue_capacity must be a positive integer, got {queue_capacity!r}")
-    if C < 1:
+    if int(C) < 1:
         raise ValueError(f"replay_batch: running_capacity must be a positive integer, got {running_capacity!r}")
-    B = len(runtime)
+    offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
+    start, log, Q, C = _replay_until_it_fits(submit, runtime, estimate, nodes, offset, pol, queue == "easy",
+                                             record_alloc, int(Q), int(C), queue_capacity is None,
+                                             running_capacity is None, most_running)
+    return BatchResult(start, log if record_alloc else None, offset, nodes, Q, C)
+
+
+def _replay_until_it_fits(submit, runtime, estimate, nodes, offset, pol: CompiledPolicy, easy: bool,
+                          record_alloc: bool, Q: int, C: int, grow_q: bool, grow_c: bool,
+                          most_running: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Run the trials with capacities ``Q`` and ``C``; a trial that overflowed is replayed
+    again with the capacity it ran out of doubled (the others' results stand), where that
+    capacity may grow (``grow_q``/``grow_c``), else a :class:`CapacityError`: never a
+    silently truncated queue. Returns start times, allocation logs and the final ``Q``, ``C``."""
+    J, B = len(submit), len(runtime)
     start = np.full((B, J), np.nan)
     log = np.full((B, int(nodes.sum()) if record_alloc else 0), -1, np.int32)
     todo = np.arange(B)
     while True:
-        got, got_log, overflow, run_overflow = _run(submit, runtime[todo], estimate, nodes, pol, queue == "easy",
+        got, got_log, overflow, run_overflow = _run(submit, runtime[todo], estimate, nodes, offset, pol, easy,
                                                     record_alloc, Q, C)
         ok = ~overflow & ~run_overflow
         start[todo[ok]], log[todo[ok]] = got[ok], got_log[ok]
         if ok.all():
-            break
-        # A trial that overflowed is replayed again with the capacity it ran out of doubled
-        # (the others' results stand): never a silently truncated queue.
+            return start, log, Q, C
         if overflow.any():
-            if queue_capacity is not None or Q >= J:
+            if not grow_q or Q >= J:
                 raise CapacityError(
                     f"replay_batch: more than {Q} jobs waited at once in trial(s) "
                     f"{todo[overflow][:5].tolist()}: raise queue_capacity (at most {J} needed)")
             Q = min(J, 2 * Q)
         if run_overflow.any():
-            if running_capacity is not None or C >= most_running:
+            if not grow_c or C >= most_running:
                 raise CapacityError(
                     f"replay_batch: more than {C} jobs ran at once in trial(s) "
                     f"{todo[run_overflow][:5].tolist()}: raise running_capacity "
                     f"(at most {most_running} needed)")
             C = min(most_running, 2 * C)
         todo = todo[~ok]
-    offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
-    return BatchResult(start, log if record_alloc else None, offset, nodes, Q, C)
 
 
 def _capacities(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, nodes: np.ndarray, n_nodes: int,
@@ -451,12 +461,12 @@ def _capacities(submit: np.ndarray, runtime: np.ndarray, estimate: np.ndarray, n
     return min(J, pow2(most_waiting)), min(J, pow2(int(running.max())))
 
 
-def _run(submit, runtime, estimate, nodes, pol: CompiledPolicy, easy: bool, record_alloc: bool, Q: int, C: int):
+def _run(submit, runtime, estimate, nodes, offset, pol: CompiledPolicy, easy: bool, record_alloc: bool, Q: int,
+         C: int):
     """Pad the per-job arrays and run the compiled batch: split over the default backend's
     devices when it has several (one CPU device per core, :mod:`fattorus.devices`), each part
     in its own thread (XLA's CPU backend runs one computation on one core)."""
     J = len(submit)
-    offset = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int32)
     pad = lambda a, v: np.concatenate([a, np.full(Q, v, a.dtype)])
     log_size = int(nodes.sum()) if record_alloc else 0
     rt = np.concatenate([runtime, np.ones((len(runtime), Q))], axis=1)

@@ -92,9 +92,6 @@ class Counts(NamedTuple):
     def __add__(self, other: "Counts") -> "Counts":  # type: ignore[override]
         return Counts(self.free + other.free, self.t2 + other.t2, self.t3 + other.t3)
 
-    def __sub__(self, other: "Counts") -> "Counts":
-        return Counts(self.free - other.free, self.t2 - other.t2, self.t3 - other.t3)
-
 
 def per_leaf(pol: CompiledPolicy, mask: jax.Array) -> jax.Array:
     """``(n_leaves,)`` int32: True entries of a node mask per leaf."""
