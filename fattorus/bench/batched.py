@@ -16,7 +16,8 @@ engine (``engine_s``), same run; start times checked equal.
 
 Columns: ``compile_s`` = first batched call minus the median of the timed ones; ``median_s``
 = median of ``REPEATS`` timed batched calls; ``numpy_s_per_trial`` = median over the first
-``NUMPY_TRIALS`` trials of the NumPy engine (``light``: of the reference); ``speedup`` =
+``NUMPY_TRIALS`` trials of the NumPy engine, run after each timed batched call (interleaved:
+a slow minute of a shared machine falls on both sides; ``light``: of the reference); ``speedup`` =
 (numpy_s_per_trial × B) / median_s; ``devices``: JAX devices the trials were spread over.
 """
 
@@ -34,7 +35,7 @@ from fattorus.sched.batched import replay_batch
 from fattorus.topology import fattree
 from fattorus.workload import speedup
 
-REPEATS = 2
+REPEATS = 3
 NUMPY_TRIALS = 5
 
 
@@ -83,16 +84,24 @@ def run(quick: bool = False) -> list[dict]:
     for name in ("to", "ta"):
         for B in ((2,) if quick else (1, 256)):
             rts = _v2_runtimes(jobs, prep, B)
-            first, med, res = _timed(lambda: replay_batch(sub, rts, est, nd, ft, "easy", name, record_alloc=False),
-                                     REPEATS)
-            numpy_times = []
-            for b in range(min(B, NUMPY_TRIALS)):
+            batch = lambda: replay_batch(sub, rts, est, nd, ft, "easy", name, record_alloc=False)
+            t0 = time.perf_counter()
+            res = batch()
+            first = time.perf_counter() - t0
+            # Interleaved: each timed batch is followed by the NumPy trials, so that a slow
+            # minute of this shared machine falls on both sides of the ratio.
+            times, numpy_times = [], []
+            for _ in range(REPEATS):
                 t0 = time.perf_counter()
-                ref = replay.simulate(sub, rts[b], est, nd, ft, policy.make(name, ft), "easy")
-                numpy_times.append(time.perf_counter() - t0)
-                if not np.array_equal(ref.start, res.start[b]):
-                    raise AssertionError(f"batched {name} trial {b}: start times differ from the NumPy engine")
-            per_trial = statistics.median(numpy_times)
+                res = batch()
+                times.append(time.perf_counter() - t0)
+                for b in range(min(B, NUMPY_TRIALS)):
+                    t0 = time.perf_counter()
+                    ref = replay.simulate(sub, rts[b], est, nd, ft, policy.make(name, ft), "easy")
+                    numpy_times.append(time.perf_counter() - t0)
+                    if not np.array_equal(ref.start, res.start[b]):
+                        raise AssertionError(f"batched {name} trial {b}: start times differ from the NumPy engine")
+            med, per_trial = statistics.median(times), statistics.median(numpy_times)
             rows.append(dict(case="v2", policy=name, jobs=len(sub), B=B, devices=min(n_devices, -(-B // batched.CHUNK)),
                              compile_s=round(first - med, 2), median_s=round(med, 3), trials_per_s=round(B / med, 2),
                              numpy_s_per_trial=round(per_trial, 3), speedup=round(per_trial * B / med, 2)))
