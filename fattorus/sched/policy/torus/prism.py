@@ -513,11 +513,18 @@ class Prism(Policy):
         # (a whole ring has no shell in that dimension: one start, no shift); the prism itself is
         # clear at every candidate start. Few candidate starts (a busy machine): eight gathers;
         # many: the dense box sums.
-        x = np.unravel_index(at, starts)
-        lo = tuple((c - 1) % d if s < d else c for c, s, d in zip(x, shape, dims))
         if 16 * len(at) > np.prod(starts):
-            both = box_sums(m.both, grown, starts)[lo]
+            # The grown boxes at every start, shifted one router forward in each dimension the
+            # prism does not span (entry x then holds the box starting at x - 1), read at the
+            # flat ids: no per-candidate index arithmetic.
+            shift = [ax for ax, (s, d) in enumerate(zip(shape, dims)) if s < d]
+            dense = box_sums(m.both, grown, starts)
+            if shift:
+                dense = np.roll(dense, [1] * len(shift), axis=shift)
+            both = dense.ravel()[at]
         else:
+            x = np.unravel_index(at, starts)
+            lo = tuple((c - 1) % d if s < d else c for c, s, d in zip(x, shape, dims))
             both = box_sums_at(m.both, grown, lo)
         return (both >> self.pack) / shell
 
