@@ -190,19 +190,24 @@ class PlacementResult(NamedTuple):
     left: tuple[int, ...] = ()  # period each job left (iterations: stayed)
 
 
+def _routes(topo: Any, exp: Experiment, mix: Mix, rng: np.random.Generator,
+            routes_fn: Callable[[Any, Mix], np.ndarray] | None) -> np.ndarray:
+    """The mix's flow routes: ``routes_fn`` if given, else the experiment's routing
+    (adaptive routes draw from ``rng``, static ones do not)."""
+    if routes_fn is not None:
+        return routes_fn(topo, mix)
+    if exp.routing == "adaptive":
+        return adaptive_routes(topo, mix, rng)
+    return static_routes(topo, mix)
+
+
 def run_placement(topo: Any, exp: Experiment, seed: int, routes_fn: Callable[[Any, Mix], np.ndarray] | None = None,
                   progress: Callable[[int], None] | None = None) -> tuple[Mix, PlacementResult]:
     """Place the mix with ``seed``, draw compute times and traces, and run Algorithm 1 for
     ``exp.iterations`` periods (module docstring)."""
     rng = np.random.default_rng(seed)
     mix = build_mix(topo, exp, rng)
-    if routes_fn is not None:
-        routes = routes_fn(topo, mix)
-    elif exp.routing == "adaptive":
-        routes = adaptive_routes(topo, mix, rng)
-    else:
-        routes = static_routes(topo, mix)
-    net = Network(topo, mix, routes, exp.bandwidth, exp.params.num_sls)
+    net = Network(topo, mix, _routes(topo, exp, mix, rng, routes_fn), exp.bandwidth, exp.params.num_sls)
     J, P = len(mix.patterns), len(mix.job_of)
     t_iso = _transfer(mix.nbytes, net.isolated_rates())
     t_def = _transfer(mix.nbytes, net.rates(()))

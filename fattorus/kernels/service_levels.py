@@ -373,15 +373,8 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
         act_np = np.ones(F, bool) if active is None else np.asarray(active, bool)
         if F == 0:
             return LevelRates(np.zeros(0), np.int32(0), np.bool_(True), 0.0)
-        # Pad flows and links to powers of two: one compilation serves many sizes.
-        Fp, Ep = _bucket(F), _bucket(len(cap_np))
-        L = route_np.shape[1]
-        route_p = np.full((Fp, L), -1, np.int32)
-        route_p[:F] = np.where(act_np[:, None], route_np, -1)
-        cap_p = np.ones(Ep)
-        cap_p[:len(cap_np)] = cap_np
-        lv_p = np.zeros(Fp, np.int32)
-        lv_p[:F] = lv_np
+        route_p, cap_p, lv_p = _padded(route_np, cap_np, lv_np, act_np)
+        Fp, L = route_p.shape
         args = (jnp.asarray(route_p), jnp.asarray(cap_p), jnp.asarray(lv_p), jnp.asarray(phi_np), jnp.ones(Fp, bool))
         dlo, dhi = jnp.zeros((Fp, L)), jnp.full((Fp, L), jnp.inf)
         done, total, rate = False, 0, None
@@ -425,6 +418,22 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
         rate = np.where((route_p[:F] >= 0).any(axis=1), rate[:F], np.inf)
         rate = np.where(act_np, rate, 0.0)
         return LevelRates(rate, np.int32(total), np.bool_(done), width)
+
+
+def _padded(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray,
+            active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Routes (inactive flows: no links), capacities and levels padded to powers of two —
+    one compilation serves many sizes; padding flows cross no link, padding links have
+    capacity 1."""
+    F, L = route_ids.shape
+    Fp, Ep = _bucket(F), _bucket(len(capacity))
+    route_p = np.full((Fp, L), -1, np.int32)
+    route_p[:F] = np.where(active[:, None], route_ids, -1)
+    cap_p = np.ones(Ep)
+    cap_p[:len(capacity)] = capacity
+    lv_p = np.zeros(Fp, np.int32)
+    lv_p[:F] = level
+    return route_p, cap_p, lv_p
 
 
 def _bucket(n: int) -> int:
