@@ -74,6 +74,81 @@ def test_every_trial_equals_the_numpy_engine(cab, atlas2x, name, queue):
         assert np.array_equal(lone.alloc(0, j), batch.alloc(2, j)), j
 
 
+@pytest.fixture
+def calls_to_the_counted_engine(monkeypatch):
+    """Counts the compiled calls of the count-only engine; the node-level one must not run."""
+    from fattorus.sched import counted
+
+    calls, replay_counts = [], counted.replay
+    monkeypatch.setattr(counted, "replay", lambda *a, **k: calls.append(len(a[1])) or replay_counts(*a, **k))
+    monkeypatch.setattr(batched, "_replay", lambda *a, **k: pytest.fail("the node-level engine ran"))
+    return calls
+
+
+@pytest.mark.parametrize("queue", ["fcfs", "easy"])
+def test_to_without_node_sets_runs_on_counts_with_the_same_start_times(cab, atlas2x, queue,
+                                                                     calls_to_the_counted_engine):
+    """``to`` with ``record_alloc=False`` takes the count-only engine (fattorus.sched.counted):
+    every trial's start times equal the NumPy engine's, batched and alone."""
+    submit, runtime, estimate, nodes = atlas2x
+    runtimes = _v2_runtimes(runtime, nodes)
+    batch = replay_batch(submit, runtimes, estimate, nodes, cab, queue, "to", record_alloc=False)
+    lone = replay_batch(submit, runtimes[2:3], estimate, nodes, cab, queue, "to", record_alloc=False)
+    assert calls_to_the_counted_engine == [len(runtimes), 1]
+    for b, rt in enumerate(runtimes):
+        ref = replay.simulate(submit, rt, estimate, nodes, cab, policy.make("to", cab), queue)
+        np.testing.assert_array_equal(batch.start[b], ref.start, err_msg=f"trial {b}")
+    np.testing.assert_array_equal(lone.start[0], batch.start[2])
+    assert not np.array_equal(batch.start[0], batch.start[1])
+
+
+def test_counted_engine_on_a_small_machine_under_heavy_load_equals_the_count_based_reference(
+        calls_to_the_counted_engine):
+    """ft6x6 (54 nodes), long queues, many backfills; the independent count-based EASY and
+    FCFS of fattorus.sched.reference as the reference, three trials in one batch and one alone."""
+    from fattorus.sched import reference
+
+    ft = fattree.load("ft6x6")
+    rng = np.random.default_rng(11)
+    J = 400
+    # Times on a 100 s grid: a backfill candidate's estimated end often equals the shadow time
+    # (the rule is "ends by", <=), and jobs end together.
+    submit = 100.0 * np.sort(rng.integers(0, 200, J))
+    nodes = rng.choice([1, 2, 3, 5, 8, 13, 20, 30, 54], J)
+    estimate = 100.0 * rng.integers(1, 30, J) * rng.choice([1, 1, 2, 4], J)
+    runtime = np.minimum(estimate, 100.0 * rng.integers(1, 30, (3, J)))
+    for queue in ("fcfs", "easy"):
+        batch = replay_batch(submit, runtime, estimate, nodes, ft, queue, "to", record_alloc=False)
+        for b in range(3):
+            ref = reference.schedule(submit.tolist(), runtime[b].tolist(), estimate.tolist(), nodes.tolist(),
+                                     ft.n_nodes, easy=queue == "easy")
+            np.testing.assert_array_equal(batch.start[b], np.asarray(ref, np.float64), err_msg=f"{queue} {b}")
+        lone = replay_batch(submit, runtime[1:2], estimate, nodes, ft, queue, "to", record_alloc=False)
+        np.testing.assert_array_equal(lone.start[0], batch.start[1])
+
+
+def test_counted_engine_capacity_overflow_is_an_error_and_the_default_grows(monkeypatch,
+                                                                           calls_to_the_counted_engine):
+    ft = fattree.load("ft6")
+    J = 30  # arrive at once, one at a time on the machine: 29 wait together
+    submit, runtime, estimate, nodes = np.zeros(J), np.full((1, J), 100.0), np.full(J, 100.0), np.full(J, ft.n_nodes)
+    with pytest.raises(CapacityError, match="more than 8 jobs waited at once"):
+        replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", record_alloc=False, queue_capacity=8)
+    monkeypatch.setattr(batched, "_capacities", lambda *a: (4, 4))
+    grown = replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", record_alloc=False)
+    assert grown.queue_capacity == J
+    np.testing.assert_array_equal(grown.start[0], 100.0 * np.arange(J))
+    # Sixteen one-node jobs: trial 0 one after another, trial 1 all together (16 running).
+    J = 16
+    submit, estimate, nodes = np.arange(J) * 10.0, np.full(J, 1000.0), np.ones(J, int)
+    runtime = np.stack([np.full(J, 5.0), np.full(J, 1000.0)])
+    with pytest.raises(CapacityError, match=r"more than 8 jobs ran at once in trial\(s\) \[1\]"):
+        replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", record_alloc=False, running_capacity=8)
+    grown = replay_batch(submit, runtime, estimate, nodes, ft, "easy", "to", record_alloc=False)
+    assert grown.running_capacity == J
+    np.testing.assert_array_equal(grown.start, np.stack([submit, submit]))
+
+
 def test_ta_heuristics_and_tie_rule_are_honoured(cab, atlas2x):
     """Non-default sort orders and the high-id tie rule, on EASY."""
     submit, runtime, estimate, nodes = atlas2x
