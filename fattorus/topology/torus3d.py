@@ -343,16 +343,24 @@ class Torus3D(Topology):
         a, steps, positive, line = a[keep], steps[keep], positive[keep], line[keep]
         # positive arcs use the + links of positions a .. a+s-1; negative ones the - links of a-s+1 .. a
         first = np.where(positive, a, (a - steps + 1) % n)
-        R, width = self.n_routers, 2 * n + 1
+        width = 2 * n + 1
         for direction, sel in ((0, positive), (1, ~positive)):
             if not sel.any():
                 continue
-            row = line[sel] * width  # one difference row per ring (rows of other routers stay 0)
-            diff = (np.bincount(row + first[sel], minlength=R * width)
-                    - np.bincount(row + first[sel] + steps[sel], minlength=R * width)).reshape(R, width)
+            # One difference row per ring the arcs run on (numbered densely: a job touches few
+            # of the machine's rings, and rows for all of them made this the cost of a torus
+            # run's exposure metric).
+            present = np.zeros(self.n_routers, bool)
+            present[line[sel]] = True
+            rings = np.flatnonzero(present)
+            dense = np.zeros(self.n_routers, np.int64)
+            dense[rings] = np.arange(len(rings))
+            row, size = dense[line[sel]] * width, len(rings) * width
+            diff = (np.bincount(row + first[sel], minlength=size)
+                    - np.bincount(row + first[sel] + steps[sel], minlength=size)).reshape(len(rings), width)
             cover = np.cumsum(diff, axis=1)[:, : 2 * n]
             on, pos = np.nonzero(cover[:, :n] + cover[:, n:] > 0)
-            routers = on + pos * stride
+            routers = rings[on] + pos * stride
             mask[2 * self.n_nodes + (3 * routers + d) * 2 + direction] = True
 
     # Node orderings (what first fit walks; the torus paper, Section II-A2) ------------------
