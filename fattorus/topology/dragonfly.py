@@ -498,7 +498,7 @@ class Dragonfly(Topology):
               self.black_per_pair)
         if m == 0 or len(np.unique(g)) < 2:
             return mask
-        n = self.bundle_choice[np.ix_(r, r)].astype(np.int64)  # (u, u) bundle of each pair
+        n = self.bundle_choice[r].take(r, axis=1).astype(np.int64)  # (u, u) bundle of each pair (take: ~3x ix_)
         off = g[:, None] != g[None, :]
         u = len(r)
         gw = self.gateways
