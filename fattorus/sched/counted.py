@@ -61,7 +61,7 @@ class CountJobs(NamedTuple):
 
 
 def _start(s: CountState, start: jax.Array, j, n, est, end) -> tuple[CountState, jax.Array]:
-    """Start job ``j`` (``n`` nodes, estimated end and end in s) now, in the first empty slot;
+    """Start job ``j`` (``n`` nodes; its estimated end and end, s) now, in the first empty slot;
     its start time is written at once (one element, in place)."""
     slot = jnp.argmax(jnp.isinf(s.run_end))
     s = s._replace(
