@@ -113,21 +113,28 @@ def summary(
 
 
 def _overlapping(groups: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """For interval entries tagged with a group, whether each overlaps another of its group."""
+    """For interval entries ``[start, end)`` tagged with a group, whether each overlaps another
+    of its group.
+
+    Sorted by (group, start), an interval overlaps an earlier one of its group iff the latest
+    earlier end there is after its start, and a later one iff the next start there is before
+    its end. The latest end restarts at each group: a running maximum of ``group rank + 1j *
+    end`` (NumPy orders complex numbers lexicographically, so the running maximum is the
+    current group's latest end, exact — no arithmetic on the times), instead of a Python loop
+    over the groups (a torus or dragonfly run has tens of thousands of link groups)."""
+    n = len(groups)
+    if n == 0:
+        return np.zeros(0, bool)
     order = np.lexsort((start, groups))
-    g, s, e = groups[order], start[order], end[order]
-    hit = np.zeros(len(g), bool)
-    bounds = np.flatnonzero(np.diff(g)) + 1
-    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(g)]])):
-        if hi - lo < 2:
-            continue
-        ss, ee = s[lo:hi], e[lo:hi]
-        # Sorted by start: an interval overlaps an earlier one iff the latest earlier end is
-        # after its start, and a later one iff the next start is before its end.
-        prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(ee)[:-1]])
-        next_start = np.concatenate([ss[1:], [np.inf]])
-        hit[lo:hi] = (prev_end > ss) | (next_start < ee)
-    out = np.zeros(len(g), bool)
+    g, s, e = groups[order], start[order], np.asarray(end, np.float64)[order]
+    first = np.r_[True, g[1:] != g[:-1]]  # the first entry of each group
+    key = np.empty(n, np.complex128)  # set part by part: 1j * inf would make a nan real part
+    key.real, key.imag = np.cumsum(first), e
+    latest = np.maximum.accumulate(key)
+    hit = np.zeros(n, bool)
+    hit[1:] = ~first[1:] & (latest[:-1].imag > s[1:])  # ~first: the entry before is of this group
+    hit[:-1] |= ~first[1:] & (s[1:] < e[:-1])
+    out = np.zeros(n, bool)
     out[order] = hit
     return out
 
