@@ -65,19 +65,6 @@ def _v2_runtimes(jobs, prep, n_trials: int) -> np.ndarray:
     return np.stack(rows)
 
 
-def _timed(fn, repeats: int) -> tuple[float, float, object]:
-    """(first call s, median of ``repeats`` further calls s, last result)."""
-    t0 = time.perf_counter()
-    out = fn()
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return first, statistics.median(times), out
-
-
 def run(quick: bool = False) -> list[dict]:
     """One row per (policy, batch size), then the light-load row."""
     ft, jobs, prep = _inputs(10 if quick else 30)

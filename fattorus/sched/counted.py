@@ -175,7 +175,7 @@ def _event(s: CountState, start: jax.Array, jobs: CountJobs, runtime: jax.Array,
     return backfilled(_backfill(s, start, jobs, runtime, blocked))
 
 
-def initial(n_nodes: int, Q: int, C: int, n_jobs: int) -> CountState:
+def _initial(n_nodes: int, Q: int, C: int, n_jobs: int) -> CountState:
     """The empty machine and queue."""
     inf = jnp.full(C, jnp.inf, jnp.float64)
     return CountState(now=jnp.asarray(-jnp.inf, jnp.float64), free=jnp.asarray(n_nodes, jnp.int32), run_est=inf,
@@ -192,7 +192,7 @@ def replay(jobs: CountJobs, runtime: jax.Array, easy: bool, n_nodes: int, n_jobs
     event loop runs outside ``vmap`` while any trial has work left; one trial runs without
     ``vmap``, so that its backfill pass is a real branch."""
     B = runtime.shape[0]
-    s0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (B, *x.shape)), initial(n_nodes, Q, C, n_jobs))
+    s0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (B, *x.shape)), _initial(n_nodes, Q, C, n_jobs))
     start0 = jnp.full(runtime.shape, jnp.nan, jnp.float64)
 
     def going(s: CountState) -> jax.Array:
