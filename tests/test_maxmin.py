@@ -102,3 +102,34 @@ def test_step_time_is_the_slowest_flow_of_each_owner():
     nbytes = jnp.array([8.0, 8.0, 100.0, 3.0])
     owner = jnp.array([0, 0, 1, -1])
     assert np.allclose(step_time(rate, nbytes, owner, 3), [4.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stages_give_the_rates_of_one_stage(seed):
+    """Moving the open flows into shorter arrays (stages, forced here on a small instance by
+    ``stage_min_flows``) changes nothing: max-min fair, equal to the NumPy filling, with and
+    without host crossings, batched by vmap."""
+    rng = np.random.default_rng(10 + seed)
+    F, E, L = 400, 60, 4
+    route_ids = np.where(rng.random((F, L)) < 0.7, rng.integers(0, E, (F, L)), -1).astype(np.int32)
+    route_ids[:, 0] = rng.integers(0, E, F)
+    route_ids[::7] = -1  # some flows cross no link (rate inf)
+    cap = rng.uniform(1, 10, E)
+    w = rng.integers(1, 8, F).astype(float)
+    active = rng.random(F) < 0.9
+    args = (jnp.asarray(route_ids), jnp.asarray(cap, jnp.float32), jnp.asarray(w), jnp.asarray(active))
+    inc = tuple(jnp.asarray(x) for x in flow_incidences(route_ids))
+    keep = active & (route_ids >= 0).any(axis=1)
+    ref, _ = maxmin_rates_numpy(route_ids[keep], cap, w[keep])
+    one = maxmin_rates(*args, stage_min_flows=F)  # a single stage
+    for incidences in (None, inc):
+        got = maxmin_rates(*args, incidences=incidences, stage_min_flows=4)  # stages of 400, 50 and 6 flows
+        rate = np.asarray(got.rate, np.float64)
+        assert np.isinf(rate[::7][active[::7]]).all() and (rate[~active] == 0).all()
+        _check_maxmin(route_ids[keep], cap, w[keep], rate[keep])
+        assert np.allclose(rate[keep], ref, rtol=1e-4)
+        assert np.allclose(rate, np.asarray(one.rate), rtol=1e-6) and int(got.rounds) == int(one.rounds)
+    batch = jax.vmap(lambda w: maxmin_rates(args[0], args[1], w, args[3], stage_min_flows=4).rate)(
+        jnp.stack([args[2], args[2][::-1]]))
+    for b, wb in enumerate([w, w[::-1]]):
+        _check_maxmin(route_ids[keep], cap, wb[keep], np.asarray(batch[b], np.float64)[keep])

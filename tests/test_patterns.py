@@ -179,3 +179,17 @@ def test_every_registered_pattern_runs_on_edge_sizes():
             if t.n_flows:
                 assert t.src.min() >= 0 and t.src.max() < n and t.dst.max() < n
                 assert np.all(t.src != t.dst)
+
+
+@pytest.mark.parametrize("n", [2, 7, 64, 300])
+def test_keyless_patterns_do_not_depend_on_the_key(n):
+    """``KEYLESS`` (which `speedup=model` draws once per size) holds exactly the patterns whose
+    traffic is the same under any key."""
+    for name in P.PATTERNS:
+        a = P.make(name, jax.random.PRNGKey(1), n)
+        b = P.make(name, jax.random.PRNGKey(2), n)
+        same = all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a, b))
+        if name in P.KEYLESS:
+            assert same, name
+        elif n >= 64:  # keyed patterns on enough ranks differ between keys
+            assert not same, name

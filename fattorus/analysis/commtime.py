@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fattorus.analysis import patterns
-from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, step_time
+from fattorus.kernels.maxmin import maxmin_rates, step_time
 from fattorus.topology.base import Topology
 
 
@@ -88,8 +88,7 @@ def step_times(topo: Topology, jobs: Sequence[Job]) -> np.ndarray:
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]
     cap = jnp.asarray(np.asarray(topo.link_bandwidth, np.float32))
-    rates = maxmin_rates(jnp.asarray(route_ids), cap, active=jnp.asarray(np.arange(F + pad) < F),
-                         incidences=_incidences(route_ids)).rate
+    rates = maxmin_rates(jnp.asarray(route_ids), cap, active=jnp.asarray(np.arange(F + pad) < F)).rate
     return np.asarray(step_time(rates, jnp.asarray(nbytes, jnp.float32), jnp.asarray(owner), len(jobs)), np.float64)
 
 
@@ -128,12 +127,6 @@ def _local_routes_use_node_links_only(topo: Topology) -> bool:
     used = links[links >= 0]
     cls, bw = np.asarray(topo.link_class), np.asarray(topo.link_bandwidth)
     return bool((cls[used] == 0).all() and np.ptp(bw[cls == 0]) == 0)
-
-
-def _incidences(route_ids: np.ndarray) -> tuple[jax.Array, jax.Array]:
-    """The solver's compact (flow, link) crossings of ``route_ids``, bucketed (one compilation
-    per flow bucket and crossing bucket)."""
-    return tuple(jnp.asarray(x) for x in flow_incidences(route_ids))
 
 
 def _bucket(n: int) -> int:
@@ -180,6 +173,7 @@ class ModelRuntimes:
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self._ideal: dict[tuple[str, int], float] = {}
+        self._keyless: dict[tuple[str, int], patterns.Traffic] = {}
         self._links: dict[int, np.ndarray] = {}
         self._link_class = np.asarray(self.topo.link_class)
         self._local_ok = _local_routes_use_node_links_only(self.topo)
@@ -191,7 +185,13 @@ class ModelRuntimes:
         n = n_nodes * self.ranks_per_node
         if n < 2:
             return None
-        return patterns.make(self._names[j], jax.random.fold_in(self._key, j), n)
+        name = self._names[j]
+        if name in patterns.KEYLESS:  # a function of (pattern, n) alone: drawn once per size
+            cached = self._keyless.get((name, n))
+            if cached is None:
+                cached = self._keyless[(name, n)] = patterns.make(name, self._key, n)
+            return cached
+        return patterns.make(name, jax.random.fold_in(self._key, j), n)
 
     def _job_flows(self, traffic: patterns.Traffic | None, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Route ids and bytes of a job's flows (``traffic``) on ``nodes``."""
@@ -208,8 +208,7 @@ class ModelRuntimes:
         pad = F - len(nbytes)
         r = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
         active = np.arange(F) < len(nbytes)
-        rate = np.asarray(maxmin_rates(jnp.asarray(r), self._cap, active=jnp.asarray(active),
-                                       incidences=_incidences(r)).rate, np.float64)[:own]
+        rate = np.asarray(maxmin_rates(jnp.asarray(r), self._cap, active=jnp.asarray(active)).rate, np.float64)[:own]
         with np.errstate(divide="ignore"):
             t = np.where(np.isinf(rate), 0.0, nbytes[:own] / rate)
         return float(t.max())
