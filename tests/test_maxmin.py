@@ -133,3 +133,33 @@ def test_stages_give_the_rates_of_one_stage(seed):
         jnp.stack([args[2], args[2][::-1]]))
     for b, wb in enumerate([w, w[::-1]]):
         _check_maxmin(route_ids[keep], cap, wb[keep], np.asarray(batch[b], np.float64)[keep])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_goal_solve_gives_the_goal_flows_step_time_of_the_full_filling(seed):
+    """With ``goal`` (bytes of the flows whose step time is wanted) the solve may stop early,
+    but the goal flows' slowest ``bytes / rate`` is the NumPy filling's, for goal sets from
+    one flow to all of them, with stages and weights; and it does stop early somewhere."""
+    rng = np.random.default_rng(20 + seed)
+    F, E, L = 300, 40, 4
+    route_ids = np.where(rng.random((F, L)) < 0.7, rng.integers(0, E, (F, L)), -1).astype(np.int32)
+    route_ids[:, 0] = rng.integers(0, E, F)
+    cap = rng.uniform(1, 10, E)
+    w = rng.integers(1, 4, F).astype(float)
+    nbytes = rng.choice([1.0, 4.0, 16.0], F)
+    ref, _ = maxmin_rates_numpy(route_ids, cap, w)
+    args = (jnp.asarray(route_ids), jnp.asarray(cap, jnp.float32), jnp.asarray(w))
+    full_rounds = int(maxmin_rates(*args).rounds)
+    fewer = 0
+    for size in (1, 5, 40, F):
+        for _ in range(3):
+            wanted = np.zeros(F, bool)
+            wanted[rng.choice(F, size, replace=False)] = True
+            goal = np.where(wanted, nbytes, 0).astype(np.float32)
+            for stage_min_flows in (F, 4):
+                got = maxmin_rates(*args, goal=jnp.asarray(goal), stage_min_flows=stage_min_flows)
+                t = float(step_time(got.rate, jnp.asarray(nbytes, jnp.float32), jnp.asarray(np.where(wanted, 0, -1)), 1)[0])
+                assert t == pytest.approx(float((nbytes[wanted] / ref[wanted]).max()), rel=1e-4)
+                assert int(got.rounds) <= full_rounds
+                fewer += int(got.rounds) < full_rounds
+    assert fewer > 0, "a goal never shortened the filling"

@@ -208,7 +208,11 @@ class ModelRuntimes:
         pad = F - len(nbytes)
         r = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
         active = np.arange(F) < len(nbytes)
-        rate = np.asarray(maxmin_rates(jnp.asarray(r), self._cap, active=jnp.asarray(active)).rate, np.float64)[:own]
+        # Only the own flows' slowest time is wanted: the solve stops once it is known.
+        goal = np.zeros(F, np.float32)
+        goal[:own] = nbytes[:own]
+        rate = np.asarray(maxmin_rates(jnp.asarray(r), self._cap, active=jnp.asarray(active), goal=jnp.asarray(goal)).rate,
+                          np.float64)[:own]
         with np.errstate(divide="ignore"):
             t = np.where(np.isinf(rate), 0.0, nbytes[:own] / rate)
         return float(t.max())

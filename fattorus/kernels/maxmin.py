@@ -47,7 +47,8 @@ RTOL = 1e-6
 
 class Rates(NamedTuple):
     """Result of :func:`maxmin_rates`: ``rate`` ``(F,)`` in capacity units (``inf`` for flows
-    with no link, 0 for inactive ones) and ``rounds``, the filling rounds used."""
+    with no link, 0 for inactive ones; with a ``goal``, see there) and ``rounds``, the
+    filling rounds used."""
 
     rate: jax.Array
     rounds: jax.Array
@@ -92,11 +93,16 @@ def _stage_sizes(F: int, C: int, min_flows: int) -> list[tuple[int, int]]:
     return sizes
 
 
+#: A goal solve stops once no open goal flow can take longer than this share of the slowest
+#: settled one: a margin far above float32 rounding, so that the stop never changes the maximum.
+GOAL_MARGIN = 1e-5
+
+
 @partial(jax.jit, static_argnames=("rtol", "stage_min_flows"))
 def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | None = None,
                  active: jax.Array | None = None, rtol: float = RTOL,
                  incidences: tuple[jax.Array, jax.Array] | None = None,
-                 stage_min_flows: int = STAGE_MIN_FLOWS) -> Rates:
+                 stage_min_flows: int = STAGE_MIN_FLOWS, goal: jax.Array | None = None) -> Rates:
     """Weighted max-min fair rates of flows over capacitated links (module docstring).
 
     Args:
@@ -111,6 +117,15 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
       stage_min_flows: the shortest stage (flows); the open flows move into arrays
         ``STAGE_FACTOR`` times shorter while that is at least this long (module docstring).
         Only the speed depends on it, not the rates.
+      goal: optional ``(F,)`` bytes of the flows whose step time (``max bytes / rate``) is
+        all that is wanted, 0 for the others. The solve then stops as soon as every goal
+        flow still open provably takes less time than the slowest settled goal flow: an open
+        flow's final rate is at least its tightest link's share now (a share never falls as
+        flows freeze below it), so with ``bytes / share`` under ``(1 - GOAL_MARGIN)`` times
+        the slowest settled time the maximum is already known. Settled flows have their
+        exact rates (the rounds up to the stop are those of the full solve); flows still
+        open get that lower bound, so :func:`step_time` over the goal flows equals the full
+        solve's. Other flows' rates are then meaningless.
 
     Returns:
       :class:`Rates`.
@@ -137,24 +152,35 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
         """``(E, k)`` sums over each link's crossings of per-flow ``values`` ``(F, k)``."""
         return jnp.zeros((E + DUMP, values.shape[1]), dtype).at[inc_link].add(values[inc_flow])[:E]
 
-    def stage(k: int, slot, weight, n_links, inc_flow, inc_link, frozen, residual, load, rounds):
+    def tightest(share: jax.Array, slot: jax.Array, frozen: jax.Array) -> jax.Array:
+        """Each open flow's tightest link share (``inf`` for frozen flows)."""
+        return jnp.where(frozen, jnp.inf, jnp.concatenate([share, jnp.full(1, jnp.inf, dtype)])[slot].min(axis=1))
+
+    def shares(residual: jax.Array, load: jax.Array) -> jax.Array:
+        return jnp.where(load > 0, residual / jnp.where(load > 0, load, 1), jnp.inf)
+
+    def reached(goal: jax.Array, frozen: jax.Array, tight: jax.Array, slowest: jax.Array) -> jax.Array:
+        """Whether no open goal flow can take longer than ``slowest`` (``goal`` docs)."""
+        bound = jnp.where(~frozen & (goal > 0), goal / tight, 0).max(initial=0)
+        return bound <= slowest * (1 - GOAL_MARGIN)
+
+    def stage(k: int, slot, weight, goal, n_links, inc_flow, inc_link, frozen, residual, load, rounds, slowest):
         """Rounds over stage ``k``'s flows (``frozen``: padding and settled flows) until all
-        are frozen, or until the open ones fit the next stage, which then finishes them."""
+        are frozen (or a goal is reached), or until the open ones fit the next stage, which
+        then finishes them."""
         last = k + 1 == len(sizes)
         next_flows, next_crossings = (0, 0) if last else sizes[k + 1]
 
         def cond(state):
-            frozen = state[1]
-            go = ~frozen.all()
+            frozen, done = state[1], state[-1]
+            go = ~frozen.all() & ~done
             if not last:  # the flows' link counts sum to their crossings
                 go &= ((~frozen).sum() > next_flows) | (jnp.where(frozen, 0, n_links).sum() > next_crossings)
             return go
 
         def body(state):
-            rate, frozen, residual, load, rounds = state
-            share = jnp.where(load > 0, residual / jnp.where(load > 0, load, 1), jnp.inf)
-            # Each open flow's tightest link, and per link the tightest link of any flow crossing it.
-            tight = jnp.where(frozen, jnp.inf, jnp.concatenate([share, jnp.full(1, jnp.inf, dtype)])[slot].min(axis=1))
+            rate, frozen, residual, load, share, tight, rounds, slowest, done = state
+            # Per link the tightest link of any open flow crossing it.
             around = jnp.full(E + DUMP, jnp.inf, dtype).at[inc_link].min(tight[inc_flow])[:E]
             # A link no tighter than any link its flows cross is a bottleneck now: its flows
             # freeze at their share of it, whatever else freezes this round (module docstring).
@@ -166,10 +192,23 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
             # the flows still open (next round's load, summed afresh).
             sums = per_link(inc_flow, inc_link, jnp.stack([new, jnp.where(frozen, 0, weight)], axis=1))
             residual = jnp.maximum(residual - sums[:, 0], 0)
-            return jnp.where(hit, new, rate), frozen, residual, sums[:, 1], rounds + 1
+            load = sums[:, 1]
+            share = shares(residual, load)
+            tight = tightest(share, slot, frozen)
+            if goal is not None:
+                settled = jnp.where(hit & (goal > 0), goal / jnp.where(new > 0, new, 0), 0)  # 0 rate: inf
+                slowest = jnp.maximum(slowest, settled.max(initial=0))
+                done = reached(goal, frozen, tight, slowest)
+            return jnp.where(hit, new, rate), frozen, residual, load, share, tight, rounds + 1, slowest, done
 
         rate = jnp.zeros(slot.shape[0], dtype)
-        rate, frozen, residual, load, rounds = jax.lax.while_loop(cond, body, (rate, frozen, residual, load, rounds))
+        share = shares(residual, load)
+        tight = tightest(share, slot, frozen)
+        done = jnp.bool_(False) if goal is None else reached(goal, frozen, tight, slowest)
+        rate, frozen, residual, load, share, tight, rounds, slowest, done = jax.lax.while_loop(
+            cond, body, (rate, frozen, residual, load, share, tight, rounds, slowest, done))
+        if goal is not None:  # flows still open (stopped at a goal): their rate's lower bound
+            rate = jnp.where(frozen, rate, weight * tight)
         if last:
             return rate, rounds
         # The open flows and their crossings, in their order, into the next stage's arrays:
@@ -182,18 +221,24 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
         real = ids < n
         slot2 = jnp.where(real[:, None], slot[jnp.minimum(ids, n - 1)], E)
         weight2 = jnp.where(real, weight[jnp.minimum(ids, n - 1)], 1)
+        goal2 = None if goal is None else jnp.where(real, goal[jnp.minimum(ids, n - 1)], 0)
         n_links2 = jnp.where(real, n_links[jnp.minimum(ids, n - 1)], 0)
         crossing_open = is_open[inc_flow] & (inc_link < E)
         to = jnp.where(crossing_open, jnp.cumsum(crossing_open) - 1, next_crossings)
         inc_flow2 = jnp.zeros(next_crossings, jnp.int32).at[to].set(pos[inc_flow].astype(jnp.int32), mode="drop")
         inc_link2 = (E + jnp.arange(next_crossings, dtype=jnp.int32) % DUMP).at[to].set(inc_link, mode="drop")
-        rate2, rounds = stage(k + 1, slot2, weight2, n_links2, inc_flow2, inc_link2, ~real, residual, load, rounds)
-        return rate.at[ids].set(rate2, mode="drop"), rounds
+        # A stage stopped at its goal hands on frozen-only arrays (``~real`` or ``done``).
+        frozen2 = ~real | done
+        rate2, rounds = stage(k + 1, slot2, weight2, goal2, n_links2, inc_flow2, inc_link2, frozen2, residual,
+                              load, rounds, slowest)
+        return rate.at[ids].set(jnp.where(done, rate[jnp.minimum(ids, n - 1)], rate2), mode="drop"), rounds
 
     # Inactive flows and flows that cross no link are settled before the first round.
     frozen0 = ~active | (n_links == 0)
     load0 = per_link(inc_flow, inc_link, jnp.where(frozen0, 0, weight)[:, None])[:, 0]
-    rate, rounds = stage(0, slot, weight, n_links, inc_flow, inc_link, frozen0, capacity, load0, jnp.int32(0))
+    goal = None if goal is None else jnp.where(frozen0, 0, jnp.asarray(goal, dtype))
+    rate, rounds = stage(0, slot, weight, goal, n_links, inc_flow, inc_link, frozen0, capacity, load0, jnp.int32(0),
+                         jnp.zeros((), dtype))
     return Rates(jnp.where(active & (n_links == 0), jnp.inf, rate), rounds)
 
 
