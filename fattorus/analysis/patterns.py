@@ -21,6 +21,7 @@ cut, so that jobs of many sizes share a few compiled samplers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import NamedTuple
 
 import jax
@@ -180,6 +181,27 @@ def _take_first(cand: np.ndarray, valid: np.ndarray, counts: np.ndarray, nbytes:
     return _traffic(src[keep], cand[keep], nbytes)
 
 
+@lru_cache(maxsize=32)
+def _mesh_candidates(n: int, radius: int, locality: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The key-free part of :func:`unstructured_mesh` on ``n`` ranks, computed once per size
+    (a replay draws a mesh per job): candidate ranks ``(n, m)`` of the box offsets, nearest
+    first; which of them are usable (not the rank itself nor a repeat); and each offset's
+    log-weight ``-locality/2 · log |o|²`` ``(1, m)``. Read-only: shared by every call."""
+    dims = grid_dims(n, 3)
+    r = np.arange(-radius, radius + 1)
+    offsets = np.stack(np.meshgrid(r, r, r, indexing="ij"), axis=-1).reshape(-1, 3)
+    dist2 = (offsets**2).sum(axis=1)
+    offsets, dist2 = offsets[dist2 > 0], dist2[dist2 > 0]
+    order = np.argsort(dist2, kind="stable")  # nearest first: duplicates keep the nearest
+    offsets, dist2 = offsets[order], dist2[order]
+    cand = _neighbour_ranks(dims, offsets).astype(np.int32)  # (n, m); int32 halves what the cache holds
+    valid = _first_unique(cand, np.arange(n))
+    prior = (-0.5 * locality * np.log(dist2))[None, :]
+    for a in (cand, valid, prior):
+        a.flags.writeable = False
+    return cand, valid, prior
+
+
 def unstructured_mesh(
     key: jax.Array,
     n: int,
@@ -204,17 +226,9 @@ def unstructured_mesh(
         return _empty()
     k_count, k_pick = jax.random.split(key)
     counts = _counts(k_count, n, min_neighbours, max_neighbours)
-    dims = grid_dims(n, 3)
-    r = np.arange(-radius, radius + 1)
-    offsets = np.stack(np.meshgrid(r, r, r, indexing="ij"), axis=-1).reshape(-1, 3)
-    dist2 = (offsets**2).sum(axis=1)
-    offsets, dist2 = offsets[dist2 > 0], dist2[dist2 > 0]
-    order = np.argsort(dist2, kind="stable")  # nearest first: duplicates keep the nearest
-    offsets, dist2 = offsets[order], dist2[order]
-    cand = _neighbour_ranks(dims, offsets)  # (n, m)
-    valid = _first_unique(cand, np.arange(n))
+    cand, valid, prior = _mesh_candidates(n, radius, float(locality))
     gumbel = -np.log(-np.log(np.maximum(_uniform(k_pick, *cand.shape), np.finfo(np.float32).tiny)))
-    score = np.where(valid, -0.5 * locality * np.log(dist2)[None, :] + gumbel, -np.inf)
+    score = np.where(valid, prior + gumbel, -np.inf)
     by_score = np.argsort(-score, axis=1, kind="stable")
     cand = np.take_along_axis(cand, by_score, axis=1)
     valid = np.take_along_axis(valid, by_score, axis=1)

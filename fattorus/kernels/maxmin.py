@@ -211,8 +211,18 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
             rate = jnp.where(frozen, rate, weight * tight)
         if last:
             return rate, rounds
-        # The open flows and their crossings, in their order, into the next stage's arrays:
-        # frozen flows add exact zeros to every per-link sum, so the rounds go on unchanged.
+        if goal is None:
+            return descend(k, rate, frozen, slot, weight, goal, n_links, inc_flow, inc_link, residual, load, rounds,
+                           slowest)
+        # Stopped at the goal: nothing left to solve, the next stages are skipped.
+        return jax.lax.cond(done, lambda: (rate, rounds), lambda: descend(
+            k, rate, frozen, slot, weight, goal, n_links, inc_flow, inc_link, residual, load, rounds, slowest))
+
+    def descend(k, rate, frozen, slot, weight, goal, n_links, inc_flow, inc_link, residual, load, rounds, slowest):
+        """The open flows and their crossings, in their order, into the next stage's arrays,
+        which finishes them: frozen flows add exact zeros to every per-link sum, so the rounds
+        go on unchanged."""
+        next_flows, next_crossings = sizes[k + 1]
         n = slot.shape[0]
         is_open = ~frozen
         pos = jnp.cumsum(is_open) - 1
@@ -227,11 +237,9 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
         to = jnp.where(crossing_open, jnp.cumsum(crossing_open) - 1, next_crossings)
         inc_flow2 = jnp.zeros(next_crossings, jnp.int32).at[to].set(pos[inc_flow].astype(jnp.int32), mode="drop")
         inc_link2 = (E + jnp.arange(next_crossings, dtype=jnp.int32) % DUMP).at[to].set(inc_link, mode="drop")
-        # A stage stopped at its goal hands on frozen-only arrays (``~real`` or ``done``).
-        frozen2 = ~real | done
-        rate2, rounds = stage(k + 1, slot2, weight2, goal2, n_links2, inc_flow2, inc_link2, frozen2, residual,
-                              load, rounds, slowest)
-        return rate.at[ids].set(jnp.where(done, rate[jnp.minimum(ids, n - 1)], rate2), mode="drop"), rounds
+        rate2, rounds = stage(k + 1, slot2, weight2, goal2, n_links2, inc_flow2, inc_link2, ~real, residual, load,
+                              rounds, slowest)
+        return rate.at[ids].set(rate2, mode="drop"), rounds
 
     # Inactive flows and flows that cross no link are settled before the first round.
     frozen0 = ~active | (n_links == 0)
