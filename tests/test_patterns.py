@@ -134,6 +134,20 @@ def test_unstructured_mesh_counts_distinct_and_local():
     assert pairs(again) == pairs(t)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_stable_top_is_the_prefix_of_a_stable_sort(seed):
+    """The mesh's partial sort equals NumPy's full stable argsort cut at ``k``, with many
+    ties (small integers) and ``inf`` padding, for ``k`` from 1 to past the row width."""
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        values = rng.integers(0, 5, (40, 30)).astype(float)
+        values[rng.random(values.shape) < 0.2] = np.inf
+        k = int(rng.integers(1, 33))
+        assert np.array_equal(P._stable_top(values, k), np.argsort(values, axis=1, kind="stable")[:, :k])
+    values = rng.random((40, 124))  # distinct values: the partition path without ties
+    assert np.array_equal(P._stable_top(values, 27), np.argsort(values, axis=1, kind="stable")[:, :27])
+
+
 def test_unstructured_mesh_small_job_caps_counts():
     t = P.unstructured_mesh(KEY, 5)  # only 4 other ranks exist
     assert Counter(t.src.tolist()) == Counter({r: 4 for r in range(5)})

@@ -17,6 +17,8 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
   issue's target: model at most 3x the plain replay, i.e. ``speedup >= 0.33``). Each replay
   runs twice and the second run is timed: the first compiles the solver and the routing once
   per flow-count bucket (``compile_s`` = first run minus second).
+* ``replay_model_ta``: the same with ``ta`` allocation (interference-free: a job's flows meet
+  no other job's, so each solve holds its own flows alone).
 
 ``compile_s`` = first JAX call minus the median; ``median_s`` = median of ``repeats`` calls
 after it from the padded routes alone (what :mod:`fattorus.analysis.commtime` runs);
@@ -128,13 +130,15 @@ def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[
     key = jax.random.PRNGKey(seed)
     alloc = np.random.default_rng(seed).choice(ft44.n_nodes, 4096, replace=False)
     rows.append(_case("ft44_stencil4d", ft44, [commtime.Job(alloc, patterns.make("stencil4d", key, 4096))], repeats))
-    rows.append(_replay_model(QUICK_MONTH if quick else MONTH, seed))
+    for pol in ("to", "ta"):
+        rows.append(_replay_model(QUICK_MONTH if quick else MONTH, seed, pol))
     return rows
 
 
-def _replay_model(days: float, seed: int) -> dict:
-    """Plain replay vs ``speedup=model`` replay of Atlas x2 on Cab (module docstring): each
-    replayed twice, the second run timed (``compile_s`` = first minus second)."""
+def _replay_model(days: float, seed: int, pol: str = "to") -> dict:
+    """Plain replay vs ``speedup=model`` replay of Atlas x2 on Cab under allocation policy
+    ``pol`` (module docstring): each replayed twice, the second run timed (``compile_s`` =
+    first minus second)."""
     cab = topology.load("cab")
     jobs = workload.load(trace_path(), cores_per_node=8).jobs
     scaled, _ = workload.scale_nodes(jobs, 2, cab.n_nodes)
@@ -145,14 +149,15 @@ def _replay_model(days: float, seed: int) -> dict:
         for _ in range(2):
             model = commtime.ModelRuntimes(cab, interference.parse_mix(interference.DEFAULT_MIX), 0.3, seed)
             t0 = time.perf_counter()
-            out = replay.replay(window, cab, "to", "easy", **({"runtime_model": model} if kwargs else {}))
+            out = replay.replay(window, cab, pol, "easy", **({"runtime_model": model} if kwargs else {}))
             runs.append(time.perf_counter() - t0)
         return runs[0], runs[1], out
 
     plain_first, plain_s, plain = timed()
     model_first, model_s, _ = timed(model=True)
-    _log(f"replay_model: {days:g} days, plain {plain_s:.1f} s (first {plain_first:.1f}), "
+    case = "replay_model" if pol == "to" else f"replay_model_{pol}"
+    _log(f"{case}: {days:g} days, plain {plain_s:.1f} s (first {plain_first:.1f}), "
          f"model {model_s:.1f} s (first {model_first:.1f})")
-    return {"case": "replay_model", "machine": "cab", "flows": None, "rounds": None, "numpy_rounds": None,
+    return {"case": case, "machine": "cab", "flows": None, "rounds": None, "numpy_rounds": None,
             "compile_s": model_first - model_s, "median_s": model_s, "numpy_s": plain_s, "speedup": plain_s / model_s,
             "max_rel_diff": None, "repeats": 1, "jobs": len(plain.jobs)}
