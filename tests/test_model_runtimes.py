@@ -113,10 +113,14 @@ def test_same_seed_same_run_and_the_seed_matters(jobs):
 
 class _NoShortcuts(commtime.ModelRuntimes):
     """The model with every job solved with every running job: no one-router shortcut, no
-    ideal-time cache, no restriction to the jobs sharing links with the starting one."""
+    ideal-time cache, no restriction to the jobs sharing links with the starting one, no
+    renamed-ideal shortcut."""
 
     def _sharing(self, j, others):
         return others
+
+    def _renamed(self, a, b):
+        return False
 
     def bind(self, prepared):
         hook = super().bind(prepared)
@@ -131,9 +135,10 @@ class _NoShortcuts(commtime.ModelRuntimes):
 @pytest.mark.parametrize("pol", ["to", "ta"])
 def test_shortcuts_change_no_runtime(jobs, pol):
     # The one-router shortcut (slowdown 1 without a solve, flows left out of later solves),
-    # the per-(pattern, size) ideal cache of key-free patterns and solving only the jobs
-    # connected to the starting one through shared links are exact: every start, end and
-    # slowdown equals the run that solves every job with every running job.
+    # the per-(pattern, size) ideal cache of key-free patterns, solving only the jobs
+    # connected to the starting one through shared links, and slowdown 1 without a solve for
+    # a job alone whose placement is the ideal one with links renamed are exact: every start,
+    # end and slowdown equals the run that solves every job with every running job.
     ft = fattree.load("ft6x6")
     assert commtime._local_routes_use_node_links_only(ft)
     fast = commtime.ModelRuntimes(ft, MIX, comm_fraction=0.5, seed=3)
@@ -144,6 +149,26 @@ def test_shortcuts_change_no_runtime(jobs, pol):
     assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
     one_router = [len(np.unique(np.asarray(x) // ft.nodes_per_leaf)) == 1 for x in a["alloc"].to_list()]
     assert 0 < sum(one_router) < len(one_router) and fast._ideal  # both shortcuts were taken
+    assert fast.renamed > 0 and slow.renamed == 0
+
+
+def test_same_network_is_a_renaming_of_links():
+    """The renaming test behind the shortcut, against hand-made cases: a consistent one-to-one
+    renaming is the same network; two links merged into one, one link split in two, another
+    empty slot or another capacity is not."""
+    cap = np.array([1.0, 1.0, 1.0, 1.0, 2.0])
+    a = np.array([[0, 1], [1, 2], [2, -1]])
+    assert commtime.same_network(a, np.array([[3, 0], [0, 1], [1, -1]]), cap)  # 0->3, 1->0, 2->1
+    assert not commtime.same_network(a, np.array([[3, 0], [0, 0], [0, -1]]), cap)  # 1 and 2 merged
+    assert not commtime.same_network(a, np.array([[3, 0], [1, 2], [2, -1]]), cap)  # link 1 split
+    assert not commtime.same_network(a, np.array([[3, 0], [0, 1], [-1, 1]]), cap)  # other slots
+    assert not commtime.same_network(a, np.array([[3, 4], [4, 1], [1, -1]]), cap)  # capacity 2
+    # And what it buys: renamed networks give the same rates, bit for bit.
+    from fattorus.kernels.maxmin import maxmin_rates
+    b = np.array([[3, 0], [0, 1], [1, -1]])
+    ra = np.asarray(maxmin_rates(a, np.asarray(cap, np.float32)).rate)
+    rb = np.asarray(maxmin_rates(b, np.asarray(cap, np.float32)).rate)
+    assert np.array_equal(ra, rb) and np.allclose(ra, [0.5, 0.5, 0.5])
 
 
 def test_one_router_routes_stay_on_node_links_in_every_family():
