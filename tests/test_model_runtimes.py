@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
 import numpy as np
 import polars as pl
 import pytest
@@ -146,7 +147,10 @@ def test_shortcuts_change_no_runtime(jobs, pol):
     a = replay.replay(jobs, ft, pol, "easy", runtime_model=fast).jobs
     b = replay.replay(jobs, ft, pol, "easy", runtime_model=slow).jobs
     assert a["start_s"].equals(b["start_s"]) and a["end_s"].equals(b["end_s"])
-    assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
+    if jax.default_backend() == "cpu":  # bit for bit: every per-link sum adds in one order
+        assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
+    else:  # a GPU's atomic scatter-adds sum in an order of their own: float32 rounding apart
+        assert np.allclose(fast.slowdown, slow.slowdown, rtol=1e-5, equal_nan=True)
     one_router = [len(np.unique(np.asarray(x) // ft.nodes_per_leaf)) == 1 for x in a["alloc"].to_list()]
     assert 0 < sum(one_router) < len(one_router) and fast._ideal  # both shortcuts were taken
     assert fast.renamed > 0 and slow.renamed == 0
