@@ -27,6 +27,10 @@ times shorter, they move there (in their order) and the rounds go on over them a
 frozen flow only ever added exact zeros to the per-link sums, so the rates are those of one
 stage, bit for bit on a CPU; each stage is one more ``while_loop`` to compile.
 
+A caller that wants only some flows' step time (``max bytes / rate``: the starting job of a
+``speedup=model`` replay) passes their bytes as ``goal``: the solve then stops once that
+maximum is known (see :func:`maxmin_rates`), after far fewer rounds.
+
 Flows with an empty route (both ends on one node) cross no link: the network does not limit
 them and their rate is ``inf``. Inactive flows (``active`` False: padding) get rate 0.
 """
