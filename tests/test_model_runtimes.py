@@ -123,6 +123,9 @@ class _NoShortcuts(commtime.ModelRuntimes):
     def _renamed(self, a, b):
         return False
 
+    def _renamed_placement(self, nodes, ideal_nodes):
+        return False
+
     def bind(self, prepared):
         hook = super().bind(prepared)
         self._local_ok = False
@@ -154,6 +157,8 @@ def test_shortcuts_change_no_runtime(jobs, pol):
     one_router = [len(np.unique(np.asarray(x) // ft.nodes_per_leaf)) == 1 for x in a["alloc"].to_list()]
     assert 0 < sum(one_router) < len(one_router) and fast._ideal  # both shortcuts were taken
     assert fast.renamed > 0 and slow.renamed == 0
+    if pol == "to":  # a job decided without its traffic had its flows built for a later one
+        assert fast.built_late > 0
 
 
 def test_same_network_is_a_renaming_of_links():
@@ -173,6 +178,54 @@ def test_same_network_is_a_renaming_of_links():
     ra = np.asarray(maxmin_rates(a, np.asarray(cap, np.float32)).rate)
     rb = np.asarray(maxmin_rates(b, np.asarray(cap, np.float32)).rate)
     assert np.array_equal(ra, rb) and np.allclose(ra, [0.5, 0.5, 0.5])
+
+
+def test_fat_tree_renamed_placements_are_renamed_networks():
+    """``FatTree.routes_renamed`` against brute force: where it says yes, the D-mod-k routes of
+    every ordered pair of the two placements are one network renamed (``same_network``).
+    Candidates: the ideal placement shifted, its leaves permuted, each leaf's nodes reordered,
+    or each rank moved to a node of the same L2 index and core offset (ranks in another order
+    now and then); it must say yes to some and no to others."""
+    from fattorus.topology import fattree_routing as fr
+
+    ft = fattree.load("ft6x6")
+    k, S, C = ft.nodes_per_leaf, ft.l2_per_pod, fr.cores_per_l2(ft)
+    rng = np.random.default_rng(0)
+    cap = np.asarray(ft.link_bandwidth)
+    every = np.arange(ft.n_nodes)
+    answers = {True: 0, False: 0}
+    for trial in range(800):
+        n = int(rng.integers(2, 30))
+        ideal = ft.ideal_allocation(n)
+        kind = trial % 4
+        if kind == 3:  # each leaf's nodes in an order of its own
+            perms = np.array([rng.permutation(k) for _ in range(ft.n_nodes // k)])
+            nodes = (ideal // k) * k + perms[ideal // k, ideal % k]
+        elif kind == 0:
+            step = int(rng.choice([1, S, k, ft.nodes_per_pod]))
+            nodes = (ideal + step * int(rng.integers(0, ft.n_nodes))) % ft.n_nodes
+        elif kind == 1:
+            leaf = rng.permutation(ft.n_nodes // k)
+            nodes = leaf[ideal // k] * k + ideal % k
+        else:
+            free, nodes = np.ones(ft.n_nodes, bool), []
+            for x in ideal:
+                same = every[free & (every % S == x % S) & ((every // S) % C == (x // S) % C)]
+                nodes.append(int(rng.choice(same)))
+                free[nodes[-1]] = False
+            nodes = np.array(nodes)
+        if rng.random() < 0.3:  # ranks in another order
+            order = rng.permutation(n)
+            ideal, nodes = ideal[order], nodes[order]
+        said = ft.routes_renamed(ideal, nodes)
+        answers[said] += 1
+        if said:
+            src, dst = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+            a = np.asarray(ft.routes(ideal[src.ravel()], ideal[dst.ravel()]))
+            b = np.asarray(ft.routes(nodes[src.ravel()], nodes[dst.ravel()]))
+            assert commtime.same_network(a, b, cap), (trial, ideal, nodes)
+    assert answers[True] > 30 and answers[False] > 30
+    assert not ft.routes_renamed(np.arange(3), np.arange(4))
 
 
 def test_one_router_routes_stay_on_node_links_in_every_family():

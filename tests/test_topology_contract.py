@@ -5,7 +5,7 @@ symmetric, zero on the diagonal, at most ``max_hops``; every static route walks 
 links from ``src`` to ``dst`` and its hop-class links number exactly ``hops``; the hop-sum
 kernel equals the pairwise sum; the ideal allocation is at least as compact as random ones;
 the configuration round-trips; orderings are permutations; ``job_links`` covers every route
-between a job's nodes. A new family's configs are picked up without editing this file (the
+between a job's nodes; a placement ``routes_renamed`` calls renamed has renamed routes. A new family's configs are picked up without editing this file (the
 ``conf_topo`` fixture of conftest.py runs each test once per config).
 """
 
@@ -101,6 +101,26 @@ def test_job_links_cover_every_route_between_the_job_nodes(topo):
         used = np.unique(r[r >= 0])
         hop_class = np.array([topo.link_class_names[c] in topo.hop_classes for c in np.asarray(topo.link_class)])
         assert mask[used[hop_class[used]]].all()
+
+
+def test_a_renamed_placement_has_renamed_routes(topo):
+    """Where ``routes_renamed`` says yes (a family may always say no), every ordered pair's
+    route among the second placement is the first's with links renamed one-to-one between
+    links of equal bandwidth (``commtime.same_network`` over all pairs)."""
+    from fattorus.analysis.commtime import same_network
+
+    cap = np.asarray(topo.link_bandwidth)
+    n = min(12, topo.n_nodes // 2)
+    ideal = np.asarray(topo.ideal_allocation(n))
+    src, dst = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        shift = int(rng.integers(0, topo.n_nodes))
+        for nodes in ((ideal + shift) % topo.n_nodes, _sample(topo, n, seed), ideal):
+            if topo.routes_renamed(ideal, nodes):
+                a = np.asarray(topo.routes(ideal[src.ravel()], ideal[dst.ravel()]))
+                b = np.asarray(topo.routes(nodes[src.ravel()], nodes[dst.ravel()]))
+                assert same_network(a, b, cap)
 
 
 def test_flow_loads_equal_the_scatter_of_the_routes(topo):

@@ -204,7 +204,11 @@ class ModelRuntimes:
         self._keyless: dict[tuple[str, int], patterns.Traffic] = {}
         self._ideal_routes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._capacity = np.asarray(self.topo.link_bandwidth)
-        self.renamed = 0
+        self.renamed = 0  # starts decided by a renaming shortcut (no solve)
+        self.built_late = 0  # jobs whose flows were built after their start, for a later job
+        self._nodes: dict[int, np.ndarray] = {}  # nodes of the jobs whose flows count (built or pending)
+        self._keys: dict[int, np.ndarray] = {}  # their interference keys, computed when asked
+        self._pending: set[int] = set()  # jobs whose flows are not built yet
         self._links: dict[int, np.ndarray] = {}
         self._shared_class = np.asarray(self.topo.link_class) > 0
         self._local_ok = _local_routes_use_node_links_only(self.topo)
@@ -278,6 +282,19 @@ class ModelRuntimes:
     def _slowdown(self, j: int, nodes: np.ndarray, ideal_nodes: np.ndarray, running: set[int]) -> float:
         """Job ``j``'s step time with the running jobs over its step time alone on
         ``ideal_nodes``; the ideal one cached per (pattern, size) for key-free patterns."""
+        self._nodes[j] = np.asarray(nodes)
+        if self._renamed_placement(nodes, ideal_nodes) and not self._reach(j, running, direct=True):
+            # Exact shortcut: the placement is the ideal one renamed for every pair of its nodes
+            # (whatever the traffic), and no running job can share a link with it (disjoint
+            # interference keys): its together and ideal problems are one network, slowdown 1,
+            # decided without drawing its traffic. Its flows are built if a later job needs them.
+            self._pending.add(j)
+            self.renamed += 1
+            return 1.0
+        if self._pending & running:  # build the pending jobs this one could be connected to
+            for k in sorted(self._pending & self._reach(j, running)):
+                self._pending.discard(k)
+                self._build(k)
         traffic = self._traffic(j, len(nodes))  # drawn once: the same traffic in both placements
         own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
         self._links[j] = self._shared_links(own_routes)
@@ -309,6 +326,48 @@ class ModelRuntimes:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0
 
+    def _renamed_placement(self, nodes: np.ndarray, ideal_nodes: np.ndarray) -> bool:
+        """Whether every route among ``ideal_nodes`` is the route among ``nodes`` renamed
+        (:meth:`Topology.routes_renamed`)."""
+        return self.topo.routes_renamed(nodes, ideal_nodes)
+
+    def _keys_of(self, k: int) -> np.ndarray:
+        """Job ``k``'s interference keys (:meth:`Topology.interference_keys`), computed once."""
+        keys = self._keys.get(k)
+        if keys is None:
+            keys = self._keys[k] = np.asarray(self.topo.interference_keys(self._nodes[k]), np.int64)
+        return keys
+
+    def _reach(self, j: int, running: set[int], direct: bool = False) -> set[int]:
+        """The running jobs with flows that share an interference key with job ``j`` — with
+        ``direct`` only those, else also through each other (a superset of the jobs
+        :meth:`_sharing` can connect to ``j``: jobs that share a link share a key)."""
+        others = sorted(k for k in running if k in self._nodes and k != j)
+        keys = self._keys_of(j)
+        if not others or not len(keys):
+            return set()
+        held = [self._keys_of(k) for k in others]
+        mark = np.zeros(int(max([keys.max()] + [h.max() for h in held if len(h)])) + 1, bool)
+        mark[keys] = True
+        found: set[int] = set()
+        grew = True
+        while grew:
+            grew = False
+            for k, h in zip(others, held):
+                if k not in found and len(h) and mark[h].any():
+                    found.add(k)
+                    if not direct:
+                        mark[h] = grew = True
+        return found
+
+    def _build(self, k: int) -> None:
+        """Job ``k``'s flows and shared links (its traffic is a function of the run's key and
+        ``k``: the same as if they had been built at its start)."""
+        nodes = self._nodes[k]
+        self.built_late += 1
+        routes, _ = self._flows[k] = self._job_flows(self._traffic(k, len(nodes)), nodes)
+        self._links[k] = self._shared_links(routes)
+
     def _renamed(self, a: np.ndarray, b: np.ndarray) -> bool:
         """Whether routes ``a`` and ``b`` are one flow network up to renaming links
         (:func:`same_network`)."""
@@ -316,9 +375,12 @@ class ModelRuntimes:
 
     def _at_start(self, replay: Any, j: int, nodes: np.ndarray, now: float) -> float:
         running = {k for _, k in replay.running}
-        if len(self._flows) > 2 * len(running) + 16:  # forget the flows of jobs that ended
+        if len(self._nodes) > 2 * len(running) + 16:  # forget the flows of jobs that ended
             self._flows = {k: v for k, v in self._flows.items() if k in running}
             self._links = {k: v for k, v in self._links.items() if k in running}
+            self._nodes = {k: v for k, v in self._nodes.items() if k in running}
+            self._keys = {k: v for k, v in self._keys.items() if k in running}
+            self._pending &= running
         n = len(nodes)
         ideal_nodes = self.topo.ideal_allocation(n)
         if self._local_ok and self._one_router(nodes) and self._one_router(ideal_nodes):

@@ -215,6 +215,15 @@ class Topology(abc.ABC):
         mask[r[r >= 0]] = True
         return mask
 
+    def routes_renamed(self, a: np.ndarray, b: np.ndarray) -> bool:
+        """Whether the routes among nodes ``b`` are the routes among nodes ``a`` with links
+        renamed: one one-to-one map of links, between links of equal bandwidth, turns the route
+        ``a[i] -> a[j]`` into the route ``b[i] -> b[j]`` slot by slot, for every ``i, j``. Then
+        any traffic between ranks placed on ``a`` and the same traffic placed on ``b`` form
+        one flow network, with the same max-min rates. A sufficient test: families answer
+        from their routing rule where it is cheap; the default answers False (cannot tell)."""
+        return False
+
     def interference_keys(self, nodes: np.ndarray) -> np.ndarray:
         """Ids of the shared resources a job's own traffic uses: two jobs running together
         interfere iff their key sets intersect. Default: the ids of :meth:`job_links` (so

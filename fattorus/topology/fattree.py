@@ -255,6 +255,24 @@ class FatTree(Topology):
             mask[fr.l2_down_link(self, ps[:, 0], ps[:, 1], ps[:, 2])] = True
         return mask
 
+    def routes_renamed(self, a: np.ndarray, b: np.ndarray) -> bool:
+        """D-mod-k routes among ``b`` are those among ``a`` renamed (base class) when matching
+        nodes share leaves exactly as the others do (``a[i]``, ``a[j]`` on one leaf iff
+        ``b[i]``, ``b[j]`` are), likewise pods, and each pair has the same L2 index
+        ``node mod S`` and core offset ``(node // S) mod C``: the link of every route slot is
+        then a function of (leaf or pod, L2 index, core offset) that the leaf and pod maps
+        rename one-to-one, and every link has bandwidth 1."""
+        from fattorus.topology import fattree_routing as fr
+
+        a, b = np.asarray(a, np.int64).ravel(), np.asarray(b, np.int64).ravel()
+        if a.shape != b.shape:
+            return False
+        S, C = self.l2_per_pod, fr.cores_per_l2(self)
+        if not (np.array_equal(a % S, b % S) and np.array_equal((a // S) % C, (b // S) % C)):
+            return False
+        return _one_to_one(a // self.nodes_per_leaf, b // self.nodes_per_leaf) and _one_to_one(
+            a // self.nodes_per_pod, b // self.nodes_per_pod)
+
     def interference_keys(self, nodes: np.ndarray) -> np.ndarray:
         """The leaves a job spans when it spans several (its leaf--L2 links) and the pods it
         spans when it spans several (its L2--core links), as disjoint ids: two jobs share a
@@ -349,3 +367,10 @@ def load(name_or_path: str) -> Topology:
     from fattorus import topology
 
     return topology.load(name_or_path)
+
+
+def _one_to_one(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether ``x[i] -> y[i]`` is a one-to-one map (equal ``x`` always with equal ``y`` and
+    the other way round)."""
+    pairs = np.unique(np.stack([x, y], axis=1), axis=0)
+    return len(pairs) == len(np.unique(x)) == len(np.unique(y))
