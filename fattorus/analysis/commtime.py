@@ -41,6 +41,10 @@ from fattorus.kernels.maxmin import maxmin_rates, step_time
 from fattorus.topology.base import Topology
 
 
+#: Memory for the ideal placements' routes of key-free patterns kept between starts (bytes):
+#: a month's replay meets ~100 (pattern, size) pairs, most of them small jobs.
+IDEAL_ROUTES_BYTES = 64 * 2**20
+
 #: ``jax.random.fold_in``, compiled: the same key bits, without eager dispatch (~0.1 ms a job).
 _fold_in = jax.jit(jax.random.fold_in)
 
@@ -203,6 +207,7 @@ class ModelRuntimes:
         self._ideal: dict[tuple[str, int], float] = {}
         self._keyless: dict[tuple[str, int], patterns.Traffic] = {}
         self._ideal_routes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._ideal_routes_bytes = 0
         self._capacity = np.asarray(self.topo.link_bandwidth)
         self.renamed = 0  # starts decided by a renaming shortcut (no solve)
         self.built_late = 0  # jobs whose flows were built after their start, for a later job
@@ -310,9 +315,12 @@ class ModelRuntimes:
             if ideal_flows is None:
                 ideal_flows = self._job_flows(traffic, ideal_nodes)
                 if keyless:
-                    if len(self._ideal_routes) >= 256:  # bounded: a replay meets a few hundred sizes
+                    size = sum(a.nbytes for a in ideal_flows)
+                    if self._ideal_routes_bytes + size > IDEAL_ROUTES_BYTES:  # bounded memory
                         self._ideal_routes.clear()
+                        self._ideal_routes_bytes = 0
                     self._ideal_routes[key] = ideal_flows
+                    self._ideal_routes_bytes += size
             if self._renamed(own_routes, ideal_flows[0]):
                 self.renamed += 1
                 return 1.0
