@@ -161,6 +161,28 @@ def test_shortcuts_change_no_runtime(jobs, pol):
         assert fast.built_late > 0
 
 
+@pytest.mark.parametrize("machine,pol", [("torus8", "prism"), ("dragonfly_small", "compact")])
+def test_shortcuts_change_no_runtime_on_other_families(machine, pol):
+    """The same on a torus and a dragonfly (families without a node-level renaming rule:
+    the route-level one and the others still apply), on six hours of Thunder."""
+    from fattorus import topology
+
+    topo = topology.load(machine)
+    log = workload.load(TRACES / "LLNL-Thunder-2007-1.1-cln.swf.gz", cores_per_node=4).jobs
+    scaled, _ = workload.scale_nodes(log, 1, topo.n_nodes)
+    day = workload.first_days(scaled, 0.25, 10.0)
+    fast = commtime.ModelRuntimes(topo, MIX, comm_fraction=0.5, seed=1)
+    slow = _NoShortcuts(topo, MIX, comm_fraction=0.5, seed=1)
+    a = replay.replay(day, topo, pol, "easy", runtime_model=fast).jobs
+    b = replay.replay(day, topo, pol, "easy", runtime_model=slow).jobs
+    assert a["start_s"].equals(b["start_s"]) and a["end_s"].equals(b["end_s"])
+    if jax.default_backend() == "cpu":
+        assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
+    else:
+        assert np.allclose(fast.slowdown, slow.slowdown, rtol=1e-5, equal_nan=True)
+    assert fast.renamed > 0 and fast.built_late == 0
+
+
 def test_same_network_is_a_renaming_of_links():
     """The renaming test behind the shortcut, against hand-made cases: a consistent one-to-one
     renaming is the same network; two links merged into one, one link split in two, another
