@@ -150,108 +150,144 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
     else:
         inc_flow, inc_link = (jnp.asarray(x, jnp.int32) for x in incidences)
     inc_link = jnp.where(inc_link >= 0, inc_link, E - 1 - inc_link)  # padding: spare slots E .. E + DUMP - 1
-    sizes = _stage_sizes(F, inc_flow.shape[0], stage_min_flows)
-
-    def per_link(inc_flow: jax.Array, inc_link: jax.Array, values: jax.Array) -> jax.Array:
-        """``(E, k)`` sums over each link's crossings of per-flow ``values`` ``(F, k)``."""
-        return jnp.zeros((E + DUMP, values.shape[1]), dtype).at[inc_link].add(values[inc_flow])[:E]
-
-    def tightest(share: jax.Array, slot: jax.Array, frozen: jax.Array) -> jax.Array:
-        """Each open flow's tightest link share (``inf`` for frozen flows)."""
-        return jnp.where(frozen, jnp.inf, jnp.concatenate([share, jnp.full(1, jnp.inf, dtype)])[slot].min(axis=1))
-
-    def shares(residual: jax.Array, load: jax.Array) -> jax.Array:
-        return jnp.where(load > 0, residual / jnp.where(load > 0, load, 1), jnp.inf)
-
-    def reached(goal: jax.Array, frozen: jax.Array, tight: jax.Array, slowest: jax.Array) -> jax.Array:
-        """Whether no open goal flow can take longer than ``slowest`` (``goal`` docs)."""
-        bound = jnp.where(~frozen & (goal > 0), goal / tight, 0).max(initial=0)
-        return bound <= slowest * (1 - GOAL_MARGIN)
-
-    def stage(k: int, slot, weight, goal, n_links, inc_flow, inc_link, frozen, residual, load, rounds, slowest):
-        """Rounds over stage ``k``'s flows (``frozen``: padding and settled flows) until all
-        are frozen (or a goal is reached), or until the open ones fit the next stage, which
-        then finishes them."""
-        last = k + 1 == len(sizes)
-        next_flows, next_crossings = (0, 0) if last else sizes[k + 1]
-
-        def cond(state):
-            frozen, done = state[1], state[-1]
-            go = ~frozen.all() & ~done
-            if not last:  # the flows' link counts sum to their crossings
-                go &= ((~frozen).sum() > next_flows) | (jnp.where(frozen, 0, n_links).sum() > next_crossings)
-            return go
-
-        def body(state):
-            rate, frozen, residual, load, share, tight, rounds, slowest, done = state
-            # Per link the tightest link of any open flow crossing it.
-            around = jnp.full(E + DUMP, jnp.inf, dtype).at[inc_link].min(tight[inc_flow])[:E]
-            # A link no tighter than any link its flows cross is a bottleneck now: its flows
-            # freeze at their share of it, whatever else freezes this round (module docstring).
-            bottleneck = (load > 0) & (share <= around * (1 + rtol))
-            hit = ~frozen & jnp.concatenate([bottleneck, jnp.zeros(1, bool)])[slot].any(axis=1)
-            new = jnp.where(hit, weight * tight, 0)
-            frozen = frozen | hit
-            # One scatter for both: the rates just fixed (off the residuals) and the weight of
-            # the flows still open (next round's load, summed afresh).
-            sums = per_link(inc_flow, inc_link, jnp.stack([new, jnp.where(frozen, 0, weight)], axis=1))
-            residual = jnp.maximum(residual - sums[:, 0], 0)
-            load = sums[:, 1]
-            share = shares(residual, load)
-            tight = tightest(share, slot, frozen)
-            if goal is not None:
-                settled = jnp.where(hit & (goal > 0), goal / jnp.where(new > 0, new, 0), 0)  # 0 rate: inf
-                slowest = jnp.maximum(slowest, settled.max(initial=0))
-                done = reached(goal, frozen, tight, slowest)
-            return jnp.where(hit, new, rate), frozen, residual, load, share, tight, rounds + 1, slowest, done
-
-        rate = jnp.zeros(slot.shape[0], dtype)
-        share = shares(residual, load)
-        tight = tightest(share, slot, frozen)
-        done = jnp.bool_(False) if goal is None else reached(goal, frozen, tight, slowest)
-        rate, frozen, residual, load, share, tight, rounds, slowest, done = jax.lax.while_loop(
-            cond, body, (rate, frozen, residual, load, share, tight, rounds, slowest, done))
-        if goal is not None:  # flows still open (stopped at a goal): their rate's lower bound
-            rate = jnp.where(frozen, rate, weight * tight)
-        if last:
-            return rate, rounds
-        if goal is None:
-            return descend(k, rate, frozen, slot, weight, goal, n_links, inc_flow, inc_link, residual, load, rounds,
-                           slowest)
-        # Stopped at the goal: nothing left to solve, the next stages are skipped.
-        return jax.lax.cond(done, lambda: (rate, rounds), lambda: descend(
-            k, rate, frozen, slot, weight, goal, n_links, inc_flow, inc_link, residual, load, rounds, slowest))
-
-    def descend(k, rate, frozen, slot, weight, goal, n_links, inc_flow, inc_link, residual, load, rounds, slowest):
-        """The open flows and their crossings, in their order, into the next stage's arrays,
-        which finishes them: frozen flows add exact zeros to every per-link sum, so the rounds
-        go on unchanged."""
-        next_flows, next_crossings = sizes[k + 1]
-        n = slot.shape[0]
-        is_open = ~frozen
-        pos = jnp.cumsum(is_open) - 1
-        ids = jnp.full(next_flows, n, jnp.int32).at[jnp.where(is_open, pos, next_flows)].set(
-            jnp.arange(n, dtype=jnp.int32), mode="drop")  # stage flow -> this stage's flow (n: none)
-        real = ids < n
-        slot2 = jnp.where(real[:, None], slot[jnp.minimum(ids, n - 1)], E)
-        weight2 = jnp.where(real, weight[jnp.minimum(ids, n - 1)], 1)
-        goal2 = None if goal is None else jnp.where(real, goal[jnp.minimum(ids, n - 1)], 0)
-        n_links2 = jnp.where(real, n_links[jnp.minimum(ids, n - 1)], 0)
-        crossing_open = is_open[inc_flow] & (inc_link < E)
-        to = jnp.where(crossing_open, jnp.cumsum(crossing_open) - 1, next_crossings)
-        inc_flow2 = jnp.zeros(next_crossings, jnp.int32).at[to].set(pos[inc_flow].astype(jnp.int32), mode="drop")
-        inc_link2 = (E + jnp.arange(next_crossings, dtype=jnp.int32) % DUMP).at[to].set(inc_link, mode="drop")
-        rate2, rounds = stage(k + 1, slot2, weight2, goal2, n_links2, inc_flow2, inc_link2, ~real, residual, load,
-                              rounds, slowest)
-        return rate.at[ids].set(rate2, mode="drop"), rounds
-
+    ctx = _Solve(E, dtype, rtol, tuple(_stage_sizes(F, inc_flow.shape[0], stage_min_flows)))
     # Inactive flows and flows that cross no link are settled before the first round.
     frozen0 = ~active | (n_links == 0)
-    load0 = per_link(inc_flow, inc_link, jnp.where(frozen0, 0, weight)[:, None])[:, 0]
     goal = None if goal is None else jnp.where(frozen0, 0, jnp.asarray(goal, dtype))
-    rate, rounds = stage(0, slot, weight, goal, n_links, inc_flow, inc_link, frozen0, capacity, load0, jnp.int32(0),
-                         jnp.zeros((), dtype))
+    flows = _Flows(slot, weight, goal, n_links, inc_flow, inc_link)
+    load0 = _per_link(ctx, flows, jnp.where(frozen0, 0, weight)[:, None])[:, 0]
+    rate, rounds = _stage(ctx, 0, flows, frozen0, capacity, load0, jnp.int32(0), jnp.zeros((), dtype))
     return Rates(jnp.where(active & (n_links == 0), jnp.inf, rate), rounds)
+
+
+class _Solve(NamedTuple):
+    """What every stage of one :func:`maxmin_rates` trace shares (static): the link count,
+    the float dtype, the saturation tolerance and each stage's (flows, crossings) lengths."""
+
+    E: int
+    dtype: object
+    rtol: float
+    sizes: tuple[tuple[int, int], ...]
+
+
+class _Flows(NamedTuple):
+    """One stage's flows: link slots ``(F, L)`` (``E``: none), weights, goal bytes (or None),
+    link counts, and the crossings ``(inc_flow, inc_link)`` (padding on spare slots ``>= E``)."""
+
+    slot: jax.Array
+    weight: jax.Array
+    goal: jax.Array | None
+    n_links: jax.Array
+    inc_flow: jax.Array
+    inc_link: jax.Array
+
+
+def _per_link(ctx: _Solve, flows: _Flows, values: jax.Array) -> jax.Array:
+    """``(E, k)`` sums over each link's crossings of per-flow ``values`` ``(F, k)``."""
+    acc = jnp.zeros((ctx.E + DUMP, values.shape[1]), ctx.dtype)
+    return acc.at[flows.inc_link].add(values[flows.inc_flow])[:ctx.E]
+
+
+def _shares(residual: jax.Array, load: jax.Array) -> jax.Array:
+    """Each link's residual capacity over the weight of its open flows (``inf``: none open)."""
+    return jnp.where(load > 0, residual / jnp.where(load > 0, load, 1), jnp.inf)
+
+
+def _tightest(ctx: _Solve, share: jax.Array, slot: jax.Array, frozen: jax.Array) -> jax.Array:
+    """Each open flow's tightest link share (``inf`` for frozen flows)."""
+    return jnp.where(frozen, jnp.inf, jnp.concatenate([share, jnp.full(1, jnp.inf, ctx.dtype)])[slot].min(axis=1))
+
+
+def _reached(goal: jax.Array, frozen: jax.Array, tight: jax.Array, slowest: jax.Array) -> jax.Array:
+    """Whether no open goal flow can take longer than ``slowest`` (:func:`maxmin_rates`' ``goal``)."""
+    bound = jnp.where(~frozen & (goal > 0), goal / tight, 0).max(initial=0)
+    return bound <= slowest * (1 - GOAL_MARGIN)
+
+
+def _round(ctx: _Solve, flows: _Flows, state: tuple) -> tuple:
+    """One filling round: every local bottleneck freezes its flows at their share of it."""
+    rate, frozen, residual, load, share, tight, rounds, slowest, done = state
+    # Per link the tightest link of any open flow crossing it.
+    around = jnp.full(ctx.E + DUMP, jnp.inf, ctx.dtype).at[flows.inc_link].min(tight[flows.inc_flow])[:ctx.E]
+    # A link no tighter than any link its flows cross is a bottleneck now: its flows freeze at
+    # their share of it, whatever else freezes this round (module docstring).
+    bottleneck = (load > 0) & (share <= around * (1 + ctx.rtol))
+    hit = ~frozen & jnp.concatenate([bottleneck, jnp.zeros(1, bool)])[flows.slot].any(axis=1)
+    new = jnp.where(hit, flows.weight * tight, 0)
+    frozen = frozen | hit
+    # One scatter for both: the rates just fixed (off the residuals) and the weight of the
+    # flows still open (next round's load, summed afresh).
+    sums = _per_link(ctx, flows, jnp.stack([new, jnp.where(frozen, 0, flows.weight)], axis=1))
+    residual = jnp.maximum(residual - sums[:, 0], 0)
+    load = sums[:, 1]
+    share = _shares(residual, load)
+    tight = _tightest(ctx, share, flows.slot, frozen)
+    if flows.goal is not None:
+        goal = flows.goal
+        settled = jnp.where(hit & (goal > 0), goal / jnp.where(new > 0, new, 0), 0)  # 0 rate: inf
+        slowest = jnp.maximum(slowest, settled.max(initial=0))
+        done = _reached(goal, frozen, tight, slowest)
+    return jnp.where(hit, new, rate), frozen, residual, load, share, tight, rounds + 1, slowest, done
+
+
+def _stage(ctx: _Solve, k: int, flows: _Flows, frozen: jax.Array, residual: jax.Array, load: jax.Array,
+           rounds: jax.Array, slowest: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Rounds over stage ``k``'s flows (``frozen``: padding and settled flows) until all are
+    frozen (or the goal is reached), or until the open ones fit the next stage, which then
+    finishes them. Returns the stage's rates and the rounds so far."""
+    last = k + 1 == len(ctx.sizes)
+    next_flows, next_crossings = (0, 0) if last else ctx.sizes[k + 1]
+
+    def cond(state):
+        frozen, done = state[1], state[-1]
+        go = ~frozen.all() & ~done
+        if not last:  # the flows' link counts sum to their crossings
+            go &= ((~frozen).sum() > next_flows) | (jnp.where(frozen, 0, flows.n_links).sum() > next_crossings)
+        return go
+
+    rate = jnp.zeros(flows.slot.shape[0], ctx.dtype)
+    share = _shares(residual, load)
+    tight = _tightest(ctx, share, flows.slot, frozen)
+    done = jnp.bool_(False) if flows.goal is None else _reached(flows.goal, frozen, tight, slowest)
+    rate, frozen, residual, load, share, tight, rounds, slowest, done = jax.lax.while_loop(
+        cond, partial(_round, ctx, flows), (rate, frozen, residual, load, share, tight, rounds, slowest, done))
+    if flows.goal is not None:  # flows still open (stopped at the goal): their rate's lower bound
+        rate = jnp.where(frozen, rate, flows.weight * tight)
+    if last:
+        return rate, rounds
+    if flows.goal is None:
+        return _descend(ctx, k, flows, rate, frozen, residual, load, rounds, slowest)
+    # Stopped at the goal: nothing left to solve, the next stages are skipped.
+    return jax.lax.cond(done, lambda: (rate, rounds),
+                        lambda: _descend(ctx, k, flows, rate, frozen, residual, load, rounds, slowest))
+
+
+def _descend(ctx: _Solve, k: int, flows: _Flows, rate: jax.Array, frozen: jax.Array, residual: jax.Array,
+             load: jax.Array, rounds: jax.Array, slowest: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The open flows and their crossings, in their order, into stage ``k + 1``'s arrays,
+    which finishes them: frozen flows add exact zeros to every per-link sum, so the rounds go
+    on unchanged."""
+    E = ctx.E
+    next_flows, next_crossings = ctx.sizes[k + 1]
+    n = flows.slot.shape[0]
+    is_open = ~frozen
+    pos = jnp.cumsum(is_open) - 1
+    ids = jnp.full(next_flows, n, jnp.int32).at[jnp.where(is_open, pos, next_flows)].set(
+        jnp.arange(n, dtype=jnp.int32), mode="drop")  # stage flow -> this stage's flow (n: none)
+    real = ids < n
+    src = jnp.minimum(ids, n - 1)
+    crossing_open = is_open[flows.inc_flow] & (flows.inc_link < E)
+    to = jnp.where(crossing_open, jnp.cumsum(crossing_open) - 1, next_crossings)
+    moved = _Flows(
+        slot=jnp.where(real[:, None], flows.slot[src], E),
+        weight=jnp.where(real, flows.weight[src], 1),
+        goal=None if flows.goal is None else jnp.where(real, flows.goal[src], 0),
+        n_links=jnp.where(real, flows.n_links[src], 0),
+        inc_flow=jnp.zeros(next_crossings, jnp.int32).at[to].set(pos[flows.inc_flow].astype(jnp.int32), mode="drop"),
+        inc_link=(E + jnp.arange(next_crossings, dtype=jnp.int32) % DUMP).at[to].set(flows.inc_link, mode="drop"),
+    )
+    rate2, rounds = _stage(ctx, k + 1, moved, ~real, residual, load, rounds, slowest)
+    return rate.at[ids].set(rate2, mode="drop"), rounds
 
 
 def maxmin_rates_numpy(route_ids: np.ndarray, capacity: np.ndarray, weight: np.ndarray | None = None,
