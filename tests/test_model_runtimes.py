@@ -136,6 +136,16 @@ class _NoShortcuts(commtime.ModelRuntimes):
         return super()._slowdown(j, nodes, ideal_nodes, running)
 
 
+def _assert_same_runs(a, b, fast, slow):
+    """Runs ``a`` (model ``fast``) and ``b`` (model ``slow``) started and ended every job alike,
+    with the same slowdowns."""
+    assert a["start_s"].equals(b["start_s"]) and a["end_s"].equals(b["end_s"])
+    if jax.default_backend() == "cpu":  # bit for bit: every per-link sum adds in one order
+        assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
+    else:  # a GPU's atomic scatter-adds sum in an order of their own: float32 rounding apart
+        assert np.allclose(fast.slowdown, slow.slowdown, rtol=1e-5, equal_nan=True)
+
+
 @pytest.mark.parametrize("pol", ["to", "ta"])
 def test_shortcuts_change_no_runtime(jobs, pol):
     # The one-router shortcut (slowdown 1 without a solve, flows left out of later solves),
@@ -149,11 +159,7 @@ def test_shortcuts_change_no_runtime(jobs, pol):
     slow = _NoShortcuts(ft, MIX, comm_fraction=0.5, seed=3)
     a = replay.replay(jobs, ft, pol, "easy", runtime_model=fast).jobs
     b = replay.replay(jobs, ft, pol, "easy", runtime_model=slow).jobs
-    assert a["start_s"].equals(b["start_s"]) and a["end_s"].equals(b["end_s"])
-    if jax.default_backend() == "cpu":  # bit for bit: every per-link sum adds in one order
-        assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
-    else:  # a GPU's atomic scatter-adds sum in an order of their own: float32 rounding apart
-        assert np.allclose(fast.slowdown, slow.slowdown, rtol=1e-5, equal_nan=True)
+    _assert_same_runs(a, b, fast, slow)
     one_router = [len(np.unique(np.asarray(x) // ft.nodes_per_leaf)) == 1 for x in a["alloc"].to_list()]
     assert 0 < sum(one_router) < len(one_router) and fast._ideal  # both shortcuts were taken
     assert fast.renamed > 0 and slow.renamed == 0
@@ -175,11 +181,7 @@ def test_shortcuts_change_no_runtime_on_other_families(machine, pol):
     slow = _NoShortcuts(topo, MIX, comm_fraction=0.5, seed=1)
     a = replay.replay(day, topo, pol, "easy", runtime_model=fast).jobs
     b = replay.replay(day, topo, pol, "easy", runtime_model=slow).jobs
-    assert a["start_s"].equals(b["start_s"]) and a["end_s"].equals(b["end_s"])
-    if jax.default_backend() == "cpu":
-        assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
-    else:
-        assert np.allclose(fast.slowdown, slow.slowdown, rtol=1e-5, equal_nan=True)
+    _assert_same_runs(a, b, fast, slow)
     assert fast.renamed > 0 and fast.built_late == 0
 
 
