@@ -97,6 +97,43 @@ def test_feasibility_equals_brute_force_and_is_monotone(seed):
         assert not fresh.pending  # a feasibility question books nothing
 
 
+def _thunder_on_torus8(days: float):
+    """Thunder x2 on an 8x8x8 torus with service routers and an XK block: the topology, the
+    usable nodes and the replay's columns for the first ``days`` days."""
+    t8 = topology.from_config({"kind": "torus3d", "name": "t8k", "dims": [8, 8, 8], "nodes_per_router": 2,
+                               "bandwidth": [2, 1, 2],
+                               "node_kinds": [{"kind": "XK", "region": {"origin": [6, 0, 0], "shape": [3, 2, 8]}},
+                                              {"kind": "service", "routers": [5, 77, 300]}]})
+    trace = ROOT / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz"
+    jobs, _ = workload.scale_nodes(workload.load(trace, cores_per_node=4).jobs, 2, t8.n_nodes)
+    usable = t8.usable()
+    prepared, _ = replay.prepare(workload.first_days(jobs, days), int(usable.sum()))
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    return t8, usable, cols
+
+
+def test_answers_kept_across_machine_changes_change_no_placement(monkeypatch):
+    """The search tables and answers kept per machine state (keyed by its free nodes and the
+    routers recorded prisms own there) are reused after jobs start and end; a replay that keeps
+    nothing, not even within one state, takes the same start times and node sets."""
+    from fattorus.sched.policy.torus import prism as prism_module
+
+    t8, usable, cols = _thunder_on_torus8(6)
+    built = []
+    machine = Prism._machine
+    monkeypatch.setattr(Prism, "_machine", lambda self, state: built.append(1) or machine(self, state))
+    kept = replay.simulate(*cols, t8, Prism(t8), "easy", usable=usable)
+    n_kept = len(built)
+    monkeypatch.setattr(prism_module, "MACHINES_KEPT", 0)
+    monkeypatch.setattr(prism_module, "_learn", lambda m, n, ok: None)
+    built.clear()
+    fresh = replay.simulate(*cols, t8, Prism(t8), "easy", usable=usable)
+    assert len(built) > 2 * n_kept  # the kept run did reuse tables
+    assert kept.backfilled.sum() > 0
+    np.testing.assert_array_equal(kept.start, fresh.start)
+    assert all(np.array_equal(a, b) for a, b in zip(kept.alloc, fresh.alloc))
+
+
 def _bbox_extents(topo, nodes: np.ndarray) -> list[int]:
     """Smallest wrapped interval covering the job's router coordinates, per dimension."""
     coords = topo.router_coords(np.unique(nodes // topo.nodes_per_router))
@@ -113,20 +150,12 @@ def test_prism_keeps_running_jobs_off_each_others_links_on_a_real_log():
     a router link (each job's exact dimension-order link set, checked against the routes
     themselves in test_torus; per link, its users' time intervals are disjoint), every recorded
     prism obeys the half-or-full rule with the job inside, and no job runs on another kind."""
-    t8 = topology.from_config({"kind": "torus3d", "name": "t8k", "dims": [8, 8, 8], "nodes_per_router": 2,
-                               "bandwidth": [2, 1, 2],
-                               "node_kinds": [{"kind": "XK", "region": {"origin": [6, 0, 0], "shape": [3, 2, 8]}},
-                                              {"kind": "service", "routers": [5, 77, 300]}]})
-    trace = ROOT / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz"
-    jobs, _ = workload.scale_nodes(workload.load(trace, cores_per_node=4).jobs, 2, t8.n_nodes)
-    usable = t8.usable()
+    t8, usable, cols = _thunder_on_torus8(4)
     # router 5 = (0, 0, 5) lies in the XK block (x 6..0, y 0): only two service routers count
     assert int(usable.sum()) == 1024 - 2 * 48 - 2 * 2
-    prepared, _ = replay.prepare(workload.first_days(jobs, 4), int(usable.sum()))
-    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
     pol = Prism(t8)
     got = replay.simulate(*cols, t8, pol, "easy", usable=usable)
-    assert len(prepared) > 300 and got.backfilled.sum() > 0
+    assert len(cols[0]) > 300 and got.backfilled.sum() > 0
     assert all(usable[a].all() for a in got.alloc)
     ids = [np.flatnonzero(t8.job_links(a)) for a in got.alloc]
     link = np.concatenate(ids)
@@ -136,7 +165,7 @@ def test_prism_keeps_running_jobs_off_each_others_links_on_a_real_log():
     link, start, end = link[order], start[order], end[order]
     same = link[1:] == link[:-1]
     assert same.sum() > 0 and (start[1:][same] >= end[:-1][same]).all()
-    assert len(pol.started_prisms) == len(prepared)
+    assert len(pol.started_prisms) == len(cols[0])
     for nodes, (x, y, z, *shape) in pol.started_prisms:
         coords = t8.router_coords(nodes // 2)
         for c, o, s, n in zip(coords, (x, y, z), shape, t8.dims):
