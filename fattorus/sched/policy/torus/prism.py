@@ -48,8 +48,10 @@ HEURISTICS = ("fill", "bisection", "contact")
 #: keep them past a change of the running prisms: EASY keeps asking about the same few states
 #: (the held machine, the future machines of the shadow-time bisection) across passes — on a
 #: month of Atlas fit to Blue Waters, 11,350 questions about 1,024 distinct states, nearly
-#: every repeat within the last 16.
-MACHINES_KEPT = 32
+#: every repeat within the last 16 (the tables of 16 Blue Waters states take ~30 MB).
+MACHINES_KEPT = 16
+#: Kept machines (most recently asked about first) a new machine state learns from.
+INHERIT_FROM = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,6 +206,19 @@ class Machine:
     fits: float = 0
     fails: float = np.inf
 
+    slabs: dict[tuple[int, int], np.ndarray] = dataclasses.field(default_factory=dict)
+
+    def box_sums(self, shape: tuple[int, int, int], starts: tuple[int, int, int]) -> np.ndarray:
+        """:func:`box_sums` of ``both``, sharing the first difference (along x, the largest)
+        among the shapes of equal x extent asked about on this machine."""
+        a, b, c = shape
+        nx, ny, nz = starts
+        d = self.slabs.get((a, nx))
+        if d is None:
+            d = self.slabs[(a, nx)] = self.both[a:a + nx] - self.both[:nx]
+        d = d[:, b:b + ny, :c + nz] - d[:, :ny, :c + nz]
+        return d[:, :, c:c + nz] - d[:, :, :nz]
+
     @property
     def n_blocked(self) -> int:
         """Blocked routers in the whole machine (a shell never holds more)."""
@@ -259,7 +274,8 @@ class Prism(Policy):
         self._machines: collections.OrderedDict[tuple[bytes, bytes], Machine] = collections.OrderedDict()
         self._keys: dict[tuple, tuple[bytes, bytes]] = {}  # (free nodes, record revisions) -> machine key
         self._rev = [0, 0]  # changes of the running / pending records
-        self._min_usable: dict[int, int] = {}  # per shape: fewest usable slots at any position
+        self._back: dict[tuple[int, int, int], np.ndarray] = {}  # per start grid: see _one_back
+        self._usable: dict[int, tuple[int, int]] = {}  # per shape: fewest, most usable slots at any position
         self._usable_table = self._table_of_usable()
 
     # Engine hooks ----------------------------------------------------------------------------
@@ -267,7 +283,7 @@ class Prism(Policy):
         """A replay starts: the free nodes now are the usable ones; no prism is running."""
         self.machine, self.usable = machine, machine.free.copy()
         self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
-        self._machines, self._keys, self._rev, self._min_usable = collections.OrderedDict(), {}, [0, 0], {}
+        self._machines, self._keys, self._rev, self._usable = collections.OrderedDict(), {}, [0, 0], {}
         self._usable_table = self._table_of_usable()
 
     def _table_of_usable(self) -> np.ndarray:
@@ -363,7 +379,9 @@ class Prism(Policy):
         mkey = self._machine_key(state)
         m = self._machines.get(mkey)
         if m is None:
-            m = self._machines[mkey] = self._machine(state)
+            m = self._machine(state)
+            self._inherit(m)
+            self._machines[mkey] = m
             if len(self._machines) > MACHINES_KEPT:
                 self._machines.popitem(last=False)
         else:
@@ -388,6 +406,24 @@ class Prism(Policy):
             self.shape_of[key] = (-1, -1, -1, 0, 0, 0)  # no prism of its own
             self._rev[1] += 1
         return nodes
+
+    def _inherit(self, m: Machine) -> None:
+        """Carry over to the new machine ``m`` what the searches learnt on the kept machines
+        asked about last (:data:`INHERIT_FROM`) whose blocked routers ``m``'s contain, or are
+        contained in.
+
+        Every usable node of a router that is not blocked is free, so a clear prism holds the
+        same free usable nodes on any machine: where a prism fits depends on the blocked
+        routers alone. If every router blocked there is blocked in ``m`` (``m`` is that machine
+        with jobs started or a reservation held), a shape blocked everywhere there is blocked
+        everywhere in ``m`` and a size that failed there fails in ``m``; the other way round
+        (jobs ended), a size that fit there fits in ``m``."""
+        for other in list(reversed(self._machines.values()))[:INHERIT_FROM]:
+            if not (other.blocked & ~m.blocked).any():
+                m.dead |= other.dead
+                m.fails = min(m.fails, other.fails)
+            elif not (m.blocked & ~other.blocked).any():
+                m.fits = max(m.fits, other.fits)
 
     def _owned(self, state: st.MachineState, records: dict[bytes, np.ndarray]) -> np.ndarray:
         """``(R,)`` routers of the recorded prisms that hold on ``state``: a prism holds while its
@@ -434,10 +470,15 @@ class Prism(Policy):
 
     def _upper_bound(self, i: int, n: int) -> float:
         """Largest score shape ``i`` can reach for an ``n``-node job on any machine state."""
-        if i not in self._min_usable:
-            self._min_usable[i] = int(box_sums(self._usable_table, self.shape_t[i], self.starts_t[i]).min())
         prm = self.params
-        return prm.fill * min(1.0, n / max(self._min_usable[i], 1)) + prm.bisection * self.bisection[i] + prm.contact
+        return prm.fill * min(1.0, n / max(self._usable_range(i)[0], 1)) + prm.bisection * self.bisection[i] + prm.contact
+
+    def _usable_range(self, i: int) -> tuple[int, int]:
+        """Fewest and most usable slots of shape ``i`` at any position (machine-independent)."""
+        if i not in self._usable:
+            sums = box_sums(self._usable_table, self.shape_t[i], self.starts_t[i])
+            self._usable[i] = int(sums.min()), int(sums.max())
+        return self._usable[i]
 
     def _touch(self, m: Machine) -> np.ndarray:
         """This machine's contact bound per shape: a shell holds at most every blocked router."""
@@ -447,8 +488,10 @@ class Prism(Policy):
         """Flat ids of the starts (ascending) where shape ``i`` holds no blocked router and at
         least ``n`` free usable nodes, and those nodes' count there; None if there are none
         (and, where the shape is blocked everywhere, it and every larger shape marked dead)."""
+        if self._usable_range(i)[1] < n:  # too few usable slots anywhere, on any machine
+            return None
         shape, starts = self.shape_t[i], self.starts_t[i]
-        both = box_sums(m.both, shape, starts)
+        both = m.box_sums(shape, starts)
         # both < 1 << pack: no blocked router in the prism; then both = its free usable nodes.
         # n <= both < 1 << pack is one unsigned comparison.
         at = np.flatnonzero((both - n).view(self.pack_udtype) < (1 << self.pack) - n)
@@ -539,19 +582,24 @@ class Prism(Policy):
         # clear at every candidate start. Few candidate starts (a busy machine): eight gathers;
         # many: the dense box sums.
         if 16 * len(at) > np.prod(starts):
-            # The grown boxes at every start, shifted one router forward in each dimension the
-            # prism does not span (entry x then holds the box starting at x - 1), read at the
-            # flat ids: no per-candidate index arithmetic.
-            shift = [ax for ax, (s, d) in enumerate(zip(shape, dims)) if s < d]
-            dense = box_sums(m.both, grown, starts)
-            if shift:
-                dense = np.roll(dense, [1] * len(shift), axis=shift)
-            both = dense.ravel()[at]
+            # The grown boxes at every start, read one router back in each dimension the prism
+            # does not span (a start grid of extent 1 is a whole ring) through a flat index map
+            # made once per start grid: no per-candidate index arithmetic.
+            both = m.box_sums(grown, starts).ravel()[self._one_back(starts)[at]]
         else:
             x = np.unravel_index(at, starts)
             lo = tuple((c - 1) % d if s < d else c for c, s, d in zip(x, shape, dims))
             both = box_sums_at(m.both, grown, lo)
         return (both >> self.pack) / shell
+
+    def _one_back(self, starts: tuple[int, int, int]) -> np.ndarray:
+        """Flat index map of a start grid: each start's flat id -> the flat id of the start one
+        step back (wrapping) along every axis of extent > 1."""
+        if starts not in self._back:
+            grid = np.arange(int(np.prod(starts))).reshape(starts)
+            axes = [ax for ax, k in enumerate(starts) if k > 1]
+            self._back[starts] = np.roll(grid, [1] * len(axes), axis=axes).ravel() if axes else grid.ravel()
+        return self._back[starts]
 
     def _prism_routers(self, start: tuple[int, int, int], shape: tuple[int, int, int]) -> np.ndarray:
         """Router ids of the prism, in prism-local order (x slowest, z fastest)."""
