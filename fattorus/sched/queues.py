@@ -250,8 +250,9 @@ def first_fit_time(replay: Replay, head: int) -> float:
         times, future_counts = st.futures(machine, replay.node_est_end, policy.needs)
         fits = np.flatnonzero(policy.feasible(future_counts, n, waited_s=times - submit))
         return float(times[fits[0]]) if len(fits) else np.inf
-    times = np.unique(replay.node_est_end[~machine.free])
-    times = times[np.isfinite(times)]  # nodes held out of the machine are never released
+    # The estimated ends of the running jobs: the release times of the busy nodes (nodes held
+    # out of the machine are never released), found without sorting every busy node's.
+    times = np.unique([replay.start[j] + jobs.estimate[j] for _, j in replay.running])
     if len(times) == 0 or not _fits_after(replay, head, times[-1]):
         return np.inf
     a, b = 0, len(times) - 1
