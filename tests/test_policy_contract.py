@@ -4,7 +4,8 @@ that supports it (the contract: fattorus/sched/policy/base.py).
 On random machine histories built by the policy itself: placements are ``n`` distinct free
 node ids, disjoint from every running job; the batched count test agrees with ``place`` on
 the current and on future states; a policy that only counts nodes places a job exactly when
-enough nodes are free; footprints are valid classes.
+enough nodes are free; footprints are valid classes; a policy that declares it reads no
+group counts answers the same on future states built without them.
 """
 
 from __future__ import annotations
@@ -82,6 +83,22 @@ def test_policy_contract(topo_name, policy_name):
             running.append(placed)
             release[placed] = step + rng.integers(1, 5)
     _check_futures(pol, state, release, rng)
+    _check_without_counts(pol, state, release, rng)
+
+
+def _check_without_counts(pol, state, release, rng):
+    """``reads_counts = False``: on every future state, ``place`` and ``fits`` answer the same
+    without the group counts (they are empty there, so reading one fails)."""
+    if pol.reads_counts:
+        return
+    for t in np.unique(release[np.isfinite(release)]):
+        full, bare = st.future(state, release <= t), st.future(state, release <= t, counts=False)
+        assert bare.group_free == () and bare.held == ()
+        np.testing.assert_array_equal(bare.free, full.free)
+        for n in _sizes(rng, state.topo):
+            assert pol.fits(bare, n) == pol.fits(full, n)
+            a, b = pol.place(bare, n), pol.place(full, n)
+            assert (a is None) == (b is None) and (a is None or np.array_equal(a, b))
 
 
 def _check_futures(pol, state, release, rng):

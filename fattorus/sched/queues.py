@@ -228,14 +228,16 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
     relax = policy.wake_time(submit)
     if relax is not None and now < relax < shadow:
         released = replay.node_est_end <= relax
-        reserved = policy.place(st.future(machine, released), n, prefer=released, waited_s=relax - submit)
+        reserved = policy.place(st.future(machine, released, policy.reads_counts), n, prefer=released,
+                                waited_s=relax - submit)
         if reserved is not None:
             shadow = relax
     if shadow == np.inf:
         raise RuntimeError(f"job of {n} nodes cannot be placed even on an empty machine")
     if reserved is None:
         released = replay.node_est_end <= shadow
-        reserved = policy.place(st.future(machine, released), n, prefer=released, waited_s=shadow - submit)
+        reserved = policy.place(st.future(machine, released, policy.reads_counts), n, prefer=released,
+                                waited_s=shadow - submit)
     return Reservation(head, replay.version, float(shadow), reserved)
 
 
@@ -267,7 +269,7 @@ def first_fit_time(replay: Replay, head: int) -> float:
 
 def _fits_after(replay: Replay, head: int, t: float) -> bool:
     """Whether the policy places ``head`` once every job estimated to end by ``t`` has ended."""
-    future = st.future(replay.machine, replay.node_est_end <= t)
+    future = st.future(replay.machine, replay.node_est_end <= t, counts=replay.policy.reads_counts)
     return replay.policy.fits(future, int(replay.jobs.nodes[head]), waited_s=t - replay.jobs.submit[head])
 
 

@@ -148,8 +148,11 @@ def with_hold(state: MachineState, nodes: np.ndarray, cls: int) -> MachineState:
     return held
 
 
-def future(state: MachineState, released: np.ndarray) -> MachineState:
+def future(state: MachineState, released: np.ndarray, counts: bool = True) -> MachineState:
     """State after the nodes in the bool mask ``released`` have been freed.
+
+    ``counts=False``: without group counts (``group_free`` and ``held`` empty), for a policy
+    that declares it never reads them (``Policy.reads_counts``).
 
     The counts are ``state``'s minus what the released busy nodes held (why not
     :func:`from_nodes`: EASY's shadow-time bisection builds one such state per step, and
@@ -160,6 +163,8 @@ def future(state: MachineState, released: np.ndarray) -> MachineState:
     node_class = state.node_class.copy()
     node_class[gone] = 0
     lay = state.layout
+    if not counts:
+        return MachineState(state.topo, free, node_class, (), (), state.n_free + len(gone), lay)
     cls = state.node_class[gone].astype(np.int64)
     group_free, held = [], []
     for group, G, gf, h in zip(lay.node_group, lay.n_groups, state.group_free, state.held):

@@ -21,6 +21,10 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
   ``place(...) is not None``; a policy overrides it when deciding "some placement exists" is
   cheaper than choosing the best one.
 * ``footprint(nodes)`` is the class a placement is booked under in the machine state.
+* With ``reads_counts = False``, ``place`` and ``fits`` read no group counts of a state
+  (``group_free``, ``held``): the engine may then hand them future states built without
+  those counts (:func:`fattorus.sched.state.future` with ``counts=False``), and the answers
+  are the same.
 * ``reset(machine)``, ``started(nodes)`` and ``ended(nodes)`` tell a policy that keeps its
   own record of running placements (a prism's extent is more than its nodes) what the
   engine did to the one real machine; default: nothing. Every other state a policy is asked
@@ -49,12 +53,16 @@ class Policy(abc.ABC):
         shadow time by bisection with :meth:`place` on future states instead.
       time_dependent: True when a decision depends on ``waited_s`` (the engine then asks
         again about a blocked queue head even on an unchanged machine).
+      reads_counts: False when :meth:`place` and :meth:`fits` never read a state's group
+        counts (why declare it: EASY's shadow-time bisection then builds its future states
+        without them, which is most of their cost).
     """
 
     name: ClassVar[str] = ""
     families: ClassVar[tuple[str, ...]] = ()
     needs: ClassVar[str | None] = None
     time_dependent: bool = False
+    reads_counts: ClassVar[bool] = True
 
     def __init__(self, topo: Any) -> None:
         self.topo = topo

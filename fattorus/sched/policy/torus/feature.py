@@ -38,6 +38,7 @@ class Feature(Policy):
     name = "feature"
     families = ("torus3d",)
     needs = None
+    reads_counts = False  # only the free nodes
 
     def __init__(self, topo: Any, features: list[Mapping[str, Any]] | None = None, min_nodes: int = 0,
                  ordering: str = "id") -> None:

@@ -231,6 +231,7 @@ class Prism(Policy):
     name = "prism"
     families = ("torus3d",)
     needs = None  # no count test: EASY's shadow time comes from place() on future machines
+    reads_counts = False  # only the free nodes (and the recorded prisms)
 
     def __init__(self, topo: Any, params: PrismParams | None = None) -> None:
         super().__init__(topo)
