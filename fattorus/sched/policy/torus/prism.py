@@ -196,7 +196,9 @@ class Machine:
     ``dead`` marks the shapes no search may place here: one with a blocked router at every
     position, and every shape containing it (searches on one machine share what they learn).
     ``found``: job size -> the search's ``(start, shape)`` or None. ``fits`` / ``fails``: the
-    largest size known to fit, the smallest known not to (feasibility is monotone in size)."""
+    largest size known to fit, the smallest known not to (feasibility is monotone in size).
+    ``slabs``: the first differences of ``both`` along x per (x extent, x starts), shared by
+    the box sums of every shape of that x extent (:meth:`box_sums`)."""
 
     blocked: np.ndarray
     avail: np.ndarray
@@ -205,7 +207,6 @@ class Machine:
     found: dict[int, Any] = dataclasses.field(default_factory=dict)
     fits: float = 0
     fails: float = np.inf
-
     slabs: dict[tuple[int, int], np.ndarray] = dataclasses.field(default_factory=dict)
 
     def box_sums(self, shape: tuple[int, int, int], starts: tuple[int, int, int]) -> np.ndarray:
@@ -423,7 +424,7 @@ class Prism(Policy):
             if not (other.blocked & ~m.blocked).any():
                 m.dead |= other.dead
                 m.fails = min(m.fails, other.fails)
-            elif not (m.blocked & ~other.blocked).any():
+            if not (m.blocked & ~other.blocked).any():
                 m.fits = max(m.fits, other.fits)
 
     def _owned(self, state: st.MachineState, records: dict[bytes, np.ndarray]) -> np.ndarray:
