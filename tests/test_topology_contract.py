@@ -5,8 +5,9 @@ symmetric, zero on the diagonal, at most ``max_hops``; every static route walks 
 links from ``src`` to ``dst`` and its hop-class links number exactly ``hops``; the hop-sum
 kernel equals the pairwise sum; the ideal allocation is at least as compact as random ones;
 the configuration round-trips; orderings are permutations; ``job_links`` covers every route
-between a job's nodes; a placement ``routes_renamed`` calls renamed has renamed routes. A new family's configs are picked up without editing this file (the
-``conf_topo`` fixture of conftest.py runs each test once per config).
+between a job's nodes; a placement ``routes_renamed`` calls renamed has renamed routes. A new
+family's configs are picked up without editing this file (the ``conf_topo`` fixture of
+conftest.py runs each test once per config).
 """
 
 from __future__ import annotations

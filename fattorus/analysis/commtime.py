@@ -38,7 +38,7 @@ import numpy as np
 
 from fattorus.analysis import patterns
 from fattorus.kernels.maxmin import maxmin_rates, step_time
-from fattorus.topology.base import Topology
+from fattorus.topology.base import Topology, one_to_one
 
 
 #: Memory for the ideal placements' routes of key-free patterns kept between starts (bytes):
@@ -137,12 +137,7 @@ def same_network(a: np.ndarray, b: np.ndarray, capacity: np.ndarray) -> bool:
     if not np.array_equal(used, b >= 0):
         return False
     a, b = a[used], b[used]
-    forward = np.full(len(capacity), -1, np.int64)
-    forward[a] = b  # a function a -> b exactly when every repeat of a link writes the same image
-    backward = np.full(len(capacity), -1, np.int64)
-    backward[b] = a
-    return bool(np.array_equal(forward[a], b) and np.array_equal(backward[b], a)
-                and np.array_equal(capacity[a], capacity[b]))
+    return one_to_one(a, b) and bool(np.array_equal(capacity[a], capacity[b]))
 
 
 def _local_routes_use_node_links_only(topo: Topology) -> bool:
@@ -311,16 +306,7 @@ class ModelRuntimes:
         if not others:
             # Exact shortcut: alone, and its placement is the ideal one up to renaming links
             # (most `ta` placements), the two solves are one and the same: slowdown 1.
-            ideal_flows = self._ideal_routes.get(key) if keyless else None
-            if ideal_flows is None:
-                ideal_flows = self._job_flows(traffic, ideal_nodes)
-                if keyless:
-                    size = sum(a.nbytes for a in ideal_flows)
-                    if self._ideal_routes_bytes + size > IDEAL_ROUTES_BYTES:  # bounded memory
-                        self._ideal_routes.clear()
-                        self._ideal_routes_bytes = 0
-                    self._ideal_routes[key] = ideal_flows
-                    self._ideal_routes_bytes += size
+            ideal_flows = self._ideal_flows(key, keyless, traffic, ideal_nodes)
             if self._renamed(own_routes, ideal_flows[0]):
                 self.renamed += 1
                 return 1.0
@@ -333,6 +319,22 @@ class ModelRuntimes:
             if keyless:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0
+
+    def _ideal_flows(self, key: tuple[str, int], keyless: bool, traffic: patterns.Traffic | None,
+                     ideal_nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Route ids and bytes of the job's flows on its ideal placement; kept per (pattern,
+        size) for key-free patterns, within :data:`IDEAL_ROUTES_BYTES` (all dropped when full)."""
+        flows = self._ideal_routes.get(key) if keyless else None
+        if flows is None:
+            flows = self._job_flows(traffic, ideal_nodes)
+            if keyless:
+                size = sum(a.nbytes for a in flows)
+                if self._ideal_routes_bytes + size > IDEAL_ROUTES_BYTES:
+                    self._ideal_routes.clear()
+                    self._ideal_routes_bytes = 0
+                self._ideal_routes[key] = flows
+                self._ideal_routes_bytes += size
+        return flows
 
     def _renamed_placement(self, nodes: np.ndarray, ideal_nodes: np.ndarray) -> bool:
         """Whether every route among ``ideal_nodes`` is the route among ``nodes`` renamed

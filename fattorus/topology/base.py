@@ -37,6 +37,22 @@ from typing import Any, ClassVar
 import numpy as np
 
 
+def one_to_one(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether ``x[i] -> y[i]`` is a one-to-one map between non-negative ids (equal ``x``
+    always with equal ``y``, and the other way round): a renaming of ``x``'s ids into ``y``'s."""
+    x, y = np.asarray(x, np.int64).ravel(), np.asarray(y, np.int64).ravel()
+    if x.shape != y.shape:
+        return False
+    if not len(x):
+        return True
+    # Scatter each side onto the other: a repeat that writes another image breaks the map.
+    forward = np.full(int(x.max()) + 1, -1, np.int64)
+    forward[x] = y
+    backward = np.full(int(y.max()) + 1, -1, np.int64)
+    backward[y] = x
+    return bool(np.array_equal(forward[x], y) and np.array_equal(backward[y], x))
+
+
 class TopologyError(ValueError):
     """A topology configuration that cannot describe a real machine (one-line message)."""
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fattorus.topology import register
-from fattorus.topology.base import Level, Topology, TopologyError
+from fattorus.topology.base import Level, Topology, TopologyError, one_to_one
 
 T1, T2, T3 = 1, 2, 3
 JOB_TYPE_NAMES = {T1: "T1", T2: "T2", T3: "T3"}
@@ -270,7 +270,7 @@ class FatTree(Topology):
         S, C = self.l2_per_pod, fr.cores_per_l2(self)
         if not (np.array_equal(a % S, b % S) and np.array_equal((a // S) % C, (b // S) % C)):
             return False
-        return _one_to_one(a // self.nodes_per_leaf, b // self.nodes_per_leaf) and _one_to_one(
+        return one_to_one(a // self.nodes_per_leaf, b // self.nodes_per_leaf) and one_to_one(
             a // self.nodes_per_pod, b // self.nodes_per_pod)
 
     def interference_keys(self, nodes: np.ndarray) -> np.ndarray:
@@ -367,10 +367,3 @@ def load(name_or_path: str) -> Topology:
     from fattorus import topology
 
     return topology.load(name_or_path)
-
-
-def _one_to_one(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether ``x[i] -> y[i]`` is a one-to-one map (equal ``x`` always with equal ``y`` and
-    the other way round)."""
-    pairs = np.unique(np.stack([x, y], axis=1), axis=0)
-    return len(pairs) == len(np.unique(x)) == len(np.unique(y))
