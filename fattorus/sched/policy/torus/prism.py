@@ -278,6 +278,7 @@ class Prism(Policy):
         self._rev = [0, 0]  # changes of the running / pending records
         self._back: dict[tuple[int, int, int], np.ndarray] = {}  # per start grid: see _one_back
         self._usable: dict[int, tuple[int, int]] = {}  # per shape: fewest, most usable slots at any position
+        self._minimal_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per size: see _minimal
         self._usable_table = self._table_of_usable()
 
     # Engine hooks ----------------------------------------------------------------------------
@@ -286,6 +287,7 @@ class Prism(Policy):
         self.machine, self.usable = machine, machine.free.copy()
         self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
         self._machines, self._keys, self._rev, self._usable = collections.OrderedDict(), {}, [0, 0], {}
+        self._minimal_of = {}
         self._usable_table = self._table_of_usable()
 
     def _table_of_usable(self) -> np.ndarray:
@@ -461,14 +463,21 @@ class Prism(Policy):
         can step down), which fit whenever no service or busy node is in the way; only if none
         fits, among every shape in order of size (module docstring). Feasibility is the same
         either way — some shape fits — so it stays monotone in ``n``."""
-        minimal = np.flatnonzero((self.slots >= n) & (self.shrunk_slots < n))
-        # Visiting order (it settles which of equal shapes wins): best machine-independent bound
-        # first — no position of a shape can fill better than n over its fewest usable slots at
-        # any position, nor touch more than its whole shell.
-        bound = np.array([self._upper_bound(i, n) for i in minimal])
-        by_bound = np.argsort(-bound, kind="stable")
-        return (self._best_first(m, n, minimal[by_bound], bound[by_bound])
+        return (self._best_first(m, n, *self._minimal(n))
                 or self._in_size_order(m, n, np.flatnonzero(self.slots >= n)))
+
+    def _minimal(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The minimal shapes for ``n`` in visiting order, with their machine-independent upper
+        bounds (computed once per size: the same on every machine state)."""
+        if n not in self._minimal_of:
+            minimal = np.flatnonzero((self.slots >= n) & (self.shrunk_slots < n))
+            # Visiting order (it settles which of equal shapes wins): best bound first — no
+            # position of a shape can fill better than n over its fewest usable slots at any
+            # position, nor touch more than its whole shell.
+            bound = np.array([self._upper_bound(i, n) for i in minimal])
+            by_bound = np.argsort(-bound, kind="stable")
+            self._minimal_of[n] = minimal[by_bound], bound[by_bound]
+        return self._minimal_of[n]
 
     def _upper_bound(self, i: int, n: int) -> float:
         """Largest score shape ``i`` can reach for an ``n``-node job on any machine state."""
