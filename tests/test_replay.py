@@ -384,3 +384,35 @@ def test_outputs_carry_ideal_aph_and_the_topology_config():
     assert out["job_type"].to_list() == ["T1", "T1", "T2", "T3"]
     assert fattree.from_config(result.summary["topology"]) == ft
     assert result.summary["config"]["topo"] == "ft6"
+
+
+def test_kept_releases_follow_every_busy_node(atlas):
+    # The engine keeps the busy nodes grouped by estimated release time (st.Releases) as jobs
+    # start and end; at every pass of a real replay (Cab with two held-out nodes: they never
+    # come back) they must give what regrouping node_est_end gives.
+    from fattorus.sched import engine, queues, state as st
+
+    ft = fattree.load("cab")
+    usable = np.ones(ft.n_nodes, bool)
+    usable[[5, 700]] = False
+    prepared, _ = replay.prepare(workload.with_estimate(_window(atlas, 2, ft.n_nodes - 2, days=10)), ft.n_nodes - 2)
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    passes = []
+
+    class Checked(queues.Easy):
+        def schedule(self, rp, now):
+            super().schedule(rp, now)
+            for needs in (st.PER_GROUP, st.FREE_ONLY):
+                times, kept = st.futures_of(rp.machine, rp.releases, needs)
+                want_times, want = st.futures(rp.machine, rp.node_est_end, needs)
+                np.testing.assert_array_equal(times, want_times)
+                np.testing.assert_array_equal(kept.n_free, want.n_free)
+                for a, b in zip(kept.held or (), want.held or ()):
+                    np.testing.assert_array_equal(a, b)
+                for a, b in zip(kept.group_free or (), want.group_free or ()):
+                    np.testing.assert_array_equal(a, b)
+            passes.append(len(rp.running))
+
+    jobs = engine.Jobs.of(*cols, ft.n_nodes)
+    engine.run(jobs, ft, Checked(), policy.make("ta", ft), usable=usable)
+    assert len(passes) > 500 and max(passes) > 20

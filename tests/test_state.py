@@ -103,3 +103,39 @@ def test_with_hold_books_every_reserved_node_and_frees_none():
     assert held.held[0][2].tolist() == [1, 2, 0, 0, 0, 0]
     assert held.held[1][2].tolist() == [3, 0]
     assert_counts(state)  # the original is untouched
+
+
+@pytest.mark.parametrize("name", ["ft6", "ft44"])
+def test_futures_of_kept_releases_equal_recounts_through_a_history(name):
+    # The engine's Releases, kept as jobs start and end (several jobs may share a release
+    # time; some nodes are held out of the machine and never released), give at every step
+    # the counts of a recount of the machine after each release instant.
+    topo = fattree.load(name)
+    rng = np.random.default_rng(2)
+    usable = rng.random(topo.n_nodes) > 0.1
+    state, releases, running = st.empty(topo, usable), st.Releases(), []
+    C = len(topo.levels) + 1
+    for step in range(40):
+        if running and rng.random() < 0.35:
+            job, nodes, c, t = running.pop(int(rng.integers(len(running))))
+            st.release(state, nodes, c)
+            releases.drop(t, job)
+        elif state.n_free:
+            n = int(rng.integers(1, max(2, state.n_free // 3) + 1))
+            nodes = rng.choice(np.flatnonzero(state.free), min(n, state.n_free), replace=False)
+            c, t = int(rng.integers(1, C + 1)), float(rng.integers(1, 5))  # few times: shared
+            st.allocate(state, nodes, c)
+            releases.add(t, step, st.class_group_key(state.layout, c, nodes))
+            running.append((step, nodes, c, t))
+        times, batched = st.futures_of(state, releases, st.PER_GROUP)
+        _, free_only = st.futures_of(state, releases, st.FREE_ONLY)
+        assert times.tolist() == sorted({t for *_, t in running})
+        for g, t in enumerate(times):
+            released = np.zeros(topo.n_nodes, bool)
+            for _, nodes, _, tj in running:
+                released[nodes] |= tj <= t
+            group_free, held = recount(topo, state.free | released, np.where(released, 0, state.node_class))
+            assert batched.n_free[g] == free_only.n_free[g] == int((state.free | released).sum())
+            for i in range(len(topo.levels)):
+                np.testing.assert_array_equal(batched.group_free[i][g], group_free[i])
+                np.testing.assert_array_equal(batched.held[i][g], held[i])

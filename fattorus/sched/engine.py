@@ -104,6 +104,7 @@ class Replay:
     shadow: np.ndarray
     waiting: np.ndarray
     node_est_end: np.ndarray
+    releases: st.Releases = dataclasses.field(default_factory=st.Releases)  # node_est_end grouped by time
     running: list[tuple[float, int]] = dataclasses.field(default_factory=list)
     wakeups: list[float] = dataclasses.field(default_factory=list)
     version: int = 0
@@ -137,6 +138,7 @@ class Replay:
         self.start[j] = now
         self.waiting[j] = False
         self.node_est_end[placed] = now + self.jobs.estimate[j]
+        self.releases.add(now + self.jobs.estimate[j], j, st.class_group_key(self.machine.layout, self.booked[j], placed))
         if self.runtime_at_start is not None:
             rt = float(self.runtime_at_start(self, j, placed, now))
             if not 0 < rt <= self.jobs.estimate[j]:
@@ -163,6 +165,7 @@ class Replay:
             st.release(self.machine, self.alloc[j], int(self.booked[j]))
             self.policy.ended(self.alloc[j])
             self.node_est_end[self.alloc[j]] = np.inf
+            self.releases.drop(self.start[j] + self.jobs.estimate[j], j)
             self.version += 1
         submit = self.jobs.submit
         while self.hi < len(submit) and submit[self.hi] == now:

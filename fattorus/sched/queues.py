@@ -249,7 +249,7 @@ def first_fit_time(replay: Replay, head: int) -> float:
     jobs, policy, machine = replay.jobs, replay.policy, replay.machine
     n, submit = int(jobs.nodes[head]), jobs.submit[head]
     if policy.needs is not None:
-        times, future_counts = st.futures(machine, replay.node_est_end, policy.needs)
+        times, future_counts = st.futures_of(machine, replay.releases, policy.needs)
         fits = np.flatnonzero(policy.feasible(future_counts, n, waited_s=times - submit))
         return float(times[fits[0]]) if len(fits) else np.inf
     # The estimated ends of the running jobs: the release times of the busy nodes (nodes held

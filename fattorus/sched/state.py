@@ -222,15 +222,73 @@ def futures(state: MachineState, node_release: np.ndarray, needs: str = PER_GROU
     if needs == FREE_ONLY:
         return times, Counts(None, None, n_free)
     lay = state.layout
+    key = group * _keys_per_instant(lay) + class_group_key(lay, state.node_class[busy], busy)
+    return times, _cumulated(state, key, G, n_free)
+
+
+def class_group_key(lay: Layout, cls: np.ndarray | int, nodes: np.ndarray) -> np.ndarray:
+    """Per node, its (footprint class, innermost group) as one index ``class * inner + group``."""
+    return np.asarray(cls, np.int64) * lay.n_groups[0] + lay.node_group[0][nodes]
+
+
+def _keys_per_instant(lay: Layout) -> int:
+    return (lay.n_classes + 1) * lay.n_groups[0]
+
+
+def _cumulated(state: MachineState, key: np.ndarray, G: int, n_free: np.ndarray) -> Counts:
+    """The batched counts of ``state`` after each of ``G`` instants, from the released busy
+    nodes' ``instant * keys_per_instant + class_group_key``."""
+    lay = state.layout
     C, inner = lay.n_classes, lay.n_groups[0]
     # Released nodes per (instant, class, innermost group), cumulated over instants; levels
     # are nested contiguous blocks (topology interface), so an outer level's counts are sums
     # over consecutive inner groups.
-    key = (group * (C + 1) + state.node_class[busy]) * inner + lay.node_group[0][busy]
-    rel = np.cumsum(np.bincount(key, minlength=G * (C + 1) * inner).reshape(G, C + 1, inner), axis=0)
+    rel = np.bincount(key, minlength=G * (C + 1) * inner).reshape(G, C + 1, inner).cumsum(axis=0)
     group_free, held = [], []
     for level, n_groups in enumerate(lay.n_groups):
-        per = rel.reshape(G, C + 1, n_groups, -1).sum(axis=3)
+        per = rel if n_groups == inner else rel.reshape(G, C + 1, n_groups, inner // n_groups).sum(axis=3)
         group_free.append(state.group_free[level] + per.sum(axis=1))
         held.append(state.held[level] - per)
-    return times, Counts(tuple(group_free), tuple(held), n_free)
+    return Counts(tuple(group_free), tuple(held), n_free)
+
+
+@dataclasses.dataclass
+class Releases:
+    """The busy nodes of a replay grouped by their estimated release time, kept by the engine
+    as jobs start and end: ``by_time[t][job]`` is the :func:`class_group_key` of each node job
+    ``job`` releases at ``t``.
+
+    Why keep it: EASY asks for the machine at every future release instant
+    (:func:`futures_of`) at each reservation, tens of thousands of times per replay, and
+    regrouping every busy node by release time then (a sort of their times) was most of
+    that question's cost."""
+
+    by_time: dict[float, dict[int, np.ndarray]] = dataclasses.field(default_factory=dict)
+
+    def add(self, t: float, job: int, keys: np.ndarray) -> None:
+        """Job ``job``'s nodes (``keys``) are released at ``t``."""
+        self.by_time.setdefault(float(t), {})[job] = keys
+
+    def drop(self, t: float, job: int) -> None:
+        """Job ``job`` (released at ``t``) ended."""
+        jobs = self.by_time[float(t)]
+        del jobs[job]
+        if not jobs:
+            del self.by_time[float(t)]
+
+
+def futures_of(state: MachineState, releases: Releases, needs: str = PER_GROUP) -> tuple[np.ndarray, Counts]:
+    """:func:`futures` of ``state`` with the busy nodes' release times kept in ``releases``
+    (which must hold exactly the busy nodes of ``state`` that are ever released): the same
+    times and counts, without regrouping the busy nodes."""
+    times = sorted(releases.by_time)
+    G = len(times)
+    per_time = [list(releases.by_time[t].values()) for t in times]
+    counts = np.array([sum(len(k) for k in ks) for ks in per_time], np.int64)
+    n_free = state.n_free + np.cumsum(counts)
+    times_a = np.array(times, np.float64)
+    if needs == FREE_ONLY:
+        return times_a, Counts(None, None, n_free)
+    instant = np.repeat(np.arange(G, dtype=np.int64) * _keys_per_instant(state.layout), counts)
+    key = instant + np.concatenate([k for ks in per_time for k in ks] or [np.zeros(0, np.int64)])
+    return times_a, _cumulated(state, key, G, n_free)
