@@ -238,15 +238,28 @@ def _keys_per_instant(lay: Layout) -> int:
 def _cumulated(state: MachineState, key: np.ndarray, G: int, n_free: np.ndarray) -> Counts:
     """The batched counts of ``state`` after each of ``G`` instants, from the released busy
     nodes' ``instant * keys_per_instant + class_group_key``."""
+    K = _keys_per_instant(state.layout)
+    return _counts_after(state, np.bincount(key, minlength=G * K).reshape(G, K), n_free)
+
+
+def _counts_after(state: MachineState, released: np.ndarray, n_free: np.ndarray) -> Counts:
+    """The batched counts of ``state`` after each instant, from the nodes released at each
+    ``(G, keys_per_instant)`` (by :func:`class_group_key`)."""
     lay = state.layout
     C, inner = lay.n_classes, lay.n_groups[0]
-    # Released nodes per (instant, class, innermost group), cumulated over instants; levels
-    # are nested contiguous blocks (topology interface), so an outer level's counts are sums
-    # over consecutive inner groups.
-    rel = np.bincount(key, minlength=G * (C + 1) * inner).reshape(G, C + 1, inner).cumsum(axis=0)
+    # Cumulated over instants row by row: numpy's cumsum along the first axis of a short,
+    # wide array is twice as slow as G row additions.
+    rel = np.empty_like(released)
+    if len(rel):
+        rel[0] = released[0]
+    for g in range(1, len(rel)):
+        np.add(rel[g - 1], released[g], out=rel[g])
+    rel = rel.reshape(len(rel), C + 1, inner)
+    # Levels are nested contiguous blocks (topology interface), so an outer level's counts
+    # are sums over consecutive inner groups.
     group_free, held = [], []
     for level, n_groups in enumerate(lay.n_groups):
-        per = rel if n_groups == inner else rel.reshape(G, C + 1, n_groups, inner // n_groups).sum(axis=3)
+        per = rel if n_groups == inner else rel.reshape(len(rel), C + 1, n_groups, inner // n_groups).sum(axis=3)
         group_free.append(state.group_free[level] + per.sum(axis=1))
         held.append(state.held[level] - per)
     return Counts(tuple(group_free), tuple(held), n_free)
@@ -256,25 +269,42 @@ def _cumulated(state: MachineState, key: np.ndarray, G: int, n_free: np.ndarray)
 class Releases:
     """The busy nodes of a replay grouped by their estimated release time, kept by the engine
     as jobs start and end: ``by_time[t][job]`` is the :func:`class_group_key` of each node job
-    ``job`` releases at ``t``.
+    ``job`` releases at ``t``; ``n_at[t]`` how many nodes are released at ``t``.
 
     Why keep it: EASY asks for the machine at every future release instant
     (:func:`futures_of`) at each reservation, tens of thousands of times per replay, and
     regrouping every busy node by release time then (a sort of their times) was most of
-    that question's cost."""
+    that question's cost. The per-instant counts by key are made when first asked for and
+    kept until a job with that release time starts or ends (``_per_key``)."""
 
     by_time: dict[float, dict[int, np.ndarray]] = dataclasses.field(default_factory=dict)
+    n_at: dict[float, int] = dataclasses.field(default_factory=dict)
+    _per_key: dict[float, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def add(self, t: float, job: int, keys: np.ndarray) -> None:
         """Job ``job``'s nodes (``keys``) are released at ``t``."""
-        self.by_time.setdefault(float(t), {})[job] = keys
+        t = float(t)
+        self.by_time.setdefault(t, {})[job] = keys
+        self.n_at[t] = self.n_at.get(t, 0) + len(keys)
+        self._per_key.pop(t, None)
 
     def drop(self, t: float, job: int) -> None:
         """Job ``job`` (released at ``t``) ended."""
-        jobs = self.by_time[float(t)]
-        del jobs[job]
+        t = float(t)
+        jobs = self.by_time[t]
+        self.n_at[t] -= len(jobs.pop(job))
+        self._per_key.pop(t, None)
         if not jobs:
-            del self.by_time[float(t)]
+            del self.by_time[t], self.n_at[t]
+
+    def per_key(self, t: float, n_keys: int) -> np.ndarray:
+        """``(n_keys,)`` nodes released at ``t`` per :func:`class_group_key`."""
+        out = self._per_key.get(t)
+        if out is None:
+            keys = list(self.by_time[t].values())
+            out = self._per_key[t] = np.bincount(keys[0] if len(keys) == 1 else np.concatenate(keys),
+                                                 minlength=n_keys)
+        return out
 
 
 def futures_of(state: MachineState, releases: Releases, needs: str = PER_GROUP) -> tuple[np.ndarray, Counts]:
@@ -282,13 +312,10 @@ def futures_of(state: MachineState, releases: Releases, needs: str = PER_GROUP) 
     (which must hold exactly the busy nodes of ``state`` that are ever released): the same
     times and counts, without regrouping the busy nodes."""
     times = sorted(releases.by_time)
-    G = len(times)
-    per_time = [list(releases.by_time[t].values()) for t in times]
-    counts = np.array([sum(len(k) for k in ks) for ks in per_time], np.int64)
-    n_free = state.n_free + np.cumsum(counts)
+    n_free = state.n_free + np.cumsum(np.array([releases.n_at[t] for t in times], np.int64))
     times_a = np.array(times, np.float64)
     if needs == FREE_ONLY:
         return times_a, Counts(None, None, n_free)
-    instant = np.repeat(np.arange(G, dtype=np.int64) * _keys_per_instant(state.layout), counts)
-    key = instant + np.concatenate([k for ks in per_time for k in ks] or [np.zeros(0, np.int64)])
-    return times_a, _cumulated(state, key, G, n_free)
+    K = _keys_per_instant(state.layout)
+    released = np.array([releases.per_key(t, K) for t in times], np.int64).reshape(len(times), K)
+    return times_a, _counts_after(state, released, n_free)
