@@ -41,6 +41,13 @@ from fattorus.kernels.maxmin import maxmin_rates, step_time
 from fattorus.topology.base import Topology, one_to_one
 
 
+#: The replay's goal solves (:meth:`ModelRuntimes._step`) run as one stage of the solver
+#: (``stage_min_flows``): most stop after a round or two, so the shorter arrays of later
+#: stages rarely pay, while each stage is one more loop to compile per flow bucket — on a
+#: 30-day Atlas x2 on Cab replay the first run took 15.0 s with stages and 12.4 s without
+#: (`to`; `ta` 11.5 -> 8.3 s), warm runs the same within noise, every slowdown identical.
+GOAL_STAGE_MIN_FLOWS = 1 << 30
+
 #: Memory for the ideal placements' routes of key-free patterns kept between starts (bytes):
 #: a month's replay meets ~100 (pattern, size) pairs, most of them small jobs.
 IDEAL_ROUTES_BYTES = 64 * 2**20
@@ -246,7 +253,8 @@ class ModelRuntimes:
         # Only the own flows' slowest time is wanted: the solve stops once it is known.
         goal = np.zeros(F, np.float32)
         goal[:own] = nbytes[:own]
-        rate = np.asarray(maxmin_rates(r, self._cap, active=active, goal=goal).rate, np.float64)[:own]
+        rates = maxmin_rates(r, self._cap, active=active, goal=goal, stage_min_flows=GOAL_STAGE_MIN_FLOWS)
+        rate = np.asarray(rates.rate, np.float64)[:own]
         with np.errstate(divide="ignore"):
             t = np.where(np.isinf(rate), 0.0, nbytes[:own] / rate)
         return float(t.max())
