@@ -132,6 +132,11 @@ def test_main_command_form_and_documented_defaults(tmp_path):
         (["+topo=cab", "workload=file"], "workload.path"),
         (["+topo=cab", "workload.path=/no/such/log.swf"], "/no/such/log.swf"),
         (["topo=cab"], "+topo=cab"),
+        # Refused before the log is read (no skip line of the default log before the error):
+        (["+topo=cab", "logger.name=wandbb"], "logger.name='wandbb'"),
+        (["+topo=cab", "policy=prism"], "does not support fattree"),
+        (["+topo=cab", "+speedup=model", "speedup.comm_fraction=2"], "comm_fraction"),
+        (["+topo=cab", "trials=4", "policy=tree_bestfit"], "batched engine"),
     ],
 )
 def test_bad_overrides_give_one_line_errors(tmp_path, args, words):
@@ -192,6 +197,10 @@ def test_a_refused_run_leaves_no_run_directory(tmp_path):
     out = sweep("workload.scale=-2", cwd=tmp_path)
     assert out.returncode == 2 and "scale factor" in out.stderr
     assert not list((tmp_path / "results" / "runs").iterdir())  # Hydra's stub directory is removed
+    # A setting refused after the replay would have cost the whole replay and left its results.
+    out = sweep("logger.name=nosuch", cwd=tmp_path)
+    assert out.returncode == 2 and "logger.name" in out.stderr
+    assert not list((tmp_path / "results" / "runs").iterdir())
 
 
 def test_rerun_redoes_trials_whose_job_log_changed(tmp_path):

@@ -122,6 +122,10 @@ def _fill_default(cfg: DictConfig, group: str, default: str) -> str:
     return default
 
 
+#: ``logger.name`` values: no logging, or Weights & Biases.
+LOGGERS = ("none", "wandb")
+
+
 def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     """Replay one configuration and write its run directory; returns the summary."""
     from fattorus import workload
@@ -137,9 +141,19 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         raise UserError(f"sched.name={cfg.sched.name!r}: choose one of {list(replay.SCHEDULERS)}")
     if cfg.policy.name not in policy.NAMES:
         raise UserError(f"policy.name={cfg.policy.name!r}: choose one of {list(policy.NAMES)}")
+    if cfg.logger.name not in LOGGERS:
+        raise UserError(f"logger.name={cfg.logger.name!r}: choose one of {list(LOGGERS)}")
     topo_cfg = OmegaConf.to_container(cfg.topo, resolve=True)
     ft = topology.from_config(topo_cfg)
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
+    # Every setting that can be refused is checked before the log is read and replayed: a typo
+    # must cost one line, not a replay (and no results are written for a refused run).
+    policy_params = OmegaConf.to_container(cfg.policy.params, resolve=True)
+    policy.make(cfg.policy.name, ft, policy_params)  # a wrong family or parameter: one-line ValueError
+    runtime_model = _runtime_model(cfg, ft)
+    n_trials = int(cfg.get("trials", 1))
+    if n_trials > 1:
+        _check_batched(cfg, ft)
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
     wl, transform_counts = _load_workload(wl_cfg, topo_cfg, ft)
     _warn_borrowed_workload(wl_cfg)  # after loading: an unreadable log is one error line alone
@@ -147,10 +161,6 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     if skip_line:
         _stderr_line(skip_line)
     jobs = workload.with_estimate(wl.jobs)
-
-    n_trials = int(cfg.get("trials", 1))
-    if n_trials > 1:
-        _check_batched(cfg, ft)
     runtime_s = _speedup_runtimes(scenario, int(cfg.seed), jobs)
     key_choices = _key_choices(cfg, topo_name, speedup_name, wl_cfg, wl, transform_counts, ft)
     result = replay.replay(
@@ -158,7 +168,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         ft,
         cfg.policy.name,
         cfg.sched.name,
-        policy_params=OmegaConf.to_container(cfg.policy.params, resolve=True),
+        policy_params=policy_params,
         seed=int(cfg.seed),
         runtime_s=runtime_s,
         bins=tuple(int(b) for b in cfg.bins),
@@ -166,7 +176,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         extra_skips={"dropped_by_scaling": transform_counts.get("dropped_by_scaling", 0)},
         progress=bool(cfg.progress) and sys.stderr.isatty(),
         node_kind=wl_cfg.get("node_kind"),
-        runtime_model=_runtime_model(cfg, ft),
+        runtime_model=runtime_model,
     )
     if n_trials > 1:
         _run_trials(cfg, ft, scenario, jobs, result, out_dir, n_trials)
@@ -176,8 +186,6 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
 
         logger.log_run(OmegaConf.to_container(cfg.logger, resolve=True), OmegaConf.to_container(cfg, resolve=True),
                        result, out_dir)
-    elif cfg.logger.name != "none":
-        raise UserError(f"logger.name={cfg.logger.name!r}: choose one of ['none', 'wandb']")
     return result.summary
 
 
