@@ -282,3 +282,55 @@ def test_an_unwritable_results_directory_is_one_line(capsys, tmp_path, monkeypat
     assert exc.value.code == 1
     err = [line for line in capsys.readouterr().err.splitlines() if "dirty line(s)" not in line]
     assert len(err) == 1 and err[0].startswith("fattorus.tune: error: cannot write") and "results" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--out", "{d}/empty.yaml"], "--out {d}/empty.yaml: exists and is not a directory"),
+        (["--out", "{d}/empty.yaml/sub"], "--out {d}/empty.yaml/sub: {d}/empty.yaml is not a directory"),
+        (["--export", "{d}/somedir"], "--export {d}/somedir: is a directory"),
+        (["--export", "{d}/empty.yaml/ta.yaml"], "--export {d}/empty.yaml/ta.yaml: {d}/empty.yaml is not a directory"),
+        (["--seed", "-5"], "--seed -5: must be an integer from 0 to 4294967295"),
+        (["--seed", str(2**32)], f"--seed {2**32}: must be an integer from 0 to"),
+        (["--storage", "bogus://x"], "--storage bogus://x: unknown database or driver 'bogus'"),
+        (["--storage", "postgresql+nodriver://u:secret@h/db"], "--storage postgresql+nodriver://u:***@h/db: unknown"),
+        (["--storage", "not a url"], "--storage not a url:"),
+    ],
+    ids=["out-is-a-file", "out-under-a-file", "export-is-a-dir", "export-under-a-file", "seed-negative",
+         "seed-too-big", "storage-unknown-kind", "storage-unknown-driver", "storage-not-a-url"],
+)
+def test_settings_refused_later_are_refused_before_the_workload_loads(capsys, tmp_path, monkeypatch, args, needle):
+    # Each of these once failed only after the workload loaded (and, for the paths, after all
+    # the trials ran): loading the setup at all is a failure here.
+    import fattorus.app.tune.study as study_mod
+
+    def no_setup(*_: object, **__: object) -> None:
+        pytest.fail("the workload was loaded before the settings were refused")
+
+    monkeypatch.setattr(study_mod, "load_setup", no_setup)
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "somedir").mkdir()
+    base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/x.db", "--trials", "1",
+            "--export", str(tmp_path / "x.yaml"), "--out", str(tmp_path / "out")]
+    err = one_line_error(capsys, [*base, *(a.format(d=tmp_path) for a in args)])
+    assert needle.format(d=tmp_path) in err
+    assert "secret" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.yaml", "somedir"]  # nothing written
+    assert not any((tmp_path / "somedir").iterdir())
+
+
+def test_usable_paths_seeds_and_storage_urls_are_accepted(tmp_path):
+    # The checks refuse only what the run could not do: an existing --out directory and an
+    # existing --export file (overwritten) are fine, --out is not checked when no test window
+    # will write there, and the ends of the seed range are valid.
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "outdir").mkdir()
+    common = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/new/x.db", "--export", str(tmp_path / "empty.yaml")]
+    opts = tune.parse_args([*common, "--out", str(tmp_path / "outdir"), "--seed", str(2**32 - 1)])
+    assert opts.out == tmp_path / "outdir" and opts.export == tmp_path / "empty.yaml" and opts.seed == 2**32 - 1
+    opts = tune.parse_args([*common, "--out", str(tmp_path / "empty.yaml"), "--test", "none", "--seed", "0"])
+    assert opts.test == () and opts.seed == 0
+    opts = tune.parse_args([*common, "--out", str(tmp_path / "a" / "b"), "--storage", "sqlite://"])
+    assert opts.storage == "sqlite://"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.yaml", "outdir"]  # checking wrote nothing

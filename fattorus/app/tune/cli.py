@@ -19,7 +19,7 @@ from fattorus.app.tune.choose import PICKS
 from fattorus.app.tune.errors import PROG, TuneError, WorkerError
 from fattorus.app.tune.objective import OBJECTIVES
 from fattorus.app.tune.space import POLICY
-from fattorus.app.tune.storage import SAMPLERS
+from fattorus.app.tune.storage import SAMPLERS, check_url
 from fattorus.app.tune.study import run
 from fattorus.app.tune.windows import Window, parse_windows
 
@@ -170,6 +170,46 @@ def _check_numbers(a: argparse.Namespace) -> None:
         raise TuneError(f"--heartbeat {a.heartbeat}: must be a positive number of seconds")
     if a.cores_per_node is not None and a.cores_per_node < 1:
         raise TuneError(f"--cores-per-node {a.cores_per_node}: must be >= 1")
+    # The project's seed range (NumPy's SeedSequence refuses negative seeds, deep in a worker,
+    # after the workload loaded). Imported here, not at the top: fattorus.app.sweep pulls in
+    # Hydra, which ``import fattorus.app.tune`` and ``--help`` should not pay for.
+    from fattorus.app.sweep import SEED_MAX
+
+    if not 0 <= a.seed <= SEED_MAX:
+        raise TuneError(f"--seed {a.seed}: must be an integer from 0 to {SEED_MAX}")
+
+
+def _first_existing_parent(path: Path) -> Path:
+    """The nearest ancestor of ``path`` that exists (the one a write would create folders in)."""
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return parent
+    return Path(path.absolute().anchor)  # unreachable in practice: the root exists
+
+
+def _check_paths(export: Path, out: Path | None, name: str) -> None:
+    """Refuse an ``--export`` or ``--out`` path the run could only fail to write, after all
+    its trials: a :class:`TuneError` naming the option, the path and what is wrong.
+
+    ``--export`` is a file (written atomically through a temporary file beside it), so it
+    must not be a directory; ``--out`` is a directory (``None``: nothing will be written
+    there, no test windows), so it must not be a file. For both, the nearest existing
+    ancestor must be a directory, or the folders on the way cannot be created. Permissions
+    are not checked here (``os.access`` says yes to root); the file system reports those.
+    ``name`` (the study's) only makes the example in the ``--export`` message concrete."""
+    if export.is_dir():
+        raise TuneError(f"--export {export}: is a directory; give the policy config file to write, "
+                        f"e.g. {export / f'{POLICY}_tuned_{name}.yaml'}")
+    checks = [("--export", export)]
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise TuneError(f"--out {out}: exists and is not a directory; give a directory for the comparison "
+                            "files (comparison.json, comparison.md)")
+        checks.append(("--out", out))
+    for option, path in checks:
+        parent = _first_existing_parent(path)
+        if not parent.is_dir():
+            raise TuneError(f"{option} {path}: {parent} is not a directory, so it cannot hold {path.name!r}")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Options:
@@ -183,13 +223,17 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     if not train:
         raise TuneError("--train: give at least one window START:END (days)")
     test = parse_windows(a.test, "--test")
+    storage = a.storage or f"sqlite:///results/tune/{a.name}.db"
+    # Settings that would be refused only after the workload loaded and the trials ran are
+    # refused here, before any of that work.
+    check_url(storage)
+    export = Path(a.export) if a.export else paths.config_file("policy", f"{POLICY}_tuned_{a.name}")
+    out = Path(a.out) if a.out else Path("results") / "tune" / a.name
+    _check_paths(export, out if test else None, a.name)  # --test none: nothing is written under --out
     return Options(
         name=a.name, topo=a.topo, workload=a.workload, cores_per_node=a.cores_per_node, scale=float(a.scale),
         train=train, test=test, objectives=objectives, pick=a.pick, trials=a.trials, jobs=a.jobs,
-        storage=a.storage or f"sqlite:///results/tune/{a.name}.db",
-        sampler=a.sampler, seed=a.seed, timeout=a.timeout,
-        export=Path(a.export) if a.export else paths.config_file("policy", f"{POLICY}_tuned_{a.name}"),
-        out=Path(a.out) if a.out else Path("results") / "tune" / a.name,
+        storage=storage, sampler=a.sampler, seed=a.seed, timeout=a.timeout, export=export, out=out,
         heartbeat=float(a.heartbeat),
     )
 

@@ -40,6 +40,35 @@ def mask(url: str) -> str:
         return re.sub(r"://[^@/]*@", "://***@", url)
 
 
+def check_url(url: str) -> None:
+    """Refuse a storage URL that SQLAlchemy cannot parse, whose database kind (``bogus://``)
+    it does not know, or whose driver is not installed: a :class:`TuneError` naming
+    ``--storage``, raised while the options are checked.
+
+    This needs only SQLAlchemy's URL parser and dialect registry (and an import of the
+    driver module), no connection, so it is cheap enough to run before the workload loads;
+    otherwise the same mistake surfaced in :func:`open_storage` after a second or more of
+    loading. A reachable server, credentials and a creatable SQLite directory are still
+    found out by :func:`open_storage`."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import NoSuchModuleError
+
+    try:
+        parsed = make_url(url)
+        dialect = parsed.get_dialect()
+    except NoSuchModuleError:  # parsed, but the part before '://' names no database (or driver) SQLAlchemy knows
+        raise TuneError(f"--storage {mask(url)}: unknown database or driver {parsed.drivername!r}; give a SQLAlchemy "
+                        "URL such as sqlite:///results/tune/NAME.db or postgresql+psycopg2://user@host/db") from None
+    except Exception as err:  # noqa: BLE001 - ArgumentError (not a URL) and the like: SQLAlchemy's words
+        msg = " ".join(str(err).split("\n")[0].split())
+        raise TuneError(f"--storage {mask(url)}: {type(err).__name__}: {msg}") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as err:  # the dialect is known but its driver package is missing
+        raise TuneError(f"--storage {mask(url)}: the database driver is not installed ({err}); install it, "
+                        "or name an installed one in the URL (e.g. postgresql+psycopg2://)") from None
+
+
 def _engine_kwargs(url: str) -> dict[str, Any]:
     """SQLite files get their directory created and a long lock timeout (several worker
     processes write to the same file); server databases need nothing."""
@@ -158,5 +187,6 @@ def logging_jax() -> None:
     logging.getLogger("jax").setLevel(logging.WARNING)
 
 
-__all__ = ["PRUNER_STARTUP_TRIALS", "SAMPLERS", "SETUP_ATTR", "check_setup", "fail_dead_trials", "logging_jax",
-           "make_pruner", "make_sampler", "mask", "open_storage", "open_study", "quiet_optuna", "trial_counts"]
+__all__ = ["PRUNER_STARTUP_TRIALS", "SAMPLERS", "SETUP_ATTR", "check_setup", "check_url", "fail_dead_trials",
+           "logging_jax", "make_pruner", "make_sampler", "mask", "open_storage", "open_study", "quiet_optuna",
+           "trial_counts"]
