@@ -44,3 +44,67 @@ def test_damaged_trials_are_named_and_skipped(tmp_path, capsys):
     assert "Traceback" not in err and "2 damaged trial(s) skipped" in err
     assert str(tmp_path / "cut") in err and str(tmp_path / "json") in err
     assert "first_fit ordering=O2" in (tmp_path / "compare.md").read_text()
+
+
+def test_reference_that_matches_no_arm(tmp_path, capsys):
+    """A given --reference naming no arm is refused in one line listing the labels, before any write;
+    the default (a torus label) naming no arm drops the break-even column with one note, never ``nan``."""
+    _trial(tmp_path / "a", "to", {}, 0.9, [0.0, 7200.0], [True, False])
+    _trial(tmp_path / "b", "ta", {}, 0.72, [3600.0, 3600.0], [False, False])
+    assert compare.main([str(tmp_path), "--reference", "TO"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "--reference 'TO'" in err[0] and "'ta', 'to'" in err[0], err
+    assert captured.out == "" and not (tmp_path / "compare.md").exists()
+
+    assert compare.main([str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "first_fit ordering=O2" in err[0] and "--reference LABEL" in err[0], err
+    assert "'ta', 'to'" in err[0]
+    text = (tmp_path / "compare.md").read_text()
+    assert "nan |\n" not in text and "break-even" not in text
+    assert "| ta | 2 | 1.00 | 72.0% | 2.00 | 4.00 | 9.0 | 0.0% | 0.75 |\n" in text
+
+    assert compare.main([str(tmp_path), "--reference", "to"]) == 0
+    assert "| ta | 2 | 1.00 | 72.0% | 2.00 | 4.00 | 9.0 | 0.0% | 0.75 | 1.250 |" in (tmp_path / "compare.md").read_text()
+    assert capsys.readouterr().err == ""
+
+
+def test_workload_without_the_reference_gets_a_note(tmp_path, capsys):
+    _trial(tmp_path / "a", "to", {}, 0.9, [0.0, 7200.0], [True, False])
+    _trial(tmp_path / "b", "ta", {}, 0.72, [3600.0, 3600.0], [False, False])
+    _trial(tmp_path / "c", "ta", {}, 0.72, [3600.0, 3600.0], [False, False])
+    summary = json.loads((tmp_path / "c" / "summary.json").read_text())
+    summary["config"]["topo"] = "u"
+    (tmp_path / "c" / "summary.json").write_text(json.dumps(summary))
+    assert compare.main([str(tmp_path), "--reference", "to"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "w x2 on u" in err[0] and "'to'" in err[0], err
+    text = (tmp_path / "compare.md").read_text()
+    on_u = text[text.index("### w x2 on u"):]
+    assert "break-even" not in on_u and "nan" not in on_u
+    assert "break-even vs to" in text[: text.index("### w x2 on u")]
+
+
+def test_unwritable_compare_md_is_one_line(tmp_path, capsys):
+    _trial(tmp_path / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False])
+    (tmp_path / "compare.md").mkdir()  # the table's place is taken by a directory
+    assert compare.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path / "compare.md") in err[0] and "cannot write" in err[0], err
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".compare.md.")], "temporary file left behind"
+
+
+def test_other_studies_results_are_not_damaged_trials(tmp_path, capsys):
+    """QoS / network-study folders (summary.json without a config, their own jobs.parquet) are skipped and counted."""
+    _trial(tmp_path / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False])
+    for name, summary in (("qos", {"study": "qos", "by_pattern": {}}), ("net", {"seed": 1, "cases": {}})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+        pl.DataFrame({"pattern": ["a2a"]}).write_parquet(tmp_path / name / "jobs.parquet")
+    assert compare.main([str(tmp_path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "2 folder(s)" in err[0] and "not replay runs" in err[0], err
+    assert "damaged" not in err[0]
+    assert "| first_fit ordering=O2 | 2 |" in (tmp_path / "compare.md").read_text()

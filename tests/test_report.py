@@ -309,3 +309,52 @@ def test_one_workload_figures_keep_titles_and_legends_clear(results: Path):
         assert page.x0 <= box.x0 and box.x1 <= page.x1, (name, "legend outside the image")
         for ax in fig.axes:
             assert not box.overlaps(ax.get_window_extent(renderer)), (name, "legend covers the axes")
+
+
+def _rewrite(path: Path, change) -> None:
+    """Replace a Parquet file by ``change(frame)``."""
+    change(pl.read_parquet(path)).write_parquet(path)
+
+
+@pytest.mark.parametrize(
+    ("table", "change", "why"),
+    [
+        ("jobs.parquet", lambda f: f.drop("nodes"), "jobs.parquet lacks column(s) nodes"),
+        ("jobs.parquet", lambda f: f.head(0), "jobs.parquet has 0 rows, summary.json says 3"),
+        ("utilization.parquet", lambda f: f.head(0), "utilization.parquet has no rows"),
+    ],
+)  # fmt: skip
+def test_damaged_run_is_refused_before_any_file(results: Path, capsys, table, change, why):
+    """A run lacking a column the report reads, or with fewer rows than its summary records, is a
+    damaged run: refused in one line naming it before anything is written, or skipped and counted."""
+    _rewrite(results / "sweepA" / "1" / table, change)
+    out = results.parent / "out"
+    assert report.main([str(results), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sweepA/1" in err[0] and why in err[0] and "Traceback" not in err[0], err
+    assert not out.exists(), "files written before the refusal"
+    assert report.main([str(results), "--out", str(out), "--skip-bad"]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped {results / 'sweepA' / '1'}: damaged run: {why}" in err
+    assert f"1 of {len(RUNS)} runs skipped" in err
+    runs = pl.read_csv(out / "runs.csv")
+    assert len(runs) == len(RUNS) - 1 and "sweepA/1" not in runs["run"].to_list()
+
+
+def test_row_count_recorded_under_files_is_checked(results: Path, capsys):
+    """``summary.json``'s ``files.<table>.rows`` (what the sweep writes) is checked like ``counts.replayed``."""
+    path = results / "sweepA" / "2" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["files"] = {"jobs.parquet": {"rows": 3}, "utilization.parquet": {"rows": 806}}
+    path.write_text(json.dumps(summary))
+    assert report.main([str(results), "--out", str(results.parent / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "sweepA/2: damaged run: utilization.parquet has 4 rows, summary.json says 806" in err
+
+
+def test_unwritable_output_is_one_line(results: Path, capsys):
+    out = results.parent / "out"
+    (out / "table1.md").mkdir(parents=True)  # a file's place taken by a directory
+    assert report.main([str(results), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "table1.md" in err[0] and "cannot write" in err[0] and "Traceback" not in err[0], err

@@ -13,6 +13,12 @@ and the reference's at ``1/s``, the policy matches the reference's total system 
 when ``U_policy = U_ref / s``: the break-even speedup is ``s* = U_ref / U_policy`` (above 1:
 the policy gives up utilization, and its applications must run ``s*`` times faster to pay
 for it; the paper's reference [8] puts it at 1.25-1.3 for contiguous allocation).
+The reference must be one of the study's arms: a ``--reference`` that names no arm is refused
+(exit 2, the labels present listed); when the default reference (a torus label) names no arm,
+as in every fat-tree study, the tables have no break-even column and one note on stderr says
+how to pick one. A workload without the reference arm gets no break-even column either.
+Folders whose ``summary.json`` has no ``config`` (QoS, network or dragonfly study results) are
+not replay trials: they are skipped and counted, not reported as damaged.
 Needs no ``conf/``: everything comes from the trials' own files.
 """
 
@@ -27,6 +33,9 @@ from typing import Any
 import polars as pl
 
 from fattorus.files import atomic_write
+
+DEFAULT_REFERENCE = "first_fit ordering=O2"
+"""The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
 
 
 def label(config: dict[str, Any]) -> str:
@@ -47,7 +56,22 @@ def trial_row(trial: Path, large: int) -> dict[str, Any] | None:
     summary_file, jobs_file = trial / "summary.json", trial / "jobs.parquet"
     if not (summary_file.is_file() and jobs_file.is_file()):
         return None
-    summary = json.loads(summary_file.read_text())
+    return _row(json.loads(summary_file.read_text()), jobs_file, large)
+
+
+def is_replay(summary: Any) -> bool:
+    """Whether a parsed ``summary.json`` belongs to a replay trial.
+
+    Replay trials record their ``config``; the QoS, network and dragonfly studies write a
+    ``summary.json`` and ``jobs.parquet`` of their own without one, and are no trial to compare
+    (nor damaged ones). A summary that is not a JSON object at all counts as a replay summary,
+    so that it is reported as damaged rather than silently passed over.
+    """
+    return not isinstance(summary, dict) or "config" in summary
+
+
+def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]:
+    """The table row of a trial whose ``summary.json`` is already parsed."""
     jobs = pl.read_parquet(jobs_file)
     big = jobs.filter(pl.col("nodes") >= large)
     row = {
@@ -65,60 +89,135 @@ def trial_row(trial: Path, large: int) -> dict[str, Any] | None:
     return row
 
 
-def table(rows: list[dict[str, Any]], reference: str, large: int) -> str:
-    """The Markdown tables, one per workload, with the break-even speedup against ``reference``."""
+def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
+    """The Markdown tables, one per workload, with the break-even speedup against ``reference``.
+
+    A workload whose arms do not include ``reference`` (or ``reference`` None) gets no
+    break-even column: a column of ``nan`` would read as a result.
+    """
     out = []
     for wl in sorted({r["workload"] for r in rows}):
         group = sorted((r for r in rows if r["workload"] == wl), key=lambda r: r["policy"])
         ref = next((r for r in group if r["policy"] == reference), None)
+        even_head, even_rule = (f" break-even vs {reference} |", "---:|") if ref else ("", "")
         out += [f"### {wl}", "",
                 f"| policy | jobs | mean wait (h) | utilization | APH | APH (>= {large} nodes) | "
-                f"max hops (>= {large} nodes) | exposed | bbox fill | break-even vs {reference} |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                f"max hops (>= {large} nodes) | exposed | bbox fill |{even_head}",
+                f"|---|---:|---:|---:|---:|---:|---:|---:|---:|{even_rule}"]
         for r in group:
-            even = ref["util"] / r["util"] if ref and r["util"] > 0 else float("nan")
-            out.append(f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} | {r['aph']:.2f} | "
-                       f"{r['aph_large']:.2f} | {r['max_hops_large']:.1f} | {r['exposed']:.1%} | "
-                       f"{r['bbox_fill']:.2f} | {even:.3f} |")
+            line = (f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} | {r['aph']:.2f} | "
+                    f"{r['aph_large']:.2f} | {r['max_hops_large']:.1f} | {r['exposed']:.1%} | "
+                    f"{r['bbox_fill']:.2f} |")
+            if ref:
+                even = ref["util"] / r["util"] if r["util"] > 0 else float("nan")
+                line += f" {even:.3f} |"
+            out.append(line)
         out.append("")
     return "\n".join(out)
+
+
+def _quoted(labels: Any) -> str:
+    """``'first_fit ordering=O2', 'prism'``: labels hold spaces, so each is quoted."""
+    return ", ".join(f"'{x}'" for x in sorted(set(labels)))
+
+
+def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> tuple[str | None, list[str], int]:
+    """The reference to use, the notes to print (stderr), and an exit code (0: go on).
+
+    A reference the user gave that names no arm is a mistake (exit 2, one line listing the
+    labels); the default naming no arm (any non-torus study) drops the break-even column
+    with one note saying how to choose a reference. Workloads lacking a reference that other
+    workloads have get a note naming them (their tables have no break-even column).
+    """
+    labels = _quoted(r["policy"] for r in rows)
+    workloads = {r["workload"] for r in rows}
+    with_ref = {r["workload"] for r in rows if r["policy"] == reference}
+    if not with_ref:
+        if given:
+            return None, [f"compare: --reference '{reference}' matches no arm; labels present: {labels}"], 2
+        return None, [f"compare: note: no break-even column: the default reference '{reference}' is not an arm of "
+                      f"this study; choose one with --reference LABEL (labels present: {labels})"], 0
+    lacking = sorted(workloads - with_ref)
+    notes = [f"compare: note: no break-even column for {'; '.join(lacking)}: no arm '{reference}' there"] if lacking else []
+    return reference, notes, 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry; one-line errors, exit 2."""
     p = argparse.ArgumentParser(prog="python -m fattorus.app.compare", description=__doc__.splitlines()[0])
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
-    p.add_argument("--reference", default="first_fit ordering=O2", help="policy label to compare against "
-                   "(default: first fit over the ALPS default ordering)")
+    # default None, not the label itself: a reference the user gave must match an arm, the default need not
+    p.add_argument("--reference", default=None, help="policy label to compare against (default: "
+                   f"'{DEFAULT_REFERENCE}', first fit over the ALPS default ordering, where the study has that arm)")
     p.add_argument("--large", type=int, default=1024, help="jobs of at least this many nodes count as large")
     a = p.parse_args(argv)
     if not a.results.is_dir():
         print(f"compare: {a.results}: no such results directory", file=sys.stderr)
         return 2
-    rows, skipped = [], 0
+    trials, skipped, others = [], 0, []
+    # First the summaries only (cheap): a --reference naming no arm is refused before any jobs.parquet is read.
     for t in sorted(a.results.rglob("summary.json")):
+        if not (t.parent / "jobs.parquet").is_file():
+            continue  # an unfinished trial (or another tool's folder): not a row, as before
         try:
-            row = trial_row(t.parent, a.large)
-        except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as err:
-            # A damaged trial (cut parquet, bad JSON, missing fields): counted and named, not fatal.
+            summary = json.loads(t.read_text())
+            if not is_replay(summary):
+                others.append(t.parent)
+                continue
+            trials.append((t.parent, summary, label(summary["config"])))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             skipped += 1
-            print(f"compare: warning: skipped {t.parent}: {' '.join(str(err).split())[:200]}", file=sys.stderr)
-            continue
-        if row:
-            rows.append(row)
+            _warn_skipped(t.parent, err)
+    reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
+    if given and trials and all(lab != reference for _, _, lab in trials):
+        print(f"compare: --reference '{reference}' matches no arm; labels present: "
+              f"{_quoted(lab for _, _, lab in trials)}", file=sys.stderr)
+        return 2
+    rows = []
+    for trial, summary, _ in trials:
+        try:
+            rows.append(_row(summary, trial / "jobs.parquet", a.large))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as err:
+            skipped += 1
+            _warn_skipped(trial, err)
+    if others:
+        print(f"compare: note: {len(others)} folder(s) skipped as not replay runs (summary.json has no config: "
+              f"QoS, network or dragonfly study results), first {others[0]}", file=sys.stderr)
     if skipped:
         print(f"compare: {skipped} damaged trial(s) skipped", file=sys.stderr)
     if not rows:
         print(f"compare: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
-    text = table(rows, a.reference, a.large)
-    atomic_write(a.results / "compare.md", text + "\n")
+    # Checked again on the rows read: the reference's only trials may have been damaged ones.
+    reference, notes, code = check_reference(rows, reference, given)
+    for note in notes:
+        print(note, file=sys.stderr)
+    if code:
+        return code
+    text = table(rows, reference, a.large)
+    target = a.results / "compare.md"
+    try:
+        atomic_write(target, text + "\n")
+    except OSError as err:
+        print(f"compare: {target}: cannot write: {err.strerror or one_line(err)}", file=sys.stderr)
+        return 2
     print(text)
     return 0
+
+
+def _warn_skipped(trial: Path, err: BaseException) -> None:
+    """A damaged trial (cut parquet, bad JSON, missing fields): counted and named, not fatal."""
+    print(f"compare: warning: skipped {trial}: {one_line(err)}", file=sys.stderr)
+
+
+def one_line(err: BaseException) -> str:
+    """An exception as one short line (the one-line error contract)."""
+    return " ".join(str(err).split())[:200] or type(err).__name__
 
 
 if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["label", "main", "table", "trial_row", "workload_label"]
+__all__ = ["DEFAULT_REFERENCE", "check_reference", "is_replay", "label", "main", "table", "trial_row",
+           "workload_label"]

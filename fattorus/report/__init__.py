@@ -32,6 +32,11 @@ utilization is the mean of the per-minute samples. All times in the outputs are 
 report reads run directories only: the machine is known from ``summary.json``'s
 ``topology`` and ``jobs.parquet``'s ``ideal_aph``, never from ``conf/``.
 
+A run whose tables lack a column the report reads, hold no row, or hold another number of rows
+than ``summary.json`` records (``files.<table>.rows``, else ``counts.replayed``) is damaged,
+like an unreadable one: refused in one line naming it, or with ``--skip-bad`` skipped with a
+warning and counted. Everything is computed before the first file is written.
+
 Modules: :mod:`~fattorus.report.labels` (names), :mod:`~fattorus.report.load` (reading),
 :mod:`~fattorus.report.aggregate` (statistics), :mod:`~fattorus.report.figures`
 (matplotlib), :mod:`~fattorus.report.html` (Table I text and the page).
@@ -56,7 +61,9 @@ from fattorus.report.aggregate import (
     aph_axis_top, aph_box_stats, aph_stats_of, over_seeds, table1, table1_labels, utilization_box_stats,
     utilization_stats_of, wait_by_bin, wait_stats_of, workload_order,
 )  # fmt: skip
-from fattorus.report.figures import FIGURES, figure_aph, figure_makespan, figure_utilization, figure_wait, save_figure
+from fattorus.report.figures import (
+    FIGURES, figure_aph, figure_makespan, figure_utilization, figure_wait, render_figure,
+)  # fmt: skip
 from fattorus.report.html import render_html, runs_table_cells, table1_cells, table1_markdown
 from fattorus.report.labels import (
     DEFAULT_EDGES, LABEL_ORDER, bin_index, bin_labels, fmt_hours, label_rank, order_labels, run_label,
@@ -103,22 +110,34 @@ def write_report(results_dir: str | os.PathLike, out_dir: str | os.PathLike | No
                  edges: Sequence[int] = DEFAULT_EDGES, skip_bad: bool = False) -> Path:  # fmt: skip
     """Read every run under ``results_dir`` and write the report files; return ``report.html``'s path.
 
-    Every file is written atomically (``fattorus.files.atomic_write``); the page last.
+    Every table, figure and the page are computed first and only then written, so a run the
+    report cannot use stops it before any file (or the output directory) exists, never after
+    half of the files. Every file is written atomically (``fattorus.files.atomic_write``); the
+    page last. A file that cannot be written is a :class:`ReportError` naming it.
     """
     root = Path(results_dir)
     out = Path(out_dir) if out_dir is not None else root / "report"
     runs = load_runs(root, skip_bad=skip_bad)
     warn_duplicate_seeds(runs)
     warn_missing_ideal(runs)
-    _make_out_dir(out)
     table = table1(runs)
-    atomic_write(out / "table1.csv", table.write_csv())
-    atomic_write(out / "table1.md", table1_markdown(table))
-    atomic_write(out / "runs.csv", runs.drop(*JSON_COLUMNS).write_csv())
-    pngs = {stem: save_figure(fig, out, stem) for stem, fig in _figures(runs, root, edges).items()}
-    page = out / "report.html"
-    atomic_write(page, render_html(root, runs, table, pngs))
-    return page
+    files: dict[str, str | bytes] = {
+        "table1.csv": table.write_csv(),
+        "table1.md": table1_markdown(table),
+        "runs.csv": runs.drop(*JSON_COLUMNS).write_csv(),
+    }
+    pngs: dict[str, bytes] = {}
+    for stem, fig in _figures(runs, root, edges).items():
+        pngs[stem], files[f"{stem}.svg"] = render_figure(fig)
+        files[f"{stem}.png"] = pngs[stem]
+    files["report.html"] = render_html(root, runs, table, pngs)  # dicts keep order: the page is written last
+    _make_out_dir(out)
+    for name, data in files.items():
+        try:
+            atomic_write(out / name, data)
+        except OSError as err:
+            raise ReportError(f"{out / name}: cannot write: {one_line(err)}") from None
+    return out / "report.html"
 
 
 def parse_edges(text: str) -> tuple[int, ...]:

@@ -216,11 +216,17 @@ def figure_wait(runs: pl.DataFrame, stats: pl.DataFrame, edges: Sequence[int]):
     return fig
 
 
-def save_figure(fig, out_dir: Path, stem: str, dpi: int = 110) -> bytes:
-    """Write ``stem.png`` and ``stem.svg`` atomically (``fattorus.files``); return the PNG bytes."""
+def render_figure(fig, dpi: int = 110) -> tuple[bytes, bytes]:
+    """The figure as PNG and SVG bytes (the SVG without a date, so a rerun gives the same file)."""
     png, svg = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", dpi=dpi)
     fig.savefig(svg, format="svg", metadata={"Date": None})
-    atomic_write(out_dir / f"{stem}.png", png.getvalue())
-    atomic_write(out_dir / f"{stem}.svg", svg.getvalue())
-    return png.getvalue()
+    return png.getvalue(), svg.getvalue()
+
+
+def save_figure(fig, out_dir: Path, stem: str, dpi: int = 110) -> bytes:
+    """Write ``stem.png`` and ``stem.svg`` atomically (``fattorus.files``); return the PNG bytes."""
+    png, svg = render_figure(fig, dpi)
+    atomic_write(out_dir / f"{stem}.png", png)
+    atomic_write(out_dir / f"{stem}.svg", svg)
+    return png

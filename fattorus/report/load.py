@@ -24,6 +24,12 @@ RUN_FILES = ("summary.json", "jobs.parquet", "utilization.parquet")
 SECONDS_PER_HOUR = 3600.0
 OPTIONAL_JOB_COLUMNS = {"ideal_aph": pl.Float64}
 """Job columns older outputs lack; a scan fills them with nulls (``docs/decisions.md``)."""
+REQUIRED_COLUMNS = {
+    "jobs.parquet": ("submit_s", "end_s", "wait_s", "aph", "nodes"),
+    "utilization.parquet": ("utilization",),
+}
+"""The columns the report reads from each table; a run lacking one is damaged (checked per run,
+so the run is named and ``--skip-bad`` can skip it, not found while combining runs)."""
 
 
 class ReportError(Exception):
@@ -68,6 +74,43 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     if not isinstance(config, dict) or "policy" not in config or "topo" not in config:
         raise ReportError(f"{path}: no config.policy / config.topo (see docs/outputs.md)")
     return summary
+
+
+def _expected_rows(summary: Mapping[str, Any]) -> dict[str, int | None]:
+    """Row count of each table as the summary recorded it (``files.<name>.rows``, else for
+    ``jobs.parquet`` ``counts.replayed``), None where not recorded: the rule of
+    ``fattorus.app.outputs.check_complete``, which the sweep resumes by."""
+    files, counts = _mapping(summary.get("files")), _mapping(summary.get("counts"))
+    expected: dict[str, int | None] = {}
+    for name in REQUIRED_COLUMNS:
+        rows = _mapping(files.get(name)).get("rows")
+        if rows is None and name == "jobs.parquet":
+            rows = counts.get("replayed")
+        # bool is an int to Python, never a row count
+        expected[name] = rows if isinstance(rows, int) and not isinstance(rows, bool) else None
+    return expected
+
+
+def table_problem(run_dir: Path, summary: Mapping[str, Any]) -> str | None:
+    """Why the run's tables are not those of a finished replay (one line), or None.
+
+    Reads only the Parquet footers (schema and row count). A table lacking a column the report
+    reads, with another row count than ``summary.json`` records, or with no row at all, is
+    damaged: a finished replay has at least one job (the sweep refuses one with none) and so at
+    least one utilization sample; reporting such a run would show "—" as if it were a result.
+    """
+    expected = _expected_rows(summary)
+    for name, columns in REQUIRED_COLUMNS.items():
+        scan = pl.scan_parquet(run_dir / name)
+        missing = [c for c in columns if c not in scan.collect_schema().names()]
+        if missing:
+            return f"{name} lacks column(s) {', '.join(missing)}"
+        rows = scan.select(pl.len()).collect().item()
+        if expected[name] is not None and rows != expected[name]:
+            return f"{name} has {rows} rows, summary.json says {expected[name]}"
+        if rows == 0:
+            return f"{name} has no rows"
+    return None
 
 
 def job_metrics(path: Path) -> dict[str, Any]:
@@ -116,10 +159,14 @@ def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
     workload, counts = _mapping(config.get("workload")), _mapping(summary.get("counts"))
     topology = summary.get("topology") if isinstance(summary.get("topology"), Mapping) else None
     try:
-        jobs = job_metrics(run_dir / "jobs.parquet")
-        util = utilization_metrics(run_dir / "utilization.parquet")
+        problem = table_problem(run_dir, summary)
+        if problem is None:
+            jobs = job_metrics(run_dir / "jobs.parquet")
+            util = utilization_metrics(run_dir / "utilization.parquet")
     except Exception as err:  # noqa: BLE001 - polars raises several kinds; all mean "unreadable"
         raise ReportError(f"{run_dir}: unreadable parquet: {one_line(err)}") from None
+    if problem is not None:
+        raise ReportError(f"{run_dir}: damaged run: {problem}")
     seed = config.get("seed")
     return {
         "run": str(run_dir.relative_to(root)) if run_dir != root else ".",
@@ -193,14 +240,19 @@ def disambiguate(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def _read_rows(root: Path, run_dirs: Sequence[Path], skip_bad: bool) -> list[dict[str, Any]]:
-    rows = []
+    """One :func:`run_row` per run; an unreadable or damaged run raises, or with ``skip_bad`` is
+    named in a warning, and the skipped runs are counted in one last line (never silently fewer)."""
+    rows, skipped = [], 0
     for run_dir in progress(run_dirs, "reading runs"):
         try:
             rows.append(run_row(run_dir, root))
         except ReportError as err:
             if not skip_bad:
                 raise
+            skipped += 1
             print(f"fattorus.report: warning: skipped {err}", file=sys.stderr)
+    if skipped:
+        print(f"fattorus.report: warning: {skipped} of {len(run_dirs)} runs skipped (--skip-bad)", file=sys.stderr)
     return rows
 
 
