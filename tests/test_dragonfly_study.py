@@ -82,3 +82,50 @@ def test_an_unwritable_results_directory_is_one_line(tmp_path, monkeypatch, caps
                                  "--ranks-per-node", "2", "--name", "ro"]) == 1
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(err) == 1 and "cannot write" in err[0]
+
+
+SMALL = ["--cables", "dragonfly_small", "--ranks", "24", "--ranks-per-node", "2"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--cables", ","], "--cables: none given"),
+    (["--workloads", " , "], "--workloads: none given"),
+    (["--workloads", "WD 4,WD 4", *SMALL], "WD 4 given more than once"),
+    (["--workloads", "WD 4", *SMALL, "--valiant", "100000"], "--valiant 100000: at most 3"),
+    (["--workloads", "WD 4", *SMALL, "--valiant", "4"], "--valiant 4: at most 3"),  # 4 groups: 3 others at most
+    # edison first: the jobs fit it, and only a check before the loop spares its solve and map
+    (["--workloads", "WD 4", "--cables", "edison,dragonfly_small", "--ranks", "48", "--ranks-per-node", "2"],
+     "do not fit dragonfly_small"),
+])
+def test_empty_repeated_unbounded_or_unfit_options_are_one_line_before_any_work(tmp_path, monkeypatch, capsys,
+                                                                               args, words):
+    monkeypatch.chdir(tmp_path)
+    assert dragonfly_study.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dragonfly_study: error:") and words in err[0]
+    assert not any(tmp_path.iterdir())
+
+
+def test_other_settings_are_refused_and_stale_maps_removed(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    base = tmp_path / "results" / "dragonfly_study" / "t"
+    base.mkdir(parents=True)
+    # An interrupted earlier run (no summary.json) left a map; a file of the user's sits beside it.
+    (base / "WD1_dragonfly_small.png").write_bytes(b"stale")
+    (base / "notes.png").write_bytes(b"mine")
+    run = ["--workloads", "WD 4", *SMALL, "--name", "t"]
+    assert dragonfly_study.main(run) == 0
+    assert sorted(p.name for p in base.glob("*.png")) == ["WD4_dragonfly_small.png", "notes.png"]
+    summary = json.loads((base / "summary.json").read_text())
+    assert summary["workloads"] == ["WD 4"] and summary["cables"] == ["dragonfly_small"]
+    before = {p.name: p.read_bytes() for p in base.iterdir()}
+    capsys.readouterr()
+    for other, words in ((["--seed", "1"], "seed: 0 there, 1 now"), (["--valiant", "1"], "valiant"),
+                         (["--workloads", "WD 3"], "workloads: ['WD 4'] there, ['WD 3'] now")):
+        assert dragonfly_study.main([*run, *other]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("dragonfly_study: error:") and words in err[0] and "--name" in err[0]
+        assert {p.name: p.read_bytes() for p in base.iterdir()} == before  # the earlier results are intact
+    # Results written before the lists were recorded: the workloads are read off their totals.
+    (base / "summary.json").write_text(json.dumps({k: v for k, v in summary.items() if k not in ("workloads", "cables")}))
+    assert dragonfly_study.main([*run, "--workloads", "WD 3"]) == 2 and "WD 3" in capsys.readouterr().err

@@ -73,3 +73,53 @@ def test_a_small_study_writes_its_tables_under_results(tmp_path):
     overall = summary["cases"]["ft6x6_4-30"]["all"]
     assert overall["jobs"] == len(jobs) and overall["mean"] == pytest.approx(jobs["speedup"].mean())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
+@pytest.mark.parametrize("args, given", [
+    (["--paper", "--workloads", "1", "--comm-fraction", "0.5"], "drop --workloads and --comm-fraction"),
+    (["--paper", "--sizes", ns.DEFAULT_SIZES], "drop --sizes"),  # given, even if it equals the default
+    (["--paper", "--comm-fraction", "1"], "drop --comm-fraction"),
+])
+def test_paper_refuses_the_case_options_it_would_ignore(args, given):
+    with pytest.raises(ValueError, match=given):
+        ns.cases(ns.parse_args(args))
+
+
+def test_paper_with_case_options_is_one_line_before_any_work(tmp_path):
+    out = _cli(tmp_path, "--paper", "--workloads", "1", "--comm-fraction", "0.5")
+    assert out.returncode == 2 and "drop --workloads and --comm-fraction" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+
+
+def test_the_case_options_keep_their_defaults_without_paper():
+    assert ns.cases(ns.parse_args(["--machine", "ft6x6"])) == [("ft6x6_512-4096", "ft6x6", 512, 4096, 15, 1.0)]
+
+
+def test_a_folder_with_results_of_other_settings_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    small = ["--machine", "ft6x6", "--sizes", "4,30", "--workloads", "1", "--name", "s"]
+    assert ns.main(small) == 0
+    base = tmp_path / "results" / "network_study" / "s"
+    before = {p.name: p.read_bytes() for p in base.iterdir()}
+    capsys.readouterr()
+    for other, words in ((["--seed", "1"], "seed: 0 there, 1 now"), (["--oblivious", "to_random"], "oblivious"),
+                         (["--workloads", "2"], "2 workloads")):
+        assert ns.main([*small, *other]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("network_study: error:") and words in err[0] and "--name" in err[0]
+        assert {p.name: p.read_bytes() for p in base.iterdir()} == before  # the earlier results are intact
+    assert ns.main(small) == 0  # the same settings again: same results, rewritten
+    assert json.loads((base / "summary.json").read_text())["runs"][0]["workloads"] == 1
+
+
+def test_results_written_before_settings_were_recorded_are_compared_on_what_they_hold(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    base = tmp_path / "results" / "network_study" / "s"
+    base.mkdir(parents=True)
+    legacy = {"seed": 0, "oblivious": "to", "cases": {"ft6x6_4-30": {"all": {"jobs": 1, "mean": 1.0, "max": 1.0}}}}
+    (base / "summary.json").write_text(json.dumps(legacy))
+    small = ["--machine", "ft6x6", "--sizes", "4,30", "--workloads", "1", "--name", "s"]
+    assert ns.main([*small, "--seed", "2"]) == 2 and "seed: 0 there, 2 now" in capsys.readouterr().err
+    assert ns.main([*small[:3], "4,20", *small[4:]]) == 2 and "cases:" in capsys.readouterr().err
+    assert json.loads((base / "summary.json").read_text()) == legacy
+    assert ns.main(small) == 0 and "runs" in json.loads((base / "summary.json").read_text())

@@ -17,6 +17,15 @@ class, max_MB, mean_MB), ``hot_links.parquet`` (the 10 busiest router links of e
 class, MB, both ends as group/row/column), ``summary.json`` and per workload and machine a PNG of its traffic
 matrices (green between columns, black between rows, blue between groups:
 :mod:`fattorus.report.dragonfly_maps`); prints the totals.
+
+Everything is checked before the first solve: the workloads and cable configurations (none
+empty or repeated), the jobs fitting every machine, ``--valiant`` at most the machines'
+``groups - 1`` (a Valiant route passes through one group other than its ends', so more
+candidates would only be empty padding), and that ``NAME`` does not hold results made with
+other settings (those recorded in ``summary.json``: seed, ranks, ranks per node, valiant,
+black first, max iterations, workloads, cables): use another ``--name`` or the original
+options. A run into a folder left without ``summary.json`` (an interrupted run) removes that
+run's maps that it does not redraw.
 """
 
 from __future__ import annotations
@@ -40,6 +49,9 @@ from fattorus.report import dragonfly_maps
 
 CABLES = ("edison", "edison_2k", "edison_k", "edison_b", "edison_bk")
 LABEL = {"edison": "DEF", "edison_2k": "-2K", "edison_k": "-K", "edison_b": "-B", "edison_bk": "+B-K"}
+#: The options recorded in ``summary.json`` that the results depend on (besides the lists of
+#: workloads and cable configurations).
+SETTINGS = ("seed", "ranks", "ranks_per_node", "valiant", "black_first", "max_iters")
 
 
 def class_rows(topo, traffic: np.ndarray, **key) -> list[dict]:
@@ -63,6 +75,11 @@ def hot_links(topo, traffic: np.ndarray, k: int = 10, **key) -> list[dict]:
     return rows
 
 
+def png_name(wd: str, cfg: str) -> str:
+    """The file name of the traffic maps of workload ``wd`` on configuration ``cfg``."""
+    return f"{wd.replace(' ', '')}_{cfg}.png"
+
+
 def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict], list[dict], list[dict]]:
     """Totals and per-job rows of one workload on one machine; its traffic maps as a PNG."""
     jobs = pw.WORKLOADS[wd]
@@ -75,7 +92,7 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
     key = {"workload": wd, "cables": LABEL.get(topo.name, topo.name)}
     totals = class_rows(topo, np.asarray(joint.traffic, np.float64), **key)
     hot = hot_links(topo, np.asarray(joint.traffic, np.float64), **key)
-    dragonfly_maps.draw(topo, np.asarray(joint.traffic), out / f"{wd.replace(' ', '')}_{topo.name}.png",
+    dragonfly_maps.draw(topo, np.asarray(joint.traffic), out / png_name(wd, topo.name),
                         title=f"{wd} on {topo.name} ({key['cables']}), adaptive routing")
     shares = np.asarray(job_traffic(jnp.asarray(paths), jnp.asarray(joint.split, jnp.float32), jnp.asarray(b, jnp.float32),
                                     jnp.asarray(owner), len(jobs), topo.n_links), np.float64)
@@ -94,7 +111,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--cables", default=",".join(CABLES), help="topology configs (conf/topo)")
     ap.add_argument("--ranks", type=int, default=32_768)
     ap.add_argument("--ranks-per-node", type=int, default=24)
-    ap.add_argument("--valiant", type=int, default=2, help="Valiant paths per flow besides the minimal one")
+    ap.add_argument("--valiant", type=int, default=2,
+                    help="Valiant paths per flow besides the minimal one "
+                         "(at most groups - 1 of the largest machine: 14 on Edison)")
     ap.add_argument("--black-first", action=argparse.BooleanOptionalAction, default=True,
                     help="the other minimal route (local parts black, then green) as a candidate too")
     ap.add_argument("--max-iters", type=int, default=200, help="adaptive iterations at most")
@@ -103,36 +122,109 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _write(out: Path, tot: pl.DataFrame, jobs: list[dict], hot: list[dict], args: argparse.Namespace) -> None:
-    """The study's files, each atomically."""
+def _list(option: str, text: str, hint: str) -> list[str]:
+    """The comma-separated names of ``option``: at least one, none repeated (a repeat would
+    solve and write the same thing twice)."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise ValueError(f"{option}: none given; {hint}")
+    twice = sorted({x for x in names if names.count(x) > 1})
+    if twice:
+        raise ValueError(f"{option}: {', '.join(twice)} given more than once")
+    return names
+
+
+def settings(args: argparse.Namespace, wds: Sequence[str], cables: Sequence[str]) -> dict:
+    """What the results depend on, as recorded in ``summary.json``."""
+    return {**{k: getattr(args, k) for k in SETTINGS}, "workloads": list(wds), "cables": list(cables)}
+
+
+def settings_conflict(out: Path, now: dict) -> str | None:
+    """Why ``out`` must not take results made with the settings ``now``, or ``None``.
+
+    Writing into a folder with results of other settings would silently replace them (the
+    default ``--name`` is ``paper`` whatever the options), so a folder whose ``summary.json``
+    records other settings is refused. Workloads and cables compare as sets (their order only
+    orders the table). Results written before the lists were recorded give them by their
+    totals. A folder without ``summary.json`` holds no finished study and is reused.
+    """
+    path = out / "summary.json"
+    try:
+        old = json.loads(path.read_text())
+    except (FileNotFoundError, NotADirectoryError):
+        # Nothing there yet; a file where a folder should be is reported by the write (exit 1).
+        return None
+    except (OSError, ValueError) as err:  # unreadable or not JSON: its settings are unknown
+        return f"{path} cannot be read ({getattr(err, 'strerror', None) or err}); use another --name"
+    if not isinstance(old, dict):
+        return f"{path} holds no settings; use another --name"
+    recorded = {k: old[k] for k in SETTINGS if k in old}
+    totals = old.get("totals") if isinstance(old.get("totals"), list) else []
+    config = {label: cfg for cfg, label in LABEL.items()}
+    for key, column, name in (("workloads", "workload", str), ("cables", "cables", lambda c: config.get(c, c))):
+        if key in old:
+            recorded[key] = sorted(map(str, old[key])) if isinstance(old[key], list) else old[key]
+        elif totals:  # written before the lists were recorded
+            recorded[key] = sorted({name(t[column]) for t in totals
+                                    if isinstance(t, dict) and isinstance(t.get(column), str)})
+    current = {**now, "workloads": sorted(now["workloads"]), "cables": sorted(now["cables"])}
+    diff = [f"{k}: {recorded[k]!r} there, {current[k]!r} now" for k in recorded if recorded[k] != current[k]]
+    if not diff:
+        return None
+    return f"{out} holds results made with other settings ({'; '.join(diff)}); use another --name or the original options"
+
+
+def _write(out: Path, tot: pl.DataFrame, jobs: list[dict], hot: list[dict], record: dict, pngs: set[str]) -> None:
+    """The study's files, each atomically; then the maps in ``out`` of an earlier, unfinished
+    run that this one did not redraw (``pngs``: the ones it drew), so none is left stale."""
     atomic_write(out / "totals.parquet", lambda p: tot.write_parquet(p))
     atomic_write(out / "jobs.parquet", lambda p: pl.DataFrame(jobs).write_parquet(p))
     atomic_write(out / "hot_links.parquet", lambda p: pl.DataFrame(hot).write_parquet(p))
-    atomic_write(out / "summary.json", json.dumps({"seed": args.seed, "ranks": args.ranks,
-                                                   "ranks_per_node": args.ranks_per_node, "valiant": args.valiant,
-                                                   "black_first": args.black_first, "max_iters": args.max_iters,
-                                                   "totals": tot.to_dicts()}, indent=1))
+    atomic_write(out / "summary.json", json.dumps({**record, "totals": tot.to_dicts()}, indent=1))
+    # Only files named as this study names its maps go: anything else in the folder is the user's.
+    prefixes = tuple(f"{wd.replace(' ', '')}_" for wd in pw.WORKLOADS)
+    for old in out.glob("*.png"):
+        if old.name.startswith(prefixes) and old.name not in pngs:
+            old.unlink(missing_ok=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    wds = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    out = Path("results") / "dragonfly_study" / args.name
     try:
+        wds = _list("--workloads", args.workloads, f"choose from {list(pw.WORKLOADS)}")
         unknown = [w for w in wds if w not in pw.WORKLOADS]
-        if unknown or not wds:
+        if unknown:
             raise ValueError(f"--workloads: unknown {unknown}; choose from {list(pw.WORKLOADS)}")
+        cables = _list("--cables", args.cables, f"e.g. {','.join(CABLES)}")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
             raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
         if args.ranks < 1 or args.ranks_per_node < 1 or args.valiant < 0 or args.max_iters < 0 or args.seed < 0:
             raise ValueError("--ranks, --ranks-per-node must be >= 1, --valiant, --max-iters and --seed >= 0")
-        machines = [topology.load(c.strip()) for c in args.cables.split(",") if c.strip()]
+        machines = [topology.load(c) for c in cables]
         if any(m.kind != "dragonfly" for m in machines):
             raise ValueError("--cables: dragonfly configurations only (e.g. edison, edison_k)")
+        # A Valiant candidate goes through a group other than its flow's ends': beyond
+        # groups - 1 of every machine they are all empty padding, costing memory and time only.
+        most = max(m.groups for m in machines) - 1
+        if args.valiant > most:
+            raise ValueError(f"--valiant {args.valiant}: at most {most} (groups - 1 of the largest machine given)")
+        # The jobs must fit every machine before the first solve: finding out on the second
+        # machine would waste the first's work and leave its map behind.
+        per_job = -(-args.ranks // args.ranks_per_node)  # as pw.node_flows places them
+        n_jobs = max(len(pw.WORKLOADS[w]) for w in wds)
+        for m in machines:
+            if per_job * n_jobs > m.n_nodes:
+                raise ValueError(f"--ranks {args.ranks} at {args.ranks_per_node} per node: {n_jobs} jobs of "
+                                 f"{per_job} nodes do not fit {m.name} ({m.n_nodes} nodes)")
+        record = settings(args, wds, [m.name for m in machines])
+        conflict = settings_conflict(out, record)
+        if conflict:
+            raise ValueError(conflict)
     except (ValueError, FileNotFoundError) as err:
         print(f"dragonfly_study: error: {err}", file=sys.stderr)
         return 2
     totals, jobs, hot = [], [], []
-    out = Path("results") / "dragonfly_study" / args.name
     for wd in wds:
         for topo in machines:
             try:
@@ -153,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tot = tot.join(base, on=["workload", "class"], how="left").with_columns(
             (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
     try:
-        _write(out, tot, jobs, hot, args)
+        _write(out, tot, jobs, hot, record, {png_name(wd, m.name) for wd in wds for m in machines})
     except OSError as err:
         print(f"dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
         return 1

@@ -16,10 +16,12 @@ step of communication and communication is ``--comm-fraction`` of the run time u
 (1: communication only, the paper's simulations; 0.3: its "30 % communication" variant).
 
 ``--paper`` runs the paper's four cases: ft44 with 512–4,096-node jobs (15 workloads); Cab
-with 4–512 and 4–128 nodes; and 4–128 nodes with 30 % communication. Results go to
+with 4–512 and 4–128 nodes; and 4–128 nodes with 30 % communication (so it takes none of
+``--machine``, ``--sizes``, ``--workloads``, ``--comm-fraction``). Results go to
 ``results/network_study/<name>/`` under the current directory (``jobs.parquet``: one row per job and case;
-``summary.json``: per-case, per-pattern mean and max speedups), written atomically, and a
-table is printed.
+``summary.json``: the settings and per-case, per-pattern mean and max speedups), written atomically, and a
+table is printed. A folder that holds results made with other settings (seed, oblivious
+policy, cases) is refused before any work: use another ``--name`` or the original options.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from fattorus.sched import policy as policy_mod
 from fattorus.sched import state as st
 
 DEFAULT_SIZES = "512,4096"
+DEFAULT_WORKLOADS = 15
+DEFAULT_COMM_FRACTION = 1.0
 PATTERNS = ("stencil4d", "unstructured_mesh", "random_pairs", "subcomm_a2a")
 LABELS = {"stencil4d": "Stencil", "unstructured_mesh": "Unstr-mesh", "random_pairs": "Pairs", "subcomm_a2a": "Sub-a2a"}
 #: (case name, machine, min nodes, max nodes, workloads, communication fraction)
@@ -136,12 +140,15 @@ def report(summary: dict) -> list[str]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line. Case options default to ``None`` so that :func:`cases` can tell
+    which ones the user gave (``--paper`` refuses them rather than ignoring them)."""
     ap = argparse.ArgumentParser(prog="python -m fattorus.app.network_study", description=__doc__.split("\n\n")[0])
     ap.add_argument("--paper", action="store_true", help="the paper's four cases")
     ap.add_argument("--machine", default=None, help="machine (conf/topo; default ft44)")
-    ap.add_argument("--sizes", default=DEFAULT_SIZES, help="min,max job nodes")
-    ap.add_argument("--workloads", type=int, default=15)
-    ap.add_argument("--comm-fraction", type=float, default=1.0)
+    ap.add_argument("--sizes", default=None, help=f"min,max job nodes (default {DEFAULT_SIZES})")
+    ap.add_argument("--workloads", type=int, default=None, help=f"workloads (default {DEFAULT_WORKLOADS})")
+    ap.add_argument("--comm-fraction", type=float, default=None,
+                    help=f"communication share of the run time under ta, in (0, 1] (default {DEFAULT_COMM_FRACTION:g})")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--oblivious", choices=("to", "to_random"), default="to",
                     help="the topology-oblivious placement: to (first fit, Flux's default) or to_random")
@@ -152,11 +159,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def cases(args: argparse.Namespace) -> list[tuple]:
     """The cases to run, checked (one-line ``ValueError`` on a mistake)."""
     if args.paper:
-        given = [f"--{k}" for k in ("machine", "sizes") if getattr(args, k) not in (None, DEFAULT_SIZES)]
+        # Each paper case fixes its machine, sizes, workloads and communication share: an
+        # option given beside --paper would be silently ignored, so it is refused.
+        given = [f"--{k.replace('_', '-')}" for k in ("machine", "sizes", "workloads", "comm_fraction")
+                 if getattr(args, k) is not None]
         if given:
             raise ValueError(f"--paper runs the paper's own cases; drop {' and '.join(given)}")
         return list(PAPER_CASES)
     args.machine = args.machine or "ft44"
+    args.sizes = DEFAULT_SIZES if args.sizes is None else args.sizes
+    args.workloads = DEFAULT_WORKLOADS if args.workloads is None else args.workloads
+    args.comm_fraction = DEFAULT_COMM_FRACTION if args.comm_fraction is None else args.comm_fraction
     try:
         lo, hi = (int(x) for x in args.sizes.split(","))
     except ValueError:
@@ -168,6 +181,53 @@ def cases(args: argparse.Namespace) -> list[tuple]:
     if not 0 < args.comm_fraction <= 1:
         raise ValueError(f"--comm-fraction {args.comm_fraction}: must be in (0, 1]")
     return [(f"{args.machine}_{lo}-{hi}", args.machine, lo, hi, args.workloads, args.comm_fraction)]
+
+
+def settings(args: argparse.Namespace, todo: Sequence[tuple]) -> dict[str, Any]:
+    """What the results depend on, as recorded in ``summary.json`` (JSON types)."""
+    runs = [{"case": case, "machine": m, "sizes": [lo, hi], "workloads": n_wl, "comm_fraction": c}
+            for case, m, lo, hi, n_wl, c in todo]
+    return {"seed": args.seed, "oblivious": args.oblivious, "runs": runs}
+
+
+def _show(value: Any) -> str:
+    """A recorded setting for the one-line refusal: runs compactly, anything else as is."""
+    try:
+        return "[" + ", ".join(f"{r['case']} ({r['workloads']} workloads, comm-fraction {r['comm_fraction']:g})"
+                               for r in value) + "]"
+    except (TypeError, KeyError, ValueError):  # not a list of runs (e.g. a seed, a policy, case names)
+        return repr(value)
+
+
+def settings_conflict(out: Path, now: dict[str, Any]) -> str | None:
+    """Why ``out`` must not take results made with the settings ``now``, or ``None``.
+
+    Rewriting a folder with results of other settings would silently replace the earlier
+    ones (the default ``--name`` does not spell out the seed or the oblivious policy), so a
+    folder whose ``summary.json`` records other settings is refused. Results written before
+    the settings were recorded (no ``runs``) are compared on what they hold: seed, policy
+    and case names. A folder without ``summary.json`` holds no finished study and is reused.
+    """
+    path = out / "summary.json"
+    try:
+        old = json.loads(path.read_text())
+    except (FileNotFoundError, NotADirectoryError):
+        # Nothing there yet; a file where a folder should be is reported by the write (exit 1).
+        return None
+    except (OSError, ValueError) as err:  # unreadable or not JSON: its settings are unknown
+        return f"{path} cannot be read ({getattr(err, 'strerror', None) or err}); use another --name"
+    if not isinstance(old, dict):
+        return f"{path} holds no settings; use another --name"
+    recorded = {k: old[k] for k in ("seed", "oblivious", "runs") if k in old}
+    current = dict(now)
+    if "runs" not in old and isinstance(old.get("cases"), dict):
+        recorded["cases"] = sorted(old["cases"])
+        current["cases"] = sorted(r["case"] for r in now["runs"])
+    current = json.loads(json.dumps(current))  # tuples and ints as JSON reads them back
+    diff = [f"{k}: {_show(recorded[k])} there, {_show(current[k])} now" for k in recorded if recorded[k] != current.get(k)]
+    if not diff:
+        return None
+    return f"{out} holds results made with other settings ({'; '.join(diff)}); use another --name or the original options"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -192,6 +252,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"network_study: error: {case}: jobs of up to {hi} nodes do not fit {m} ({machines[m].n_nodes} nodes)",
                   file=sys.stderr)
             return 2
+    record = settings(args, todo)
+    conflict = settings_conflict(Path("results") / "network_study" / name, record)
+    if conflict:  # before the (minutes of) work, so nothing is computed only to be refused
+        print(f"network_study: error: {conflict}", file=sys.stderr)
+        return 2
     rows = []
     for case, m, lo, hi, n_wl, c in todo:
         for w in range(n_wl):
@@ -200,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = pl.DataFrame(rows)
     summary = summarize(table)
     out = Path("results") / "network_study" / name
-    meta = {"seed": args.seed, "oblivious": args.oblivious, "cases": summary}
+    meta = {**record, "cases": summary}
     try:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "jobs.parquet", lambda p: table.write_parquet(p))
