@@ -53,6 +53,11 @@ def _log(*extra: str) -> str:
     return HEADER + "".join(GOOD) + "".join(extra)
 
 
+#: A study on the small log (``log.swf`` in the case folder) whose first block runs a replay.
+STUDY_HEAD = ("study: s\ncommon: [workload=file, workload.path=log.swf, workload.cores_per_node=1, +topo=ft6x6, "
+              "progress=false, hydra.launcher.n_jobs=1]\ncases:\n  - [policy=to]\n")
+
+
 W = ("workload=file", "workload.cores_per_node=1", "workload.path=log.swf", "+topo=ft6x6", "progress=false")
 
 
@@ -148,6 +153,40 @@ CASES = [
     bad("interference_bad_mix", "names no pattern", "RUN", "--pattern-mix", ",", cli="interference", setup="run_dir"),
     bad("study_file_missing", "nosuch.yaml", "nosuch.yaml", cli="study"),
     bad("report_not_results", "not a directory", "nosuchdir", cli="report"),
+    # A study is checked whole before its first block runs (nothing may run: see test_case).
+    bad("study_typo_in_last_arm", "s.yaml: arms[1][0]: Could not override 'sede'", "s.yaml", cli="study",
+        files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n  - [sede=0]\n"}),
+    bad("study_swept_bad_value", "arms[0][1] (seed=abc)", "s.yaml", cli="study",
+        files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [policy=to, \"seed=0,abc\"]\n"}),
+    bad("study_entry_is_mapping", "cases[0][0]: {'policy': 'to'} is a YAML mapping", "s.yaml", cli="study",
+        files={"s.yaml": "study: s\ncases:\n  - [policy: to]\narms:\n  - [seed=0]\n"}),
+    bad("study_two_overrides_in_one", "arms[0][0]: '+topo=ft6 workload=synthetic' holds whitespace", "s.yaml",
+        cli="study", files={"s.yaml": "study: s\ncases: [[policy=to]]\narms:\n  - [\"+topo=ft6 workload=synthetic\"]\n"}),
+    bad("study_comma_split_entry", "cases[0][1]: 2 is not a 'key=value' string", "s.yaml", cli="study",
+        files={"s.yaml": "study: s\ncases:\n  - [workload.scale=1,2]\narms: [[seed=0]]\n"}),
+    bad("study_name_dotdot", "s.yaml: field 'study': study='../evil'", "s.yaml", cli="study",
+        files={"s.yaml": "study: ../evil\ncases: [[policy=to]]\narms: [[seed=0]]\n"}),
+    bad("study_qos_unknown_option", "cases[1][0]: In 'qos_app': Could not find 'qos/smal'", "s.yaml", cli="study",
+        files={"s.yaml": "study: q\napp: fattorus.qos\ncases: [[qos=small], [qos=smal]]\narms: [[]]\n"}),
+    bad("study_bad_extra_argument", "argument 'sede=1'", "s.yaml", "sede=1", cli="study",
+        files={"s.yaml": "study: s\ncases: [[policy=to]]\narms: [[seed=0]]\n"}),
+    # The Monte Carlo table's command line.
+    bad("montecarlo_misspelt_machine", "unknown topology 'pinto'", "pinto", cli="kernels.montecarlo"),
+    bad("montecarlo_extra_argument", "unrecognized arguments: extra", "ft6", "extra", cli="kernels.montecarlo"),
+    bad("montecarlo_yaml_missing_keys", "missing key(s)", "m.yaml", cli="kernels.montecarlo",
+        files={"m.yaml": "kind: fattree\nname: m\n"}),
+    bad("montecarlo_yaml_not_a_mapping", "m.yaml: not a topology mapping", "m.yaml", cli="kernels.montecarlo",
+        files={"m.yaml": "- a\n- b\n"}),
+    Case("montecarlo_machine_smaller_than_padding", ("m.yaml",), 0, cli="kernels.montecarlo",
+         files={"m.yaml": "kind: fattree\nname: m\nradix: 4\nnodes_per_leaf: 2\nleaves_per_pod: 2\npods: 2\n"}),
+    # The benchmarks: --out and --only are refused before any section runs.
+    bad("bench_out_is_a_file", "--out notadir.txt: notadir.txt is a file", "--only", "torus", "--quick", "--out",
+        "notadir.txt", cli="bench", files={"notadir.txt": "x"}),
+    bad("bench_out_under_a_file", "notadir.txt is a file", "--only", "torus", "--quick", "--out", "notadir.txt/sub",
+        cli="bench", files={"notadir.txt": "x"}),
+    bad("bench_only_comma", "--only ',' names no section", "--only", ",", "--quick", "--out", "results/bench",
+        cli="bench"),
+    bad("bench_only_empty", "--only '' names no section", "--only=", "--quick", "--out", "results/bench", cli="bench"),
 ]
 
 
@@ -240,7 +279,7 @@ def test_case(results, case: Case):
         errors = [line for line in err_lines if "dirty line" not in line]
         assert len(errors) == 1, r["stderr"]
         assert case.words in errors[0], errors
-        if case.cli == "sweep":  # nothing is counted as done: no summary.json anywhere
+        if case.cli in ("sweep", "study"):  # nothing is counted as done: no summary.json anywhere
             assert r["summaries"] == []
     elif case.skips is not None:
         (summary,) = r["summaries"]
@@ -253,7 +292,7 @@ def test_case(results, case: Case):
         assert len(skip_lines) == 1 and case.words in skip_lines[0]
         # The dirty line is not replayed: every clean job is read.
         assert summary["counts"]["read"] == (1 if case.id == "custom_ceiling" else len(GOOD))
-    else:
+    elif case.cli == "sweep":  # the other command lines write no summary.json
         assert r["summaries"], r["stderr"][-2000:]
 
 

@@ -10,13 +10,22 @@ Trials that already finished are skipped: re-running an interrupted study resume
 
 Extra arguments are passed to every multirun (e.g. ``hydra/launcher=slurm
 hydra.launcher.partition=pbatch`` to run on a Slurm cluster).
+
+Before the first block starts, the whole study is checked: the study name, every entry (one
+``key=value`` Hydra override per entry) and every block's overrides composed with the app's
+config (each value of a swept entry at least once; the replay app's settings also through
+:func:`fattorus.app.sweep.check_settings`). A mistake anywhere is one line naming the file
+and the place, e.g. ``sweeps/x.yaml: arms[1][2]: ...`` (0-based indices), and exit code 2,
+instead of a failure after earlier blocks have run.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +34,15 @@ import yaml
 
 #: The Hydra apps a study file may run (``app:``; default the replay app).
 APPS = ("fattorus.sweep", "fattorus.qos")
+
+#: The config each app composes (the ``config_name`` of its ``@hydra.main``).
+CONFIGS = {"fattorus.sweep": "config", "fattorus.qos": "qos_app"}
+
+#: The likely cause of a bare value among the entries: ``[a=1,2]`` in YAML is two entries.
+_COMMA_HINT = " (YAML splits a [...] list at commas: quote an entry such as \"seed=0,1\")"
+
+#: Quoted parts of an override: whitespace inside them belongs to the value.
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 
 
 class StudyError(ValueError):
@@ -51,7 +69,60 @@ def load(path: str | Path) -> dict[str, Any]:
     app = data.setdefault("app", "fattorus.sweep")
     if app not in APPS:
         raise StudyError(f"{p}: field 'app' must be one of {', '.join(APPS)}, got {app!r}")
+    from fattorus.app.config import safe_name
+
+    try:  # the name becomes results/sweeps/<study>/: refused here, not when the first block starts
+        safe_name(data["study"], "study")
+    except ValueError as err:
+        raise StudyError(f"{p}: field 'study': {err}") from None
+    for place, entry in entries(data):
+        why = override_error(entry)
+        if why:
+            raise StudyError(f"{p}: {place}: {why}")
     return data
+
+
+def entries(study: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Every override entry of a study with its place: ``common[k]``, ``cases[i][k]``,
+    ``arms[j][k]`` (0-based, as the file lists them)."""
+    for k, entry in enumerate(study["common"]):
+        yield f"common[{k}]", entry
+    for field in ("cases", "arms"):
+        for i, block in enumerate(study[field]):
+            for k, entry in enumerate(block):
+                yield f"{field}[{i}][{k}]", entry
+
+
+def override_error(entry: Any) -> str | None:
+    """Why ``entry`` is not one Hydra override ``key=value`` (``~key`` deletes), or None.
+
+    Each entry becomes one argument of the multirun, so whitespace outside quotes means two
+    overrides run together in one string (Hydra would read the rest as part of the value or
+    fail in its grammar); a YAML mapping (``[policy: to]``) or number is no override at all.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    if not isinstance(entry, str):
+        if isinstance(entry, dict) and len(entry) == 1:
+            ((key, value),) = entry.items()
+            value = "null" if value is None else str(value).lower() if isinstance(value, bool) else value
+            return f"{entry!r} is a YAML mapping, not a 'key=value' string (write {key}={value})"
+        return f"{entry!r} is not a 'key=value' string{_COMMA_HINT if isinstance(entry, (int, float)) else ''}"
+    bare = _QUOTED.sub("''", entry)
+    if re.search(r"\s", bare):
+        return f"{entry!r} holds whitespace: write one 'key=value' override per entry (quote a value with spaces)"
+    if not bare.split("=", 1)[0].lstrip("~+") or ("=" not in bare and not bare.startswith("~")):
+        return f"{entry!r} is not a 'key=value' override{_COMMA_HINT}"
+    try:
+        override = OverridesParser.create().parse_overrides([entry])[0]
+        if override.is_sweep_override() and not override.is_discrete_sweep():
+            return f"{entry!r}: a study sweeps lists of values (a,b,c or range(...)), not intervals"
+    except HydraException as err:
+        from fattorus.app.cli import squash
+
+        return f"{entry!r}: {squash(err)}"
+    return None
 
 
 def commands(study: dict[str, Any], extra: list[str]) -> list[list[str]]:
@@ -65,6 +136,100 @@ def commands(study: dict[str, Any], extra: list[str]) -> list[list[str]]:
     ]
 
 
+def _combinations(overrides: list[tuple[str | None, str]]) -> list[list[tuple[str | None, str]]]:
+    """Concrete override lists that take every value of every swept entry at least once:
+    the first value of each, then each other value with the rest at their first.
+
+    As Hydra's basic sweeper does, a later entry for the same key replaces an earlier one.
+    Not the whole product (which can run to thousands of trials, ~60 ms a composition): a
+    mistake that only a combination of two swept values shows still surfaces at block time.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    by_key: dict[str, tuple[str | None, list[str]]] = {}
+    for place, text in overrides:
+        override = parser.parse_overrides([text])[0]
+        key = override.get_key_element()
+        values = ([f"{key}={v}" for v in override.sweep_string_iterator()] if override.is_sweep_override()
+                  else [text])
+        by_key[key] = (place, values)
+    slots = list(by_key.values())
+    first = [(place, values[0]) for place, values in slots]
+    combos = [first]
+    for n, (place, values) in enumerate(slots):
+        combos += [first[:n] + [(place, v)] + first[n + 1:] for v in values[1:]]
+    return combos
+
+
+def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> None:
+    """Compose every block's overrides with the app's config, as its multirun will, without
+    running anything (the replay app's settings also go through its ``check_settings``).
+
+    Raises :class:`StudyError` naming the file and the entry to blame (the one whose removal
+    lets the composition through), else the block; an extra argument is named as such.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from fattorus import paths
+    from fattorus.app import cli
+    from fattorus.app import config as config_mod
+
+    config_mod.register()  # the schema and the resolvers the apps' configs use
+    errors: tuple[type[BaseException], ...] = (HydraException, OmegaConfBaseException, ValueError, TypeError)
+    check: Callable[[Any], None] = lambda cfg: None  # noqa: E731
+    if study["app"] == "fattorus.sweep":
+        from fattorus.app import sweep
+
+        errors, check = errors + (sweep.UserError,), sweep.check_settings
+    config_name = CONFIGS[study["app"]]
+
+    def attempt(overrides: list[str]) -> str | None:
+        try:
+            check(compose(config_name=config_name, overrides=overrides))
+        except errors as err:
+            cause = f" ({cli.squash(err.__cause__)})" if err.__cause__ is not None else ""
+            return f"{cli.squash(err)}{cause}"
+        return None
+
+    p = Path(path)
+    # Extra arguments join every block. With a Hydra flag among them (--cfg job, --config-name
+    # X, ...) they are passed on unchecked: which of them is a flag's value is Hydra's to say.
+    flags = any(x.startswith("-") for x in extra)
+    extra_overrides = [] if flags else [(f"argument {x!r}", x) for x in extra]
+    for place, text in extra_overrides:
+        why = override_error(text)
+        if why:
+            raise StudyError(f"{place}: {why}")
+    tried: set[tuple[str, ...]] = set()
+    with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3", job_name="study_check"):
+        for i, case in enumerate(study["cases"]):
+            for j, arm in enumerate(study["arms"]):
+                block = ([(None, f"study={study['study']}")]
+                         + [(f"common[{k}]", str(o)) for k, o in enumerate(study["common"])]
+                         + [(f"cases[{i}][{k}]", str(o)) for k, o in enumerate(case)]
+                         + [(f"arms[{j}][{k}]", str(o)) for k, o in enumerate(arm)] + extra_overrides)
+                for combo in _combinations(block):
+                    texts = tuple(t for _, t in combo)
+                    if texts in tried:
+                        continue
+                    tried.add(texts)
+                    why = attempt(list(texts))
+                    if why is None:
+                        continue
+                    blame = f"{p}: cases[{i}] with arms[{j}]"
+                    for n in reversed(range(len(combo))):
+                        place, text = combo[n]
+                        if place is not None and attempt([t for m, t in enumerate(texts) if m != n]) is None:
+                            entry = dict(block)[place]
+                            shown = f" ({text})" if text != entry else ""
+                            blame = place + shown if place.startswith("argument") else f"{p}: {place}{shown}"
+                            break
+                    raise StudyError(f"{blame}: {why}")
+
+
 def main() -> None:
     """Run every multirun of a study file, with a status line per block."""
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
@@ -72,9 +237,13 @@ def main() -> None:
         sys.exit(0 if len(sys.argv) >= 2 else 2)
     try:
         study = load(sys.argv[1])
+        check_blocks(study, sys.argv[2:], sys.argv[1])  # a typo in the last block costs no replay
     except StudyError as err:
         sys.stderr.write(f"fattorus.study: error: {err}\n")
         sys.exit(2)
+    except KeyboardInterrupt:
+        sys.stderr.write("fattorus.study: interrupted while checking the study; nothing was run\n")
+        sys.exit(130)
     cmds = commands(study, sys.argv[2:])
     t0 = time.perf_counter()
     for i, cmd in enumerate(cmds, 1):

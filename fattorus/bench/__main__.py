@@ -18,11 +18,16 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from fattorus import devices, paths
 from fattorus.files import atomic_write
+
+#: The command's name in its error lines.
+PROG = "fattorus.bench"
 
 SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow", "dragonfly", "qos")
 
@@ -148,8 +153,51 @@ def run_section(name: str, quick: bool) -> dict:
     return {"rows": rows, "wall_s": wall, "notes": notes}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block) and exit code 2, like the other CLIs."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{PROG}: error: {message} (see --help)\n")
+        sys.exit(2)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    """One error line on stderr and exit ``code`` (2: the user's mistake, 1: the environment)."""
+    sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
+    sys.exit(code)
+
+
+def _os_error(err: OSError, out: Path) -> NoReturn:
+    """An ``OSError`` about the output directory as one line: a path that is not a directory
+    is the user's mistake (exit 2); permissions, a full disk and the like are the
+    environment's (exit 1)."""
+    if isinstance(err, (FileExistsError, NotADirectoryError)):
+        # Name the file in the way: --out itself or one of its parents.
+        culprit = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), out)
+        _fail(f"--out {out}: {culprit} is a file, not a directory", 2)
+    culprit = f" ({err.filename})" if err.filename and str(err.filename) != str(out) else ""
+    _fail(f"--out {out}: {err.strerror or err}{culprit}", 1)
+
+
+def check_out_dir(out: Path) -> None:
+    """Create ``out`` (and its parents) and check a file can be written there, so a bad
+    ``--out`` is refused before the sections run rather than after minutes of them."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        _os_error(err, out)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".bench-probe.", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:  # the probe's random name would only be noise in the line
+        _fail(f"--out {out}: cannot write there ({err.strerror or err})", 1)
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m fattorus.bench", description=__doc__.split("\n\n")[0])
+    """Run the chosen sections and write the report (module docstring); a bad option or an
+    unusable ``--out`` is one line on stderr and a non-zero exit, before any section runs."""
+    parser = _Parser(prog="python -m fattorus.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=None,
                         help=f"comma-separated sections (default: every available one of {','.join(SECTIONS)})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run, not a measurement")
@@ -158,8 +206,10 @@ def main(argv: list[str] | None = None) -> None:
     devices.use_cpu_cores()  # the batched section splits its trials over them
 
     available = available_sections()
-    if args.only:
-        wanted = [s.strip() for s in args.only.split(",") if s.strip()]
+    if args.only is not None:  # "--only ''" is a (bad) choice too, not "every section"
+        wanted = list(dict.fromkeys(s.strip() for s in args.only.split(",") if s.strip()))  # once each, in order
+        if not wanted:
+            parser.error(f"--only {args.only!r} names no section; choices: {','.join(SECTIONS)}")
         unknown = [s for s in wanted if s not in SECTIONS]
         if unknown:
             parser.error(f"unknown section(s) {unknown}; choices: {list(SECTIONS)}")
@@ -168,6 +218,8 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"section(s) {missing} not available (no fattorus/bench/<name>.py)")
     else:
         wanted = available
+    out = Path(args.out)
+    check_out_dir(out)
 
     info = machine_info()
     stamp = info["utc"].replace("-", "").replace(":", "")
@@ -182,10 +234,12 @@ def main(argv: list[str] | None = None) -> None:
     info["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
     text = report(info, sections, args.quick)
     raw = json.dumps({"machine": info, "quick": args.quick, "sections": sections}, indent=2, default=str) + "\n"
-    out = Path(args.out)
-    for base in (f"bench-{stamp}", "latest"):
-        atomic_write(out / f"{base}.md", text)
-        atomic_write(out / f"{base}.json", raw)
+    try:
+        for base in (f"bench-{stamp}", "latest"):
+            atomic_write(out / f"{base}.md", text)
+            atomic_write(out / f"{base}.json", raw)
+    except OSError as err:  # e.g. the disk filled up during the run: the tables above are on stdout
+        _os_error(err, out)
     print(f"wrote {out / f'bench-{stamp}.md'} and latest.md (+ .json)", file=sys.stderr)
 
 

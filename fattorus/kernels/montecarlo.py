@@ -9,7 +9,10 @@ the scheduler replay exists: APH of random allocations against the ideal, by siz
 
 from __future__ import annotations
 
+import argparse
+import sys
 from functools import partial
+from typing import NoReturn
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +20,9 @@ import numpy as np
 
 from fattorus.kernels import aph as aph_mod
 from fattorus.topology.fattree import FatTree
+
+#: The command's name in its usage and error lines (run as ``python -m fattorus.kernels.montecarlo``).
+PROG = "fattorus.kernels.montecarlo"
 
 
 @partial(jax.jit, static_argnames=("width",))
@@ -34,14 +40,17 @@ def random_allocations(keys: jax.Array, free: jax.Array, n: jax.Array, width: in
       free holds every free node and then -1; callers check the row's size.
     """
     n = jnp.broadcast_to(jnp.asarray(n, jnp.int32), keys.shape[:1])
+    # top_k needs k <= N: a machine with fewer nodes than the padding width (a small YAML
+    # machine) takes every node's score and pads the rest of the row with -1.
+    k = min(width, free.shape[0])
 
     def one(key, n_b):
-        # Uniform scores; busy nodes score -1 so they sort last. The top `width` scores are a
+        # Uniform scores; busy nodes score -1 so they sort last. The top `k` scores are a
         # uniform random ordered subset of the free nodes (ties have probability zero).
         scores = jnp.where(free, jax.random.uniform(key, free.shape), -1.0)
-        top, idx = jax.lax.top_k(scores, width)
-        keep = (jnp.arange(width) < n_b) & (top >= 0)
-        return jnp.where(keep, idx.astype(jnp.int32), -1)
+        top, idx = jax.lax.top_k(scores, k)
+        keep = (jnp.arange(k) < n_b) & (top >= 0)
+        return jnp.pad(jnp.where(keep, idx.astype(jnp.int32), -1), (0, width - k), constant_values=-1)
 
     return jax.vmap(one)(keys, n)
 
@@ -92,14 +101,47 @@ def aph_table(
     return rows
 
 
-def main() -> None:
-    """Print the APH Monte Carlo table for Pinot (``python -m fattorus.montecarlo [topo]``)."""
-    import sys
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block) and exit code 2, like the other CLIs."""
 
-    from fattorus.topology import fattree
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{PROG}: error: {message} (see --help)\n")
+        sys.exit(2)
 
-    name = sys.argv[1] if len(sys.argv) > 1 else "pinot"
-    ft = fattree.load(name)
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the APH Monte Carlo table (``python -m fattorus.kernels.montecarlo [TOPO]``).
+
+    ``TOPO`` is a ``conf/topo`` name (default ``pinot``) or a topology YAML file. A machine
+    that cannot be loaded (unknown name, unreadable file, missing or unknown keys) is one
+    line on stderr and exit code 2, before any sampling.
+    """
+    import yaml
+    from omegaconf.errors import OmegaConfBaseException
+
+    from fattorus import topology
+
+    parser = _Parser(prog=f"python -m {PROG}",
+                     description="APH of uniformly random (topology-oblivious) allocations, by size and load.")
+    parser.add_argument("topo", nargs="?", default="pinot",
+                        help="a conf/topo name (e.g. pinot, cab, torus4) or a topology YAML file (default: pinot)")
+    args = parser.parse_args(argv)
+    try:
+        ft = topology.load(args.topo)
+    # What loading a machine can raise for a bad name or file: TopologyError (a ValueError)
+    # for unknown names and missing/unknown keys, OSError for an unreadable path, YAML and
+    # OmegaConf errors for a file that is not a YAML mapping, TypeError for wrong value types.
+    except (ValueError, TypeError, OSError, yaml.YAMLError, OmegaConfBaseException) as err:
+        text = " ".join(str(err).split())
+        if isinstance(err, yaml.YAMLError):
+            text = f"{args.topo}: not valid YAML ({text})"
+        elif isinstance(err, topology.TopologyError) or (isinstance(err, OSError) and err.errno is not None):
+            # Name what the user typed unless the message already does (load() names files).
+            text = text if args.topo in text else f"{args.topo}: {text}"
+        else:  # a YAML list or number (OmegaConf reports the latter as an OSError without errno)
+            text = f"{args.topo}: not a topology mapping ({text})"
+        sys.stderr.write(f"{PROG}: error: {text}\n")
+        sys.exit(2)
     print(f"APH of uniformly random (topology-oblivious) allocations on {ft.name} "
           f"({ft.n_nodes} nodes), 1,024 draws per cell, seed 0")
     print(f"{'busy':>5} {'nodes':>6} {'ideal':>7} {'mean':>7} {'median':>7} {'p95':>7}")
