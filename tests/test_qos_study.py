@@ -92,7 +92,10 @@ def test_experiment_settings_are_checked_with_the_field_named():
 
 def run_app(tmp_path, *args):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "fattorus.qos", "progress=false", *args], cwd=tmp_path,
+    # Options first: argparse takes the first run of overrides as all of them.
+    options = [a for a in args if a.startswith("--")]
+    args = [a for a in args if not a.startswith("--")]
+    return subprocess.run([sys.executable, "-m", "fattorus.qos", *options, "progress=false", *args], cwd=tmp_path,
                           capture_output=True, text=True, env=env, timeout=600)
 
 
@@ -139,3 +142,89 @@ def test_arrivals_and_departures_restart_the_algorithm():
     assert [k for k, m in enumerate(res.modes) if m == "default"] == [0, 10, 20, 30, 40]
     # A job that was present for fewer periods completed fewer iterations alone.
     assert rows[0]["I_isolated"] < rows[1]["I_isolated"]
+
+
+TINY = ["qos.placements=1", "qos.iterations=5"]
+
+
+def one_error_line(out) -> str:
+    """The refusal's only stderr line (exit 2, no traceback)."""
+    assert out.returncode == 2, out.stderr[-2000:]
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fattorus.qos: error: "), out.stderr
+    assert "Traceback" not in out.stderr
+    return lines[0]
+
+
+def test_app_refuses_unknown_keys_and_non_boolean_progress_before_running(tmp_path):
+    # '+' lets Hydra append any key: a misspelt one used to run with the default silently.
+    for args, words in [(["+qos.threshhold=0.5"], ["'qos.threshhold'", "did you mean 'threshold'", "num_sls"]),
+                        (["+sed=3"], ["'sed'", "did you mean 'seed'"]),
+                        (["+qos.message_bytes.ring=8"], ["qos.message_bytes.ring"]),
+                        (["progress=maybe"], ["progress='maybe'", "true or false"])]:
+        line = one_error_line(run_app(tmp_path, *TINY, *args))
+        assert all(w in line for w in words), (args, line)
+    assert not (tmp_path / "results").exists()  # refused before Hydra made a run directory
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_run_directory_holding_a_run_with_other_settings_is_refused_untouched(tmp_path):
+    run_dir = tmp_path / "results" / "qos" / "r"
+    args = [*TINY, f"hydra.run.dir={run_dir}"]
+    assert run_app(tmp_path, *args).returncode == 0
+    before = tree(run_dir)
+    line = one_error_line(run_app(tmp_path, *args, "qos.imbalance=large"))
+    assert "already holds another run" in line and "qos.imbalance=uniform there, large now" in line, line
+    assert tree(run_dir) == before  # .hydra/ still describes the results beside it
+    same = run_app(tmp_path, *args)  # the same settings: a finished run is skipped
+    assert same.returncode == 0 and "[skip]" in same.stdout, same.stderr
+    # An unfinished run (placements, no summary) is only resumed with its own settings.
+    (run_dir / "summary.json").unlink()
+    before = tree(run_dir)
+    line = one_error_line(run_app(tmp_path, *args, "seed=7"))
+    assert "already holds another run" in line and "seed=0 there, 7 now" in line, line
+    assert tree(run_dir) == before
+
+
+def test_a_multirun_checks_every_trial_before_the_first_runs(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    out = run_app(tmp_path, "--multirun", *TINY, "qos.threshold=0.5,5", f"hydra.sweep.dir={sweep_dir}",
+                  "hydra.launcher.n_jobs=1")
+    line = one_error_line(out)
+    assert "trial [" in line and "qos.threshold=5" in line, line
+    assert "[done]" not in out.stdout  # the good trial did not run first
+    assert not sweep_dir.exists() or not [p for p in sweep_dir.iterdir() if p.is_dir()]  # no stub trial
+
+
+def test_a_refused_trial_leaves_no_stub_directory(tmp_path):
+    from fattorus.app.qos import _discard_trial_stub
+
+    sweep_dir = tmp_path / "sweep"
+    stub, done, outside = sweep_dir / "qos.threshold=5", sweep_dir / "qos.threshold=0.5", tmp_path / "elsewhere"
+    for d in (stub, done, outside):
+        (d / ".hydra").mkdir(parents=True)
+        (d / "qos.log").touch()
+    (done / "placements").mkdir()  # results of its own: never removed
+    for d in (stub, done, outside):
+        _discard_trial_stub(d, sweep_dir)
+    assert not stub.exists() and done.exists() and outside.exists()
+
+
+def test_a_multirun_redoes_a_finished_trial_whose_settings_changed(tmp_path):
+    import json
+
+    sweep_dir = tmp_path / "sweep"
+    args = ["--multirun", *TINY, f"hydra.sweep.dir={sweep_dir}", "hydra.launcher.n_jobs=1"]
+    assert run_app(tmp_path, *args).returncode == 0
+    summary = next(sweep_dir.glob("*/summary.json"))
+    # As if conf/qos/small.yaml had said imbalance: none when the trial ran.
+    data = json.loads(summary.read_text())
+    data["settings"]["imbalance"] = "none"
+    summary.write_text(json.dumps(data))
+    out = run_app(tmp_path, *args)
+    assert out.returncode == 0 and "[done]" in out.stdout and "[skip]" not in out.stdout, out.stderr[-2000:]
+    assert "settings changed since this trial ran (qos.imbalance=none there, uniform now)" in out.stderr
+    assert json.loads(summary.read_text())["settings"]["imbalance"] == "uniform"

@@ -14,7 +14,11 @@ placements of its job mix on its fat-tree and writes, into the Hydra run directo
 * ``improvement.png`` — the paper's two charts: ``W`` per job type (default vs QoS) and the
   per-job improvement over default, sorted (:mod:`fattorus.report.qos`).
 
-Configuration errors end in one line on stderr (exit 2).
+Configuration errors end in one line on stderr (exit 2), before any placement runs: unknown
+keys (appended with ``+``) included, and for a multirun every trial's values are checked
+before the first trial starts. A single run whose ``hydra.run.dir`` holds a run made with
+other settings (``seed`` or ``qos.*``) is refused without touching that directory; a multirun
+trial whose finished results were made with other settings is redone, with a warning.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import hydra
 import numpy as np
 import polars as pl
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from fattorus import paths
@@ -44,6 +49,44 @@ SEED_MAX = 2**32 - 1
 
 class UserError(Exception):
     """A configuration mistake: one line, exit 2."""
+
+
+class Refusal(BaseException):
+    """A :class:`UserError` raised from a Hydra callback. Hydra turns an ``Exception`` escaping
+    a callback into a warning and carries on, so the refusal must not be one; :func:`main`
+    reports it as it reports a UserError (one line, exit 2)."""
+
+
+#: The settings of ``conf/qos_app.yaml`` (``hydra`` is Hydra's own) and of a ``qos`` config
+#: (``conf/qos/*.yaml``, read by :func:`run` and :func:`fattorus.analysis.qos.experiment_from`).
+#: The QoS config has no schema dataclass, so Hydra accepts any key appended with ``+``: a
+#: misspelt one would otherwise be ignored and the run would use the default silently.
+APP_KEYS = ("qos", "seed", "study", "progress")
+QOS_KEYS = ("name", "system", "bandwidth_GBps", "jobs", "processes", "message_bytes", "placements", "iterations",
+            "period_s", "compute_fraction", "imbalance", "traces", "noise", "routing", "threshold", "num_sls",
+            "first_weight", "raise_factor", "max_weight", "max_slowdown", "arrivals", "arrival_compute_fraction")
+
+
+def _check_keys(cfg: DictConfig) -> None:
+    """Refuse a setting no code reads (as :func:`fattorus.app.sweep.check_settings` does for
+    the replay app, whose check is tied to its schema dataclasses)."""
+    import difflib
+
+    from fattorus.analysis import bsp
+
+    def check(keys: Any, known: tuple[str, ...], where: str) -> None:
+        for key in keys:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise UserError(f"unknown setting {where + str(key)!r}{hint}; settings there: {', '.join(known)}")
+
+    check([k for k in cfg.keys() if k != "hydra"], APP_KEYS, "")
+    if isinstance(cfg.get("qos"), DictConfig):
+        check(cfg.qos.keys(), QOS_KEYS, "qos.")
+        # Sizes of jobs the mix does not run are harmless, of patterns that do not exist a typo.
+        if isinstance(cfg.qos.get("message_bytes"), DictConfig):
+            check(cfg.qos.message_bytes.keys(), bsp.PATTERNS, "qos.message_bytes.")
 
 
 def _topology(cfg: DictConfig) -> Any:
@@ -78,11 +121,14 @@ def _placement_seed(seed: int, k: int) -> int:
     return int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
 
 
-def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
-    """Every placement (resuming finished ones), then the tables, summary and figure."""
-    from fattorus.analysis import qos
-    from fattorus.report import qos as qos_report
-
+def check_settings(cfg: DictConfig) -> tuple[Any, Any]:
+    """Every check a run's settings get, before any placement is computed (and, for a single
+    run, before Hydra makes or touches its directory): one-line UserError each. Returns the
+    topology and the experiment the settings describe."""
+    _check_keys(cfg)
+    progress = cfg.get("progress", True)
+    if not isinstance(progress, bool):  # `progress=maybe` reaches us as a string
+        raise UserError(f"progress={progress!r}: true or false")
     seed = cfg.seed
     if not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
         raise UserError(f"seed={seed}: choose an integer between 0 and {SEED_MAX}")
@@ -94,6 +140,16 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     n_needed = exp.processes * sum(k for _, k in exp.jobs)
     if n_needed > topo.n_nodes:
         raise UserError(f"qos: {n_needed} processes need as many nodes; the system has {topo.n_nodes}")
+    return topo, exp
+
+
+def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
+    """Every placement (resuming finished ones), then the tables, summary and figure."""
+    from fattorus.analysis import qos
+    from fattorus.report import qos as qos_report
+
+    topo, exp = check_settings(cfg)
+    seed, placements = cfg.seed, cfg.qos.placements
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     history: list[pl.DataFrame] = []
@@ -163,14 +219,29 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     if (out_dir / "summary.json").exists():
-        print(f"[skip] {out_dir} already holds a finished run", flush=True)
-        return json.loads((out_dir / "summary.json").read_text())
+        why = _other_settings(out_dir, cfg)
+        if why is None:
+            print(f"[skip] {out_dir} already holds a finished run", flush=True)
+            return json.loads((out_dir / "summary.json").read_text())
+        if not multirun:  # Checks.on_run_start refuses this before Hydra writes; a last guard
+            sys.stderr.write(f"fattorus.qos: error: {_squash(_another_run(out_dir, why))}\n")
+            sys.exit(2)
+        # As the replay app does with a trial whose job log changed: say so and redo it,
+        # rather than skip with results that do not match the trial's settings.
+        sys.stderr.write(f"fattorus.qos: warning: {out_dir}: settings changed since this trial ran ({why}); "
+                         "re-running it\n")
+        _discard_results(out_dir)
     t0 = time.perf_counter()
     try:
         summary = run(cfg, out_dir)
     except UserError as err:
         if multirun:
+            # The launcher collects the error and main() prints it in one line; Hydra made the
+            # trial's directory before we could check, so take that stub away again.
+            _discard_trial_stub(out_dir, Path(hc.sweep.dir))
             raise
+        # A single run exits here: Hydra would first print the job's overrides on a line of
+        # its own.
         cli.discard_stub(out_dir, "qos")
         sys.stderr.write(f"fattorus.qos: error: {_squash(err)}\n")
         sys.exit(2)
@@ -179,13 +250,169 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     return summary
 
 
+def _settings(cfg: DictConfig) -> dict[str, Any]:
+    """What a run's results depend on (``study`` names a sweep, ``progress`` draws a bar),
+    through JSON so that it compares equal with what ``summary.json`` recorded."""
+    return json.loads(json.dumps({"seed": cfg.seed, "qos": OmegaConf.to_container(cfg.qos, resolve=True)},
+                                 default=float))
+
+
+def _stored_settings(out_dir: Path) -> dict[str, Any] | None:
+    """The settings of the run whose results ``out_dir`` holds: from its ``summary.json``, or,
+    for an unfinished run (placements but no summary), from Hydra's copy of its config (read
+    before Hydra rewrites it). None when the directory holds no results; ``{}`` when it holds
+    results whose settings cannot be read (never equal to a run's settings)."""
+    summary = out_dir / "summary.json"
+    try:
+        if summary.exists():
+            data = json.loads(summary.read_text())
+            return json.loads(json.dumps({"seed": data["seed"], "qos": data["settings"]}, default=float))
+        if not any((out_dir / "placements").glob("*.parquet")):
+            return None
+        return _settings(OmegaConf.load(out_dir / ".hydra" / "config.yaml"))
+    except Exception:  # noqa: BLE001 - unreadable, damaged or foreign: not this run's settings
+        return {}
+
+
+def _other_settings(out_dir: Path, cfg: DictConfig) -> str | None:
+    """How the run held in ``out_dir`` was set up differently from ``cfg`` (a few keys), or
+    None when it holds no run or a run with the same settings."""
+    stored = _stored_settings(out_dir)
+    if stored is None:
+        return None
+    if not stored:
+        return "its settings cannot be read"
+    wanted = _settings(cfg)
+    if stored == wanted:
+        return None
+
+    def flat(d: Any, where: str = "") -> dict[str, Any]:
+        if not isinstance(d, dict):
+            return {where: d}
+        return {k: v for key, sub in d.items() for k, v in flat(sub, f"{where}{key}.").items()} if d else {where: d}
+
+    a, b = flat(stored), flat(wanted)
+    diff = [f"{k.rstrip('.')}={a.get(k, '<unset>')} there, {b.get(k, '<unset>')} now"
+            for k in sorted(set(a) | set(b)) if a.get(k, "<unset>") != b.get(k, "<unset>")]
+    return "; ".join(diff[:3]) + ("; ..." if len(diff) > 3 else "")
+
+
+def _another_run(out_dir: Path, why: str) -> UserError:
+    """The refusal of a single run into a directory that holds a run with other settings (the
+    wording of :func:`fattorus.app.sweep._claim`)."""
+    return UserError(f"{out_dir} already holds another run ({why}); not writing into it: choose another "
+                     "hydra.run.dir")
+
+
+def _discard_results(out_dir: Path) -> None:
+    """Remove a multirun trial's results made with other settings before it is redone, so a
+    resumed placement can never come from them."""
+    for path in [*(out_dir / "placements").glob("*.parquet"), out_dir / "summary.json"]:
+        path.unlink(missing_ok=True)
+
+
+def _discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:
+    """Remove the directory of a refused multirun trial when it holds only Hydra's stubs (its
+    config copy and empty log) and sits directly in the sweep directory: the counterpart, for
+    trials, of :func:`fattorus.app.cli.discard_stub` (which only knows single runs' places)."""
+    import shutil
+
+    try:
+        if out_dir.resolve().parent != sweep_dir.resolve():
+            return
+        entries = {p.name for p in out_dir.iterdir()}
+        if entries <= cli.STUB_ENTRIES and all((out_dir / n).stat().st_size == 0
+                                               for n in entries if n.endswith(".log")):
+            shutil.rmtree(out_dir, ignore_errors=True)
+    except OSError:
+        return
+
+
+class Checks(Callback):
+    """Hydra callbacks (``hydra.callbacks``, added by :func:`main`): the checks that must come
+    before Hydra makes or rewrites a run directory.
+
+    * ``on_run_start``: a single run's settings are checked, and a ``hydra.run.dir`` that holds
+      a run with other settings is refused, before Hydra rewrites the directory's ``.hydra/``
+      copy of the config (which would then contradict its ``summary.json``).
+    * ``on_multirun_start``: every trial of a multirun (basic sweeper) is composed and checked
+      before the first one runs, so a bad value costs one line, not the other trials' work.
+
+    A mistake found here raises :class:`Refusal`; anything else (an interpolation only the
+    job can resolve, a config group that does not exist) is left to the run, which reports it
+    as before.
+    """
+
+    def on_run_start(self, config: DictConfig, **_: Any) -> None:
+        """Check a single run (see the class)."""
+        try:
+            check_settings(config)
+            out_dir = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
+            why = _other_settings(out_dir, config)
+        except UserError as err:
+            raise Refusal(str(err)) from None
+        except Exception:  # noqa: BLE001 - left to the run (see the class)
+            return
+        if why is not None:
+            raise Refusal(str(_another_run(out_dir, why)))
+
+    def on_multirun_start(self, config: DictConfig, **_: Any) -> None:
+        """Check every trial of a multirun (see the class)."""
+        from hydra import compose
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        try:
+            sweeper = config.hydra.get("sweeper") or {}
+            if not str(sweeper.get("_target_", "")).endswith(".BasicSweeper"):
+                return  # another sweeper chooses its trials itself: each is checked when it runs
+            params = sweeper.get("params") or {}
+            args = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+            batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)
+        except Exception:  # noqa: BLE001 - left to the sweeper (see the class)
+            return
+        for trial in (t for batch in batches for t in batch):
+            try:
+                check_settings(compose(config_name="qos_app", overrides=trial))
+            except UserError as err:
+                raise Refusal(f"trial {trial}: {err}") from None
+            except Exception:  # noqa: BLE001 - left to the trial (see the class)
+                continue
+
+
 def _squash(text: Any) -> str:
     return cli.squash(text)
 
 
+def _add_checks(argv: list[str]) -> None:
+    """Append the override that installs :class:`Checks` to ``argv`` when it runs the app.
+
+    Hydra builds callbacks from its config only; an override adds ours without a line in
+    ``conf/qos_app.yaml``. Not for a command line Hydra refuses (it says why itself) nor one
+    that runs nothing (``--cfg``, ``--info``, ``--help``, ...), whose output would show it, and
+    only at the end: argparse takes the first run of overrides as all of them.
+    """
+    from hydra._internal.utils import get_args_parser
+
+    def refuse(_message: str) -> None:
+        raise ValueError  # quietly: Hydra parses the same line again and reports it
+
+    parser = get_args_parser()
+    parser.error = refuse  # type: ignore[method-assign]
+    try:
+        args = parser.parse_args(argv[1:])
+    except (ValueError, SystemExit):
+        return
+    if (args.help or args.hydra_help or args.cfg or args.info is not None or args.shell_completion
+            or getattr(args, "experimental_rerun", None) is not None):
+        return
+    argv.append("+hydra.callbacks.fattorus_qos_checks._target_=fattorus.app.qos.Checks")
+
+
 def main() -> None:
     """Entry point: the Hydra app, every configuration error turned into one line."""
-    cli.run_main(_app, "fattorus.qos", (UserError,), interrupted="finished placements are kept")
+    _add_checks(sys.argv)
+    cli.run_main(_app, "fattorus.qos", (UserError, Refusal), interrupted="finished placements are kept")
 
 
 if __name__ == "__main__":
