@@ -187,6 +187,15 @@ CASES = [
     bad("bench_only_comma", "--only ',' names no section", "--only", ",", "--quick", "--out", "results/bench",
         cli="bench"),
     bad("bench_only_empty", "--only '' names no section", "--only=", "--quick", "--out", "results/bench", cli="bench"),
+    # Usage errors of every argparse entry point: one line (no usage block), exit 2.
+    bad("usage_interference", "unrecognized arguments: --nosuch", "RUN", "--nosuch", cli="interference"),
+    bad("usage_report", "unrecognized arguments: --nosuch", "x", "--nosuch", cli="report"),
+    bad("usage_compare", "the following arguments are required: results", cli="app.compare"),
+    bad("usage_network_study", "argument --workloads: invalid int value: 'many'", "--workloads", "many",
+        cli="app.network_study"),
+    bad("usage_dragonfly_study", "unrecognized arguments: --nosuch", "--nosuch", cli="app.dragonfly_study"),
+    bad("usage_tune", "the following arguments are required", cli="tune"),
+    bad("usage_bench", "unrecognized arguments: --nosuch", "--nosuch", cli="bench"),
 ]
 
 

@@ -24,7 +24,7 @@ ALLOWLIST = {
 }
 
 # Layer of each top-level part of the package; a module may import its own layer or lower.
-LAYER = {"paths": 0, "topology": 0, "files": 0, "kernels": 1, "workload": 1, "sched": 2, "analysis": 2, "bench": 3,
+LAYER = {"paths": 0, "topology": 0, "files": 0, "args": 0, "kernels": 1, "workload": 1, "sched": 2, "analysis": 2, "bench": 3,
          "app": 3, "report": 3}
 
 

@@ -37,7 +37,6 @@ black, blue).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -49,6 +48,7 @@ import numpy as np
 import polars as pl
 
 from fattorus import topology as topology_mod
+from fattorus.args import OneLineParser
 from fattorus.kernels import linkload
 from fattorus.analysis import patterns
 from fattorus.files import atomic_write
@@ -361,8 +361,9 @@ def _output_path(run_dir: Path, out: str | None) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0, or 2 on a usage/data error)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m fattorus.interference",
+        error_prefix="fattorus.interference",
         description="Link sharing between concurrently running jobs of a replay run (static routing).",
     )
     parser.add_argument("run_dir", help="replay run directory (jobs.parquet, summary.json)")

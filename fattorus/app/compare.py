@@ -24,7 +24,6 @@ Needs no ``conf/``: everything comes from the trials' own files.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 
 import polars as pl
 
+from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
@@ -144,7 +144,7 @@ def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry; one-line errors, exit 2."""
-    p = argparse.ArgumentParser(prog="python -m fattorus.app.compare", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="compare", description=__doc__.splitlines()[0])
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
     p.add_argument("--reference", default=None, help="policy label to compare against (default: "

@@ -43,6 +43,7 @@ import polars as pl
 
 from fattorus import topology
 from fattorus.analysis import parallel_workloads as pw
+from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
 from fattorus.report import dragonfly_maps
@@ -106,7 +107,7 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m fattorus.app.dragonfly_study", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python -m fattorus.app.dragonfly_study", error_prefix="dragonfly_study", description=__doc__.split("\n\n")[0])
     ap.add_argument("--workloads", default=",".join(pw.WORKLOADS))
     ap.add_argument("--cables", default=",".join(CABLES), help="topology configs (conf/topo)")
     ap.add_argument("--ranks", type=int, default=32_768)

@@ -40,6 +40,7 @@ import polars as pl
 
 from fattorus import topology
 from fattorus.analysis import commtime, patterns
+from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.sched import policy as policy_mod
 from fattorus.sched import state as st
@@ -142,7 +143,7 @@ def report(summary: dict) -> list[str]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line. Case options default to ``None`` so that :func:`cases` can tell
     which ones the user gave (``--paper`` refuses them rather than ignoring them)."""
-    ap = argparse.ArgumentParser(prog="python -m fattorus.app.network_study", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python -m fattorus.app.network_study", error_prefix="network_study", description=__doc__.split("\n\n")[0])
     ap.add_argument("--paper", action="store_true", help="the paper's four cases")
     ap.add_argument("--machine", default=None, help="machine (conf/topo; default ft44)")
     ap.add_argument("--sizes", default=None, help=f"min,max job nodes (default {DEFAULT_SIZES})")

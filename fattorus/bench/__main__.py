@@ -8,7 +8,6 @@ information (CPUs, load, JAX backend and devices, versions, git commit) heads th
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import importlib
 import importlib.util
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from fattorus import devices, paths
+from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 
 #: The command's name in its error lines.
@@ -153,14 +153,6 @@ def run_section(name: str, quick: bool) -> dict:
     return {"rows": rows, "wall_s": wall, "notes": notes}
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage block) and exit code 2, like the other CLIs."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{PROG}: error: {message} (see --help)\n")
-        sys.exit(2)
-
-
 def _fail(message: str, code: int) -> NoReturn:
     """One error line on stderr and exit ``code`` (2: the user's mistake, 1: the environment)."""
     sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
@@ -197,7 +189,7 @@ def check_out_dir(out: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the chosen sections and write the report (module docstring); a bad option or an
     unusable ``--out`` is one line on stderr and a non-zero exit, before any section runs."""
-    parser = _Parser(prog="python -m fattorus.bench", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m fattorus.bench", error_prefix=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=None,
                         help=f"comma-separated sections (default: every available one of {','.join(SECTIONS)})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run, not a measurement")

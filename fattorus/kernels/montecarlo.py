@@ -9,15 +9,14 @@ the scheduler replay exists: APH of random allocations against the ideal, by siz
 
 from __future__ import annotations
 
-import argparse
 import sys
 from functools import partial
-from typing import NoReturn
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fattorus.args import OneLineParser
 from fattorus.kernels import aph as aph_mod
 from fattorus.topology.fattree import FatTree
 
@@ -101,14 +100,6 @@ def aph_table(
     return rows
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage block) and exit code 2, like the other CLIs."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{PROG}: error: {message} (see --help)\n")
-        sys.exit(2)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Print the APH Monte Carlo table (``python -m fattorus.kernels.montecarlo [TOPO]``).
 
@@ -121,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from fattorus import topology
 
-    parser = _Parser(prog=f"python -m {PROG}",
+    parser = OneLineParser(prog=f"python -m {PROG}", error_prefix=PROG,
                      description="APH of uniformly random (topology-oblivious) allocations, by size and load.")
     parser.add_argument("topo", nargs="?", default="pinot",
                         help="a conf/topo name (e.g. pinot, cab, torus4) or a topology YAML file (default: pinot)")

@@ -22,6 +22,7 @@ from fattorus.app.tune.space import POLICY
 from fattorus.app.tune.storage import SAMPLERS, check_url
 from fattorus.app.tune.study import run
 from fattorus.app.tune.windows import Window, parse_windows
+from fattorus.args import OneLineParser
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -31,14 +32,6 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
         if action.default is None:
             return action.help or ""
         return super()._get_help_string(action) or ""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage block), exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{PROG}: error: {message} (see --help)\n")
-        sys.exit(2)
 
 
 def _add_study_args(p: argparse.ArgumentParser) -> None:
@@ -91,8 +84,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (every default shown by ``--help``)."""
-    p = _Parser(
+    p = OneLineParser(
         prog="python -m fattorus.tune",
+        error_prefix=PROG,
         description=f"Optuna study over the `{POLICY}` policy's heuristics (sort orders, tie rule, hybrid "
         "relax_after_s) and the scheduler, scored by replays of a job log on training windows; exports "
         "the best as a policy config and compares it with the paper's defaults on held-out windows.",
