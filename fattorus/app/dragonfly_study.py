@@ -43,6 +43,7 @@ import polars as pl
 
 from fattorus import topology
 from fattorus.analysis import parallel_workloads as pw
+from fattorus.app.outputs import stored_summary
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
@@ -149,16 +150,9 @@ def settings_conflict(out: Path, now: dict) -> str | None:
     orders the table). Results written before the lists were recorded give them by their
     totals. A folder without ``summary.json`` holds no finished study and is reused.
     """
-    path = out / "summary.json"
-    try:
-        old = json.loads(path.read_text())
-    except (FileNotFoundError, NotADirectoryError):
-        # Nothing there yet; a file where a folder should be is reported by the write (exit 1).
-        return None
-    except (OSError, ValueError) as err:  # unreadable or not JSON: its settings are unknown
-        return f"{path} cannot be read ({getattr(err, 'strerror', None) or err}); use another --name"
+    old = stored_summary(out)
     if not isinstance(old, dict):
-        return f"{path} holds no settings; use another --name"
+        return old
     recorded = {k: old[k] for k in SETTINGS if k in old}
     totals = old.get("totals") if isinstance(old.get("totals"), list) else []
     config = {label: cfg for cfg, label in LABEL.items()}

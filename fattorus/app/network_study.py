@@ -40,6 +40,7 @@ import polars as pl
 
 from fattorus import topology
 from fattorus.analysis import commtime, patterns
+from fattorus.app.outputs import stored_summary
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.sched import policy as policy_mod
@@ -209,16 +210,9 @@ def settings_conflict(out: Path, now: dict[str, Any]) -> str | None:
     the settings were recorded (no ``runs``) are compared on what they hold: seed, policy
     and case names. A folder without ``summary.json`` holds no finished study and is reused.
     """
-    path = out / "summary.json"
-    try:
-        old = json.loads(path.read_text())
-    except (FileNotFoundError, NotADirectoryError):
-        # Nothing there yet; a file where a folder should be is reported by the write (exit 1).
-        return None
-    except (OSError, ValueError) as err:  # unreadable or not JSON: its settings are unknown
-        return f"{path} cannot be read ({getattr(err, 'strerror', None) or err}); use another --name"
+    old = stored_summary(out)
     if not isinstance(old, dict):
-        return f"{path} holds no settings; use another --name"
+        return old
     recorded = {k: old[k] for k in ("seed", "oblivious", "runs") if k in old}
     current = dict(now)
     if "runs" not in old and isinstance(old.get("cases"), dict):

@@ -60,3 +60,20 @@ def check_complete(run_dir: str | os.PathLike[str]) -> str | None:
 def is_complete(run_dir: str | os.PathLike[str]) -> bool:
     """True when ``run_dir`` holds a finished run (:func:`check_complete`)."""
     return check_complete(run_dir) is None
+
+
+def stored_summary(out_dir: str | os.PathLike[str]) -> dict | str | None:
+    """The ``summary.json`` a study folder already holds (a dict), None when it holds none
+    yet, or why its settings cannot be known (one line ending in "use another --name", for a
+    refusal): the studies that refuse to overwrite results of other settings read it first."""
+    path = Path(out_dir) / "summary.json"
+    try:
+        old = json.loads(path.read_text())
+    except (FileNotFoundError, NotADirectoryError):
+        # Nothing there yet; a file where a folder should be is reported by the write (exit 1).
+        return None
+    except (OSError, ValueError) as err:  # unreadable or not JSON: its settings are unknown
+        return f"{path} cannot be read ({getattr(err, 'strerror', None) or err}); use another --name"
+    if not isinstance(old, dict):
+        return f"{path} holds no settings; use another --name"
+    return old
