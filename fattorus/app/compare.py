@@ -144,7 +144,8 @@ def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry; one-line errors, exit 2."""
-    p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="compare", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="compare",
+                      description=__doc__.splitlines()[0])
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
     p.add_argument("--reference", default=None, help="policy label to compare against (default: "

@@ -108,7 +108,8 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = OneLineParser(prog="python -m fattorus.app.dragonfly_study", error_prefix="dragonfly_study", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python -m fattorus.app.dragonfly_study", error_prefix="dragonfly_study",
+                       description=__doc__.split("\n\n")[0])
     ap.add_argument("--workloads", default=",".join(pw.WORKLOADS))
     ap.add_argument("--cables", default=",".join(CABLES), help="topology configs (conf/topo)")
     ap.add_argument("--ranks", type=int, default=32_768)

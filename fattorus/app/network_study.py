@@ -144,7 +144,8 @@ def report(summary: dict) -> list[str]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line. Case options default to ``None`` so that :func:`cases` can tell
     which ones the user gave (``--paper`` refuses them rather than ignoring them)."""
-    ap = OneLineParser(prog="python -m fattorus.app.network_study", error_prefix="network_study", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python -m fattorus.app.network_study", error_prefix="network_study",
+                       description=__doc__.split("\n\n")[0])
     ap.add_argument("--paper", action="store_true", help="the paper's four cases")
     ap.add_argument("--machine", default=None, help="machine (conf/topo; default ft44)")
     ap.add_argument("--sizes", default=None, help=f"min,max job nodes (default {DEFAULT_SIZES})")

@@ -154,7 +154,8 @@ def parse_edges(text: str) -> tuple[int, ...]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``python -m fattorus.report RESULTS_DIR [--out OUT_DIR] [--bins 18,64,256,1024] [--skip-bad]``."""
-    parser = OneLineParser(prog="python -m fattorus.report", error_prefix="fattorus.report", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m fattorus.report", error_prefix="fattorus.report",
+                           description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dir", help="directory searched recursively for run directories")
     parser.add_argument("--out", default=None, help="output directory (default RESULTS_DIR/report)")
     parser.add_argument("--bins", type=parse_edges, default=DEFAULT_EDGES, help="size-bin upper edges in nodes")

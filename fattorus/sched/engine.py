@@ -138,7 +138,8 @@ class Replay:
         self.start[j] = now
         self.waiting[j] = False
         self.node_est_end[placed] = now + self.jobs.estimate[j]
-        self.releases.add(now + self.jobs.estimate[j], j, st.class_group_key(self.machine.layout, self.booked[j], placed))
+        keys = st.class_group_key(self.machine.layout, self.booked[j], placed)
+        self.releases.add(now + self.jobs.estimate[j], j, keys)
         if self.runtime_at_start is not None:
             rt = float(self.runtime_at_start(self, j, placed, now))
             if not 0 < rt <= self.jobs.estimate[j]:
