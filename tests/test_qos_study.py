@@ -199,6 +199,19 @@ def test_a_multirun_checks_every_trial_before_the_first_runs(tmp_path):
     assert not sweep_dir.exists() or not [p for p in sweep_dir.iterdir() if p.is_dir()]  # no stub trial
 
 
+def test_the_checks_hold_with_hydra_flags_after_the_overrides(tmp_path):
+    # Ordinary Hydra usage puts --multirun last; the checks must neither break that command
+    # line nor be skipped by it (the bad trial is still refused before any runs).
+    sweep_dir = tmp_path / "sweep"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "fattorus.qos", "progress=false", *TINY, "qos.threshold=0.5,5",
+                          f"hydra.sweep.dir={sweep_dir}", "hydra.launcher.n_jobs=1", "--multirun"], cwd=tmp_path,
+                         capture_output=True, text=True, env=env, timeout=600)
+    line = one_error_line(out)
+    assert "trial [" in line and "qos.threshold=5" in line, line
+    assert "[done]" not in out.stdout
+
+
 def test_a_refused_trial_leaves_no_stub_directory(tmp_path):
     from fattorus.app.qos import _discard_trial_stub
 

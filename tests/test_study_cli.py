@@ -28,7 +28,10 @@ def test_shipped_studies_pass_the_check(name: str):
 
 
 @pytest.mark.parametrize("entry", ["seed=0", "seed=0,1", "+topo=cab", "++seed=3", "~trials", "seed=range(0,3)",
-                                   "hydra/launcher=basic", "workload.path='/a dir/log.swf'", "bins=[18,64]"])
+                                   "hydra/launcher=basic", "workload.path='/a dir/log.swf'", "bins=[18,64]",
+                                   # whitespace inside Hydra's own syntax is one override
+                                   "seed=range(0, 3)", "seed=choice(0, 1)", "bins=[18, 64]",
+                                   "qos.jobs={flood_pairs: 2, all_to_all: 2}"])
 def test_single_overrides_are_accepted(entry: str):
     assert study.override_error(entry) is None
 
@@ -74,7 +77,11 @@ def _study(tmp_path: Path, text: str) -> Path:
     ("study: s\ncases: [[policy=to]]\narms: [[seed=0], ['+sede=1']]\n", "s.yaml: arms[1][0]: unknown setting 'sede'"),
     ("study: s\ncases: [[policy=to], ['bins=[5,5]']]\narms: [[seed=0]]\n", "s.yaml: cases[1][0]: bins=[5, 5]"),
     ("study: s\ncommon: [trials=0]\ncases: [[policy=to]]\narms: [[seed=0]]\n", "s.yaml: common[0]: trials=0"),
-], ids=["unknown-option-in-last-arm", "check_settings-key", "check_settings-bins", "check_settings-common"])
+    # The QoS app's settings check (fattorus.app.qos.check_settings) for a study of that app.
+    ("study: q\napp: fattorus.qos\ncases: [[qos=small], [qos=small, +qos.iteratons=5]]\narms: [[seed=0]]\n",
+     "s.yaml: cases[1][1]: unknown setting 'qos.iteratons'"),
+], ids=["unknown-option-in-last-arm", "check_settings-key", "check_settings-bins", "check_settings-common",
+        "qos-check_settings-key"])
 def test_a_bad_key_is_blamed_on_its_entry(tmp_path: Path, text: str, words: str):
     path = _study(tmp_path, text)
     with pytest.raises(study.StudyError) as err:

@@ -329,7 +329,7 @@ def _discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:
 
 
 class Checks(Callback):
-    """Hydra callbacks (``hydra.callbacks``, added by :func:`main`): the checks that must come
+    """Hydra callbacks (``hydra.callbacks`` in ``conf/qos_app.yaml``): the checks that must come
     before Hydra makes or rewrites a run directory.
 
     * ``on_run_start``: a single run's settings are checked, and a ``hydra.run.dir`` that holds
@@ -384,34 +384,8 @@ def _squash(text: Any) -> str:
     return cli.squash(text)
 
 
-def _add_checks(argv: list[str]) -> None:
-    """Append the override that installs :class:`Checks` to ``argv`` when it runs the app.
-
-    Hydra builds callbacks from its config only; an override adds ours without a line in
-    ``conf/qos_app.yaml``. Not for a command line Hydra refuses (it says why itself) nor one
-    that runs nothing (``--cfg``, ``--info``, ``--help``, ...), whose output would show it, and
-    only at the end: argparse takes the first run of overrides as all of them.
-    """
-    from hydra._internal.utils import get_args_parser
-
-    def refuse(_message: str) -> None:
-        raise ValueError  # quietly: Hydra parses the same line again and reports it
-
-    parser = get_args_parser()
-    parser.error = refuse  # type: ignore[method-assign]
-    try:
-        args = parser.parse_args(argv[1:])
-    except (ValueError, SystemExit):
-        return
-    if (args.help or args.hydra_help or args.cfg or args.info is not None or args.shell_completion
-            or getattr(args, "experimental_rerun", None) is not None):
-        return
-    argv.append("+hydra.callbacks.fattorus_qos_checks._target_=fattorus.app.qos.Checks")
-
-
 def main() -> None:
     """Entry point: the Hydra app, every configuration error turned into one line."""
-    _add_checks(sys.argv)
     cli.run_main(_app, "fattorus.qos", (UserError, Refusal), interrupted="finished placements are kept")
 
 

@@ -96,9 +96,11 @@ def entries(study: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 def override_error(entry: Any) -> str | None:
     """Why ``entry`` is not one Hydra override ``key=value`` (``~key`` deletes), or None.
 
-    Each entry becomes one argument of the multirun, so whitespace outside quotes means two
-    overrides run together in one string (Hydra would read the rest as part of the value or
-    fail in its grammar); a YAML mapping (``[policy: to]``) or number is no override at all.
+    Each entry becomes one argument of the multirun, so whitespace before another ``key=``
+    outside quotes means two overrides run together in one string (Hydra would read the rest
+    as part of the value or fail in its grammar), and so does whitespace at either end; other
+    whitespace is Hydra's (``seed=range(0, 3)``, ``x=[1, 2]``). A YAML mapping (``[policy:
+    to]``) or number is no override at all.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
@@ -110,7 +112,7 @@ def override_error(entry: Any) -> str | None:
             return f"{entry!r} is a YAML mapping, not a 'key=value' string (write {key}={value})"
         return f"{entry!r} is not a 'key=value' string{_COMMA_HINT if isinstance(entry, (int, float)) else ''}"
     bare = _QUOTED.sub("''", entry)
-    if re.search(r"\s", bare):
+    if re.search(r"^\s|\s$|\s[~+]{0,2}[A-Za-z_][\w.@/-]*=", bare):
         return f"{entry!r} holds whitespace: write one 'key=value' override per entry (quote a value with spaces)"
     if not bare.split("=", 1)[0].lstrip("~+") or ("=" not in bare and not bare.startswith("~")):
         return f"{entry!r} is not a 'key=value' override{_COMMA_HINT}"
@@ -184,6 +186,10 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
         from fattorus.app import sweep
 
         errors, check = errors + (sweep.UserError,), sweep.check_settings
+    elif study["app"] == "fattorus.qos":
+        from fattorus.app import qos
+
+        errors, check = errors + (qos.UserError,), qos.check_settings
     config_name = CONFIGS[study["app"]]
 
     def attempt(overrides: list[str]) -> str | None:
