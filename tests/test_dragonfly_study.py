@@ -113,9 +113,10 @@ def test_other_settings_are_refused_and_stale_maps_removed(tmp_path, monkeypatch
     # An interrupted earlier run (no summary.json) left a map; a file of the user's sits beside it.
     (base / "WD1_dragonfly_small.png").write_bytes(b"stale")
     (base / "notes.png").write_bytes(b"mine")
+    (base / "WD1_annotated.png").write_bytes(b"mine too")  # named like a map, but no machine's
     run = ["--workloads", "WD 4", *SMALL, "--name", "t"]
     assert dragonfly_study.main(run) == 0
-    assert sorted(p.name for p in base.glob("*.png")) == ["WD4_dragonfly_small.png", "notes.png"]
+    assert sorted(p.name for p in base.glob("*.png")) == ["WD1_annotated.png", "WD4_dragonfly_small.png", "notes.png"]
     summary = json.loads((base / "summary.json").read_text())
     assert summary["workloads"] == ["WD 4"] and summary["cables"] == ["dragonfly_small"]
     before = {p.name: p.read_bytes() for p in base.iterdir()}

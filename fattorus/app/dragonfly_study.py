@@ -47,6 +47,7 @@ from fattorus.app.outputs import stored_summary
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
+from fattorus.paths import conf_dir
 from fattorus.report import dragonfly_maps
 
 CABLES = ("edison", "edison_2k", "edison_k", "edison_b", "edison_bk")
@@ -177,11 +178,11 @@ def _write(out: Path, tot: pl.DataFrame, jobs: list[dict], hot: list[dict], reco
     atomic_write(out / "jobs.parquet", lambda p: pl.DataFrame(jobs).write_parquet(p))
     atomic_write(out / "hot_links.parquet", lambda p: pl.DataFrame(hot).write_parquet(p))
     atomic_write(out / "summary.json", json.dumps({**record, "totals": tot.to_dicts()}, indent=1))
-    # Only files named as this study names its maps go: anything else in the folder is the user's.
-    prefixes = tuple(f"{wd.replace(' ', '')}_" for wd in pw.WORKLOADS)
-    for old in out.glob("*.png"):
-        if old.name.startswith(prefixes) and old.name not in pngs:
-            old.unlink(missing_ok=True)
+    # Only files named exactly as this study names its maps (a workload on a conf/topo machine)
+    # go: anything else in the folder, however named, is the user's.
+    machines = [p.stem for p in (conf_dir() / "topo").glob("*.yaml")]
+    for name in {png_name(wd, m) for wd in pw.WORKLOADS for m in machines} - pngs:
+        (out / name).unlink(missing_ok=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
