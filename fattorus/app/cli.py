@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,20 @@ class _TrialNote:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+
+def unknown_setting(keys: Iterable[Any], known: Sequence[str], where: str) -> str | None:
+    """The one-line refusal of the first of ``keys`` that is not in ``known`` (a setting appended
+    with '+', which Hydra accepts for any new key), naming the closest known one; None when
+    every key is known. ``where`` prefixes the key (``"qos."``)."""
+    import difflib
+
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return f"unknown setting {where + str(key)!r}{hint}; settings there: {', '.join(known)}"
+    return None
 
 
 def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],

@@ -70,16 +70,12 @@ QOS_KEYS = ("name", "system", "bandwidth_GBps", "jobs", "processes", "message_by
 def _check_keys(cfg: DictConfig) -> None:
     """Refuse a setting no code reads (as :func:`fattorus.app.sweep.check_settings` does for
     the replay app, whose check is tied to its schema dataclasses)."""
-    import difflib
-
     from fattorus.analysis import bsp
 
-    def check(keys: Any, known: tuple[str, ...], where: str) -> None:
-        for key in keys:
-            if key not in known:
-                close = difflib.get_close_matches(str(key), known, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise UserError(f"unknown setting {where + str(key)!r}{hint}; settings there: {', '.join(known)}")
+    def check(keys: Any, known: Any, where: str) -> None:
+        why = cli.unknown_setting(keys, known, where)
+        if why:
+            raise UserError(why)
 
     check([k for k in cfg.keys() if k != "hydra"], APP_KEYS, "")
     if isinstance(cfg.get("qos"), DictConfig):

@@ -50,17 +50,13 @@ SEED_MAX = 2**32 - 1  # jax.random.PRNGKey and NumPy generators agree on seeds i
 def check_settings(cfg: DictConfig) -> None:
     """Top-level settings a replay cannot mean anything with: one-line UserError each."""
     import dataclasses
-    import difflib
 
     from fattorus.app import config as schema
 
     def check_keys(node: Any, cls: type, where: str) -> None:
-        known = [f.name for f in dataclasses.fields(cls)]
-        for key in node.keys():
-            if key not in known:  # appended with '+', which Hydra accepts for any new key
-                close = difflib.get_close_matches(str(key), known, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise UserError(f"unknown setting {where + str(key)!r}{hint}; settings there: {', '.join(known)}")
+        why = cli.unknown_setting(node.keys(), [f.name for f in dataclasses.fields(cls)], where)
+        if why:
+            raise UserError(why)
 
     check_keys(cfg, schema.Config, "")
     for group, cls in (("workload", schema.WorkloadConf), ("sched", schema.SchedConf), ("logger", schema.LoggerConf),
