@@ -1,13 +1,22 @@
-"""Command-line parsing shared by every entry point: argparse whose usage errors are one line.
+"""Command-line conventions shared by every entry point: argparse whose usage errors are one
+line, and a quiet end when the reader of a command's output goes away.
 
 Why: the project's rule for bad input is one clear stderr line and exit code 2; argparse's own
 ``error`` prints the whole usage block first (two or more lines), which buries the message.
+Python ignores SIGPIPE, so writing to a pipe whose reader has closed (``... | head -1``) raises
+:class:`BrokenPipeError`: a traceback instead of the quiet end a Unix filter has, and, when the
+error only comes at the interpreter's final flush of ``sys.stdout``, an ``Exception ignored``
+message and exit status 120 (:func:`run_piped`). The commands that print tables (``report``,
+``report.qos``, ``app.compare``) write their files before they print, so a reader of stdout
+that stops early loses nothing but the rest of the text.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 
@@ -25,4 +34,48 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-__all__ = ["OneLineParser"]
+EXIT_BROKEN_PIPE = 141
+"""Exit status when the output's reader went away: 128 + SIGPIPE (13), what a shell reports for
+a filter killed by SIGPIPE (``yes | head -1``), so that scripts can tell "the reader stopped" from
+a failure (1: output not written, 2: usage or input mistake)."""
+
+
+def _to_devnull(stream: object) -> None:
+    """Point the file descriptor under ``stream`` at ``os.devnull``.
+
+    Why the descriptor and not ``sys.stdout = ...``: the interpreter flushes the original
+    ``sys.stdout`` object at exit, and what is left in its buffer would raise again; with its
+    descriptor on ``/dev/null`` that flush succeeds. A stream without a descriptor (a test's
+    capture object, ``None`` under pythonw) has nothing to redirect.
+    """
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def run_piped(main: Callable[[], int]) -> int:
+    """Run a command's ``main`` and return its exit status, or :data:`EXIT_BROKEN_PIPE` quietly
+    when stdout's (or stderr's) reader closes early.
+
+    stdout is flushed inside the guard: when stdout is a pipe Python buffers it, so a short
+    table is only written at that flush, and a closed pipe would otherwise raise at exit,
+    outside any ``try``. Both streams are pointed at ``os.devnull`` afterwards: the process
+    ends at once and has nothing more to say to a reader that left.
+    """
+    try:
+        code = main()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _to_devnull(sys.stdout)
+        _to_devnull(sys.stderr)
+        return EXIT_BROKEN_PIPE
+
+
+__all__ = ["EXIT_BROKEN_PIPE", "OneLineParser", "run_piped"]

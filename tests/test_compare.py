@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import polars as pl
 
 from fattorus.app import compare
+from fattorus.args import EXIT_BROKEN_PIPE
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def buffered_env() -> dict[str, str]:
+    """The environment without ``PYTHONUNBUFFERED``: stdout block-buffered, as users run it (unbuffered,
+    CPython writes a long ``print`` in one call and drops what a closed pipe did not take, silently)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
 
 def _trial(path, policy, params, util, waits, exposed):
@@ -88,9 +101,11 @@ def test_workload_without_the_reference_gets_a_note(tmp_path, capsys):
 
 
 def test_unwritable_compare_md_is_one_line(tmp_path, capsys):
+    """compare.md that cannot be written is the environment: one line, exit 1 (as the studies;
+    2 is for usage and input mistakes)."""
     _trial(tmp_path / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False])
     (tmp_path / "compare.md").mkdir()  # the table's place is taken by a directory
-    assert compare.main([str(tmp_path)]) == 2
+    assert compare.main([str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(tmp_path / "compare.md") in err[0] and "cannot write" in err[0], err
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".compare.md.")], "temporary file left behind"
@@ -108,3 +123,22 @@ def test_other_studies_results_are_not_damaged_trials(tmp_path, capsys):
     assert len(err) == 1 and "2 folder(s)" in err[0] and "not replay runs" in err[0], err
     assert "damaged" not in err[0]
     assert "| first_fit ordering=O2 | 2 |" in (tmp_path / "compare.md").read_text()
+
+
+def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path):
+    """``compare DIR | head -1``: the pipe is closed after the first line, with most of the table
+    still to come; compare ends quietly with exit 141 (128 + SIGPIPE), compare.md complete. Before,
+    a BrokenPipeError traceback and exit 1."""
+    _trial(tmp_path / "ref", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False])
+    for i in range(40):  # 40 rows of ~3 kB: far more than a pipe holds (64 kB), so writes remain after the close
+        _trial(tmp_path / f"t{i}", f"policy{i:02d}_" + "x" * 3000, {}, 0.8, [0.0, 3600.0], [False, False])
+    proc = subprocess.Popen([sys.executable, "-m", "fattorus.app.compare", str(tmp_path)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=buffered_env())  # fmt: skip
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE, err
+    assert first == "### w x2 on t\n"
+    assert err == "", err  # no traceback, no "Exception ignored" from the final flush
+    text = (tmp_path / "compare.md").read_text()  # written before printing: the early reader loses nothing
+    assert text.count("| policy") == 41 and text.endswith("|\n\n")

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from fattorus import report
+from fattorus.args import EXIT_BROKEN_PIPE
 
 REPO = Path(__file__).resolve().parent.parent
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -47,9 +48,16 @@ TOPOLOGY = {
 N_NODES = {"cab": 1296, "pinot": 2592, "torus8": 1024}
 
 
+def buffered_env() -> dict[str, str]:
+    """The environment without ``PYTHONUNBUFFERED``: stdout block-buffered, as users run it (unbuffered,
+    CPython writes a long ``print`` in one call and drops what a closed pipe did not take, silently)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
 def write_run(run_dir: Path, policy, speedup, seed, name, scale, topo, waits, aph, util, *,
-              ideal=IDEAL_APH, old_format=False) -> None:  # fmt: skip
-    """One run directory per docs/outputs.md (``old_format``: no ``ideal_aph``, no ``topology``)."""
+              ideal=IDEAL_APH, old_format=False, params=None, summary_extra=None) -> None:  # fmt: skip
+    """One run directory per docs/outputs.md (``old_format``: no ``ideal_aph``, no ``topology``;
+    ``params``: ``config.policy_params``; ``summary_extra``: more top-level ``summary.json`` keys)."""
     run_dir.mkdir(parents=True)
     submit = np.array([0.0, 60.0, 120.0])
     start = submit + np.asarray(waits)
@@ -86,7 +94,10 @@ def write_run(run_dir: Path, policy, speedup, seed, name, scale, topo, waits, ap
         "makespan_s": float(end.max() - submit.min()),
         "replay_wall_s": 1.25,
         **({} if old_format else {"topology": TOPOLOGY[topo]}),
+        **(summary_extra or {}),
     }
+    if params is not None:
+        summary["config"]["policy_params"] = params
     (run_dir / "summary.json").write_text(json.dumps(summary))
 
 
@@ -229,6 +240,22 @@ def test_runs_differing_in_scheduler_are_not_averaged(results: Path):
     assert table.filter(pl.col("workload") == "atlas-2x on cab [easy]")["TA"].item() == pytest.approx(2.0)
 
 
+@pytest.mark.parametrize(("key", "value", "shown"), [
+    ("sha256", "cd" * 32, "log cdcdcdcdcdcd"),  # another log under the same name (every workload=file run)
+    ("node_kind", "XK", "node_kind=XK"),
+    ("cores_per_node", 16, "cores_per_node=16"),
+], ids=["log", "node_kind", "cores_per_node"])  # fmt: skip
+def test_runs_of_another_log_or_node_kind_are_not_averaged(results: Path, key, value, shown):
+    summary_path = results / "sweepA" / "2" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["config"]["workload"][key] = value
+    summary_path.write_text(json.dumps(summary))
+    table = report.table1(report.load_runs(results))
+    assert f"atlas-2x on cab [{shown}]" in table["workload"].to_list()
+    assert len(table.filter(pl.col("workload").str.starts_with("atlas-2x on cab"))) == 2
+    assert table.filter(pl.col("workload") == f"atlas-2x on cab [{shown}]")["TA"].item() == pytest.approx(3.0)
+
+
 def test_unreadable_run_is_one_line_error(results: Path, capsys):
     (results / "sweepA" / "1" / "jobs.parquet").write_bytes(b"not parquet")
     assert report.main([str(results), "--out", str(results.parent / "out")]) == 2
@@ -353,8 +380,83 @@ def test_row_count_recorded_under_files_is_checked(results: Path, capsys):
 
 
 def test_unwritable_output_is_one_line(results: Path, capsys):
+    """Output that cannot be written is the environment: one line, exit 1 (as the studies; 2 is
+    for usage and input mistakes)."""
     out = results.parent / "out"
     (out / "table1.md").mkdir(parents=True)  # a file's place taken by a directory
-    assert report.main([str(results), "--out", str(out)]) == 2
+    assert report.main([str(results), "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "table1.md" in err[0] and "cannot write" in err[0] and "Traceback" not in err[0], err
+
+
+def test_output_folder_that_cannot_be_made_exits_1(results: Path, capsys):
+    blocker = results.parent / "a_file"
+    blocker.write_text("not a folder")
+    assert report.main([str(results), "--out", str(blocker / "report")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot create output directory" in err[0] and str(blocker) in err[0], err
+
+
+def test_closed_stdout_ends_quietly(results: Path):
+    """``python -m fattorus.report DIR | head -0``: the reader closes the pipe before the one line
+    comes; the report ends quietly with exit 141 (128 + SIGPIPE), every file written. Before, the
+    interpreter's final flush raised BrokenPipeError ("Exception ignored ...", exit 120)."""
+    out = results.parent / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "fattorus.report", str(results), "--out", str(out)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=buffered_env())  # fmt: skip
+    proc.stdout.close()  # long before the report prints (it takes seconds): no reader left
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE, err
+    assert "BrokenPipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err
+    assert (out / "report.html").is_file() and (out / "table1.md").is_file()
+
+
+def test_runs_differing_in_a_policy_setting_are_separate_arms(tmp_path: Path, capsys):
+    """The torus study's first fit over several orderings (policy.params.ordering), one seed each,
+    are arms, not seeds of one "FIRST_FIT": labelled apart, not averaged, no duplicate-seed warning.
+    Likewise speedup=model runs with another comm_fraction (recorded under runtime_model). A label
+    whose runs agree on their settings stays as it was (PRISM)."""
+    root = tmp_path / "torus"
+    one_min = [0.5]
+    orderings = {"id": [0.0, 0.0, 0.0], "O2": [3600.0, 3600.0, 3600.0], "2Y": [7200.0, 7200.0, 7200.0]}
+    for ordering, waits in orderings.items():
+        write_run(root / f"ff_{ordering}", "first_fit", "none", 0, "thunder", 1, "torus8", waits, [0.0, 1.0, 2.0],
+                  util=one_min, params={"ordering": ordering})  # fmt: skip
+    # a second seed of O2: averaged with the first
+    write_run(root / "ff_O2_s1", "first_fit", "none", 1, "thunder", 1, "torus8", [7200.0] * 3, [0.0, 1.0, 2.0],
+              util=one_min, params={"ordering": "O2"})  # fmt: skip
+    for i, fill in enumerate((1, 1.0)):  # one setting, recorded as 1 or 1.0: seeds of one arm
+        write_run(root / f"prism_{i}", "prism", "none", i, "thunder", 1, "torus8", [1800.0] * 3, [0.0, 1.0, 1.0],
+                  util=one_min, params={"fill": fill})  # fmt: skip
+    for c in (0.1, 0.3):
+        model = {"comm_fraction": c, "patterns": {"stencil4d": 1}, "jobs": 3, "mean_slowdown": 1.0 + c}
+        write_run(root / f"model_{c}", "prism", "model", 0, "thunder", 1, "torus8", [c * H] * 3, [0.0, 1.0, 1.0],
+                  util=one_min, params={"fill": 1.0}, summary_extra={"runtime_model": model})  # fmt: skip
+
+    runs = report.load_runs(root)
+    assert sorted(set(runs["label"])) == [
+        "FIRST_FIT ordering=2Y", "FIRST_FIT ordering=O2", "FIRST_FIT ordering=id", "PRISM",
+        "PRISM model comm_fraction=0.1", "PRISM model comm_fraction=0.3",
+    ]  # fmt: skip
+    table = report.table1(runs).row(0, named=True)
+    assert table["FIRST_FIT ordering=id"] == 0.0 and table["FIRST_FIT ordering=id n"] == 1
+    assert table["FIRST_FIT ordering=O2"] == pytest.approx(1.5) and table["FIRST_FIT ordering=O2 n"] == 2
+    assert table["FIRST_FIT ordering=2Y"] == pytest.approx(2.0) and table["FIRST_FIT ordering=2Y n"] == 1
+    assert table["PRISM"] == pytest.approx(0.5) and table["PRISM n"] == 2
+    assert table["PRISM model comm_fraction=0.1"] == pytest.approx(0.1)
+
+    assert report.main([str(root), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "have seed" not in err, err  # no arm is taken for a re-run of another
+    assert " FIRST_FIT ordering=2Y |" in (tmp_path / "out" / "table1.md").read_text()
+
+
+def test_label_arms_marks_a_setting_a_run_does_not_record():
+    """A run that does not record a setting its label's other runs differ in is kept apart ("?")."""
+    runs = pl.DataFrame({"label": ["FIRST_FIT", "FIRST_FIT", "TA"],
+                         "arm": ['{"ordering": "O2"}', "{}", '{"hybrid": "true"}']})  # fmt: skip
+    assert report.label_arms(runs)["label"].to_list() == ["FIRST_FIT ordering=O2", "FIRST_FIT ordering=?", "TA"]
+    summary = {"config": {"policy_params": {"ordering": "2Y", "w": {"a": 2.0}}},
+               "runtime_model": {"comm_fraction": 0.25, "patterns": {"a2a": 1}, "mean_slowdown": 1.5}}
+    assert report.arm_settings(summary) == {"ordering": "2Y", "w.a": "2", "comm_fraction": "0.25",
+                                            "patterns": '{"a2a":1}'}  # fmt: skip

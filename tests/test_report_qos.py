@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import polars as pl
 
 from fattorus.report import qos
+from fattorus.args import EXIT_BROKEN_PIPE
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def buffered_env() -> dict[str, str]:
+    """The environment without ``PYTHONUNBUFFERED``: stdout block-buffered, as users run it (unbuffered,
+    CPython writes a long ``print`` in one call and drops what a closed pipe did not take, silently)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
 
 def _qos_run(path, improvements):
@@ -36,3 +51,30 @@ def test_a_directory_without_qos_runs_and_help(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no jobs.parquet of a QoS run" in err[0]
     assert qos.main(["--help"]) == 0 and "usage" in capsys.readouterr().out
+
+
+def test_unwritable_table_is_one_line_exit_1(tmp_path, capsys):
+    """qos_report.md that cannot be written: one line, exit 1 (it was a traceback)."""
+    _qos_run(tmp_path / "a", [0.1, 0.2])
+    (tmp_path / "qos_report.md").mkdir()  # the table's place is taken by a directory
+    assert qos.main([str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "qos_report.md" in err[0] and "cannot write" in err[0], err
+    assert captured.out == ""
+
+
+def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path):
+    """``python -m fattorus.report.qos DIR | head -1``: quiet, exit 141, qos_report.md complete."""
+    for i in range(20):  # 40 rows of ~4 kB (a long system name): more than a pipe holds (64 kB)
+        _qos_run(tmp_path / f"r{i:02d}", [0.1, 0.2])
+        (tmp_path / f"r{i:02d}" / "summary.json").write_text(json.dumps({"system": "s" * 4000}))
+    proc = subprocess.Popen([sys.executable, "-m", "fattorus.report.qos", str(tmp_path)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=buffered_env())  # fmt: skip
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE, err
+    assert first.startswith("| run | system |") and err == "", err
+    text = (tmp_path / "qos_report.md").read_text()  # written before printing: the early reader loses nothing
+    assert text.count("\n| r") == 40  # two rows (Flood-Pairs, all) of each of the 20 runs

@@ -4,14 +4,20 @@ In process (Hydra's compose API, no replay): the shipped studies pass the check;
 that are not one ``key=value`` override are refused naming their place; every value of a
 swept entry is composed; a bad key is blamed on its entry (file and 0-based place) and no
 block is launched. The command-line cases (one stderr line, exit 2, nothing run) are in the
-table of ``tests/test_bad_inputs.py``.
+table of ``tests/test_bad_inputs.py``; those of the arguments themselves are here (session 14):
+Hydra's own flags (``--cfg job`` ended the first block in Hydra's ``ValueError``), ``--help``
+after the file, and a study file that is missing, a folder, unreadable or of another suffix,
+through ``main`` with no block launched, and ``--cfg job`` once through the real command line.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,9 +108,165 @@ def test_a_refused_study_launches_no_block(tmp_path: Path, monkeypatch: pytest.M
     assert line.startswith(f"fattorus.study: error: {path}: arms[2][0]: Could not override 'sede'")
 
 
-def test_extra_arguments_are_checked_unless_hydra_flags_are_among_them(tmp_path: Path):
+def test_extra_arguments_are_checked_and_hydra_flags_refused(tmp_path: Path):
     path = _study(tmp_path, "study: s\ncases: [[policy=to]]\narms: [[seed=0]]\n")
     data = study.load(path)
     with pytest.raises(study.StudyError, match=r"^argument 'sede=1': Could not override 'sede'"):
         study.check_blocks(data, ["sede=1"], path)
-    study.check_blocks(data, ["--cfg", "job"], path)  # Hydra's to interpret, as before
+    # A flag among the overrides no longer switches their check off: it is refused itself.
+    with pytest.raises(study.StudyError) as err:
+        study.check_blocks(data, ["seed=1", "--cfg", "job"], path)
+    assert re.fullmatch(r"--cfg: .*: python -m fattorus\.sweep study=s policy=to seed=1 --cfg job", str(err.value))
+    # An argument is no YAML list entry: no hint about YAML's commas.
+    with pytest.raises(study.StudyError) as err:
+        study.check_blocks(data, ["policy"], path)
+    assert str(err.value) == "argument 'policy': 'policy' is not a 'key=value' override"
+
+
+# --- The command line (session 14): Hydra's own flags and mistakes with the study file. ---
+
+SMOKE = paths.repo_root() / "sweeps" / "smoke.yaml"
+#: The first trial of sweeps/smoke.yaml, as its own command line.
+SMOKE_TRIAL = ("study=smoke workload=atlas sched=easy progress=false workload.window_days=14 +topo=cab "
+               "workload.scale=2 policy=to +speedup=none seed=0")
+
+
+def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+          *args: str) -> tuple[int, str, str, list[list[str]]]:
+    """Run ``study.main`` with ``args`` and no block launched for real: (exit code, stdout,
+    stderr, launched command lines)."""
+    launched: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda cmd, *a, **k: launched.append(cmd) or 0)
+    monkeypatch.setattr(sys, "argv", ["fattorus.study", *args])
+    with pytest.raises(SystemExit) as exit_:
+        study.main()
+    out = capsys.readouterr()
+    return exit_.value.code, out.out, out.err, launched
+
+
+#: Hydra's flags after the study file, and words of the one line that refuses each.
+FLAG_CASES = [
+    (["--cfg", "job"], f"--cfg: Hydra shows configs of single runs only, and each block of a study is a --multirun; "
+                       f"to see a trial's config, run it alone: python -m fattorus.sweep {SMOKE_TRIAL} --cfg job"),
+    (["-c", "hydra"], "-c: Hydra shows configs of single runs only"),
+    (["seed=3", "--cfg=all"], f"python -m fattorus.sweep {SMOKE_TRIAL.replace('seed=0', 'seed=3')} --cfg job"),
+    (["--info", "defaults"], "--info: Hydra shows configs of single runs only"),
+    (["--resolve"], "--cfg job --resolve"),
+    (["-p", "topo"], "--cfg job --package PACKAGE"),
+    (["--multirun"], "--multirun: every block of a study already runs as a --multirun; leave --multirun out"),
+    (["-m"], "-m: every block of a study already runs as a --multirun; leave -m out"),
+    (["--multi"], "--multi: every block of a study already runs as a --multirun"),  # argparse's prefixes
+    (["--run"], "--run: a study runs every block as a --multirun; to run one trial, use python -m fattorus.sweep"),
+    (["--config-name", "other"], "--config-name: a study composes its app's own config"),
+    (["-cd", "/tmp"], "-cd: a study composes its app's own config"),
+    (["--hydra-help"], "ask the app itself: python -m fattorus.sweep --hydra-help"),
+    (["--dry-run"], "unknown option --dry-run: after the study file come key=value overrides"),
+]
+
+
+@pytest.mark.parametrize("args, words", FLAG_CASES, ids=["_".join(args) for args, _ in FLAG_CASES])
+def test_hydra_flags_are_refused_in_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                             args: list[str], words: str):
+    code, out, err, launched = _main(monkeypatch, capsys, str(SMOKE), *args)
+    assert code == 2 and launched == [], err
+    (line,) = err.splitlines()
+    assert line.startswith("fattorus.study: error: ") and words in line, line
+
+
+def test_a_flag_before_the_study_file_is_named_as_a_flag(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]):
+    code, _, err, launched = _main(monkeypatch, capsys, "--cfg", "job", str(SMOKE))
+    assert code == 2 and launched == []
+    (line,) = err.splitlines()
+    assert line.startswith("fattorus.study: error: --cfg: ") and "python -m fattorus.sweep OVERRIDES" in line
+
+
+def test_the_config_flags_name_the_study_app(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    qos = paths.repo_root() / "sweeps" / "qos_paper.yaml"
+    code, _, err, _ = _main(monkeypatch, capsys, str(qos), "--cfg", "job")
+    assert code == 2
+    assert err.endswith("run it alone: python -m fattorus.qos study=qos_paper progress=false qos=small "
+                        "qos.imbalance=uniform --cfg job\n"), err
+
+
+@pytest.mark.parametrize("where", [[], ["first"]], ids=["after-the-file", "instead-of-the-file"])
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_help_anywhere_prints_the_usage_and_runs_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str], flag: str, where: list):
+    args = [flag] if where else [str(SMOKE), flag]
+    code, out, err, launched = _main(monkeypatch, capsys, *args)
+    assert (code, err, launched) == (0, "", [])
+    assert out == study.USAGE + "\n"
+
+
+def _bad_file(kind: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The arguments of one study-file mistake, made in ``tmp``."""
+    if kind == "no-file":
+        return []
+    if kind == "missing":
+        return [str(tmp / "nosuch.yaml")]
+    if kind == "missing-suffix":  # s.yaml exists: the line names it
+        return [str(_study(tmp, SMOKE.read_text()).with_suffix(""))]
+    if kind == "under-a-file":
+        return [str(_study(tmp, SMOKE.read_text()) / "more.yaml")]
+    if kind == "folder":  # e.g. results/sweeps/<study> instead of the study file
+        return [str(tmp)]
+    if kind == "fifo":  # reading it would block
+        os.mkfifo(tmp / "fifo.yaml")
+        return [str(tmp / "fifo.yaml")]
+    if kind in ("other-suffix", "gzip-suffix"):  # a valid study by content, still refused by its name
+        return [str(_study(tmp, SMOKE.read_text()).rename(tmp / ("s.txt" if kind == "other-suffix" else "s.swf.gz")))]
+    if kind == "binary":
+        (tmp / "b.yaml").write_bytes(b"\x1f\x8b\x08\xff")
+        return [str(tmp / "b.yaml")]
+    assert kind == "unreadable"
+    path = _study(tmp, SMOKE.read_text())
+    path.chmod(0)
+    # Root reads a file whatever its mode: the read fails by a patch, as for any other user.
+    real = Path.read_text
+
+    def read_text(self: Path, *args: Any, **kwargs: Any) -> str:
+        if self == path:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    return [str(path)]
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("no-file", "no study file given (usage: python -m fattorus.study sweeps/NAME.yaml"),
+    ("missing", "nosuch.yaml: no such study file (see sweeps/)"),
+    ("missing-suffix", "s: no such study file; did you mean"),
+    ("under-a-file", "s.yaml/more.yaml: no such study file"),
+    ("folder", ": is a folder, not a study file"),
+    ("fifo", "fifo.yaml: not a regular file"),
+    ("other-suffix", "s.txt: not a study file: its name must end in .yaml or .yml"),
+    ("gzip-suffix", "s.swf.gz: not a study file"),
+    ("unreadable", "s.yaml: cannot read the study file (Permission denied)"),
+    ("binary", "b.yaml: not a text file"),
+])
+def test_study_file_mistakes_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str], kind: str, words: str):
+    args = _bad_file(kind, tmp_path, monkeypatch)
+    code, out, err, launched = _main(monkeypatch, capsys, *args)
+    assert code == 2 and launched == [] and out == "", (out, err)
+    (line,) = err.splitlines()
+    assert line.startswith("fattorus.study: error: ") and words in line, line
+
+
+def test_cfg_job_through_the_real_command_line(tmp_path: Path):
+    """The reported fault end to end: one line, exit 2, nothing written, and the command the
+    line offers instead prints the first trial's config without writing anything either."""
+    env = {**os.environ, "PYTHONPATH": str(paths.repo_root())}
+    run = lambda *args: subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, capture_output=True,  # noqa: E731
+                                       text=True, timeout=300, env=env)
+    out = run("fattorus.study", str(SMOKE), "--cfg", "job")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and out.stdout == "", out.stderr[-2000:]
+    (line,) = out.stderr.splitlines()
+    offered = line.split("run it alone: python -m ", 1)[1].split()
+    assert offered == ["fattorus.sweep", *SMOKE_TRIAL.split(), "--cfg", "job"]
+    shown = run(*offered)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr[-2000:]
+    assert "window_days: 14" in shown.stdout and "name: to" in shown.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -20,6 +20,11 @@ how to pick one. A workload without the reference arm gets no break-even column 
 Folders whose ``summary.json`` has no ``config`` (QoS, network or dragonfly study results) are
 not replay trials: they are skipped and counted, not reported as damaged.
 Needs no ``conf/``: everything comes from the trials' own files.
+
+Exit status: 0 done; 2 a usage or input mistake (no results directory, no finished trial, a
+``--reference`` naming no arm); 1 ``compare.md`` cannot be written (the environment, as in the
+studies); 141 the reader of stdout went away (``... | head -1``), quietly, ``compare.md``
+already written (:func:`fattorus.args.run_piped`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import polars as pl
 
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
+from fattorus.args import run_piped
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
@@ -143,7 +149,8 @@ def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry; one-line errors, exit 2."""
+    """Command line entry; one-line errors: exit 2 for a usage or input mistake, 1 when
+    ``compare.md`` cannot be written (see the module's exit statuses)."""
     p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="compare",
                       description=__doc__.splitlines()[0])
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
@@ -200,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         atomic_write(target, text + "\n")
     except OSError as err:
+        # The environment (read-only folder, full disk, a folder in the file's place), not the
+        # user's input: exit 1, as the network and dragonfly studies; 2 stays for usage mistakes.
         print(f"compare: {target}: cannot write: {err.strerror or one_line(err)}", file=sys.stderr)
-        return 2
+        return 1
     print(text)
     return 0
 
@@ -217,7 +226,7 @@ def one_line(err: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_piped(main))  # quiet, exit 141, when stdout's reader closes early (| head -1)
 
 
 __all__ = ["DEFAULT_REFERENCE", "check_reference", "is_replay", "label", "main", "table", "trial_row",

@@ -8,8 +8,12 @@ arm) pair becomes one ``python -m APP --multirun`` into ``results/sweeps/<study>
 union of Cartesian products rather than one big product (TO runs need no speedup scenarios).
 Trials that already finished are skipped: re-running an interrupted study resumes it.
 
-Extra arguments are passed to every multirun (e.g. ``hydra/launcher=slurm
-hydra.launcher.partition=pbatch`` to run on a Slurm cluster).
+Extra arguments are ``key=value`` overrides passed to every multirun (e.g. ``hydra/launcher=slurm
+hydra.launcher.partition=pbatch`` to run on a Slurm cluster). Hydra's own flags (``--cfg``,
+``--info``, ``--run``, ``--multirun``, ``--config-name``, ...) are refused in one line that
+says what to run instead: a study runs each block as ``--multirun`` itself, and Hydra allows
+one mode per run. For ``--cfg`` and ``--info`` the line is the first trial's own command line,
+which shows its composed config.
 
 Before the first block starts, the whole study is checked: the study name, every entry (one
 ``key=value`` Hydra override per entry) and every block's overrides composed with the app's
@@ -22,6 +26,7 @@ instead of a failure after earlier blocks have run.
 from __future__ import annotations
 
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -45,17 +50,56 @@ _COMMA_HINT = " (YAML splits a [...] list at commas: quote an entry such as \"se
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 
 
+#: The usage line (``-h``/``--help``, and the hint of a command line without a study file).
+USAGE = "usage: python -m fattorus.study sweeps/NAME.yaml [key=value overrides for every block...]"
+
+#: A study file's name ends in one of these (checked before reading: a job log or a results
+#: folder's file given by mistake is named as such instead of failing as YAML or as UTF-8).
+SUFFIXES = (".yaml", ".yml")
+
+#: Hydra 1.3's own command-line flags (``hydra._internal.utils.get_args_parser``), by kind: a
+#: study passes ``--multirun`` to every block itself, so none of them can be passed on (Hydra
+#: allows one mode per run, and the rest change what the check composed).
+_SHOW_FLAGS = {"--cfg": "--cfg job", "-c": "--cfg job", "--info": "--info", "-i": "--info",
+               "--resolve": "--cfg job --resolve", "--package": "--cfg job --package PACKAGE",
+               "-p": "--cfg job --package PACKAGE"}
+_MODE_FLAGS = ("--multirun", "-m", "--run", "-r")
+_CONFIG_FLAGS = ("--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd")
+_OTHER_FLAGS = ("--hydra-help", "--version", "--shell-completion", "-sc", "--experimental-rerun")
+
+
 class StudyError(ValueError):
-    """A malformed study file."""
+    """A malformed study file, or a command-line mistake."""
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    """Read and check a study file; errors name the file and the field."""
+    """Read and check a study file; errors name the file and the field.
+
+    The path is checked before it is read, so that each mistake is its own line: missing (with
+    the ``.yaml`` name when that exists), a folder, not a regular file (a FIFO would block the
+    read), another suffix than ``.yaml``/``.yml``, unreadable, not UTF-8 text.
+    """
     p = Path(path)
-    if not p.is_file():
-        raise StudyError(f"{p}: no such study file (see sweeps/)")
     try:
-        data = yaml.safe_load(p.read_text())
+        mode = p.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        near = next((q for q in (p.with_name(p.name + s) for s in SUFFIXES) if q.is_file()), None) if p.name else None
+        hint = f"; did you mean {near}?" if near else " (see sweeps/)"
+        raise StudyError(f"{p}: no such study file{hint}") from None
+    except OSError as err:  # e.g. a folder on the way that may not be searched
+        raise StudyError(f"{p}: cannot read the study file ({err.strerror or err})") from None
+    if stat.S_ISDIR(mode):
+        raise StudyError(f"{p}: is a folder, not a study file (a .yaml file such as sweeps/smoke.yaml)")
+    if not stat.S_ISREG(mode):
+        raise StudyError(f"{p}: not a regular file; a study file is a .yaml file (see sweeps/)")
+    if p.suffix.lower() not in SUFFIXES:
+        raise StudyError(f"{p}: not a study file: its name must end in .yaml or .yml (see sweeps/)")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise StudyError(f"{p}: cannot read the study file ({err.strerror or err})") from None
+    except UnicodeDecodeError:
+        raise StudyError(f"{p}: not a text file (a study file is UTF-8 YAML, see sweeps/)") from None
     except yaml.YAMLError as err:
         raise StudyError(f"{p}: not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(data, dict) or not isinstance(data.get("study"), str):
@@ -125,6 +169,50 @@ def override_error(entry: Any) -> str | None:
 
         return f"{entry!r}: {squash(err)}"
     return None
+
+
+def flag_error(args: list[str], study: dict[str, Any] | None = None) -> str | None:
+    """The one-line refusal of the first Hydra flag (any argument starting with ``-``) among a
+    study's extra arguments, or None when they are all overrides.
+
+    The line names the flag as given and says what to do instead. For the flags that show a
+    config (``--cfg``, ``--info``, ...) it gives the command line of the first trial of the
+    first block, with ``study`` known, so that a user can see a composed config in one paste:
+    Hydra shows configs of single runs only, and a block is a multirun.
+    """
+    flag = next((a for a in args if a.startswith("-")), None)
+    if flag is None:
+        return None
+    name = flag.split("=", 1)[0]
+    if name.startswith("--") and name not in _SHOW_FLAGS:  # argparse takes unique prefixes (--mult)
+        longs = [f for f in (*_SHOW_FLAGS, *_MODE_FLAGS, *_CONFIG_FLAGS, *_OTHER_FLAGS)
+                 if f.startswith("--") and f.startswith(name)]
+        name = longs[0] if len(longs) == 1 else name
+    app = study["app"] if study else "fattorus.sweep"
+    if name in _SHOW_FLAGS:
+        trial = " ".join(first_trial(study, args)) if study else "OVERRIDES (one value per swept key)"
+        return (f"{flag}: Hydra shows configs of single runs only, and each block of a study is a --multirun; "
+                f"to see a trial's config, run it alone: python -m {app} {trial} {_SHOW_FLAGS[name]}")
+    if name in ("--multirun", "-m"):
+        return f"{flag}: every block of a study already runs as a --multirun; leave {flag} out"
+    if name in ("--run", "-r"):
+        return f"{flag}: a study runs every block as a --multirun; to run one trial, use python -m {app} OVERRIDES"
+    if name in _CONFIG_FLAGS:
+        return (f"{flag}: a study composes its app's own config (the file's 'app:' picks the app); "
+                f"give key=value overrides in the study file or after it instead")
+    if name in _OTHER_FLAGS:
+        return f"{flag} is a flag of the app's Hydra, not of a study; ask the app itself: python -m {app} {flag}"
+    return (f"unknown option {flag}: after the study file come key=value overrides for every block "
+            f"(e.g. hydra.launcher.n_jobs=1)")
+
+
+def first_trial(study: dict[str, Any], extra: list[str]) -> list[str]:
+    """The overrides of the first trial of the first block (the first value of each swept entry),
+    with the override arguments among ``extra``: one single run's command line."""
+    block = ([(None, f"study={study['study']}")] + [(None, str(o)) for o in study["common"]]
+             + [(None, str(o)) for o in study["cases"][0]] + [(None, str(o)) for o in study["arms"][0]]
+             + [(None, x) for x in extra if not x.startswith("-") and override_error(x) is None])
+    return [text for _, text in _combinations(block)[0]]
 
 
 def commands(study: dict[str, Any], extra: list[str]) -> list[list[str]]:
@@ -201,14 +289,16 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
         return None
 
     p = Path(path)
-    # Extra arguments join every block. With a Hydra flag among them (--cfg job, --config-name
-    # X, ...) they are passed on unchecked: which of them is a flag's value is Hydra's to say.
-    flags = any(x.startswith("-") for x in extra)
-    extra_overrides = [] if flags else [(f"argument {x!r}", x) for x in extra]
+    # Extra arguments join every block, so they must all be overrides: a Hydra flag among them
+    # would reach every block's multirun (--cfg job there is Hydra's ValueError).
+    why = flag_error(extra, study)
+    if why:
+        raise StudyError(why)
+    extra_overrides = [(f"argument {x!r}", x) for x in extra]
     for place, text in extra_overrides:
         why = override_error(text)
-        if why:
-            raise StudyError(f"{place}: {why}")
+        if why:  # the hint about YAML lists is for entries of the file, not for arguments
+            raise StudyError(f"{place}: {why.replace(_COMMA_HINT, '')}")
     tried: set[tuple[str, ...]] = set()
     with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3", job_name="study_check"):
         for i, case in enumerate(study["cases"]):
@@ -238,19 +328,24 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
 
 def main() -> None:
     """Run every multirun of a study file, with a status line per block."""
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-        print("usage: python -m fattorus.study sweeps/NAME.yaml [hydra overrides...]")
-        sys.exit(0 if len(sys.argv) >= 2 else 2)
+    args = sys.argv[1:]
+    if any(a in ("-h", "--help") for a in args):  # anywhere, as argparse does; Hydra's app help is the app's
+        print(USAGE)
+        sys.exit(0)
     try:
-        study = load(sys.argv[1])
-        check_blocks(study, sys.argv[2:], sys.argv[1])  # a typo in the last block costs no replay
+        if not args:
+            raise StudyError(f"no study file given ({USAGE})")
+        if args[0].startswith("-"):  # a flag before the file: refused as a flag, not as a missing file
+            raise StudyError(flag_error(args) or "")
+        study = load(args[0])
+        check_blocks(study, args[1:], args[0])  # a typo in the last block costs no replay
     except StudyError as err:
         sys.stderr.write(f"fattorus.study: error: {err}\n")
         sys.exit(2)
     except KeyboardInterrupt:
         sys.stderr.write("fattorus.study: interrupted while checking the study; nothing was run\n")
         sys.exit(130)
-    cmds = commands(study, sys.argv[2:])
+    cmds = commands(study, args[1:])
     t0 = time.perf_counter()
     for i, cmd in enumerate(cmds, 1):
         shown = " ".join(cmd[3:])

@@ -21,7 +21,10 @@
   configuration and topology).
 
 Labels: policy ``to`` -> ``TO``, ``ta`` -> ``TA``, other policies upper-cased; a speedup
-scenario other than ``none`` is appended in the paper's spelling (``TA x5``, ``TA V1``).
+scenario other than ``none`` is appended in the paper's spelling (``TA x5``, ``TA V1``). Runs of
+one such label that differ in a policy parameter or the flow model's settings are different
+arms, and the differing settings are appended (``FIRST_FIT ordering=2Y``), so they are never
+averaged together as seeds (:func:`~fattorus.report.load.label_arms`).
 Workload label: ``{name}-{scale}x on {topo}`` (``atlas-2x on cab``; no ``-1x``); when runs
 with the same label differ in time window or scheduler, that is appended so they are never
 averaged together as seeds.
@@ -36,6 +39,11 @@ A run whose tables lack a column the report reads, hold no row, or hold another 
 than ``summary.json`` records (``files.<table>.rows``, else ``counts.replayed``) is damaged,
 like an unreadable one: refused in one line naming it, or with ``--skip-bad`` skipped with a
 warning and counted. Everything is computed before the first file is written.
+
+Exit status: 0 done; 2 a usage or input mistake (no runs, a damaged run, runs that cannot be
+combined); 1 the output directory or a file in it cannot be made (the environment, as in the
+studies); 141 the reader of stdout went away (``... | head -1``), quietly, after every file
+was written (:func:`fattorus.args.run_piped`).
 
 Modules: :mod:`~fattorus.report.labels` (names), :mod:`~fattorus.report.load` (reading),
 :mod:`~fattorus.report.aggregate` (statistics), :mod:`~fattorus.report.figures`
@@ -71,26 +79,32 @@ from fattorus.report.labels import (
     scenario_spelling, topo_name, workload_label,
 )  # fmt: skip
 from fattorus.report.load import (
-    JSON_COLUMNS, RUN_FILES, RUNS_SCHEMA, ReportError, find_run_dirs, jobs_scan, load_runs, one_line, read_summary,
-    utilization_scan, warn_duplicate_seeds, warn_missing_ideal,
+    JSON_COLUMNS, RUN_FILES, RUNS_SCHEMA, ReportError, arm_settings, find_run_dirs, jobs_scan, label_arms, load_runs,
+    one_line, read_summary, utilization_scan, warn_duplicate_seeds, warn_missing_ideal,
 )  # fmt: skip
+from fattorus.args import EXIT_BROKEN_PIPE, run_piped
 
 __all__ = [
-    "DEFAULT_EDGES", "FIGURES", "JSON_COLUMNS", "LABEL_ORDER", "RUN_FILES", "RUNS_SCHEMA", "ReportError",
-    "aph_axis_top", "aph_box_stats", "aph_stats_of", "bin_index", "bin_labels", "find_run_dirs", "fmt_hours",
-    "jobs_scan", "label_rank", "load_runs", "main", "one_line", "order_labels", "over_seeds", "parse_edges",
-    "read_summary", "render_html", "run_label", "runs_table_cells", "scenario_spelling", "table1",
-    "table1_cells", "table1_labels", "table1_markdown", "topo_name", "utilization_box_stats",
-    "utilization_scan", "utilization_stats_of", "wait_by_bin", "wait_stats_of", "workload_label",
-    "workload_order", "write_report",
+    "DEFAULT_EDGES", "EXIT_BROKEN_PIPE", "FIGURES", "JSON_COLUMNS", "LABEL_ORDER", "RUN_FILES", "RUNS_SCHEMA",
+    "ReportError", "ReportWriteError", "aph_axis_top", "aph_box_stats", "aph_stats_of", "arm_settings",
+    "bin_index", "bin_labels", "find_run_dirs", "fmt_hours", "jobs_scan", "label_arms", "label_rank", "load_runs",
+    "main", "one_line", "order_labels", "over_seeds", "parse_edges", "read_summary", "render_html", "run_label",
+    "run_piped", "runs_table_cells", "scenario_spelling", "table1", "table1_cells", "table1_labels",
+    "table1_markdown", "topo_name", "utilization_box_stats", "utilization_scan", "utilization_stats_of",
+    "wait_by_bin", "wait_stats_of", "workload_label", "workload_order", "write_report",
 ]  # fmt: skip
+
+
+class ReportWriteError(ReportError):
+    """The output directory or a file in it cannot be made: the environment, not the inputs
+    (exit 1, as the studies; a :class:`ReportError` about the inputs exits 2)."""
 
 
 def _make_out_dir(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ReportError(f"{out}: cannot create output directory: {one_line(err)}") from None
+        raise ReportWriteError(f"{out}: cannot create output directory: {one_line(err)}") from None
 
 
 def _figures(runs, root: Path, edges: Sequence[int]) -> dict[str, object]:
@@ -114,7 +128,8 @@ def write_report(results_dir: str | os.PathLike, out_dir: str | os.PathLike | No
     Every table, figure and the page are computed first and only then written, so a run the
     report cannot use stops it before any file (or the output directory) exists, never after
     half of the files. Every file is written atomically (``fattorus.files.atomic_write``); the
-    page last. A file that cannot be written is a :class:`ReportError` naming it.
+    page last. An output directory or file that cannot be made is a :class:`ReportWriteError`
+    naming it.
     """
     root = Path(results_dir)
     out = Path(out_dir) if out_dir is not None else root / "report"
@@ -137,7 +152,7 @@ def write_report(results_dir: str | os.PathLike, out_dir: str | os.PathLike | No
         try:
             atomic_write(out / name, data)
         except OSError as err:
-            raise ReportError(f"{out / name}: cannot write: {one_line(err)}") from None
+            raise ReportWriteError(f"{out / name}: cannot write: {one_line(err)}") from None
     return out / "report.html"
 
 
@@ -165,10 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         page = write_report(args.results_dir, args.out, edges=args.bins, skip_bad=args.skip_bad)
     except ReportError as err:
         print(f"fattorus.report: error: {err}", file=sys.stderr)
-        return 2
+        # Unwritable output is the environment (exit 1, as the studies); 2 is for the user's
+        # input and usage mistakes.
+        return 1 if isinstance(err, ReportWriteError) else 2
     print(f"fattorus.report: wrote {page}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_piped(main))  # quiet, exit 141, when stdout's reader closes early

@@ -2,6 +2,6 @@
 
 import sys
 
-from fattorus.report import main
+from fattorus.report import main, run_piped
 
-sys.exit(main())
+sys.exit(run_piped(main))  # quiet, exit 141, when stdout's reader closes early (| head -1)

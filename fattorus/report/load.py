@@ -33,7 +33,8 @@ so the run is named and ``--skip-bad`` can skip it, not found while combining ru
 
 
 class ReportError(Exception):
-    """A problem with the inputs, reported as one line and exit code 2."""
+    """A problem with the inputs, reported as one line and exit code 2 (its subclass
+    ``fattorus.report.ReportWriteError``, output that cannot be written, exits 1)."""
 
 
 def _scale(workload: Mapping[str, Any]) -> float | None:
@@ -152,6 +153,68 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+MODEL_SETTINGS = ("comm_fraction", "patterns")
+"""The flow model's settings (``speedup=model``) that ``summary.json`` records under
+``runtime_model`` (``config.speedup`` holds only the scenario's name); its other entries are results."""
+
+
+def _setting_text(value: Any) -> str:
+    """A setting's value as label text: strings as they are, numbers without a spurious ``.0``
+    (Hydra records ``1`` or ``1.0`` for the same setting), anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(float(value)).removesuffix(".0")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested settings as ``dotted.name -> value text``."""
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        out.update(_flat(value, f"{name}.") if isinstance(value, Mapping) else {name: _setting_text(value)})
+    return out
+
+
+def arm_settings(summary: Mapping[str, Any]) -> dict[str, str]:
+    """The settings that tell a run's arm from other arms of its policy and speedup scenario.
+
+    Every ``config.policy_params`` entry (first fit's ``ordering``, ``ta``'s heuristics, prism's
+    fill: what a study's ``arms`` set besides the policy) and, under ``speedup=model``, the
+    model's :data:`MODEL_SETTINGS`, as ``name -> value text``. Why not only ``ordering`` (as
+    ``compare`` shows): any parameter of a policy makes another arm, and runs of two arms merged
+    under one label would be averaged as seeds. The other settings that change results are the
+    workload's (machine, log, scale, window, node kind, cores per node) and the scheduler, told
+    apart by the workload label (:func:`workload_label`, :func:`disambiguate`); the rest are not
+    settings (seed, study, parse counts).
+    """
+    config = _mapping(summary.get("config"))
+    settings = _flat(_mapping(config.get("policy_params")))
+    model = _mapping(summary.get("runtime_model"))
+    settings.update({k: _setting_text(model[k]) for k in MODEL_SETTINGS if k in model})
+    return settings
+
+
+def label_arms(runs: pl.DataFrame) -> pl.DataFrame:
+    """Append to each run's label the arm settings (column ``arm``) that differ between runs of that label.
+
+    ``FIRST_FIT`` becomes ``FIRST_FIT ordering=2Y`` when first fit ran over several orderings;
+    a label whose runs agree on every setting is left alone (``TA`` stays ``TA``, in the
+    paper's order). The settings are compared over every run of the label, whatever its
+    workload, so that one label names one arm in every panel and Table I column. A run that
+    does not record a setting the others differ in shows it as ``?`` (never merged with them).
+    """
+    labels, settings = runs["label"].to_list(), [json.loads(a) for a in runs["arm"]]
+    shown: dict[str, list[str]] = {}
+    for base in set(labels):
+        group = [s for s, label in zip(settings, labels) if label == base]
+        names = sorted({name for s in group for name in s})
+        shown[base] = [name for name in names if len({s.get(name) for s in group}) > 1]
+    full = [" ".join([label, *(f"{n}={s.get(n, '?')}" for n in shown[label])]) for label, s in zip(labels, settings)]
+    return runs.with_columns(label=pl.Series(full, dtype=pl.String))
+
+
 def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
     """One row of :func:`load_runs` for ``run_dir``; raises :class:`ReportError` if unreadable."""
     summary = read_summary(run_dir)
@@ -183,6 +246,9 @@ def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
         "scale": _scale(workload),
         "window_start_days": workload.get("window_start_days"),
         "window_days": workload.get("window_days"),
+        "node_kind": workload.get("node_kind"),
+        "cores_per_node": workload.get("cores_per_node"),
+        "log_sha256": workload.get("sha256"),
         "n_nodes": summary.get("n_nodes"),
         **jobs,
         **util,
@@ -191,6 +257,7 @@ def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
         "skipped": skipped_total(counts),
         "replay_wall_s": summary.get("replay_wall_s"),
         "config": json.dumps(config, sort_keys=True),
+        "arm": json.dumps(arm_settings(summary), sort_keys=True),
         "counts": json.dumps(counts, sort_keys=True),
         "topology": None if topology is None else json.dumps(topology, sort_keys=True),
     }
@@ -200,16 +267,17 @@ RUNS_SCHEMA = {
     "run": pl.String, "path": pl.String, "label": pl.String, "workload": pl.String,
     "topo": pl.String, "topo_kind": pl.String, "policy": pl.String, "speedup": pl.String,
     "sched": pl.String, "seed": pl.Int64, "workload_name": pl.String, "scale": pl.Float64,
-    "window_start_days": pl.Float64, "window_days": pl.Float64, "n_nodes": pl.Int64,
+    "window_start_days": pl.Float64, "window_days": pl.Float64, "node_kind": pl.String,
+    "cores_per_node": pl.Int64, "log_sha256": pl.String, "n_nodes": pl.Int64,
     "jobs": pl.Int64, "wait_mean_h": pl.Float64, "wait_median_h": pl.Float64,
     "makespan_h": pl.Float64, "aph_mean": pl.Float64, "has_ideal_aph": pl.Boolean,
     "util_mean": pl.Float64, "util_median": pl.Float64, "read": pl.Int64, "replayed": pl.Int64,
-    "skipped": pl.Int64, "replay_wall_s": pl.Float64, "config": pl.String, "counts": pl.String,
-    "topology": pl.String,
+    "skipped": pl.Int64, "replay_wall_s": pl.Float64, "config": pl.String, "arm": pl.String,
+    "counts": pl.String, "topology": pl.String,
 }  # fmt: skip
 """Columns of :func:`load_runs` (times in hours, utilization as a fraction, APH in hops;
-``config``, ``counts`` and ``topology`` as JSON text)."""
-JSON_COLUMNS = ("config", "counts", "topology")
+``config``, ``arm`` (:func:`arm_settings`), ``counts`` and ``topology`` as JSON text)."""
+JSON_COLUMNS = ("config", "arm", "counts", "topology")
 
 
 def progress(items: Sequence[Any], desc: str, every_s: float = 5.0) -> Iterator[Any]:
@@ -229,9 +297,22 @@ def progress(items: Sequence[Any], desc: str, every_s: float = 5.0) -> Iterator[
 
 
 def disambiguate(runs: pl.DataFrame) -> pl.DataFrame:
-    """Append the time window and/or scheduler to workload labels shared by runs that differ in them."""
+    """Append the time window, scheduler, node kind, cores per node and/or log to workload labels
+    shared by runs that differ in them (``atlas-2x on cab [fcfs]``, ``file on cab [log 1a2b3c4d5e6f]``).
+
+    Why the log: every ``workload=file`` run is named ``file``, so two logs would be averaged as
+    seeds of one workload; the log's sha256 (its first 12 digits) tells them apart, and a run
+    that did not record one reads ``?``. The node kind and cores per node change the jobs replayed.
+    """
     window = pl.format("days {}+{}", pl.col("window_start_days"), pl.col("window_days"))
-    for extra in (window.fill_null("?"), pl.col("sched").fill_null("?")):
+    extras = (
+        window.fill_null("?"),
+        pl.col("sched").fill_null("?"),
+        pl.format("node_kind={}", pl.col("node_kind").fill_null("?")),
+        pl.format("cores_per_node={}", pl.col("cores_per_node").cast(pl.String).fill_null("?")),
+        pl.format("log {}", pl.col("log_sha256").str.slice(0, 12).fill_null("?")),
+    )
+    for extra in extras:
         distinct = extra.n_unique().over("workload") > 1
         runs = runs.with_columns(
             workload=pl.when(distinct).then(pl.format("{} [{}]", "workload", extra)).otherwise("workload")
@@ -259,6 +340,9 @@ def _read_rows(root: Path, run_dirs: Sequence[Path], skip_bad: bool) -> list[dic
 def load_runs(results_dir: str | os.PathLike, *, skip_bad: bool = False) -> pl.DataFrame:
     """One row per run directory under ``results_dir`` (columns :data:`RUNS_SCHEMA`).
 
+    A run's ``label`` names its arm: the policy and speedup scenario (:func:`run_label`) plus
+    the arm settings that differ between runs of those (:func:`label_arms`), so runs averaged
+    as seeds of one label differ in nothing else that defines an arm.
     Sorted by topology, workload, label (paper order) and seed. Raises :class:`ReportError`
     when there is no run or, unless ``skip_bad`` (then a warning on stderr), a run is unreadable.
     """
@@ -271,7 +355,7 @@ def load_runs(results_dir: str | os.PathLike, *, skip_bad: bool = False) -> pl.D
     rows = _read_rows(root, run_dirs, skip_bad)
     if not rows:
         raise ReportError(f"{root}: no readable run directories")
-    runs = disambiguate(pl.DataFrame(rows, schema=RUNS_SCHEMA, strict=False))
+    runs = disambiguate(label_arms(pl.DataFrame(rows, schema=RUNS_SCHEMA, strict=False)))
     rank = pl.col("label").replace_strict(
         {label: i for i, label in enumerate(LABEL_ORDER)}, default=len(LABEL_ORDER), return_dtype=pl.Int64
     )
@@ -279,7 +363,11 @@ def load_runs(results_dir: str | os.PathLike, *, skip_bad: bool = False) -> pl.D
 
 
 def warn_duplicate_seeds(runs: pl.DataFrame) -> None:
-    """Warn on stderr when runs of one (workload, label) share a seed (a re-run counted twice)."""
+    """Warn on stderr when runs of one (workload, label) share a seed (a re-run counted twice).
+
+    A label names one arm (:func:`label_arms`): runs that differ in an arm setting (first fit's
+    ordering) are not duplicates and get no warning.
+    """
     seeded = runs.filter(pl.col("seed").is_not_null())
     dup = seeded.group_by("workload", "label", "seed").len().filter(pl.col("len") > 1)
     for workload, label, seed, n in dup.sort("workload", "label", "seed").iter_rows():

@@ -10,7 +10,9 @@ included, as the paper counts it; line: the assignment the algorithm settled on)
 sweep directory) and prints one row per run and job type: median ``W`` default / QoS, median,
 mean, best and worst improvement (the whole run), the same for the settled assignment, and the
 share of jobs the settled assignment improves by more than 1 %; it writes ``DIR/qos_report.md``
-with the same table.
+with the same table. Exit status: 0 done; 2 a usage or input mistake; 1 ``qos_report.md``
+cannot be written (one line, as ``fattorus.report``); 141 the reader of stdout went away
+(``... | head -1``), quietly, the file already written (:func:`fattorus.args.run_piped`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fattorus.files import atomic_write
+from fattorus.args import run_piped
 
 LABELS = {"flood_pairs": "Flood-Pairs", "nearest_neighbor": "Nearest-Neighbor", "random_pairs": "Random-Pairs",
           "all_to_all": "All-to-all"}
@@ -132,10 +135,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fattorus.report.qos: error: {root}: no jobs.parquet of a QoS run under it", file=sys.stderr)
         return 2
     text = markdown(rows)
-    atomic_write(root / "qos_report.md", text)
+    target = root / "qos_report.md"
+    try:
+        atomic_write(target, text)
+    except OSError as err:  # the environment (read-only folder, full disk), not the input: exit 1
+        print(f"fattorus.report.qos: error: {target}: cannot write: {' '.join(str(err).split())[:200]}",
+              file=sys.stderr)
+        return 1
     print(text, end="")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_piped(main))  # quiet, exit 141, when stdout's reader closes early (| head -1)
