@@ -12,7 +12,10 @@ Two kernels compute the same number:
   ``O(n + groups)`` per job, no matrix), the pairwise sum otherwise.
 
 Both return the integer numerator so that tests can compare them exactly; :func:`aph`
-divides. The sums are int32: exact for any job of up to 23,170 nodes (``4 n^2 < 2^31``).
+divides. The sums are in JAX's default integer: int32, exact while ``max_hops · n (n − 1) <
+2^31`` (any job of up to 23,170 nodes on a fat-tree, whose routes are at most 4 hops, but
+only up to 7,723 nodes on Blue Waters, 36 hops across); :func:`aph_of` runs wider
+allocations under ``jax.enable_x64``, where the same kernels sum in int64.
 """
 
 from __future__ import annotations
@@ -56,17 +59,18 @@ def _sizes(allocs: jax.Array) -> jax.Array:
 
 @partial(jax.jit, static_argnums=0)
 def hop_sums(topo: Topology, allocs: jax.Array) -> jax.Array:
-    """``sum_{i != j} H(i, j)`` for each padded allocation ``(B, n_max)`` -> ``(B,)`` int32, by the
-    topology's own hop-sum kernel (a closed form from per-group counts where the family has
-    one; the pairwise sum otherwise)."""
+    """``sum_{i != j} H(i, j)`` for each padded allocation ``(B, n_max)`` -> ``(B,)`` default int
+    (int32; int64 under ``jax.enable_x64``: see :func:`int32_exact`), by the topology's own
+    hop-sum kernel (a closed form from per-group counts where the family has one; the pairwise
+    sum otherwise)."""
     valid = allocs >= 0
     safe = jnp.where(valid, allocs, 0)
-    return jax.vmap(topo.hop_sum)(safe, valid).astype(jnp.int32)
+    return jax.vmap(topo.hop_sum)(safe, valid).astype(int)
 
 
 def _pairwise_one(ft: Topology, nodes: jax.Array) -> jax.Array:
     valid = nodes >= 0
-    h = ft.hops(nodes[:, None], nodes[None, :]).astype(jnp.int32)
+    h = ft.hops(nodes[:, None], nodes[None, :]).astype(int)
     mask = valid[:, None] & valid[None, :]
     return jnp.sum(jnp.where(mask, h, 0))
 
@@ -111,11 +115,21 @@ def ideal_aph(topo: Topology, n):
     return np.vectorize(lambda v: values[int(v)], otypes=[np.float64])(sizes)
 
 
+def int32_exact(topo: Topology, width: int) -> bool:
+    """Whether every hop sum of an allocation of up to ``width`` nodes fits int32: ``max_hops ·
+    width (width − 1) < 2^31`` (the sum of ``n (n − 1)`` ordered pairs of at most ``max_hops``
+    hops each)."""
+    return int(topo.max_hops) * int(width) * (int(width) - 1) < 2**31
+
+
 def aph_of(ft: Topology, allocs: list[np.ndarray]) -> np.ndarray:
     """APH (float64) of many variable-size allocations with the closed-form kernel.
 
     Allocations are grouped by padding bucket and each group's batch is padded to a power of
-    two, so a replay of any workload compiles the kernel only a handful of times.
+    two, so a replay of any workload compiles the kernel only a handful of times. A bucket
+    whose hop sums could pass int32 (:func:`int32_exact`; e.g. Blue Waters jobs of more than
+    7,723 nodes) runs under ``jax.enable_x64``, where the kernels sum in int64: exact, one
+    more compilation for that bucket.
     """
     sizes = np.array([len(a) for a in allocs], dtype=np.int64)
     sums = np.zeros(len(allocs), dtype=np.int64)
@@ -126,5 +140,9 @@ def aph_of(ft: Topology, allocs: list[np.ndarray]) -> np.ndarray:
         batch = np.full((rows, int(width)), -1, dtype=np.int32)
         for r, i in enumerate(idx):
             batch[r, : sizes[i]] = allocs[i]
-        sums[idx] = np.asarray(hop_sums(ft, jnp.asarray(batch)))[: len(idx)]
+        if int32_exact(ft, int(width)):
+            sums[idx] = np.asarray(hop_sums(ft, jnp.asarray(batch)))[: len(idx)]
+        else:
+            with jax.enable_x64(True):
+                sums[idx] = np.asarray(hop_sums(ft, jnp.asarray(batch)))[: len(idx)]
     return aph_from_sums(sums.astype(np.float64), sizes).astype(np.float64)

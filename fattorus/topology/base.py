@@ -151,11 +151,13 @@ class Topology(abc.ABC):
 
         ``nodes``: ``(W,)`` int, ``valid``: ``(W,)`` bool. Default: the pairwise ``O(W^2)``
         sum; families override with a closed form from per-group counts (jit-traceable).
+        Sums are in JAX's default integer (int32, int64 under ``jax.enable_x64``), which
+        :func:`fattorus.kernels.aph.aph_of` turns on where int32 could overflow.
         """
         import jax.numpy as jnp
 
         nodes = jnp.asarray(nodes)
-        h = self.hops(nodes[:, None], nodes[None, :])
+        h = jnp.asarray(self.hops(nodes[:, None], nodes[None, :])).astype(int)  # int64 under x64
         both = valid[:, None] & valid[None, :]
         return jnp.sum(jnp.where(both, h, 0))
 

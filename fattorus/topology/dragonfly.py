@@ -271,11 +271,11 @@ class Dragonfly(Topology):
         jnp = _jnp()
         nodes, valid = jnp.asarray(nodes), jnp.asarray(valid)
         r = jnp.where(valid, nodes, 0) // self.nodes_per_router
-        D = jnp.asarray(self.router_distance).astype(jnp.int32)
+        D = jnp.asarray(self.router_distance).astype(int)  # JAX's default integer: int64 under x64
         if nodes.shape[-1] <= self.n_routers:  # static: whichever is less work for this width
             both = valid[:, None] & valid[None, :]
             return jnp.sum(jnp.where(both, D[r[:, None], r[None, :]], 0))
-        h = jnp.zeros(self.n_routers, jnp.int32).at[r].add(valid.astype(jnp.int32))
+        h = jnp.zeros(self.n_routers, int).at[r].add(valid.astype(int))
         return h @ (D @ h)
 
     def ideal_allocation(self, n: int) -> np.ndarray:

@@ -143,13 +143,14 @@ class FatTree(Topology):
     def hop_sum(self, nodes, valid):
         """Closed-form ``sum_{i != j} H`` over the valid entries of one padded allocation, from
         per-leaf and per-pod counts (no ``n x n`` matrix): ``2 (S_pod - S_leaf) + 4 (n^2 - S_pod)``
-        with ``S = sum of squared counts`` (spec `kernels.md`). jit-traceable."""
+        with ``S = sum of squared counts`` (spec `kernels.md`). jit-traceable; sums in JAX's
+        default integer (int64 under ``jax.enable_x64``: :func:`fattorus.kernels.aph.aph_of`)."""
         import jax.numpy as jnp
 
-        w = jnp.asarray(valid).astype(jnp.int32)
+        w = jnp.asarray(valid).astype(int)
         safe = jnp.where(valid, nodes, 0)
-        leaf_counts = jnp.zeros(self.n_leaves, jnp.int32).at[leaf_of(self, safe)].add(w)
-        pod_counts = jnp.zeros(self.pods, jnp.int32).at[pod_of(self, safe)].add(w)
+        leaf_counts = jnp.zeros(self.n_leaves, int).at[leaf_of(self, safe)].add(w)
+        pod_counts = jnp.zeros(self.pods, int).at[pod_of(self, safe)].add(w)
         n = jnp.sum(w)
         s_leaf = jnp.sum(leaf_counts * leaf_counts)
         s_pod = jnp.sum(pod_counts * pod_counts)

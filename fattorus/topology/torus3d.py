@@ -140,15 +140,17 @@ class Torus3D(Topology):
 
     def hop_sum(self, nodes, valid):
         """Closed-form ``sum_{i != j} H`` of one padded allocation: per-dimension coordinate
-        histograms against each ring's distance matrix (jit-traceable)."""
+        histograms against each ring's distance matrix (jit-traceable; sums in JAX's default
+        integer, so exact under ``jax.enable_x64`` where int32 would overflow:
+        :func:`fattorus.kernels.aph.aph_of`)."""
         jnp = _jnp()
-        w = jnp.asarray(valid).astype(jnp.int32)
+        w = jnp.asarray(valid).astype(int)
         coords = self.coords(jnp.where(valid, nodes, 0))[:3]
-        total = jnp.int32(0)
+        total = jnp.asarray(0, int)
         for c, n in zip(coords, self.dims):
-            h = jnp.zeros(n, jnp.int32).at[c].add(w)
+            h = jnp.zeros(n, int).at[c].add(w)
             ring = np.arange(n)
-            dist = jnp.asarray(ring_distance(ring[:, None], ring[None, :], n), jnp.int32)
+            dist = jnp.asarray(ring_distance(ring[:, None], ring[None, :], n), int)
             total = total + h @ dist @ h
         return total
 
