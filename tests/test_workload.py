@@ -8,8 +8,11 @@ and property tests that feed corrupted and random lines to both readers.
 import datetime
 import gzip
 import hashlib
+import json
 import math
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -154,14 +157,71 @@ def test_from_config_scale_and_window():
     wl, counts = W.from_config(cfg, machine_nodes=1296)
     nodes, submit = base["nodes"].to_list(), base["submit_s"].to_list()
     fit = lambda n: n is not None and n <= 1296  # noqa: E731
-    dropped = sum(1 for n in nodes if fit(n) and 2 * n > 1296)
-    t0 = min(submit) + 10 * 86400
-    kept = [(s, n) for s, n in zip(submit, nodes) if not (fit(n) and 2 * n > 1296)]
-    inside = [(s, n) for s, n in kept if t0 <= s < t0 + 15 * 86400]
-    assert counts == {"dropped_by_scaling": dropped, "outside_window": len(kept) - len(inside), "scale_factor": 2.0}
-    assert dropped > 0 and len(inside) > 0
+    pushed = lambda n: fit(n) and 2 * n > 1296  # noqa: E731
+    kept = [(s, n) for s, n in zip(submit, nodes) if not pushed(n)]
+    t0 = min(s for s, _ in kept) + 10 * 86400  # day 0: the first submission of the scaled table
+    in_window = lambda s: t0 <= s < t0 + 15 * 86400  # noqa: E731
+    inside = [(s, n) for s, n in kept if in_window(s)]
+    dropped = sum(1 for s, n in zip(submit, nodes) if pushed(n) and in_window(s))  # the window's only
+    assert counts == {"dropped_by_scaling": dropped, "outside_window": len(submit) - len(inside) - dropped,
+                      "scale_factor": 2.0}
+    assert 0 < dropped < sum(map(pushed, nodes)) and len(inside) > 0
     got = sorted((s, -1 if n is None else n) for s, n in zip(wl.jobs["submit_s"], wl.jobs["nodes"]))
     assert got == sorted((s, -1 if n is None else 2 * n) for s, n in inside)
+
+
+# A hand-written log for the window's counts on ft6 (18 nodes), x2, cores_per_node 1 (nodes =
+# procs). x2 drops jobs of 10..18 nodes (fitted, 20..36 after); 20 was already too large
+# (kept, for the replay's too_large); <= 9 fits. Window: window_start_days=1, window_days=2.
+# Day 0 is the first submission of the *scaled* table: job 1 (day 0.0) is dropped, so day 0 is
+# job 2's day 1.0 and the window is days [2.0, 4.0) of the log. By hand:
+#   job  day  procs  after x2      window
+#   1    0.0  12     dropped       out
+#   2    1.0   2     kept (4)      out (day 0)
+#   3    1.2  14     dropped       out (inside [1, 3) had day 0 been job 1's)
+#   4    1.5  15     dropped       out
+#   5    2.0   3     kept (6)      in (start included)  -> replayed
+#   6    2.5  10     dropped       in
+#   7    3.0  20     too large     in                   -> skipped too_large
+#   8    3.5   9     kept (18)     in                   -> replayed
+#   9    3.9  18     dropped       in
+#   10   4.0  11     dropped       out (end excluded)
+#   11   5.0   1     kept (2)      out
+# In the window: kept 5, 7, 8 and dropped 6, 9: read 5, replayed 2 (5, 8), too_large 1,
+# dropped_by_scaling 2 (6 over the whole log). Outside: 2, 11 kept and 1, 3, 4, 10 dropped: 6.
+WINDOW_LOG = [(1, 0.0, 12), (2, 1.0, 2), (3, 1.2, 14), (4, 1.5, 15), (5, 2.0, 3), (6, 2.5, 10), (7, 3.0, 20),
+              (8, 3.5, 9), (9, 3.9, 18), (10, 4.0, 11), (11, 5.0, 1)]
+
+
+def test_counts_cover_only_the_window(tmp_path):
+    """counts.read and dropped_by_scaling are the window's (docs/decisions.md), through the app."""
+    log = tmp_path / "window.swf"
+    # MaxNodes 9: scale=fit is 18 usable nodes / 9 = x2, so the app run covers fit as well.
+    log.write_text("; MaxNodes: 9\n; MaxProcs: 9\n" + "".join(
+        f"{i} {round(day * 86400)} -1 600 {p} -1 -1 {p} 1200 -1 1 1 1 -1 -1 -1 -1 -1\n" for i, day, p in WINDOW_LOG))
+    cfg = {"name": "w", "path": str(log), "format": "swf", "cores_per_node": 1, "scale": 2,
+           "window_start_days": 1, "window_days": 2}
+    wl, counts = W.from_config(cfg, machine_nodes=18)
+    assert counts == {"dropped_by_scaling": 2, "outside_window": 6, "scale_factor": 2.0}
+    assert sorted(wl.jobs["job_id"].to_list()) == [5, 7, 8]
+    # Without a window the whole log is the window: all six dropped jobs are counted.
+    _, whole = W.from_config(dict(cfg, window_days=None, window_start_days=0), machine_nodes=18)
+    assert whole == {"dropped_by_scaling": 6, "outside_window": 0, "scale_factor": 2.0}
+
+    out = subprocess.run(
+        [sys.executable, "-m", "fattorus.sweep", f"hydra.run.dir={tmp_path / 'run'}", "+topo=ft6", "workload=file",
+         f"workload.path={log}", "workload.cores_per_node=1", "workload.scale=fit", "workload.window_start_days=1",
+         "workload.window_days=2", "progress=false"],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "2 job(s) in the window pushed past the 18 usable nodes dropped" in out.stdout
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["config"]["workload"]["scale_factor"] == 2.0
+    assert summary["config"]["workload"]["outside_window"] == 6
+    c = summary["counts"]
+    assert (c["read"], c["replayed"], c["skipped"]["dropped_by_scaling"], c["skipped"]["too_large"]) == (5, 2, 2, 1)
+    assert sum(c["skipped"].values()) == c["read"] - c["replayed"]
+    assert sorted(pl.read_parquet(tmp_path / "run" / "jobs.parquet")["job_id"].to_list()) == [5, 8]
 
 
 def test_from_config_needs_a_path():

@@ -676,10 +676,17 @@ def scale_nodes(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) ->
     Returns:
       ``(scaled jobs, number dropped)``.
     """
+    scaled, dropped = _scale_split(jobs, factor, machine_nodes)
+    return scaled, dropped.height
+
+
+def _scale_split(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`scale_nodes` that returns the dropped jobs themselves (scaled) instead of their
+    number, so that :func:`from_config` can count those submitted in the run's window."""
     if not (factor > 0 and math.isfinite(factor)):
         raise ValueError(f"scale factor must be a positive finite number, got {factor!r}")
     if factor == 1:
-        return jobs, 0
+        return jobs, jobs.clear()
     largest = jobs["nodes"].max()
     if largest is not None and math.ceil(float(largest) * factor) > INT32_MAX:
         raise ValueError(f"scale factor {factor:g} makes a {largest}-node job larger than any node count "
@@ -689,10 +696,10 @@ def scale_nodes(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) ->
         (pl.col("procs").cast(pl.Float64) * factor).ceil().cast(pl.Int64).alias("procs"),
     )
     if machine_nodes is None:
-        return scaled, 0
+        return scaled, scaled.clear()
     fitted = (jobs["nodes"] <= machine_nodes).fill_null(False)
     pushed_out = fitted & (scaled["nodes"] > machine_nodes).fill_null(False)
-    return scaled.filter(~pushed_out), int(pushed_out.sum())
+    return scaled.filter(~pushed_out), scaled.filter(pushed_out)
 
 
 def log_machine_nodes(wl: Workload, cores_per_node: int | None = None) -> int | None:
@@ -813,7 +820,10 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
 
     Returns:
       ``(workload with transformed jobs, counts)`` where counts are
-      ``{"dropped_by_scaling": n, "outside_window": m, "scale_factor": f}``.
+      ``{"dropped_by_scaling": n, "outside_window": m, "scale_factor": f}``: ``n`` the jobs
+      pushed past the machine by scaling *and submitted in the window* (the window is cut
+      from the scaled table, so its day 0 is the first submission of a job that was kept),
+      ``m`` the jobs (kept or dropped) submitted outside it.
     """
     fmt = str(_get(cfg, "format", "auto"))
     machine = machine_nodes if machine_nodes is not None else _get(cfg, "machine_nodes")
@@ -838,7 +848,7 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
         scale = fit_factor(wl, machine, _get(cfg, "log_nodes"), str(_get(cfg, "name", "?")), _get(cfg, "cores_per_node"))
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise WorkloadError(f"workload.scale must be a positive finite number or 'fit', got {scale!r}")
-    jobs, dropped = scale_nodes(wl.jobs, float(scale), None if machine is None else int(machine))
+    jobs, dropped = _scale_split(wl.jobs, float(scale), None if machine is None else int(machine))
     start_days, days = _window_days(cfg)
     if start_days or days is not None:
         windowed = first_days(jobs, days, start_days)
@@ -846,9 +856,19 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
         if windowed.height == 0 and span is not None and start_days >= span:
             raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: window_start_days={start_days:g} starts after "
                                 f"the log ends (its submissions span {span:.1f} days)")
+        # The summary's counts cover the run's window only (counts.read includes the window's
+        # dropped jobs), so the dropped jobs are cut by the same window. Day 0 stays first_days's,
+        # the first submission of the scaled table (a dropped first job does not move it), so the
+        # replayed jobs are the ones they always were.
+        origin = jobs["submit_s"].min()
+        dropped_in = dropped.clear() if origin is None else window(
+            dropped, float(origin) + start_days * DAY_S, None if days is None else days * DAY_S)  # type: ignore[arg-type]
     else:
-        windowed = jobs
-    counts = {"dropped_by_scaling": dropped, "outside_window": jobs.height - windowed.height,
+        windowed, dropped_in = jobs, dropped
+    # A dropped job outside the window is left out by the window, like a kept one: every job
+    # read from the log is in exactly one of counts.read and outside_window.
+    counts = {"dropped_by_scaling": dropped_in.height,
+              "outside_window": jobs.height - windowed.height + dropped.height - dropped_in.height,
               "scale_factor": float(scale)}
     return dataclasses.replace(wl, jobs=windowed), counts
 
