@@ -107,7 +107,8 @@ def bench_case(jobs, topo: str, scale: int, days: float | None, repeats: int, re
     prepared, skipped = replay.prepare(scaled, ft.n_nodes)
     n_jobs = len(prepared)
     label = f"Atlas x{scale} on {topo}" + ("" if days is None else f", first {days:g} days")
-    _log(f"{label}: {n_jobs} jobs ({dropped} dropped by scaling, skipped {sum(skipped.values())})")
+    where = "by scaling in the whole log" if days is not None else "by scaling"  # scale_nodes: before the window
+    _log(f"{label}: {n_jobs} jobs ({dropped} dropped {where}, skipped {sum(skipped.values())})")
 
     warm, _ = replay.prepare(workload.first_days(scaled, WARMUP_DAYS), ft.n_nodes)
     for name, fn in _engines(ft, _columns(warm), ref_module).items():
