@@ -7,7 +7,7 @@ step of its pattern sends every flow once; with the flows' weighted max-min fair
 (:func:`fattorus.kernels.maxmin.maxmin_rates`) over the topology's static routes and link
 bandwidths, the job's step time is its slowest flow's ``bytes / rate``
 (:func:`fattorus.kernels.maxmin.step_time`). Units: bytes and the topology's bandwidth unit
-(GB/s on the tori and dragonflies, 1 per link on a fat-tree), so times are in
+(GB/s on the tori and dragonflies, cables on a fat-tree: 1 per link, an L2--core trunk its cables), so times are in
 ``bytes / bandwidth unit`` — only their ratios (slowdowns) are used.
 
 Per job, :func:`slowdowns` gives the step time

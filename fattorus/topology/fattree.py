@@ -201,10 +201,27 @@ class FatTree(Topology):
         return np.stack([lk.src, lk.dst], axis=1)
 
     @property
+    def core_trunk_cables(self) -> float:
+        """Cables one logical L2--core link stands for: ``min((r − L) / C, r / P)``.
+
+        Why: D-mod-k wiring (:mod:`fattorus.topology.fattree_routing`) joins L2 switch ``s`` of
+        every pod to ``C = n_cores // S`` cores, one logical link each way. An L2 switch spreads
+        its ``r − L`` up-ports over those ``C`` links, and a core switch spreads its ``r`` ports
+        over the ``P`` pods' L2 switches that reach it, so a link is a trunk of whichever is
+        fewer. Cab (36 cores): 9 cables, full bisection as the paper's Cab; Pinot (36 cores, 8
+        pods): 4.5, a 2:1 taper at the core; ft44 (484 cores, CODES' tree): 1. Until session
+        14 every trunk had one cable's bandwidth, 1/9 of Cab's core.
+        """
+        r, L, P = self.radix, self.leaves_per_pod, self.pods
+        C = max(1, self.n_cores // self.l2_per_pod)
+        return min((r - L) / C, r / P)
+
+    @property
     def link_bandwidth(self) -> np.ndarray:
-        """Relative bandwidth of each link: 1 (every cable of a fat-tree is alike; a trunk of
-        parallel L2--core cables is one logical link)."""
-        return np.ones(self.n_links)
+        """Relative bandwidth of each link, in cables: 1 for node--leaf and leaf--L2 links, and
+        :attr:`core_trunk_cables` for an L2--core link (a trunk of parallel cables is one
+        logical link of their summed bandwidth; every cable of a fat-tree is alike)."""
+        return np.where(self.link_class == 2, self.core_trunk_cables, 1.0)
 
     @property
     def max_route_links(self) -> int:
@@ -262,7 +279,7 @@ class FatTree(Topology):
         ``b[i]``, ``b[j]`` are), likewise pods, and each pair has the same L2 index
         ``node mod S`` and core offset ``(node // S) mod C``: the link of every route slot is
         then a function of (leaf or pod, L2 index, core offset) that the leaf and pod maps
-        rename one-to-one, and every link has bandwidth 1."""
+        rename one-to-one, and links of one level have one bandwidth."""
         from fattorus.topology import fattree_routing as fr
 
         a, b = np.asarray(a, np.int64).ravel(), np.asarray(b, np.int64).ravel()
