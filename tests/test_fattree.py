@@ -69,3 +69,39 @@ def test_config_typos_and_unknown_names():
         fattree.load("no-such-machine")
     tapered = fattree.load("ft6_tapered")
     assert tapered.tapered and tapered.l2_per_pod == 2
+
+
+@pytest.mark.parametrize(("name", "cables"), [("cab", 9.0), ("pinot", 4.5), ("ft44", 1.0), ("ft6", 1.5)])
+def test_core_links_carry_the_cables_they_stand_for(name, cables):
+    """By hand: Cab's L2 switch has 36 − 18 = 18 up-ports over its 36 // 18 = 2 cores (9 each),
+    and each core's 36 ports serve 4 pods (9 each); Pinot's cores serve 8 pods (36 / 8 = 4.5);
+    ft44's 484 cores take one cable from each of 22 L2 switches a pod (22 / 22 = 1); ft6's L2
+    has 3 up-ports over 2 cores (1.5). No switch uses more ports than it has, and every other
+    link is one cable."""
+    from fattorus.topology import fattree_routing as fr
+
+    ft = fattree.load(name)
+    lk = fr.links(ft)
+    bw = np.asarray(ft.link_bandwidth)
+    level = np.asarray(lk.level)
+    assert np.all(bw[level == 2] == cables) and np.all(bw[level < 2] == 1.0)
+    # Cables leaving each L2 switch (up) and each core switch (down) fit its ports.
+    out_of = np.bincount(np.asarray(lk.src)[level == 2], weights=bw[level == 2])
+    assert out_of.max() <= ft.radix
+    assert ft.n_cores // ft.l2_per_pod * cables <= ft.radix - ft.leaves_per_pod and ft.pods * cables <= ft.radix
+
+
+def test_a_pod_to_pod_shift_runs_at_full_rate_on_cab():
+    """Cab has full bisection (the paper's 36 L3 switches): under D-mod-k a shift of one pod's
+    324 nodes onto the next pod's puts one flow on each leaf up-link and 9 on each L2–core
+    trunk of 9 cables, so every flow gets its node link's full rate 1 (with one cable per
+    trunk it was 1/9)."""
+    import jax.numpy as jnp
+
+    from fattorus.kernels.maxmin import maxmin_rates
+
+    cab = fattree.load("cab")
+    src = np.arange(324)
+    routes = np.asarray(cab.routes(src, src + 324))
+    rates = np.asarray(maxmin_rates(jnp.asarray(routes), jnp.asarray(np.asarray(cab.link_bandwidth, np.float32))).rate)
+    assert np.allclose(rates, 1.0, rtol=1e-6)
