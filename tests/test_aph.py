@@ -175,3 +175,7 @@ def test_aph_of_large_blue_waters_jobs_is_exact_past_int32():
         n = len(a)
         assert g == pytest.approx(_brute_torus_hop_sum(bw, a) / (n * (n - 1)), rel=1e-12)
     assert got[0] * 13000 * 12999 > 2**31  # the case int32 cannot hold
+    # The padded-batch kernels called directly (montecarlo.aph_table does) are exact too.
+    batch = aph.pad(allocs[:1])
+    assert int(np.asarray(aph.hop_sums(bw, batch))[0]) == _brute_torus_hop_sum(bw, allocs[0])
+    assert float(np.asarray(aph.aph(bw, batch))[0]) == pytest.approx(got[0], rel=1e-12)

@@ -190,7 +190,7 @@ def bench_cell(topo: Topology, n: int, batch: int, repeats: int, ref_target_s: f
 
     # Closed-form hop sums, then the n x n NumPy hop matrix per allocation.
     compile_s, aot_s, run_s, sums = _time_jax(
-        lambda: aph.hop_sums(topo, allocs), lambda: aph.hop_sums.lower(topo, allocs), repeats
+        lambda: aph.hop_sums(topo, allocs), lambda: aph.hop_sums_kernel.lower(topo, allocs), repeats
     )
     sums_np = np.asarray(sums)
     ref_s, ref_m, ref_passes, ref_sums = _time_reference(lambda row: reference_hop_sum(topo, row), allocs_np, ref_target_s)

@@ -14,8 +14,9 @@ Two kernels compute the same number:
 Both return the integer numerator so that tests can compare them exactly; :func:`aph`
 divides. The sums are in JAX's default integer: int32, exact while ``max_hops · n (n − 1) <
 2^31`` (any job of up to 23,170 nodes on a fat-tree, whose routes are at most 4 hops, but
-only up to 7,723 nodes on Blue Waters, 36 hops across); :func:`aph_of` runs wider
-allocations under ``jax.enable_x64``, where the same kernels sum in int64.
+only up to 7,723 nodes on Blue Waters, 36 hops across); :func:`hop_sums`, :func:`aph` and
+:func:`aph_of` run wider padded widths under ``jax.enable_x64``, where the same kernels sum in
+int64 (:func:`hop_sums_kernel` is the bare jitted kernel, for ahead-of-time lowering).
 """
 
 from __future__ import annotations
@@ -58,14 +59,30 @@ def _sizes(allocs: jax.Array) -> jax.Array:
 
 
 @partial(jax.jit, static_argnums=0)
-def hop_sums(topo: Topology, allocs: jax.Array) -> jax.Array:
-    """``sum_{i != j} H(i, j)`` for each padded allocation ``(B, n_max)`` -> ``(B,)`` default int
-    (int32; int64 under ``jax.enable_x64``: see :func:`int32_exact`), by the topology's own
-    hop-sum kernel (a closed form from per-group counts where the family has one; the pairwise
-    sum otherwise)."""
+def hop_sums_kernel(topo: Topology, allocs: jax.Array) -> jax.Array:
+    """:func:`hop_sums` as one jitted kernel in JAX's default integer: int32, which can wrap
+    past :func:`int32_exact`'s bound, or int64 when traced under ``jax.enable_x64``. For
+    ahead-of-time lowering (``hop_sums_kernel.lower``); call :func:`hop_sums` otherwise."""
     valid = allocs >= 0
     safe = jnp.where(valid, allocs, 0)
     return jax.vmap(topo.hop_sum)(safe, valid).astype(int)
+
+
+def _exact(kernel, topo: Topology, allocs: jax.Array) -> jax.Array:
+    """``kernel(topo, allocs)``, under ``jax.enable_x64`` when the padded width could take a
+    hop sum past int32 (the width is static: a check on the shape, not on the data)."""
+    if int32_exact(topo, int(np.shape(allocs)[-1])):
+        return kernel(topo, allocs)
+    with jax.enable_x64(True):
+        return kernel(topo, allocs)
+
+
+def hop_sums(topo: Topology, allocs: jax.Array) -> jax.Array:
+    """``sum_{i != j} H(i, j)`` for each padded allocation ``(B, n_max)`` -> ``(B,)`` integers,
+    exact for every width (int32, or int64 past :func:`int32_exact`'s bound), by the
+    topology's own hop-sum kernel (a closed form from per-group counts where the family has
+    one; the pairwise sum otherwise)."""
+    return _exact(hop_sums_kernel, topo, allocs)
 
 
 def _pairwise_one(ft: Topology, nodes: jax.Array) -> jax.Array:
@@ -100,9 +117,14 @@ def aph_from_sums(sums, sizes):
 
 
 @partial(jax.jit, static_argnums=0)
+def _aph_kernel(ft: Topology, allocs: jax.Array) -> jax.Array:
+    return aph_from_sums(hop_sums_kernel(ft, allocs), _sizes(allocs))
+
+
 def aph(ft: Topology, allocs: jax.Array) -> jax.Array:
-    """APH of each padded allocation ``(B, n_max)`` -> ``(B,)`` float (hops per ordered pair)."""
-    return aph_from_sums(hop_sums(ft, allocs), _sizes(allocs))
+    """APH of each padded allocation ``(B, n_max)`` -> ``(B,)`` float (hops per ordered pair);
+    exact sums at every width (:func:`hop_sums`)."""
+    return _exact(_aph_kernel, ft, allocs)
 
 
 def ideal_aph(topo: Topology, n):
@@ -140,9 +162,5 @@ def aph_of(ft: Topology, allocs: list[np.ndarray]) -> np.ndarray:
         batch = np.full((rows, int(width)), -1, dtype=np.int32)
         for r, i in enumerate(idx):
             batch[r, : sizes[i]] = allocs[i]
-        if int32_exact(ft, int(width)):
-            sums[idx] = np.asarray(hop_sums(ft, jnp.asarray(batch)))[: len(idx)]
-        else:
-            with jax.enable_x64(True):
-                sums[idx] = np.asarray(hop_sums(ft, jnp.asarray(batch)))[: len(idx)]
+        sums[idx] = np.asarray(hop_sums(ft, jnp.asarray(batch)))[: len(idx)]
     return aph_from_sums(sums.astype(np.float64), sizes).astype(np.float64)
