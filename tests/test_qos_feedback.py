@@ -136,3 +136,76 @@ def test_on_the_flow_model_a_critical_process_is_never_lowered():
             checked += 1
         prev_best = fb.best
     assert checked >= 1  # the run did accept assignments
+
+
+# The default performance over N periods (the paper's Sections 6.2 and 6.8: "we observe the
+# default performance for P x 10 seconds and then divide this performance by 10"), worked by
+# hand with N = 3, two jobs (processes 0-2 and 3-5) and T = 1 (only each job's slowest).
+# One level to give (num_sls 2, max weight 1): after one accepted raise the algorithm idles.
+N3 = qf.Params(threshold=1.0, num_sls=2, first_weight=1.0, raise_factor=2.0, max_weight=1.0, max_slowdown=0.05,
+               default_periods=3)
+# Per period: (job work, process work), iterations.
+DEFAULT_PERIODS = [(np.array([9.0, 12.0]), np.array([10.0, 8.0, 10.0, 10.0, 10.0, 8.0])),
+                   (np.array([10.0, 9.0]), np.array([11.0, 11.0, 9.0, 9.0, 12.0, 11.0])),
+                   (np.array([11.0, 12.0]), np.array([9.0, 11.0, 10.0, 10.0, 8.0, 11.0]))]
+# By hand: job means (9 + 10 + 11) / 3 = 10 and (12 + 9 + 12) / 3 = 11; process means
+# (30, 30, 29, 29, 30, 30) / 3, so the slowest are process 2 (job 0) and process 3 (job 1),
+# both 29/3, and the lower id is tried first. Period 1 alone would pick processes 1 and 5
+# (8 each), period 3 alone processes 0 and 4.
+
+
+def test_default_work_is_the_mean_over_default_periods_and_defaults_run_exactly_n_periods():
+    fb, ran = qf.start(), []
+    for job_work, proc in DEFAULT_PERIODS:
+        ran.append((fb.mode, fb.assignments))
+        fb = qf.observe(fb, job_work, proc, JOB, N3)
+    # Exactly three periods ran on the default level; the fourth runs the first trial.
+    assert ran == [(qf.DEFAULT, ())] * 3
+    assert fb.mode == qf.RUNNING
+    assert fb.default_work == (10.0, 11.0) and fb.best_work == (10.0, 11.0)
+    assert fb.assignments == ((2, 1.0),) and fb.candidates == (3,)
+    # The trial is scored against the mean: (11/10 - 1 + 11/11 - 1) / 2 = 0.05 (against
+    # period 1 alone it would be (11/9 - 1 + 11/12 - 1) / 2 = 0.069).
+    fb = qf.observe(fb, np.array([11.0, 11.0]), np.array([10.0, 10.0, 10.0, 10.0, 10.0, 10.0]), JOB, N3)
+    assert fb.accepted == 1 and fb.best == ((2, 1.0),) and abs(fb.best_score - 0.05) < 1e-12
+    assert fb.mode == qf.IDLE  # nothing left to raise
+
+
+def test_a_restart_observes_default_periods_again():
+    fb = qf.start()
+    for job_work, proc in DEFAULT_PERIODS:
+        fb = qf.observe(fb, job_work, proc, JOB, N3)
+    fb = qf.observe(fb, np.array([11.0, 11.0]), np.full(6, 10.0), JOB, N3)
+    assert fb.mode == qf.IDLE
+    # Below the default (9/10 - 1 + 9/11 - 1 < 0): back to DEFAULT for three periods.
+    fb = qf.observe(fb, np.array([9.0, 9.0]), np.full(6, 10.0), JOB, N3)
+    assert fb.mode == qf.DEFAULT and fb.restarts == 1
+    again = [(np.array([8.0, 8.0]), np.array([10.0, 10.0, 10.0, 10.0, 10.0, 9.0])),
+             (np.array([8.0, 10.0]), np.array([10.0, 10.0, 10.0, 10.0, 10.0, 9.0])),
+             (np.array([11.0, 9.0]), np.array([10.0, 10.0, 10.0, 10.0, 10.0, 9.0]))]
+    ran = []
+    for job_work, proc in again:
+        ran.append((fb.mode, fb.assignments))
+        fb = qf.observe(fb, job_work, proc, JOB, N3)
+    assert ran == [(qf.DEFAULT, ())] * 3
+    # New default by hand: (8 + 8 + 11) / 3 = 9 and (8 + 10 + 9) / 3 = 9; the earlier
+    # observation's periods do not count. Process 5 (9) is job 1's slowest and the least work
+    # of all, so it is tried first; processes 0-2 tie in job 0 (10 each), lower id next.
+    assert fb.mode == qf.RUNNING and fb.default_work == (9.0, 9.0)
+    assert fb.assignments == ((5, 1.0),) and fb.candidates == (2, 1, 0)
+    # A job arrival or departure (restart) observes three periods afresh too.
+    fb = qf.restart(fb)
+    for job_work, proc in again[:2]:
+        fb = qf.observe(fb, job_work, proc, JOB, N3)
+        assert fb.mode == qf.DEFAULT and fb.assignments == ()
+    fb = qf.observe(fb, *again[2], JOB, N3)
+    assert fb.mode == qf.RUNNING and fb.default_work == (9.0, 9.0)
+
+
+def test_one_default_period_is_the_single_period_reading():
+    # default_periods = 1 (the default): period 1 alone is the default, by hand (9, 12); its
+    # slowest processes are 1 and 5 (8 each), process 1 tried first.
+    for params in (N3._replace(default_periods=1), qf.Params(threshold=1.0, num_sls=2, max_weight=1.0)):
+        fb = qf.observe(qf.start(), *DEFAULT_PERIODS[0], JOB, params)
+        assert fb.mode == qf.RUNNING and fb.default_work == (9.0, 12.0) and fb.best_work == (9.0, 12.0)
+        assert fb.assignments == ((1, 1.0),) and fb.candidates == (5,)

@@ -88,6 +88,13 @@ def test_experiment_settings_are_checked_with_the_field_named():
                               ("num_sls", 17, "qos.num_sls"), ("jobs", {"ring": 2}, "qos.jobs.ring")]:
         with pytest.raises(ValueError, match=msg):
             qos.experiment_from({**cfg, field: value})
+    # Periods of default observation: an integer >= 1; absent (a config older than the
+    # setting) it is 1, the paper's line 9.
+    for value in (0, -1, 1.5, "x", True, None):
+        with pytest.raises(ValueError, match="qos.default_periods"):
+            qos.experiment_from({**cfg, "default_periods": value})
+    assert qos.experiment_from({**cfg, "default_periods": 10}).params.default_periods == 10
+    assert qos.experiment_from({k: v for k, v in cfg.items() if k != "default_periods"}).params.default_periods == 1
 
 
 def run_app(tmp_path, *args):
@@ -122,11 +129,23 @@ def test_app_writes_resumes_and_is_deterministic(tmp_path):
 
 def test_app_refuses_bad_settings_in_one_line(tmp_path):
     for args, msg in [(["qos.imbalance=wild"], "qos.imbalance"), (["qos.nodes=3"], "qos.nodes"),
-                      (["qos.processes=100"], "need as many nodes"), (["qos=tiny"], "qos/tiny")]:
+                      (["qos.processes=100"], "need as many nodes"), (["qos=tiny"], "qos/tiny"),
+                      # refused for its value (a key the config lacks would be refused too)
+                      *[([f"qos.default_periods={v}"], f"qos.default_periods={shown}: choose an integer")
+                        for v, shown in (("0", "0"), ("-1", "-1"), ("1.5", "1.5"), ("x", "'x'"))]]:
         out = run_app(tmp_path, *args, f"hydra.run.dir={tmp_path}/results/x")
         assert out.returncode == 2, (args, out.stderr)
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and msg in lines[0] and "Traceback" not in out.stderr, out.stderr
+
+
+def test_default_periods_keep_the_default_level_that_many_periods_on_the_flow_model():
+    # Sections 6.2 and 6.8: the default level is observed for P x N seconds before the first
+    # trial; with N = 4 the history's first four periods are DEFAULT, the fifth is a trial.
+    _, exp, topo = small(iterations=8, default_periods=4)
+    _, res = qos.run_placement(topo, exp, seed=3)
+    assert res.modes[:5] == ["default"] * 4 + ["running"]
+    assert list(res.n_assigned[:5]) == [0, 0, 0, 0, 1]
 
 
 def test_arrivals_and_departures_restart_the_algorithm():
@@ -187,6 +206,23 @@ def test_a_run_directory_holding_a_run_with_other_settings_is_refused_untouched(
     line = one_error_line(run_app(tmp_path, *args, "seed=7"))
     assert "already holds another run" in line and "seed=0 there, 7 now" in line, line
     assert tree(run_dir) == before
+
+
+def test_a_run_recorded_before_default_periods_existed_is_the_same_run(tmp_path):
+    # Its summary.json lacks the key; it was made observing one default period, so a rerun
+    # with default_periods=1 skips it and one with 2 is refused as other settings.
+    import json
+
+    run_dir = tmp_path / "results" / "qos" / "r"
+    args = [*TINY, f"hydra.run.dir={run_dir}"]
+    assert run_app(tmp_path, *args).returncode == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    del summary["settings"]["default_periods"]
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    same = run_app(tmp_path, *args)
+    assert same.returncode == 0 and "[skip]" in same.stdout, same.stderr
+    line = one_error_line(run_app(tmp_path, *args, "qos.default_periods=2"))
+    assert "qos.default_periods=1 there, 2 now" in line, line
 
 
 def test_a_multirun_checks_every_trial_before_the_first_runs(tmp_path):

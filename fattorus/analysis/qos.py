@@ -327,7 +327,10 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
         raise ValueError(f"qos.routing={routing!r}: choose static or adaptive")
     params = qf.Params(threshold=num("threshold", 1e-9, 1.0), num_sls=num("num_sls", 2, 16, True),
                        first_weight=num("first_weight", 1.0, 255.0), raise_factor=num("raise_factor", 1.0, 255.0),
-                       max_weight=num("max_weight", 1.0, 255.0), max_slowdown=num("max_slowdown", 0.0, 1e9))
+                       max_weight=num("max_weight", 1.0, 255.0), max_slowdown=num("max_slowdown", 0.0, 1e9),
+                       # Periods the default level is observed for (Sections 6.2 and 6.8: 10); a
+                       # config written before the setting existed observes one, as it always did.
+                       default_periods=num("default_periods", 1, 10**7, True) if "default_periods" in cfg else 1)
     return Experiment(jobs=tuple((p, int(k)) for p, k in jobs.items() if k), processes=num("processes", 2, 1 << 20, True),
                       message_bytes={p: float(v) for p, v in sizes.items()},
                       bandwidth=num("bandwidth_GBps", 1e-9, 1e9) * 1e9, iterations=num("iterations", 1, 10**7, True),

@@ -4,8 +4,12 @@ An iterative, feedback-directed search over service-level assignments. The run i
 periods of ``P`` seconds; after each period the algorithm sees the work each job and each
 process completed (iterations) and chooses the assignment for the next period:
 
-* ``DEFAULT``: every process on the default level. The work measured here is the default
-  performance that later periods are compared with; candidates are selected; go ``RUNNING``.
+* ``DEFAULT``: every process on the default level for ``default_periods`` consecutive periods
+  (``N``; 1 unless set). The mean work per period over those ``N`` periods, per job and per
+  process, is the default performance that later periods are compared with (the paper's
+  line 9 observes one period; its Sections 6.2 and 6.8 observe ``P × 10`` seconds "and then
+  divide this performance by 10"); candidates are selected from the per-process means; go
+  ``RUNNING``. Every return to ``DEFAULT`` observes ``N`` periods afresh.
 * ``RUNNING``: the period ran the best assignment so far plus one change — the next candidate
   process raised one step (a process still on the default level gets a new, unused level of
   weight ``first_weight``; a process on its own level has that level's weight multiplied by
@@ -47,7 +51,10 @@ class Params(NamedTuple):
     processes are prioritised); weights are relative to the default level's 1.
     ``max_slowdown``: a trial is rolled back when it leaves any job more than this fraction
     below its work under the best assignment so far, whatever the mean gain (1 or more: the
-    pseudo-code's mean alone)."""
+    pseudo-code's mean alone).
+    ``default_periods``: periods (of ``P`` seconds each) the ``DEFAULT`` state runs before the
+    default work, the mean per period over them, is fixed (integer >= 1; the paper's line 9
+    uses 1, its Sections 6.2 and 6.8 use 10)."""
 
     threshold: float = 0.9
     num_sls: int = 16
@@ -55,13 +62,17 @@ class Params(NamedTuple):
     raise_factor: float = 2.0
     max_weight: float = 255.0
     max_slowdown: float = 0.05
+    default_periods: int = 1
 
 
 class Feedback(NamedTuple):
     """State between periods. ``assignments`` (what the next period runs) and ``best`` are
     tuples of ``(process, weight)`` sorted by process; ``candidates`` a stack (last tried
-    first); ``default_work`` the per-job work of the last default period, ``best_work`` that
-    of the period that made ``best`` the best."""
+    first); ``default_work`` the per-job default work (iterations per period: the mean over
+    the last ``default_periods`` default periods), ``best_work`` that of the period that made
+    ``best`` the best. While ``DEFAULT`` observes, ``observed`` counts the default periods
+    seen so far and ``default_sum`` / ``proc_sum`` total their work per job / per process
+    (iterations); ``default_work`` keeps the previous observation's value until it ends."""
 
     mode: str = DEFAULT
     assignments: tuple[tuple[int, float], ...] = ()
@@ -72,6 +83,9 @@ class Feedback(NamedTuple):
     candidates: tuple[int, ...] = ()
     accepted: int = 0
     restarts: int = 0
+    observed: int = 0
+    default_sum: tuple[float, ...] = ()
+    proc_sum: tuple[float, ...] = ()
 
 
 def start() -> Feedback:
@@ -128,9 +142,22 @@ def observe(fb: Feedback, job_work: np.ndarray, proc_work: np.ndarray, job_of: n
     default_work, best_work, accepted = fb.default_work, fb.best_work, fb.accepted
     restarts = fb.restarts
     if mode == DEFAULT:
-        default_work = best_work = tuple(float(w) for w in job_work)
+        # Totals over the default periods seen so far (iterations). The first period starts
+        # them from its own values and the mean of one period divides by 1, so
+        # default_periods = 1 gives exactly the old single-period numbers.
+        job_total, proc_total = np.asarray(job_work, float), np.asarray(proc_work, float)
+        if fb.observed:
+            job_total = job_total + np.asarray(fb.default_sum)
+            proc_total = proc_total + np.asarray(fb.proc_sum)
+        observed = fb.observed + 1
+        if observed < params.default_periods:
+            # Keep observing on the default level (Sections 6.2 and 6.8: P x N seconds).
+            return Feedback(DEFAULT, (), (), 0.0, default_work, best_work, (), accepted, restarts, observed,
+                            tuple(float(w) for w in job_total), tuple(float(w) for w in proc_total))
+        # "divide this performance by 10": the mean work per period of P seconds.
+        default_work = best_work = tuple(float(w) for w in job_total / observed)
         best, best_score = fb.assignments, 0.0
-        candidates = select_candidates(proc_work, job_of, params.threshold)
+        candidates = select_candidates(proc_total / observed, job_of, params.threshold)
         mode = RUNNING
     elif mode == RUNNING:
         s = score(job_work, default_work)

@@ -64,7 +64,8 @@ class Refusal(BaseException):
 APP_KEYS = ("qos", "seed", "study", "progress")
 QOS_KEYS = ("name", "system", "bandwidth_GBps", "jobs", "processes", "message_bytes", "placements", "iterations",
             "period_s", "compute_fraction", "imbalance", "traces", "noise", "routing", "threshold", "num_sls",
-            "first_weight", "raise_factor", "max_weight", "max_slowdown", "arrivals", "arrival_compute_fraction")
+            "first_weight", "raise_factor", "max_weight", "max_slowdown", "default_periods", "arrivals",
+            "arrival_compute_fraction")
 
 
 def _check_keys(cfg: DictConfig) -> None:
@@ -249,8 +250,20 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
 def _settings(cfg: DictConfig) -> dict[str, Any]:
     """What a run's results depend on (``study`` names a sweep, ``progress`` draws a bar),
     through JSON so that it compares equal with what ``summary.json`` recorded."""
-    return json.loads(json.dumps({"seed": cfg.seed, "qos": OmegaConf.to_container(cfg.qos, resolve=True)},
-                                 default=float))
+    return _with_defaults(json.loads(json.dumps({"seed": cfg.seed, "qos": OmegaConf.to_container(cfg.qos, resolve=True)},
+                                                default=float)))
+
+
+#: Settings added after runs were made, with the value that reproduces those runs: a run
+#: recorded without the key was made with it, so it compares equal and is not redone.
+ADDED_QOS_DEFAULTS = {"default_periods": 1}
+
+
+def _with_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` (``{"seed", "qos"}``) with :data:`ADDED_QOS_DEFAULTS` filled in where absent."""
+    if isinstance(settings.get("qos"), dict):
+        settings["qos"] = {**ADDED_QOS_DEFAULTS, **settings["qos"]}
+    return settings
 
 
 def _stored_settings(out_dir: Path) -> dict[str, Any] | None:
@@ -262,7 +275,7 @@ def _stored_settings(out_dir: Path) -> dict[str, Any] | None:
     try:
         if summary.exists():
             data = json.loads(summary.read_text())
-            return json.loads(json.dumps({"seed": data["seed"], "qos": data["settings"]}, default=float))
+            return _with_defaults(json.loads(json.dumps({"seed": data["seed"], "qos": data["settings"]}, default=float)))
         if not any((out_dir / "placements").glob("*.parquet")):
             return None
         return _settings(OmegaConf.load(out_dir / ".hydra" / "config.yaml"))
