@@ -142,3 +142,20 @@ def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path):
     assert err == "", err  # no traceback, no "Exception ignored" from the final flush
     text = (tmp_path / "compare.md").read_text()  # written before printing: the early reader loses nothing
     assert text.count("| policy") == 41 and text.endswith("|\n\n")
+
+
+def test_arms_of_one_policy_with_other_settings_get_their_own_labels(tmp_path):
+    """Two `ta` arms that differ in a heuristic are two rows, each named by the setting, and a
+    --reference picks the right one (by hand: 0.8 / 0.64 = 1.25 against the `most` arm); a
+    setting both `first_fit` trials share is left out of their labels, `ordering` always shown."""
+    _trial(tmp_path / "a", "ta", {"t1_pod_order": "least", "tie": "low_id"}, 0.64, [0.0, 1.0], [False, False])
+    _trial(tmp_path / "b", "ta", {"t1_pod_order": "most", "tie": "low_id"}, 0.8, [0.0, 1.0], [False, False])
+    _trial(tmp_path / "c", "first_fit", {"ordering": "id", "x": 1}, 0.5, [0.0, 1.0], [True, False])
+    _trial(tmp_path / "d", "first_fit", {"ordering": "O2", "x": 1}, 0.5, [0.0, 1.0], [True, False])
+    assert compare.main([str(tmp_path), "--reference", "ta t1_pod_order=most"]) == 0
+    rows = [line.split(" | ")[0].lstrip("| ") for line in (tmp_path / "compare.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| policy")]
+    assert sorted(rows) == ["first_fit ordering=O2", "first_fit ordering=id", "ta t1_pod_order=least",
+                            "ta t1_pod_order=most"]
+    text = (tmp_path / "compare.md").read_text()
+    assert "| ta t1_pod_order=least | 2 |" in text and text.split("| ta t1_pod_order=least |")[1].splitlines()[0].endswith(" 1.250 |")

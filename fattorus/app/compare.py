@@ -51,6 +51,28 @@ def label(config: dict[str, Any]) -> str:
     return f"{config['policy']} {shown}".strip()
 
 
+def arm_labels(configs: list[dict[str, Any]]) -> list[str]:
+    """:func:`label` of each trial's config, plus every other policy parameter whose value
+    differs between trials of the same policy (``ta t1_pod_order=most``), sorted by name.
+
+    Why: two ``ta`` arms with other heuristics would otherwise share one row label, and
+    ``--reference`` would match the first of them. ``ordering`` is always shown (the torus
+    study's default reference names it); parameters all trials of a policy share are not.
+    """
+    by_policy: dict[str, list[dict[str, Any]]] = {}
+    for c in configs:
+        by_policy.setdefault(c["policy"], []).append(c.get("policy_params") or {})
+    differing = {pol: sorted(k for k in {k for p in ps for k in p} if k != "ordering"
+                             and len({json.dumps(p.get(k), sort_keys=True) for p in ps}) > 1)
+                 for pol, ps in by_policy.items()}
+    out = []
+    for c in configs:
+        params = c.get("policy_params") or {}
+        extra = " ".join(f"{k}={params.get(k, '?')}" for k in differing[c["policy"]])
+        out.append(f"{label(c)} {extra}".strip())
+    return out
+
+
 def workload_label(config: dict[str, Any]) -> str:
     """``atlas x19.57 on bluewaters`` (the scale factor actually used)."""
     wl = config["workload"]
@@ -172,19 +194,22 @@ def main(argv: list[str] | None = None) -> int:
             if not is_replay(summary):
                 others.append(t.parent)
                 continue
-            trials.append((t.parent, summary, label(summary["config"])))
+            label(summary["config"])  # a config without a policy is a damaged trial
+            trials.append((t.parent, summary, ""))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             skipped += 1
             _warn_skipped(t.parent, err)
+    labels = arm_labels([s["config"] for _, s, _ in trials])
+    trials = [(trial, summary, lab) for (trial, summary, _), lab in zip(trials, labels)]
     reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
     if given and trials and all(lab != reference for _, _, lab in trials):
         print(f"compare: --reference '{reference}' matches no arm; labels present: "
               f"{_quoted(lab for _, _, lab in trials)}", file=sys.stderr)
         return 2
     rows = []
-    for trial, summary, _ in trials:
+    for trial, summary, lab in trials:
         try:
-            rows.append(_row(summary, trial / "jobs.parquet", a.large))
+            rows.append({**_row(summary, trial / "jobs.parquet", a.large), "policy": lab})
         except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as err:
             skipped += 1
             _warn_skipped(trial, err)
@@ -229,5 +254,5 @@ if __name__ == "__main__":
     sys.exit(run_piped(main))  # quiet, exit 141, when stdout's reader closes early (| head -1)
 
 
-__all__ = ["DEFAULT_REFERENCE", "check_reference", "is_replay", "label", "main", "table", "trial_row",
+__all__ = ["DEFAULT_REFERENCE", "arm_labels", "check_reference", "is_replay", "label", "main", "table", "trial_row",
            "workload_label"]
