@@ -6,11 +6,17 @@
 * ``ft6``, ``ft6_tapered``, ``ft6x6``, ``torus4``: small machines of ``conf/topo`` that
   hand-worked tests use (session-scoped: a topology is an immutable value);
 * ``repo_root``, ``conf_dir``, ``traces_dir``: folders of the checkout. Tests read only what
-  the repository ships (``conf/``, ``data/traces``), never the shared folder beside a checkout.
+  the repository ships (``conf/``, ``data/traces``), never the shared folder beside a checkout;
+* ``reader_that_leaves``: runs a command as ``CMD | head -N`` would, for the quiet end of the
+  table-printing commands (``fattorus.args.run_piped``).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,3 +81,23 @@ def ft6x6() -> Topology:
 def torus4() -> Topology:
     """The smallest 3D torus config."""
     return topology.load("torus4")
+
+
+@pytest.fixture
+def reader_that_leaves(repo_root: Path) -> Callable[..., tuple[list[str], str, int]]:
+    """``run(module, *args, lines=1)``: ``python -m module args`` with stdout on a pipe whose
+    reader takes ``lines`` lines (0: none) and closes it, as ``| head -N``; returns the lines
+    read, all of stderr and the exit status. Without ``PYTHONUNBUFFERED``: stdout is
+    block-buffered, as users run it (unbuffered, CPython writes a long ``print`` in one call
+    and silently drops what a closed pipe did not take)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+    def run(module: str, *args: str, lines: int = 1) -> tuple[list[str], str, int]:
+        proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=repo_root, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        read = [proc.stdout.readline() for _ in range(lines)]
+        proc.stdout.close()
+        err = proc.stderr.read()
+        return read, err, proc.wait(timeout=120)
+
+    return run

@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import polars as pl
 
 from fattorus.app import compare
 from fattorus.args import EXIT_BROKEN_PIPE
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def buffered_env() -> dict[str, str]:
-    """The environment without ``PYTHONUNBUFFERED``: stdout block-buffered, as users run it (unbuffered,
-    CPython writes a long ``print`` in one call and drops what a closed pipe did not take, silently)."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
 
 def _trial(path, policy, params, util, waits, exposed):
@@ -125,19 +113,15 @@ def test_other_studies_results_are_not_damaged_trials(tmp_path, capsys):
     assert "| first_fit ordering=O2 | 2 |" in (tmp_path / "compare.md").read_text()
 
 
-def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path):
+def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path, reader_that_leaves):
     """``compare DIR | head -1``: the pipe is closed after the first line, with most of the table
     still to come; compare ends quietly with exit 141 (128 + SIGPIPE), compare.md complete. Before,
     a BrokenPipeError traceback and exit 1."""
     _trial(tmp_path / "ref", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False])
     for i in range(40):  # 40 rows of ~3 kB: far more than a pipe holds (64 kB), so writes remain after the close
         _trial(tmp_path / f"t{i}", f"policy{i:02d}_" + "x" * 3000, {}, 0.8, [0.0, 3600.0], [False, False])
-    proc = subprocess.Popen([sys.executable, "-m", "fattorus.app.compare", str(tmp_path)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=buffered_env())  # fmt: skip
-    first = proc.stdout.readline()
-    proc.stdout.close()
-    err = proc.stderr.read()
-    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE, err
+    (first,), err, code = reader_that_leaves("fattorus.app.compare", str(tmp_path))
+    assert code == EXIT_BROKEN_PIPE, err
     assert first == "### w x2 on t\n"
     assert err == "", err  # no traceback, no "Exception ignored" from the final flush
     text = (tmp_path / "compare.md").read_text()  # written before printing: the early reader loses nothing

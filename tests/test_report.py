@@ -48,11 +48,6 @@ TOPOLOGY = {
 N_NODES = {"cab": 1296, "pinot": 2592, "torus8": 1024}
 
 
-def buffered_env() -> dict[str, str]:
-    """The environment without ``PYTHONUNBUFFERED``: stdout block-buffered, as users run it (unbuffered,
-    CPython writes a long ``print`` in one call and drops what a closed pipe did not take, silently)."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-
 
 def write_run(run_dir: Path, policy, speedup, seed, name, scale, topo, waits, aph, util, *,
               ideal=IDEAL_APH, old_format=False, params=None, summary_extra=None) -> None:  # fmt: skip
@@ -397,16 +392,14 @@ def test_output_folder_that_cannot_be_made_exits_1(results: Path, capsys):
     assert len(err) == 1 and "cannot create output directory" in err[0] and str(blocker) in err[0], err
 
 
-def test_closed_stdout_ends_quietly(results: Path):
+def test_closed_stdout_ends_quietly(results: Path, reader_that_leaves):
     """``python -m fattorus.report DIR | head -0``: the reader closes the pipe before the one line
     comes; the report ends quietly with exit 141 (128 + SIGPIPE), every file written. Before, the
     interpreter's final flush raised BrokenPipeError ("Exception ignored ...", exit 120)."""
     out = results.parent / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "fattorus.report", str(results), "--out", str(out)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=buffered_env())  # fmt: skip
-    proc.stdout.close()  # long before the report prints (it takes seconds): no reader left
-    err = proc.stderr.read()
-    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE, err
+    # lines=0: closed long before the report prints (it takes seconds): no reader left
+    _, err, code = reader_that_leaves("fattorus.report", str(results), "--out", str(out), lines=0)
+    assert code == EXIT_BROKEN_PIPE, err
     assert "BrokenPipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err
     assert (out / "report.html").is_file() and (out / "table1.md").is_file()
 

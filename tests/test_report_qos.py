@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import polars as pl
 
 from fattorus.report import qos
 from fattorus.args import EXIT_BROKEN_PIPE
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def buffered_env() -> dict[str, str]:
-    """The environment without ``PYTHONUNBUFFERED``: stdout block-buffered, as users run it (unbuffered,
-    CPython writes a long ``print`` in one call and drops what a closed pipe did not take, silently)."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
 
 def _qos_run(path, improvements):
@@ -64,17 +52,13 @@ def test_unwritable_table_is_one_line_exit_1(tmp_path, capsys):
     assert captured.out == ""
 
 
-def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path):
+def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path, reader_that_leaves):
     """``python -m fattorus.report.qos DIR | head -1``: quiet, exit 141, qos_report.md complete."""
     for i in range(20):  # 40 rows of ~4 kB (a long system name): more than a pipe holds (64 kB)
         _qos_run(tmp_path / f"r{i:02d}", [0.1, 0.2])
         (tmp_path / f"r{i:02d}" / "summary.json").write_text(json.dumps({"system": "s" * 4000}))
-    proc = subprocess.Popen([sys.executable, "-m", "fattorus.report.qos", str(tmp_path)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=buffered_env())  # fmt: skip
-    first = proc.stdout.readline()
-    proc.stdout.close()
-    err = proc.stderr.read()
-    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE, err
+    (first,), err, code = reader_that_leaves("fattorus.report.qos", str(tmp_path))
+    assert code == EXIT_BROKEN_PIPE, err
     assert first.startswith("| run | system |") and err == "", err
     text = (tmp_path / "qos_report.md").read_text()  # written before printing: the early reader loses nothing
     assert text.count("\n| r") == 40  # two rows (Flood-Pairs, all) of each of the 20 runs

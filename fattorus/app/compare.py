@@ -36,41 +36,30 @@ from typing import Any
 
 import polars as pl
 
-from fattorus.args import OneLineParser
+from fattorus.args import OneLineParser, run_piped
 from fattorus.files import atomic_write
-from fattorus.args import run_piped
+from fattorus.report.load import arm_settings, with_arm_settings
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
 
 
 def label(config: dict[str, Any]) -> str:
-    """``policy`` plus its parameters that differ between arms (e.g. ``first_fit ordering=2Y``)."""
+    """One trial's ``policy`` plus its ``ordering`` if it has one (``first_fit ordering=2Y``);
+    the rows' labels, which tell arms apart by every differing setting, are :func:`arm_labels`."""
     params = config.get("policy_params") or {}
     shown = " ".join(f"{k}={v}" for k, v in sorted(params.items()) if k == "ordering")
     return f"{config['policy']} {shown}".strip()
 
 
-def arm_labels(configs: list[dict[str, Any]]) -> list[str]:
-    """:func:`label` of each trial's config, plus every other policy parameter whose value
-    differs between trials of the same policy (``ta t1_pod_order=most``), sorted by name.
-
-    Why: two ``ta`` arms with other heuristics would otherwise share one row label, and
-    ``--reference`` would match the first of them. ``ordering`` is always shown (the torus
-    study's default reference names it); parameters all trials of a policy share are not.
-    """
-    by_policy: dict[str, list[dict[str, Any]]] = {}
-    for c in configs:
-        by_policy.setdefault(c["policy"], []).append(c.get("policy_params") or {})
-    differing = {pol: sorted(k for k in {k for p in ps for k in p} if k != "ordering"
-                             and len({json.dumps(p.get(k), sort_keys=True) for p in ps}) > 1)
-                 for pol, ps in by_policy.items()}
-    out = []
-    for c in configs:
-        params = c.get("policy_params") or {}
-        extra = " ".join(f"{k}={params.get(k, '?')}" for k in differing[c["policy"]])
-        out.append(f"{label(c)} {extra}".strip())
-    return out
+def arm_labels(summaries: list[dict[str, Any]]) -> list[str]:
+    """Each trial's row label: its policy, ``ordering`` where it records one (the torus study's
+    default reference names it), and every other setting that differs between trials of the
+    same policy (``ta t1_pod_order=most``), by the report's own rule
+    (:func:`fattorus.report.load.with_arm_settings`): two ``ta`` arms with other heuristics
+    are two rows, and ``--reference`` names one of them."""
+    return with_arm_settings([s["config"]["policy"] for s in summaries], [arm_settings(s) for s in summaries],
+                             always=("ordering",))
 
 
 def workload_label(config: dict[str, Any]) -> str:
@@ -199,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             skipped += 1
             _warn_skipped(t.parent, err)
-    labels = arm_labels([s["config"] for _, s, _ in trials])
+    labels = arm_labels([s for _, s, _ in trials])
     trials = [(trial, summary, lab) for (trial, summary, _), lab in zip(trials, labels)]
     reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
     if given and trials and all(lab != reference for _, _, lab in trials):

@@ -196,22 +196,31 @@ def arm_settings(summary: Mapping[str, Any]) -> dict[str, str]:
     return settings
 
 
+def with_arm_settings(labels: Sequence[str], settings: Sequence[Mapping[str, str]],
+                      always: Sequence[str] = ()) -> list[str]:
+    """Each label followed by the settings (:func:`arm_settings`) whose values differ between
+    the runs of that label, and those named in ``always`` where a run records them, as
+    ``name=value`` sorted by name; a run that does not record a setting the others differ in
+    shows ``?`` (never merged with them). The report's labels and ``fattorus.app.compare``'s
+    rows both come from here, so one arm has one name in both."""
+    shown: dict[str, list[str]] = {}
+    for base in set(labels):
+        group = [s for s, label in zip(settings, labels) if label == base]
+        names = sorted({name for s in group for name in s})
+        shown[base] = [n for n in names if len({s.get(n) for s in group}) > 1 or (n in always and any(n in s for s in group))]
+    return [" ".join([label, *(f"{n}={s.get(n, '?')}" for n in shown[label])]) for label, s in zip(labels, settings)]
+
+
 def label_arms(runs: pl.DataFrame) -> pl.DataFrame:
     """Append to each run's label the arm settings (column ``arm``) that differ between runs of that label.
 
     ``FIRST_FIT`` becomes ``FIRST_FIT ordering=2Y`` when first fit ran over several orderings;
     a label whose runs agree on every setting is left alone (``TA`` stays ``TA``, in the
     paper's order). The settings are compared over every run of the label, whatever its
-    workload, so that one label names one arm in every panel and Table I column. A run that
-    does not record a setting the others differ in shows it as ``?`` (never merged with them).
+    workload, so that one label names one arm in every panel and Table I column
+    (:func:`with_arm_settings`).
     """
-    labels, settings = runs["label"].to_list(), [json.loads(a) for a in runs["arm"]]
-    shown: dict[str, list[str]] = {}
-    for base in set(labels):
-        group = [s for s, label in zip(settings, labels) if label == base]
-        names = sorted({name for s in group for name in s})
-        shown[base] = [name for name in names if len({s.get(name) for s in group}) > 1]
-    full = [" ".join([label, *(f"{n}={s.get(n, '?')}" for n in shown[label])]) for label, s in zip(labels, settings)]
+    full = with_arm_settings(runs["label"].to_list(), [json.loads(a) for a in runs["arm"]])
     return runs.with_columns(label=pl.Series(full, dtype=pl.String))
 
 

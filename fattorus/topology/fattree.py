@@ -212,9 +212,10 @@ class FatTree(Topology):
         pods): 4.5, a 2:1 taper at the core; ft44 (484 cores, CODES' tree): 1. Until session
         14 every trunk had one cable's bandwidth, 1/9 of Cab's core.
         """
+        from fattorus.topology import fattree_routing
+
         r, L, P = self.radix, self.leaves_per_pod, self.pods
-        C = max(1, self.n_cores // self.l2_per_pod)
-        return min((r - L) / C, r / P)
+        return min((r - L) / fattree_routing.cores_per_l2(self), r / P)
 
     @property
     def link_bandwidth(self) -> np.ndarray:
