@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from fattorus import workload as W
+from fattorus.workload import waves
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO / "data" / "traces"  # shipped with the repository: tests run from a lone clone
@@ -656,19 +657,58 @@ def test_scale_fit_and_machine_default():
         W.from_config(dict(cfg, scale="fit"))
 
 
+TABLE_II_XE = [1024, 512, 324, 576, 1372, 4116, 1, 2, 4, 8, 16, 32, 64, 100, 128, 256, 456, 640, 1368, 2000, 3272,
+               1000, 7000, 3072, 4800, 5419, 456, 1386, 3298]
+
+
 def test_waves_workload_is_the_torus_papers_table_ii():
     cfg = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "workload" / "bluewaters_table2.yaml"))
     wl, _ = W.from_config(cfg, machine_nodes=22_548)
     jobs = wl.jobs
-    # Table II, XE rows: 1 + 1 + 4 + 15 + 1 + 1 + 1 + 1 + 1 + 3 = 29 entries, six waves 30 min apart
-    assert jobs.height == 6 * 29 and set(jobs["node_kind"]) == {"XE"}
-    assert sorted(set(jobs["submit_s"].to_list())) == [i * 1800.0 for i in range(6)]
+    assert set(jobs["node_kind"]) == {"XE"} and sorted(set(jobs["submit_s"].to_list())) == [i * 900.0 for i in range(12)]
     first = jobs.filter(pl.col("submit_s") == 0)
-    assert sorted(first["nodes"].to_list()) == sorted(
-        [1024, 512, 324, 576, 1372, 4116, 1, 2, 4, 8, 16, 32, 64, 100, 128, 256, 456, 640, 1368, 2000, 3272,
-         1000, 7000, 3072, 4800, 5419, 456, 1386, 3298])
+    # every node count of Table II's XE rows (1 + 1 + 4 + 15 + 1 + 1 + 1 + 1 + 1 + 3 = 29) is in a wave
+    assert sorted(set(first["nodes"].to_list())) == sorted(set(TABLE_II_XE))
     limits = dict(zip(first["app"].to_list(), first["requested_s"].to_list()))
     assert limits["Changa"] == 3600 and limits["DNS-DISTUF"] == 600 and limits["PSDNS"] == 1800
-    assert ((jobs["runtime_s"] >= 0.3 * jobs["requested_s"]) & (jobs["runtime_s"] <= jobs["requested_s"])).all()
+    assert (jobs["runtime_s"] <= jobs["requested_s"]).all()
+    # the slides' statistics of the test: ~200 jobs a cycle over XE and XK, 38 % of them <= 8 nodes,
+    # 91 % of jobs of one duration; the paper: most service units go to jobs of >= 512 nodes
     both, _ = W.from_config(dict(cfg, synthetic=dict(cfg["synthetic"], include_kinds=["XE", "XK"])), machine_nodes=22_548)
-    assert both.jobs.height == 6 * (29 + 1 + 13 + 1 + 1)
+    wave = both.jobs.filter(pl.col("submit_s") == 0)
+    assert 190 <= wave.height <= 210 and 0.35 <= (wave["nodes"] <= 8).mean() <= 0.42
+    assert abs(both.jobs["runtime_s"].value_counts(sort=True)["count"][0] / both.jobs.height - 0.91) < 0.02
+    su = both.jobs["nodes"] * both.jobs["runtime_s"]
+    assert su.filter(both.jobs["nodes"] >= 512).sum() > 0.7 * su.sum()
+    # the small NAMD counts come many times a wave, the largest entries once
+    per = first.group_by("nodes").len()
+    assert dict(zip(per["nodes"], per["len"]))[1] == 10 and dict(zip(per["nodes"], per["len"]))[7000] == 1
+
+
+def test_waves_without_instances_or_same_runtime_give_one_job_per_entry():
+    """The generator's original form (one instance per entry, run times spread over the limit)."""
+    apps = [{"name": "A", "nodes": [1, 8], "time_limit_min": 30}, {"name": "B", "kind": "XK", "nodes": [4], "time_limit_min": 10},
+            {"name": "C", "nodes": [64], "time_limit_min": 60, "instances": 3}]
+    wl = waves.generate({"n_waves": 4, "wave_interval_s": 1800, "apps": apps})
+    j = wl.jobs
+    assert j.height == 4 * (2 + 3) and j["nodes"].to_list()[:5] == [1, 8, 64, 64, 64]
+    assert j["user"].to_list()[:5] == [1, 2, 3, 3, 3]  # one "user" per entry, instances share it
+    assert ((j["runtime_s"] >= 0.3 * j["requested_s"]) & (j["runtime_s"] <= j["requested_s"])).all()
+    assert j["runtime_s"].n_unique() > 10
+    same = waves.generate({"n_waves": 4, "apps": apps, "same_runtime": {"share": 1.0, "seconds": 900}}).jobs
+    assert same["runtime_s"].to_list() == [900.0] * 20  # min(900 s, each limit >= 30 min)
+    # the spread draws come first: adding same_runtime with share 0 leaves every job as it was
+    none = waves.generate({"n_waves": 4, "wave_interval_s": 1800, "apps": apps, "same_runtime": {"share": 0, "seconds": 1}})
+    assert none.jobs.equals(j)
+
+
+@pytest.mark.parametrize("bad, says", [
+    ({"apps": [{"name": "A", "nodes": [1, 2], "time_limit_min": 5, "instances": [1]}]}, "1 entries for 2 node counts"),
+    ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5, "instances": -1}]}, "instances >= 0"),
+    ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5}], "same_runtime": {"share": 2, "seconds": 5}}, "share in"),
+    ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5}], "same_runtime": 300}, "needs share and seconds"),
+])
+def test_waves_config_mistakes_are_one_line(bad, says):
+    with pytest.raises(W.WorkloadError, match=says) as e:
+        waves.generate(bad)
+    assert "\n" not in str(e.value)
