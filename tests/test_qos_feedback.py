@@ -209,3 +209,29 @@ def test_one_default_period_is_the_single_period_reading():
         fb = qf.observe(qf.start(), *DEFAULT_PERIODS[0], JOB, params)
         assert fb.mode == qf.RUNNING and fb.default_work == (9.0, 12.0) and fb.best_work == (9.0, 12.0)
         assert fb.assignments == ((1, 1.0),) and fb.candidates == (5,)
+
+
+def test_once_every_level_is_in_use_it_idles_without_raising_weights():
+    """The paper's line 19: |assignments| = NUM_SLS ends the search, although the prioritised
+    processes' weights could still be raised (line 30) and candidates remain."""
+    roomy = P._replace(num_sls=3, max_weight=64.0, max_slowdown=1.0)
+
+    def helpful(assignments):  # every raise helps both jobs a little: every trial is accepted
+        return np.array([10.0, 10.0]) * 1.01 ** sum(np.log2(2 * w) for _, w in assignments)
+
+    fb, seen = qf.start(), []
+    for _ in range(10):
+        fb = qf.observe(fb, helpful(fb.assignments), proc_work(fb.assignments), JOB, roomy)
+        seen.append((fb.mode, fb.assignments))
+    # DEFAULT -> first level (weight 1) -> second level: both extra levels in use, then IDLE
+    # on that assignment for good; the weights stay 1 although raising them would help.
+    running = [a for m, a in seen if m == qf.RUNNING]
+    assert [len(a) for a in running] == [1, 2]
+    assert fb.mode == qf.IDLE and len(fb.best) == 2 and all(w == 1.0 for _, w in fb.best)
+    assert all(m == qf.IDLE and a == fb.best for m, a in seen[len(running):])
+    # With levels free the same environment goes on, raising weights too (line 30).
+    more = roomy._replace(num_sls=8)
+    fb = qf.start()
+    for _ in range(10):
+        fb = qf.observe(fb, helpful(fb.assignments), proc_work(fb.assignments), JOB, more)
+    assert fb.mode == qf.RUNNING and max(w for _, w in fb.best) > 1.0
