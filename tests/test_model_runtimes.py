@@ -182,7 +182,10 @@ def test_shortcuts_change_no_runtime_on_other_families(machine, pol):
     a = replay.replay(day, topo, pol, "easy", runtime_model=fast).jobs
     b = replay.replay(day, topo, pol, "easy", runtime_model=slow).jobs
     _assert_same_runs(a, b, fast, slow)
-    assert fast.renamed > 0 and fast.built_late == 0
+    assert fast.built_late == 0
+    # A torus's ideal is the best of several placements: a placement renamed from one of them
+    # need not be the best, so no renaming shortcut is taken there (commtime._slowdown_of_best).
+    assert (fast.renamed == 0) if len(topo.ideal_placements(8)) > 1 else (fast.renamed > 0)
 
 
 def test_same_network_is_a_renaming_of_links():

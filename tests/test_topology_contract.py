@@ -79,6 +79,18 @@ def test_ideal_allocation_is_at_least_as_compact_as_random(topo):
             assert np.asarray(topo.hops(a[:, None], a[None, :])).sum() / (n * (n - 1)) >= ideal - 1e-12
 
 
+def test_ideal_placements_start_with_the_ideal_allocation_and_hold_n_nodes(topo):
+    """The bandwidth model's candidate ideals: the lowest-APH allocation first, then (tori)
+    the first nodes of orderings; each n distinct node ids of the machine, none repeated."""
+    for n in (1, 2, 7, min(40, topo.n_nodes)):
+        places = topo.ideal_placements(n)
+        assert np.array_equal(places[0], topo.ideal_allocation(n))
+        for i, p in enumerate(places):
+            p = np.asarray(p)
+            assert len(np.unique(p)) == n and p.min() >= 0 and p.max() < topo.n_nodes
+            assert not any(np.array_equal(p, q) for q in places[:i])
+
+
 def test_config_round_trips_and_the_value_is_static(topo):
     again = topology.from_config(topo.config())
     assert again == topo and hash(again) == hash(topo)

@@ -13,7 +13,10 @@ bandwidths, the job's step time is its slowest flow's ``bytes / rate``
 Per job, :func:`slowdowns` gives the step time
 
 * ``alone``: the job by itself in its placement (its own traffic still contends),
-* ``ideal``: by itself in the topology's ideal compact placement of its size,
+* ``ideal``: by itself in the topology's ideal compact placement of its size — the least
+  step time over :meth:`~fattorus.topology.base.Topology.ideal_placements` (one placement on
+  fat-trees and dragonflies, the first nodes of each ordering and the lowest-APH ball on
+  tori),
 * ``together``: with every other job of the set running at the same time,
 
 and ``slowdown = together / ideal``. A job's run time then scales as
@@ -112,8 +115,8 @@ def slowdowns(topo: Topology, jobs: Sequence[Job]) -> Slowdown:
     docstring). A job whose ideal step time is 0 (no traffic leaves its nodes) has slowdown 1."""
     together = step_times(topo, jobs)
     alone = np.array([step_times(topo, [job])[0] for job in jobs])
-    ideal = np.array([step_times(topo, [job._replace(alloc=topo.ideal_allocation(len(job.alloc)))])[0]
-                      for job in jobs])
+    ideal = np.array([min(step_times(topo, [job._replace(alloc=nodes)])[0]
+                          for nodes in topo.ideal_placements(len(job.alloc))) for job in jobs])
     with np.errstate(divide="ignore", invalid="ignore"):
         slow = np.where(ideal > 0, together / np.where(ideal > 0, ideal, 1), 1.0)
     return Slowdown(alone, ideal, together, slow)
@@ -210,6 +213,7 @@ class ModelRuntimes:
         self._keyless: dict[tuple[str, int], patterns.Traffic] = {}
         self._ideal_routes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._ideal_routes_bytes = 0
+        self._placements: dict[int, tuple[np.ndarray, ...]] = {}
         self._capacity = np.asarray(self.topo.link_bandwidth)
         self.renamed = 0  # starts decided by a renaming shortcut (no solve)
         self.built_late = 0  # jobs whose flows were built after their start, for a later job
@@ -287,10 +291,20 @@ class ModelRuntimes:
                     reached[self._links[k]] = True
         return [k for i, k in enumerate(others) if members[i]]
 
-    def _slowdown(self, j: int, nodes: np.ndarray, ideal_nodes: np.ndarray, running: set[int]) -> float:
-        """Job ``j``'s step time with the running jobs over its step time alone on
-        ``ideal_nodes``; the ideal one cached per (pattern, size) for key-free patterns."""
+    def _ideal_placements(self, n: int) -> tuple[np.ndarray, ...]:
+        """:meth:`Topology.ideal_placements` of ``n`` nodes, computed once per size."""
+        got = self._placements.get(n)
+        if got is None:
+            got = self._placements[n] = self.topo.ideal_placements(n)
+        return got
+
+    def _slowdown(self, j: int, nodes: np.ndarray, ideals: tuple[np.ndarray, ...], running: set[int]) -> float:
+        """Job ``j``'s step time with the running jobs over its least step time alone on the
+        ``ideals`` placements; the ideal one cached per (pattern, size) for key-free patterns."""
         self._nodes[j] = np.asarray(nodes)
+        if len(ideals) > 1:
+            return self._slowdown_of_best(j, nodes, ideals, running)
+        ideal_nodes = ideals[0]
         if self._renamed_placement(nodes, ideal_nodes) and not self._reach(j, running, direct=True):
             # Exact shortcut: the placement is the ideal one renamed for every pair of its nodes
             # (whatever the traffic), and no running job can share a link with it (disjoint
@@ -324,6 +338,31 @@ class ModelRuntimes:
         if ideal is None:
             ideal_routes, ideal_bytes = ideal_flows or self._job_flows(traffic, ideal_nodes)
             ideal = self._step(ideal_routes, ideal_bytes, len(ideal_bytes))
+            if keyless:
+                self._ideal[key] = ideal
+        return together / ideal if ideal > 0 else 1.0
+
+    def _slowdown_of_best(self, j: int, nodes: np.ndarray, ideals: tuple[np.ndarray, ...], running: set[int]) -> float:
+        """:meth:`_slowdown` where the ideal is the least of several placements' step times (a
+        torus): no renaming shortcut (a placement renamed from one candidate need not be the
+        best), every candidate solved alone, the least kept per (pattern, size) for key-free
+        patterns."""
+        if self._pending & running:
+            for k in sorted(self._pending & self._reach(j, running)):
+                self._pending.discard(k)
+                self._build(k)
+        traffic = self._traffic(j, len(nodes))
+        own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
+        self._links[j] = self._shared_links(own_routes)
+        others = [self._flows[k] for k in self._sharing(j, [k for k in running if k in self._flows])]
+        route_ids = np.concatenate([own_routes] + [r for r, _ in others])
+        nbytes = np.concatenate([own_bytes] + [b for _, b in others])
+        together = self._step(route_ids, nbytes, len(own_bytes))
+        key = (self._names[j], len(nodes))
+        keyless = self._names[j] in patterns.KEYLESS
+        ideal = self._ideal.get(key) if keyless else None
+        if ideal is None:
+            ideal = min(self._step(*flows, len(flows[1])) for flows in (self._job_flows(traffic, c) for c in ideals))
             if keyless:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0
@@ -400,15 +439,15 @@ class ModelRuntimes:
             self._keys = {k: v for k, v in self._keys.items() if k in running}
             self._pending &= running
         n = len(nodes)
-        ideal_nodes = self.topo.ideal_allocation(n)
-        if self._local_ok and self._one_router(nodes) and self._one_router(ideal_nodes):
+        ideals = self._ideal_placements(n)
+        if self._local_ok and self._one_router(nodes) and all(self._one_router(c) for c in ideals):
             # Exact shortcut: on one router a job's flows cross only its own node links (no
             # other job can share them, so it slows no one and no one slows it), and its
-            # placement and the ideal one are the same flow network up to relabelling nodes:
+            # placement and every ideal one are the same flow network up to relabelling nodes:
             # together == alone == ideal step time, slowdown 1, and its flows never need routing.
             slow = 1.0
         else:
-            slow = self._slowdown(j, nodes, ideal_nodes, running)
+            slow = self._slowdown(j, nodes, ideals, running)
         self.slowdown[j] = slow
         runtime = self._base[j] * ((1 - self.comm_fraction) + self.comm_fraction * slow)
         if runtime > self._estimate[j]:

@@ -166,6 +166,13 @@ class Topology(abc.ABC):
         """Node ids of the most compact (lowest-APH) ``n``-node allocation on an empty machine."""
         ...
 
+    def ideal_placements(self, n: int) -> tuple[np.ndarray, ...]:
+        """Compact ``n``-node placements on an empty machine from which the bandwidth model
+        takes a job's ideal step time: the least of its step times alone on each
+        (:mod:`fattorus.analysis.commtime`). Default: :meth:`ideal_allocation` alone. A family
+        whose lowest-APH placement is not also a good one for bandwidth adds others."""
+        return (np.asarray(self.ideal_allocation(n)),)
+
     def ideal_aph(self, n: int) -> float:
         """APH of :meth:`ideal_allocation` (0 for ``n <= 1``)."""
         if n <= 1:

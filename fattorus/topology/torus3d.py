@@ -164,6 +164,24 @@ class Torus3D(Topology):
         nodes = (order[:, None] * self.nodes_per_router + np.arange(self.nodes_per_router)).ravel()
         return nodes[: int(n)]
 
+    def ideal_placements(self, n: int) -> tuple[np.ndarray, ...]:
+        """The lowest-APH ball (:meth:`ideal_allocation`) and the first ``n`` nodes of every
+        named ordering (``xyz`` is ``id``), each once. Why not the ball alone: its shape and its
+        rank order (by distance from router 0) are poor for bandwidth — on Blue Waters a job
+        alone on the first nodes of ``O2`` (a yz slab with wrap-around links) communicates
+        1.4–9× faster than on the ball — so a model ideal taken from the ball alone made most
+        jobs faster than their logged run times (docs/decisions.md, "The torus's ideal
+        placement for the bandwidth model")."""
+        n = int(n)
+        out = [np.asarray(self.ideal_allocation(n))]
+        for name in self.ordering_names:
+            if name == "xyz":
+                continue
+            nodes = np.asarray(self.ordering(name)[:n])
+            if not any(np.array_equal(nodes, o) for o in out):
+                out.append(nodes)
+        return tuple(out)
+
     def ideal_aph(self, n: int) -> float:
         """APH of :meth:`ideal_allocation`, by the closed-form hop sum."""
         n = int(n)
