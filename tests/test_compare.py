@@ -10,11 +10,14 @@ from fattorus.app import compare
 from fattorus.args import EXIT_BROKEN_PIPE
 
 
-def _trial(path, policy, params, util, waits, exposed):
+def _trial(path, policy, params, util, waits, exposed, app_eff=None):
     path.mkdir(parents=True)
     cfg = {"topo": "t", "policy": policy, "policy_params": params,
            "workload": {"name": "w", "scale_factor": 2.0}}
-    (path / "summary.json").write_text(json.dumps({"config": cfg, "utilization": {"mean": util}}))
+    summary = {"config": cfg, "utilization": {"mean": util}}
+    if app_eff is not None:
+        summary["runtime_model"] = {"application_efficiency": app_eff}
+    (path / "summary.json").write_text(json.dumps(summary))
     n = len(waits)
     pl.DataFrame({"nodes": [1, 2048][:n], "wait_s": waits, "aph": [0.0, 4.0][:n], "max_hops": [0, 9][:n],
                   "exposed": exposed, "bbox_fill": [1.0, 0.5][:n]}).write_parquet(path / "jobs.parquet")
@@ -143,3 +146,16 @@ def test_arms_of_one_policy_with_other_settings_get_their_own_labels(tmp_path):
                             "ta t1_pod_order=most"]
     text = (tmp_path / "compare.md").read_text()
     assert "| ta t1_pod_order=least | 2 |" in text and text.split("| ta t1_pod_order=least |")[1].splitlines()[0].endswith(" 1.250 |")
+
+
+def test_model_runs_get_the_total_system_efficiency(tmp_path):
+    """utilization x the model's application efficiency; an arm without the model gets a dash."""
+    _trial(tmp_path / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False], app_eff=0.8)
+    _trial(tmp_path / "b", "prism", {"fill": 1.0}, 0.72, [3600.0, 3600.0], [False, False], app_eff=1.0)
+    _trial(tmp_path / "c", "feature", {}, 0.85, [0.0, 0.0], [True, True])
+    assert compare.main([str(tmp_path), "--large", "1024"]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    assert "| utilization | system efficiency | APH |" in text
+    assert "| first_fit ordering=O2 | 2 | 1.00 | 90.0% | 72.0% | 2.00 |" in text  # 0.9 x 0.8
+    assert "| prism | 2 | 1.00 | 72.0% | 72.0% | 2.00 |" in text
+    assert "| feature | 2 | 0.00 | 85.0% | – | 2.00 |" in text

@@ -69,6 +69,31 @@ def test_model_runs_keep_easy_guarantees_and_estimates(runs):
         assert summary["jobs"] == len(jobs) and summary["killed_at_estimate"] == model.killed
 
 
+def test_application_efficiency_is_work_over_busy_node_seconds(runs, jobs):
+    """summary.json's application efficiency, recomputed from jobs.parquet, the log and each
+    job's slowdown: a job that ran to its end did its logged run time of work; one cut at its
+    estimate (its stretched run time past it) did the time it got over its stretch factor.
+    Under ta every job ran at the ideal speed."""
+    ft, out = runs
+    prepared, _ = replay.prepare(workload.with_estimate(jobs), ft.n_nodes)
+    logged = dict(zip(prepared["job_id"].to_list(), prepared["runtime_s"].to_list()))
+    for pol, (result, model) in out.items():
+        t = result.jobs
+        base = np.array([logged[i] for i in t["job_id"].to_list()])
+        assert np.array_equal(base, model._base)  # rows in the model's job order
+        ran, nodes, estimate = (t[c].to_numpy() for c in ("runtime_s", "nodes", "estimate_s"))
+        factor = 0.5 + 0.5 * model.slowdown  # comm_fraction 0.5
+        cut = base * factor > estimate
+        assert cut.sum() == result.summary["runtime_model"]["killed_at_estimate"]
+        np.testing.assert_allclose(ran[cut], estimate[cut])
+        work = np.where(cut, ran / factor, base)
+        got = result.summary["runtime_model"]["application_efficiency"]
+        assert got == pytest.approx((nodes * work).sum() / (nodes * ran).sum(), rel=1e-12)
+    # Under ta jobs communicate (nearly) as in the ideal placement; under to they slow down.
+    eff = {pol: r.summary["runtime_model"]["application_efficiency"] for pol, (r, _) in out.items()}
+    assert eff["ta"] > 0.99 and eff["to"] < eff["ta"] - 0.01
+
+
 def test_ta_jobs_run_as_fast_as_alone_and_to_jobs_slow_down(runs):
     """Under ta no two running jobs share a link, so at its start every job communicates as if
     alone in its placement: recomputed here from jobs.parquet, job by job."""

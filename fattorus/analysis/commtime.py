@@ -209,6 +209,7 @@ class ModelRuntimes:
         self._cap = jnp.asarray(np.asarray(self.topo.link_bandwidth, np.float32))
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
+        self._busy_ns = self._useful_ns = 0.0
         self._ideal: dict[tuple[str, int], float] = {}
         self._keyless: dict[tuple[str, int], patterns.Traffic] = {}
         self._ideal_routes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -449,15 +450,25 @@ class ModelRuntimes:
         else:
             slow = self._slowdown(j, nodes, ideals, running)
         self.slowdown[j] = slow
-        runtime = self._base[j] * ((1 - self.comm_fraction) + self.comm_fraction * slow)
+        factor = (1 - self.comm_fraction) + self.comm_fraction * slow
+        runtime = self._base[j] * factor
         if runtime > self._estimate[j]:
             self.killed += 1
             runtime = self._estimate[j]
+        # Node-seconds busy, and the share of them that is work at the ideal speed (a job cut
+        # at its estimate did runtime / factor seconds of its work).
+        self._busy_ns += n * runtime
+        self._useful_ns += n * runtime / factor
         return runtime
 
     def summary(self) -> dict[str, Any]:
-        """What the run's ``summary.json`` records of the model."""
+        """What the run's ``summary.json`` records of the model. ``application_efficiency``:
+        the node-seconds of work done at the ideal speed over the node-seconds the jobs were
+        busy (``Σ nodes · run time / factor`` over ``Σ nodes · run time``; the torus paper's
+        application efficiency, weighted by each job's nodes and run time); a run's total
+        system efficiency is its utilization times this."""
         s = self.slowdown[np.isfinite(self.slowdown)]
         return {"comm_fraction": self.comm_fraction, "patterns": dict(self.mix), "jobs": int(len(s)),
                 "mean_slowdown": float(s.mean()) if len(s) else None,
-                "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed)}
+                "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed),
+                "application_efficiency": self._useful_ns / self._busy_ns if self._busy_ns > 0 else None}

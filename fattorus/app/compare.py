@@ -5,7 +5,10 @@ writes one Markdown table per workload (``compare.md`` in ``RESULTS_DIR``, atomi
 printed): jobs, mean wait, utilization (the torus paper's *scheduling efficiency*), mean APH
 and maximum hops (all jobs, and jobs of at least ``--large`` nodes), the share of jobs whose
 routes share a link with a concurrent job (``exposed``), the mean bounding-box fill where the
-machine reports one, and the **break-even speedup** against a reference policy.
+machine reports one, and the **break-even speedup** against a reference policy. Runs made
+with ``speedup=model`` also get the **total system efficiency** (utilization × the model's
+application efficiency, ``summary.json`` ``runtime_model.application_efficiency``): the
+application side measured instead of assumed.
 
 Break-even: total system efficiency is scheduling efficiency x application efficiency (torus
 paper, Section III-B). If a policy's placements run applications at their best (efficiency 1)
@@ -103,6 +106,8 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
         "exposed": float(jobs["exposed"].mean()),
         "bbox_fill": float(jobs["bbox_fill"].mean()) if "bbox_fill" in jobs.columns else float("nan"),
     }
+    app = (summary.get("runtime_model") or {}).get("application_efficiency")
+    row["system_eff"] = row["util"] * float(app) if app is not None else None
     return row
 
 
@@ -117,12 +122,15 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
         group = sorted((r for r in rows if r["workload"] == wl), key=lambda r: r["policy"])
         ref = next((r for r in group if r["policy"] == reference), None)
         even_head, even_rule = (f" break-even vs {reference} |", "---:|") if ref else ("", "")
+        modelled = any(r.get("system_eff") is not None for r in group)
+        eff_head, eff_rule = (" system efficiency |", "---:|") if modelled else ("", "")
         out += [f"### {wl}", "",
-                f"| policy | jobs | mean wait (h) | utilization | APH | APH (>= {large} nodes) | "
+                f"| policy | jobs | mean wait (h) | utilization |{eff_head} APH | APH (>= {large} nodes) | "
                 f"max hops (>= {large} nodes) | exposed | bbox fill |{even_head}",
-                f"|---|---:|---:|---:|---:|---:|---:|---:|---:|{even_rule}"]
+                f"|---|---:|---:|---:|{eff_rule}---:|---:|---:|---:|---:|{even_rule}"]
         for r in group:
-            line = (f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} | {r['aph']:.2f} | "
+            eff = "" if not modelled else (" – |" if r.get("system_eff") is None else f" {r['system_eff']:.1%} |")
+            line = (f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
                     f"{r['aph_large']:.2f} | {r['max_hops_large']:.1f} | {r['exposed']:.1%} | "
                     f"{r['bbox_fill']:.2f} |")
             if ref:
