@@ -91,6 +91,17 @@ def test_ideal_placements_start_with_the_ideal_allocation_and_hold_n_nodes(topo)
             assert not any(np.array_equal(p, q) for q in places[:i])
 
 
+def test_compiled_routes_equal_the_familys_routes(topo):
+    """kernels.routes.route_links (what the bandwidth model routes with, compiled) gives the
+    family's own routes, pairs with src == dst included."""
+    from fattorus.kernels.routes import route_links
+
+    rng = np.random.default_rng(11)
+    src, dst = rng.integers(0, topo.n_nodes, 300), rng.integers(0, topo.n_nodes, 300)
+    dst[:20] = src[:20]
+    assert np.array_equal(np.asarray(route_links(topo, src, dst)), np.asarray(topo.routes(src, dst)))
+
+
 def test_config_round_trips_and_the_value_is_static(topo):
     again = topology.from_config(topo.config())
     assert again == topo and hash(again) == hash(topo)

@@ -41,6 +41,7 @@ import numpy as np
 
 from fattorus.analysis import patterns
 from fattorus.kernels.maxmin import maxmin_rates, step_time
+from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
 
 
@@ -93,7 +94,9 @@ def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray,
     # once per flow count (the pad rows are node 0 to itself, dropped).
     pad = _bucket(F) - F
     src, dst = np.r_[src, np.zeros(pad, src.dtype)], np.r_[dst, np.zeros(pad, dst.dtype)]
-    return np.asarray(topo.routes(src, dst), np.int32)[:F], np.concatenate(nbytes), np.concatenate(owner)
+    # Compiled routing (kernels.routes.route_links): one compilation per bucket, not one per
+    # operation of an eager family router.
+    return np.asarray(route_links(topo, src, dst), np.int32)[:F], np.concatenate(nbytes), np.concatenate(owner)
 
 
 def step_times(topo: Topology, jobs: Sequence[Job]) -> np.ndarray:

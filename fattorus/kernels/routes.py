@@ -8,13 +8,23 @@ that are hops (the topology's ``hop_classes``).
 
 from __future__ import annotations
 
+from functools import partial
+
+import jax
 import numpy as np
 
 from fattorus.topology.base import Topology
 
 
+@partial(jax.jit, static_argnums=0)
 def route_links(topo: Topology, src, dst):
-    """``(..., topo.max_route_links)`` link ids of the static route of each pair, ``-1`` padded."""
+    """``(..., topo.max_route_links)`` link ids of the static route of each pair, ``-1`` padded.
+
+    Compiled once per (topology, batch shape). Why: the torus's and the dragonfly's
+    ``routes`` are eager ``jax.numpy`` code; called eagerly, every operation is dispatched on
+    its own and every new batch shape compiles each one (578 compilations in a 220-job
+    ``speedup=model`` replay on Blue Waters). Compiled, 4,096 pairs take ~0.6-0.9 ms instead
+    of 21-32 ms; the ids are the same (integer operations)."""
     return topo.routes(src, dst)
 
 
