@@ -304,12 +304,13 @@ class ModelRuntimes:
 
     def _slowdown(self, j: int, nodes: np.ndarray, ideals: tuple[np.ndarray, ...], running: set[int]) -> float:
         """Job ``j``'s step time with the running jobs over its least step time alone on the
-        ``ideals`` placements; the ideal one cached per (pattern, size) for key-free patterns."""
+        ``ideals`` placements; the ideal one cached per (pattern, size) for key-free patterns.
+        The renaming shortcuts apply only against a single ideal placement (fat-trees,
+        dragonflies): with several (a torus), a placement renamed from one of them need not
+        be the best, so every candidate is solved."""
         self._nodes[j] = np.asarray(nodes)
-        if len(ideals) > 1:
-            return self._slowdown_of_best(j, nodes, ideals, running)
-        ideal_nodes = ideals[0]
-        if self._renamed_placement(nodes, ideal_nodes) and not self._reach(j, running, direct=True):
+        single = len(ideals) == 1
+        if single and self._renamed_placement(nodes, ideals[0]) and not self._reach(j, running, direct=True):
             # Exact shortcut: the placement is the ideal one renamed for every pair of its nodes
             # (whatever the traffic), and no running job can share a link with it (disjoint
             # interference keys): its together and ideal problems are one network, slowdown 1,
@@ -329,10 +330,10 @@ class ModelRuntimes:
         keyless = self._names[j] in patterns.KEYLESS
         ideal = self._ideal.get(key) if keyless else None
         ideal_flows = None
-        if not others:
+        if single and not others:
             # Exact shortcut: alone, and its placement is the ideal one up to renaming links
             # (most `ta` placements), the two solves are one and the same: slowdown 1.
-            ideal_flows = self._ideal_flows(key, keyless, traffic, ideal_nodes)
+            ideal_flows = self._ideal_flows(key, keyless, traffic, ideals[0])
             if self._renamed(own_routes, ideal_flows[0]):
                 self.renamed += 1
                 return 1.0
@@ -340,33 +341,9 @@ class ModelRuntimes:
         nbytes = np.concatenate([own_bytes] + [b for _, b in others])
         together = self._step(route_ids, nbytes, len(own_bytes))
         if ideal is None:
-            ideal_routes, ideal_bytes = ideal_flows or self._job_flows(traffic, ideal_nodes)
-            ideal = self._step(ideal_routes, ideal_bytes, len(ideal_bytes))
-            if keyless:
-                self._ideal[key] = ideal
-        return together / ideal if ideal > 0 else 1.0
-
-    def _slowdown_of_best(self, j: int, nodes: np.ndarray, ideals: tuple[np.ndarray, ...], running: set[int]) -> float:
-        """:meth:`_slowdown` where the ideal is the least of several placements' step times (a
-        torus): no renaming shortcut (a placement renamed from one candidate need not be the
-        best), every candidate solved alone, the least kept per (pattern, size) for key-free
-        patterns."""
-        if self._pending & running:
-            for k in sorted(self._pending & self._reach(j, running)):
-                self._pending.discard(k)
-                self._build(k)
-        traffic = self._traffic(j, len(nodes))
-        own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
-        self._links[j] = self._shared_links(own_routes)
-        others = [self._flows[k] for k in self._sharing(j, [k for k in running if k in self._flows])]
-        route_ids = np.concatenate([own_routes] + [r for r, _ in others])
-        nbytes = np.concatenate([own_bytes] + [b for _, b in others])
-        together = self._step(route_ids, nbytes, len(own_bytes))
-        key = (self._names[j], len(nodes))
-        keyless = self._names[j] in patterns.KEYLESS
-        ideal = self._ideal.get(key) if keyless else None
-        if ideal is None:
-            ideal = min(self._step(*flows, len(flows[1])) for flows in (self._job_flows(traffic, c) for c in ideals))
+            candidates = [ideal_flows or self._job_flows(traffic, ideals[0])] if single else \
+                [self._job_flows(traffic, c) for c in ideals]
+            ideal = min(self._step(r, b, len(b)) for r, b in candidates)
             if keyless:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0
