@@ -208,8 +208,9 @@ def test_shortcuts_change_no_runtime_on_other_families(machine, pol):
     b = replay.replay(day, topo, pol, "easy", runtime_model=slow).jobs
     _assert_same_runs(a, b, fast, slow)
     assert fast.built_late == 0
-    # A torus's ideal is the best of several placements: a placement renamed from one of them
-    # need not be the best, so no renaming shortcut is taken there (commtime._slowdown_of_best).
+    # A torus's ideal is the best of several placements (for jobs above two nodes): a placement
+    # renamed from one of them need not be the best, so no renaming shortcut is taken there
+    # (ModelRuntimes._slowdown).
     assert (fast.renamed == 0) if len(topo.ideal_placements(8)) > 1 else (fast.renamed > 0)
 
 

@@ -235,3 +235,28 @@ def test_once_every_level_is_in_use_it_idles_without_raising_weights():
     for _ in range(10):
         fb = qf.observe(fb, helpful(fb.assignments), proc_work(fb.assignments), JOB, more)
     assert fb.mode == qf.RUNNING and max(w for _, w in fb.best) > 1.0
+
+
+def test_a_rolled_back_trial_leaves_its_level_free():
+    """Line 19 with the rollback: a trial that took the last level and was rolled back leaves
+    the best one level short, so the search goes on with the other candidates."""
+    roomy = P._replace(threshold=0.95, num_sls=3, max_weight=64.0, max_slowdown=1.0)
+
+    def proc(assignments):  # processes 1 and 4 are their jobs' slowest until prioritised
+        w = np.array([10.0, 9.0, 10.0, 10.0, 9.5, 10.0])
+        for p, _ in assignments:
+            w[p] = 10.0
+        return w
+
+    def work(assignments):  # prioritising 1 helps, giving 4 the last level hurts
+        ps = [p for p, _ in assignments]
+        return np.array([10.0, 10.0]) * (1.05 if 1 in ps else 1.0) * (0.90 if 4 in ps else 1.0)
+
+    fb, seen = qf.start(), []
+    for _ in range(3):
+        fb = qf.observe(fb, work(fb.assignments), proc(fb.assignments), JOB, roomy)
+        seen.append(fb)
+    # DEFAULT -> trial {1} (accepted) -> trial {1, 4} (both levels in use; rolled back) -> on
+    assert seen[0].assignments == ((1, 1.0),) and seen[1].assignments == ((1, 1.0), (4, 1.0))
+    assert seen[2].best == ((1, 1.0),) and seen[2].mode == qf.RUNNING
+    assert len(seen[2].assignments) == 2 and (4, 1.0) not in seen[2].assignments

@@ -662,8 +662,11 @@ TABLE_II_XE = [1024, 512, 324, 576, 1372, 4116, 1, 2, 4, 8, 16, 32, 64, 100, 128
 
 
 def test_waves_workload_is_the_torus_papers_table_ii():
-    cfg = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "workload" / "bluewaters_table2.yaml"))
+    raw = OmegaConf.load(REPO / "conf" / "workload" / "bluewaters_table2.yaml")
+    cfg = OmegaConf.to_container(raw)
     wl, _ = W.from_config(cfg, machine_nodes=22_548)
+    # the config as OmegaConf hands it over (ListConfig instances) gives the same jobs
+    assert W.from_config(raw, machine_nodes=22_548)[0].jobs.equals(wl.jobs)
     jobs = wl.jobs
     assert set(jobs["node_kind"]) == {"XE"} and sorted(set(jobs["submit_s"].to_list())) == [i * 900.0 for i in range(12)]
     first = jobs.filter(pl.col("submit_s") == 0)
@@ -697,6 +700,10 @@ def test_waves_without_instances_or_same_runtime_give_one_job_per_entry():
     assert j["runtime_s"].n_unique() > 10
     same = waves.generate({"n_waves": 4, "apps": apps, "same_runtime": {"share": 1.0, "seconds": 900}}).jobs
     assert same["runtime_s"].to_list() == [900.0] * 20  # min(900 s, each limit >= 30 min)
+    # an entry with no instances keeps its number: labels and "users" count table entries
+    skip = waves.generate({"n_waves": 1, "apps": [{"name": "A", "nodes": [1, 8], "time_limit_min": 30,
+                                                   "instances": [0, 2]}]})
+    assert skip.jobs["user"].to_list() == [2, 2] and "entries=2,jobs_per_wave=2" in skip.path
     # the spread draws come first: adding same_runtime with share 0 leaves every job as it was
     none = waves.generate({"n_waves": 4, "wave_interval_s": 1800, "apps": apps, "same_runtime": {"share": 0, "seconds": 1}})
     assert none.jobs.equals(j)
@@ -707,6 +714,11 @@ def test_waves_without_instances_or_same_runtime_give_one_job_per_entry():
     ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5, "instances": -1}]}, "instances >= 0"),
     ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5}], "same_runtime": {"share": 2, "seconds": 5}}, "share in"),
     ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5}], "same_runtime": 300}, "needs share and seconds"),
+    ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5}], "same_runtime": {"share": 1, "seconds": 5, "x": 1}},
+     "needs share and seconds"),
+    ({"apps": [{"name": "A", "nodes": [1, 2], "time_limit_min": 5, "instances": [1, 2.5]}]}, "whole numbers"),
+    ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5, "instances": True}]}, "whole numbers"),
+    ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5, "instances": 0}]}, "has instances > 0"),
 ])
 def test_waves_config_mistakes_are_one_line(bad, says):
     with pytest.raises(W.WorkloadError, match=says) as e:

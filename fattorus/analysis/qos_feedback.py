@@ -20,10 +20,11 @@ process completed (iterations) and chooses the assignment for the next period:
   Section 3.1). "Significant" is ``max_slowdown``: a trial that leaves any job more than that
   fraction below its work under the best assignment is rolled back even if the mean improved
   (the paper's line 15 compares the mean only; its text promises limited impact on other jobs).
-  Go ``IDLE`` when the period ran with every service level in use (the paper's line 19,
-  ``|assignments| = NUM_SLS``: ``num_sls − 1`` processes prioritised, the default level
-  being the last; the algorithm "iterates until either no service levels or no candidates
-  remain") or when no candidate is left that can be raised (line 20).
+  Go ``IDLE`` when the best assignment, after this period's accept or rollback, holds every
+  service level (the paper's line 19, ``|assignments| = NUM_SLS``: ``num_sls − 1`` processes
+  prioritised, the default level being the last; the algorithm "iterates until either no
+  service levels or no candidates remain"; a rolled-back trial leaves its level free) or
+  when no candidate is left that can be raised (line 20).
 * ``IDLE``: run the best assignment; if the score falls below the default performance
   (score < 0), restart from ``DEFAULT`` (the paper's line 23: noise it would otherwise misread
   as contention). A change of the job mix restarts too (:func:`restart`).
@@ -170,9 +171,10 @@ def observe(fb: Feedback, job_work: np.ndarray, proc_work: np.ndarray, job_of: n
             best, best_score, accepted = fb.assignments, s, accepted + 1
             best_work = tuple(float(w) for w in job_work)
             candidates = select_candidates(proc_work, job_of, params.threshold)
-        if len(fb.assignments) >= params.num_sls - 1:
-            # Line 19: the period used every level (accepted or rolled back): no service
-            # level remains, so no more raises, not even of a prioritised process's weight.
+        if len(best) >= params.num_sls - 1:
+            # Line 19: the best assignment (after this period's accept or rollback) holds every
+            # level, so no service level remains: no more raises, not even of a prioritised
+            # process's weight. A rolled-back trial that took the last level leaves it free.
             mode, candidates = IDLE, ()
     elif mode == IDLE:
         if score(job_work, default_work) < 0.0:

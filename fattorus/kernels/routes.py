@@ -12,13 +12,16 @@ from functools import partial
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 
 from fattorus.topology.base import Topology
 
 
 @partial(jax.jit, static_argnums=0)
-def route_links(topo: Topology, src, dst):
+def route_links(topo: Topology, src: ArrayLike, dst: ArrayLike) -> jax.Array:
     """``(..., topo.max_route_links)`` link ids of the static route of each pair, ``-1`` padded.
+    ``topo`` is positional (a static argument: topologies are hashable values, and the
+    compiled routing of each one seen is kept); ``src``/``dst`` are arrays of node ids.
 
     Compiled once per (topology, batch shape). Why: the torus's and the dragonfly's
     ``routes`` are eager ``jax.numpy`` code; called eagerly, every operation is dispatched on

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,18 +32,28 @@ import polars as pl
 from fattorus.workload import SCHEMA, SkipReport, Workload, WorkloadError
 
 
+def _count(k: Any) -> int:
+    """One instance count: a whole number (``2.0`` is 2; ``2.7``, ``True`` or ``"2"`` are refused)."""
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) or k != int(k):
+        raise ValueError(f"instances must be whole numbers, got {k!r}")
+    return int(k)
+
+
 def _instances(app: Mapping[str, Any], n_sizes: int) -> list[int]:
-    """Jobs per wave of each node count of one ``apps`` row (``instances``: an int or a list)."""
+    """Jobs per wave of each node count of one ``apps`` row (``instances``: an int or a list;
+    any sequence, so an OmegaConf ``ListConfig`` too)."""
     raw = app.get("instances", 1)
-    counts = [int(k) for k in raw] if isinstance(raw, (list, tuple)) else [int(raw)] * n_sizes
+    many = isinstance(raw, Sequence) and not isinstance(raw, str)
+    counts = [_count(k) for k in raw] if many else [_count(raw)] * n_sizes
     if len(counts) != n_sizes:
         raise ValueError(f"instances has {len(counts)} entries for {n_sizes} node counts")
     return counts
 
 
-def _entries(apps: list[Mapping[str, Any]], include: set[str]) -> list[tuple[str, str, int, float, int]]:
+def _entries(apps: list[Mapping[str, Any]], include: set[str]) -> tuple[list[tuple[str, str, int, float, int]], int]:
     """``(app, kind, nodes, time limit s, entry id)`` per job of one wave, for rows of an included
-    kind; the entry id numbers the included (row, node count) pairs from 1 in table order."""
+    kind, and the number of such (row, node count) entries; the entry id numbers them from 1 in
+    table order (an entry with 0 instances keeps its number)."""
     out: list[tuple[str, str, int, float, int]] = []
     entry = 0
     for i, app in enumerate(apps):
@@ -53,10 +63,9 @@ def _entries(apps: list[Mapping[str, Any]], include: set[str]) -> list[tuple[str
             sizes = [int(n) for n in app["nodes"]]
             counts = _instances(app, len(sizes))
         except (KeyError, TypeError, ValueError) as e:
-            why = f" ({e})" if "instances" in str(e) else ""
             raise WorkloadError(f"waves workload: apps[{i}] needs name, nodes (a list of integers), "
-                                f"time_limit_min and optionally instances (an integer or one per node count)"
-                                f"{why}, got {dict(app)!r}") from None
+                                f"time_limit_min and optionally instances (an integer or one per node count) "
+                                f"({type(e).__name__}: {e}), got {dict(app)!r}") from None
         if limit_s <= 0 or any(n < 1 for n in sizes) or any(k < 0 for k in counts):
             raise WorkloadError(f"waves workload: apps[{i}] ({name}): node counts >= 1, instances >= 0 "
                                 f"and a positive time limit")
@@ -64,7 +73,7 @@ def _entries(apps: list[Mapping[str, Any]], include: set[str]) -> list[tuple[str
             for n, k in zip(sizes, counts):
                 entry += 1
                 out.extend((name, kind, n, limit_s, entry) for _ in range(k))
-    return out
+    return out, entry
 
 
 def _same_runtime(cfg: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -73,6 +82,9 @@ def _same_runtime(cfg: Mapping[str, Any]) -> tuple[float, float] | None:
     if raw is None:
         return None
     try:
+        extra = sorted(set(raw) - {"share", "seconds"})
+        if extra:
+            raise KeyError(extra)
         share, seconds = float(raw["share"]), float(raw["seconds"])
     except (KeyError, TypeError, ValueError):
         raise WorkloadError(f"waves workload: same_runtime needs share and seconds (numbers), got {raw!r}") from None
@@ -95,10 +107,10 @@ def generate(cfg: Mapping[str, Any]) -> Workload:
         raise WorkloadError(f"waves workload: n_waves >= 1, wave_interval_s >= 0 and 0 < runtime_fraction "
                             f"low <= high <= 1, got {n_waves}, {interval}, {[lo, hi]}")
     same = _same_runtime(cfg)
-    entries = _entries(list(cfg.get("apps") or []), set(cfg.get("include_kinds", ["XE"])))
+    entries, n_entries = _entries(list(cfg.get("apps") or []), set(cfg.get("include_kinds", ["XE"])))
     if not entries:
-        raise WorkloadError("waves workload: no application entry of an included kind")
-    n_entries = entries[-1][4]
+        raise WorkloadError("waves workload: no job: no application entry of an included kind"
+                            + (" has instances > 0" if n_entries else ""))
     rng = np.random.default_rng(seed)
     n = n_waves * len(entries)
     limit = np.tile([e[3] for e in entries], n_waves)
@@ -122,7 +134,7 @@ def generate(cfg: Mapping[str, Any]) -> Workload:
                              pl.Series("node_kind", [e[1] for e in entries] * n_waves))
     spec = json.dumps(dict(cfg), sort_keys=True, default=str)
     path = f"waves:seed={seed},n_waves={n_waves},entries={n_entries}"
-    if len(entries) != n_entries:  # several instances of some entry a wave
+    if [e[4] for e in entries] != list(range(1, n_entries + 1)):  # not one job per entry a wave
         path += f",jobs_per_wave={len(entries)}"
     return Workload(jobs=jobs, header={"Format": "waves", "Generator": spec, "MaxNodes": str(int(nodes.max()))},
                     path=path,
