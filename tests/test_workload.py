@@ -718,6 +718,7 @@ def test_waves_without_instances_or_same_runtime_give_one_job_per_entry():
      "needs share and seconds"),
     ({"apps": [{"name": "A", "nodes": [1, 2], "time_limit_min": 5, "instances": [1, 2.5]}]}, "whole numbers"),
     ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5, "instances": True}]}, "whole numbers"),
+    ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5, "instances": float("inf")}]}, "whole numbers"),
     ({"apps": [{"name": "A", "nodes": [1], "time_limit_min": 5, "instances": 0}]}, "has instances > 0"),
 ])
 def test_waves_config_mistakes_are_one_line(bad, says):

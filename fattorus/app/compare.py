@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.results.is_dir():
         print(f"compare: {a.results}: no such results directory", file=sys.stderr)
         return 2
-    trials, skipped, others = [], 0, []
+    found, skipped, others = [], 0, []
     # First the summaries only (cheap): a --reference naming no arm is refused before any jobs.parquet is read.
     for t in sorted(a.results.rglob("summary.json")):
         if not (t.parent / "jobs.parquet").is_file():
@@ -192,12 +192,12 @@ def main(argv: list[str] | None = None) -> int:
                 others.append(t.parent)
                 continue
             label(summary["config"])  # a config without a policy is a damaged trial
-            trials.append((t.parent, summary, ""))
+            found.append((t.parent, summary))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             skipped += 1
             _warn_skipped(t.parent, err)
-    labels = arm_labels([s for _, s, _ in trials])
-    trials = [(trial, summary, lab) for (trial, summary, _), lab in zip(trials, labels)]
+    labels = arm_labels([summary for _, summary in found])
+    trials = [(trial, summary, lab) for (trial, summary), lab in zip(found, labels)]
     reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
     if given and trials and all(lab != reference for _, _, lab in trials):
         print(f"compare: --reference '{reference}' matches no arm; labels present: "

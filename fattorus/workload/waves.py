@@ -33,8 +33,8 @@ from fattorus.workload import SCHEMA, SkipReport, Workload, WorkloadError
 
 
 def _count(k: Any) -> int:
-    """One instance count: a whole number (``2.0`` is 2; ``2.7``, ``True`` or ``"2"`` are refused)."""
-    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) or k != int(k):
+    """One instance count: a whole number (``2.0`` is 2; ``2.7``, ``inf``, ``True`` or ``"2"`` are refused)."""
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) or not float(k).is_integer():
         raise ValueError(f"instances must be whole numbers, got {k!r}")
     return int(k)
 
