@@ -150,7 +150,11 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
     else:
         inc_flow, inc_link = (jnp.asarray(x, jnp.int32) for x in incidences)
     inc_link = jnp.where(inc_link >= 0, inc_link, E - 1 - inc_link)  # padding: spare slots E .. E + DUMP - 1
-    ctx = _Solve(E, dtype, rtol, tuple(_stage_sizes(F, inc_flow.shape[0], stage_min_flows)))
+    sizes = _stage_sizes(F, inc_flow.shape[0], stage_min_flows)
+    if incidences is None:  # every stage's crossings are its flows' padded route slots
+        L = route_ids.shape[1]
+        sizes = [(f, f * L) for f, _ in sizes]
+    ctx = _Solve(E, dtype, rtol, tuple(sizes), incidences is None)
     # Inactive flows and flows that cross no link are settled before the first round.
     frozen0 = ~active | (n_links == 0)
     goal = None if goal is None else jnp.where(frozen0, 0, jnp.asarray(goal, dtype))
@@ -162,12 +166,14 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
 
 class _Solve(NamedTuple):
     """What every stage of one :func:`maxmin_rates` trace shares (static): the link count,
-    the float dtype, the saturation tolerance and each stage's (flows, crossings) lengths."""
+    the float dtype, the saturation tolerance, each stage's (flows, crossings) lengths and
+    whether the crossings are the padded route slots."""
 
     E: int
     dtype: object
     rtol: float
     sizes: tuple[tuple[int, int], ...]
+    padded: bool  # crossings = the flows' route slots, padding included (no compaction needed)
 
 
 class _Flows(NamedTuple):
@@ -241,8 +247,11 @@ def _stage(ctx: _Solve, k: int, flows: _Flows, frozen: jax.Array, residual: jax.
     def cond(state):
         frozen, done = state[1], state[-1]
         go = ~frozen.all() & ~done
-        if not last:  # the flows' link counts sum to their crossings
-            go &= ((~frozen).sum() > next_flows) | (jnp.where(frozen, 0, flows.n_links).sum() > next_crossings)
+        if not last:  # go on here until the open flows fit the next stage
+            fits = (~frozen).sum() <= next_flows
+            if not ctx.padded:  # compact crossings: the open flows' link counts must fit too
+                fits &= jnp.where(frozen, 0, flows.n_links).sum() <= next_crossings
+            go &= ~fits
         return go
 
     rate = jnp.zeros(flows.slot.shape[0], ctx.dtype)
@@ -276,15 +285,24 @@ def _descend(ctx: _Solve, k: int, flows: _Flows, rate: jax.Array, frozen: jax.Ar
         jnp.arange(n, dtype=jnp.int32), mode="drop")  # stage flow -> this stage's flow (n: none)
     real = ids < n
     src = jnp.minimum(ids, n - 1)
-    crossing_open = is_open[flows.inc_flow] & (flows.inc_link < E)
-    to = jnp.where(crossing_open, jnp.cumsum(crossing_open) - 1, next_crossings)
+    slot = jnp.where(real[:, None], flows.slot[src], E)
+    if ctx.padded:  # the moved flows' route slots, flow by flow: each link's crossings keep their order
+        L = slot.shape[1]
+        inc_flow = jnp.repeat(jnp.arange(next_flows, dtype=jnp.int32), L)
+        inc_link = jnp.where(slot < E, slot, E + jnp.arange(next_flows * L, dtype=jnp.int32).reshape(next_flows, L)
+                             % DUMP).reshape(-1)
+    else:
+        crossing_open = is_open[flows.inc_flow] & (flows.inc_link < E)
+        to = jnp.where(crossing_open, jnp.cumsum(crossing_open) - 1, next_crossings)
+        inc_flow = jnp.zeros(next_crossings, jnp.int32).at[to].set(pos[flows.inc_flow].astype(jnp.int32), mode="drop")
+        inc_link = (E + jnp.arange(next_crossings, dtype=jnp.int32) % DUMP).at[to].set(flows.inc_link, mode="drop")
     moved = _Flows(
-        slot=jnp.where(real[:, None], flows.slot[src], E),
+        slot=slot,
         weight=jnp.where(real, flows.weight[src], 1),
         goal=None if flows.goal is None else jnp.where(real, flows.goal[src], 0),
         n_links=jnp.where(real, flows.n_links[src], 0),
-        inc_flow=jnp.zeros(next_crossings, jnp.int32).at[to].set(pos[flows.inc_flow].astype(jnp.int32), mode="drop"),
-        inc_link=(E + jnp.arange(next_crossings, dtype=jnp.int32) % DUMP).at[to].set(flows.inc_link, mode="drop"),
+        inc_flow=inc_flow,
+        inc_link=inc_link,
     )
     rate2, rounds = _stage(ctx, k + 1, moved, ~real, residual, load, rounds, slowest)
     return rate.at[ids].set(rate2, mode="drop"), rounds
