@@ -277,3 +277,48 @@ def test_a_multirun_redoes_a_finished_trial_whose_settings_changed(tmp_path):
     assert out.returncode == 0 and "[done]" in out.stdout and "[skip]" not in out.stdout, out.stderr[-2000:]
     assert "settings changed since this trial ran (qos.imbalance=none there, uniform now)" in out.stderr
     assert json.loads(summary.read_text())["settings"]["imbalance"] == "uniform"
+
+
+def test_an_unfinished_run_resumes_without_hydras_copy_of_its_config(tmp_path):
+    # hydra.output_subdir=null: no .hydra/ in the run directory. The settings recorded beside
+    # the placements decide: the same settings resume (placement 0 kept), others are refused.
+    run_dir = tmp_path / "results" / "qos" / "r"
+    args = ["qos.placements=2", "qos.iterations=5", f"hydra.run.dir={run_dir}", "hydra.output_subdir=null"]
+    assert run_app(tmp_path, *args).returncode == 0
+    assert not (run_dir / ".hydra").exists() and (run_dir / "placements" / "settings.json").exists()
+    first = pl.read_parquet(run_dir / "jobs.parquet")
+    kept = (run_dir / "placements" / "p0.parquet").stat().st_mtime_ns
+    for name in ("summary.json", "placements/p1.parquet", "placements/h1.parquet"):
+        (run_dir / name).unlink()
+    before = tree(run_dir)
+    line = one_error_line(run_app(tmp_path, *args, "qos.threshold=0.8"))
+    assert "qos.threshold=0.9 there, 0.8 now" in line, line
+    assert tree(run_dir) == before
+    out = run_app(tmp_path, *args)
+    assert out.returncode == 0, out.stderr
+    assert (run_dir / "placements" / "p0.parquet").stat().st_mtime_ns == kept
+    assert pl.read_parquet(run_dir / "jobs.parquet").equals(first)
+
+
+def test_a_multirun_redoes_an_unfinished_trial_whose_settings_changed(tmp_path):
+    # Hydra rewrites a trial's .hydra/config.yaml before it runs, so only the recorded
+    # settings can tell that its placements were made otherwise.
+    import json
+
+    sweep_dir = tmp_path / "sweep"
+    args = ["--multirun", *TINY, f"hydra.sweep.dir={sweep_dir}", "hydra.launcher.n_jobs=1"]
+    assert run_app(tmp_path, *args).returncode == 0
+    trial = next(sweep_dir.glob("*/summary.json")).parent
+    (trial / "summary.json").unlink()
+    good = pl.read_parquet(trial / "placements" / "p0.parquet")
+    recorded = trial / "placements" / "settings.json"
+    data = json.loads(recorded.read_text())
+    data["qos"]["imbalance"] = "none"  # as if conf/qos/small.yaml had said so when it ran
+    recorded.write_text(json.dumps(data))
+    bad = good.with_columns(pl.col("improvement") * 0 + 9.0)  # placements that must not be reused
+    bad.write_parquet(trial / "placements" / "p0.parquet")
+    out = run_app(tmp_path, *args)
+    assert out.returncode == 0 and "[done]" in out.stdout, out.stderr[-2000:]
+    assert "settings changed since this trial ran (qos.imbalance=none there, uniform now)" in out.stderr
+    assert pl.read_parquet(trial / "placements" / "p0.parquet").equals(good)
+    assert json.loads(recorded.read_text())["qos"]["imbalance"] == "uniform"

@@ -8,7 +8,8 @@ placements of its job mix on its fat-tree and writes, into the Hydra run directo
   default / QoS / final, ``W_default``, ``W_qos``, ``improvement`` (``I_Q / I_D − 1``) and
   ``improvement_final`` (the assignment the algorithm settled on); written as each placement
   finishes, so an interrupted run resumes there (re-run a multirun, or a single run with
-  ``hydra.run.dir=`` its directory);
+  ``hydra.run.dir=`` its directory); ``placements/settings.json`` records the settings they
+  are made with, so a resume with other settings is refused (single run) or redone (trial);
 * ``jobs.parquet`` — all placements; ``history.parquet`` — per period: mode, score, levels in
   use; ``summary.json`` — per pattern medians and extremes, settings, wall time;
 * ``improvement.png`` — the paper's two charts: ``W`` per job type (default vs QoS) and the
@@ -18,7 +19,7 @@ Configuration errors end in one line on stderr (exit 2), before any placement ru
 keys (appended with ``+``) included, and for a multirun every trial's values are checked
 before the first trial starts. A single run whose ``hydra.run.dir`` holds a run made with
 other settings (``seed`` or ``qos.*``) is refused without touching that directory; a multirun
-trial whose finished results were made with other settings is redone, with a warning.
+trial whose results, finished or not, were made with other settings is redone, with a warning.
 """
 
 from __future__ import annotations
@@ -147,6 +148,10 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
 
     topo, exp = check_settings(cfg)
     seed, placements = cfg.seed, cfg.qos.placements
+    # The settings the placements are made with, beside them: an interrupted run is resumed
+    # only with the same settings, and Hydra's own copy of the config may be absent
+    # (hydra.output_subdir=null) or already rewritten for the new run (a multirun trial).
+    atomic_write(out_dir / SETTINGS, json.dumps(_settings(cfg), indent=2) + "\n")
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     history: list[pl.DataFrame] = []
@@ -215,11 +220,11 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
-    if (out_dir / "summary.json").exists():
-        why = _other_settings(out_dir, cfg)
-        if why is None:
-            print(f"[skip] {out_dir} already holds a finished run", flush=True)
-            return json.loads((out_dir / "summary.json").read_text())
+    why = _other_settings(out_dir, cfg)  # finished or unfinished results made otherwise
+    if (out_dir / "summary.json").exists() and why is None:
+        print(f"[skip] {out_dir} already holds a finished run", flush=True)
+        return json.loads((out_dir / "summary.json").read_text())
+    if why is not None:
         if not multirun:  # Checks.on_run_start refuses this before Hydra writes; a last guard
             sys.stderr.write(f"fattorus.qos: error: {_squash(_another_run(out_dir, why))}\n")
             sys.exit(2)
@@ -254,6 +259,9 @@ def _settings(cfg: DictConfig) -> dict[str, Any]:
                                                 default=float)))
 
 
+#: Where a run records the settings its placements are made with (:func:`_stored_settings`).
+SETTINGS = Path("placements") / "settings.json"
+
 #: Settings added after runs were made, with the value that reproduces those runs: a run
 #: recorded without the key was made with it, so it compares equal and is not redone.
 ADDED_QOS_DEFAULTS = {"default_periods": 1}
@@ -268,9 +276,11 @@ def _with_defaults(settings: dict[str, Any]) -> dict[str, Any]:
 
 def _stored_settings(out_dir: Path) -> dict[str, Any] | None:
     """The settings of the run whose results ``out_dir`` holds: from its ``summary.json``, or,
-    for an unfinished run (placements but no summary), from Hydra's copy of its config (read
-    before Hydra rewrites it). None when the directory holds no results; ``{}`` when it holds
-    results whose settings cannot be read (never equal to a run's settings)."""
+    for an unfinished run (placements but no summary), from ``placements/settings.json``
+    (written before its first placement), or for a run made before that file existed from
+    Hydra's copy of its config (read before Hydra rewrites it). None when the directory holds
+    no results; ``{}`` when it holds results whose settings cannot be read (never equal to a
+    run's settings)."""
     summary = out_dir / "summary.json"
     try:
         if summary.exists():
@@ -278,6 +288,8 @@ def _stored_settings(out_dir: Path) -> dict[str, Any] | None:
             return _with_defaults(json.loads(json.dumps({"seed": data["seed"], "qos": data["settings"]}, default=float)))
         if not any((out_dir / "placements").glob("*.parquet")):
             return None
+        if (out_dir / SETTINGS).exists():
+            return _with_defaults(json.loads((out_dir / SETTINGS).read_text()))
         return _settings(OmegaConf.load(out_dir / ".hydra" / "config.yaml"))
     except Exception:  # noqa: BLE001 - unreadable, damaged or foreign: not this run's settings
         return {}
@@ -316,7 +328,7 @@ def _another_run(out_dir: Path, why: str) -> UserError:
 def _discard_results(out_dir: Path) -> None:
     """Remove a multirun trial's results made with other settings before it is redone, so a
     resumed placement can never come from them."""
-    for path in [*(out_dir / "placements").glob("*.parquet"), out_dir / "summary.json"]:
+    for path in [*(out_dir / "placements").glob("*.parquet"), out_dir / "summary.json", out_dir / SETTINGS]:
         path.unlink(missing_ok=True)
 
 
