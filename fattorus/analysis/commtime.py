@@ -441,6 +441,16 @@ class ModelRuntimes:
         self._useful_ns += n * runtime / factor
         return runtime
 
+    @property
+    def busy_node_s(self) -> float:
+        """Node-seconds the started jobs are busy (``Σ nodes · run time``)."""
+        return float(self._busy_ns)
+
+    @property
+    def work_node_s(self) -> float:
+        """Node-seconds of the started jobs' work at the ideal speed (``Σ nodes · run time / factor``)."""
+        return float(self._useful_ns)
+
     def summary(self) -> dict[str, Any]:
         """What the run's ``summary.json`` records of the model. ``application_efficiency``:
         the node-seconds of work done at the ideal speed over the node-seconds the jobs were

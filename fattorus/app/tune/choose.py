@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fattorus.app.tune.display import fmt_values
-from fattorus.app.tune.space import decode, default_trial_params, describe
+from fattorus.app.tune.space import POLICY, decode, default_trial_params, describe
 
 if TYPE_CHECKING:
     import optuna
@@ -26,17 +26,17 @@ if TYPE_CHECKING:
 PICKS = ("constrained", "knee")
 
 
-def is_default(trial: optuna.trial.FrozenTrial) -> bool:
-    """Whether a trial ran the paper's defaults."""
-    return dict(trial.params) == default_trial_params()
+def is_default(trial: optuna.trial.FrozenTrial, policy: str = POLICY) -> bool:
+    """Whether a trial ran the paper's defaults (of the tuned ``policy``)."""
+    return dict(trial.params) == default_trial_params(policy)
 
 
-def default_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+def default_trial(study: optuna.Study, policy: str = POLICY) -> optuna.trial.FrozenTrial | None:
     """The first finished trial with the paper's defaults, if any."""
     from optuna.trial import TrialState
 
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if is_default(t):
+        if is_default(t, policy):
             return t
     return None
 
@@ -95,7 +95,7 @@ def _print_front(opts: Options, front: Sequence[Any], chosen: Any, rule: str, ba
         mark = "*" if chosen.number in numbers else ("d" if base is not None and base.number in numbers else " ")
         label = ",".join(map(str, numbers))
         print(f"  {mark} trial {label:>6}: {fmt_values(opts.objectives, group[0].values)} | "
-              f"{describe(*decode(group[0].params))}", flush=True)
+              f"{describe(*decode(group[0].params, opts.policy), policy=opts.policy)}", flush=True)
 
 
 def choose(opts: Options, study: optuna.Study, base: Any) -> tuple[Any, str, list]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from fattorus import paths
 from fattorus.app.tune.choose import PICKS
 from fattorus.app.tune.errors import PROG, TuneError, WorkerError
-from fattorus.app.tune.objective import OBJECTIVES
+from fattorus.app.tune.objective import MODEL_OBJECTIVES, OBJECTIVES, SPEEDUPS
 from fattorus.app.tune.space import POLICY
 from fattorus.app.tune.storage import SAMPLERS, check_url
 from fattorus.app.tune.study import run
@@ -48,13 +48,18 @@ def _add_study_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train", default="0:14,14:28", help="training windows START:END in days from the first "
                    "submission, comma-separated; each window is one pruning stage, in order")
     p.add_argument("--test", default="28:42", help="held-out windows for the final comparison ('none': skip it)")
+    p.add_argument("--policy", default=POLICY, help="the policy whose declared heuristics are tuned "
+                   "(ta on fat-trees, prism on 3D tori)")
+    p.add_argument("--speedup", choices=list(SPEEDUPS), default="none",
+                   help="run times: as logged, or from the flow-level bandwidth model at each job start "
+                   "(conf/speedup/model.yaml; needed by the system_efficiency objective)")
 
 
 def _add_objective_args(p: argparse.ArgumentParser) -> None:
     """What is optimised, and which Pareto-front trial is exported."""
     p.add_argument("--objective", choices=list(OBJECTIVES), default=None,
-                   help="single objective (utilization is maximised, the others minimised) "
-                   "(default: mean_wait)")
+                   help="single objective (utilization and system_efficiency are maximised, the others "
+                   "minimised; system_efficiency needs --speedup model) (default: mean_wait)")
     p.add_argument("--multi", default=None, metavar="OBJ,OBJ",
                    help="multi-objective study over these objectives, e.g. mean_wait,exposure "
                    "(Pareto front; no pruning)")
@@ -75,7 +80,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds of optimisation after which no new trial starts (default: no limit)")
     p.add_argument("--export", default=None,
-                   help=f"policy config to write (default: conf/policy/{POLICY}_tuned_<name>.yaml in the repository)")
+                   help="policy config to write (default: conf/policy/<policy>_tuned_<name>.yaml in the repository)")
     p.add_argument("--out", default=None, help="comparison directory (default: results/tune/<name>)")
     p.add_argument("--heartbeat", type=float, default=60.0,
                    help="seconds between a running trial's heartbeats in the storage; a trial silent for 3 "
@@ -87,8 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="python -m fattorus.tune",
         error_prefix=PROG,
-        description=f"Optuna study over the `{POLICY}` policy's heuristics (sort orders, tie rule, hybrid "
-        "relax_after_s) and the scheduler, scored by replays of a job log on training windows; exports "
+        description=f"Optuna study over a policy's declared heuristics (default `{POLICY}`: sort orders, tie rule, "
+        "hybrid relax_after_s; `prism`: its score weights and slack) and the scheduler, scored by replays of "
+        "a workload on training windows; exports "
         "the best as a policy config and compares it with the paper's defaults on held-out windows.",
         formatter_class=_Help,
         epilog="example: python -m fattorus.tune --name atlas2x_cab --topo cab --workload atlas --scale 2 "
@@ -123,6 +129,8 @@ class Options:
     export: Path
     out: Path
     heartbeat: float = 60.0
+    policy: str = POLICY
+    speedup: str = "none"
 
     @property
     def multi(self) -> bool:
@@ -148,6 +156,17 @@ def _objectives(a: argparse.Namespace) -> tuple[str, ...]:
     if len(objectives) < 2 or len(set(objectives)) != len(objectives):
         raise TuneError(f"--multi {a.multi!r}: needs two or more different objectives")
     return objectives
+
+
+def _check_policy(a: argparse.Namespace, objectives: Sequence[str]) -> None:
+    """A tunable ``--policy``, and ``--speedup model`` where an objective needs it."""
+    from fattorus.sched.policy import TUNABLE
+
+    if a.policy not in TUNABLE:
+        raise TuneError(f"--policy {a.policy}: declares no tunable heuristics; choose from {sorted(TUNABLE)}")
+    needs = [o for o in objectives if o in MODEL_OBJECTIVES]
+    if needs and a.speedup != "model":
+        raise TuneError(f"objective {needs[0]} needs run times from the bandwidth model: add --speedup model")
 
 
 def _check_numbers(a: argparse.Namespace) -> None:
@@ -181,7 +200,7 @@ def _first_existing_parent(path: Path) -> Path:
     return Path(path.absolute().anchor)  # unreachable in practice: the root exists
 
 
-def _check_paths(export: Path, out: Path | None, name: str) -> None:
+def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY) -> None:
     """Refuse an ``--export`` or ``--out`` path the run could only fail to write, after all
     its trials: a :class:`TuneError` naming the option, the path and what is wrong.
 
@@ -193,7 +212,7 @@ def _check_paths(export: Path, out: Path | None, name: str) -> None:
     ``name`` (the study's) only makes the example in the ``--export`` message concrete."""
     if export.is_dir():
         raise TuneError(f"--export {export}: is a directory; give the policy config file to write, "
-                        f"e.g. {export / f'{POLICY}_tuned_{name}.yaml'}")
+                        f"e.g. {export / f'{policy}_tuned_{name}.yaml'}")
     checks = [("--export", export)]
     if out is not None:
         if out.exists() and not out.is_dir():
@@ -212,6 +231,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     if not re.fullmatch(r"[A-Za-z0-9_-]+", a.name):
         raise TuneError(f"--name {a.name!r}: use letters, digits, '_' and '-' only")
     objectives = _objectives(a)
+    _check_policy(a, objectives)
     _check_numbers(a)
     train = parse_windows(a.train, "--train")
     if not train:
@@ -221,14 +241,14 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     # Settings that would be refused only after the workload loaded and the trials ran are
     # refused here, before any of that work.
     check_url(storage)
-    export = Path(a.export) if a.export else paths.config_file("policy", f"{POLICY}_tuned_{a.name}")
+    export = Path(a.export) if a.export else paths.config_file("policy", f"{a.policy}_tuned_{a.name}")
     out = Path(a.out) if a.out else Path("results") / "tune" / a.name
-    _check_paths(export, out if test else None, a.name)  # --test none: nothing is written under --out
+    _check_paths(export, out if test else None, a.name, a.policy)  # --test none: nothing is written under --out
     return Options(
         name=a.name, topo=a.topo, workload=a.workload, cores_per_node=a.cores_per_node, scale=float(a.scale),
         train=train, test=test, objectives=objectives, pick=a.pick, trials=a.trials, jobs=a.jobs,
         storage=storage, sampler=a.sampler, seed=a.seed, timeout=a.timeout, export=export, out=out,
-        heartbeat=float(a.heartbeat),
+        heartbeat=float(a.heartbeat), policy=a.policy, speedup=a.speedup,
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fattorus.app.tune.objective import OBJECTIVES
-from fattorus.app.tune.space import decode, describe, is_point
+from fattorus.app.tune.space import POLICY, decode, describe, is_point
 
 if TYPE_CHECKING:
     import optuna
@@ -19,7 +19,12 @@ METRIC_LABELS = {
     "utilization": "utilization",
     "mean_aph": "mean APH (hops)",
     "exposure_share": "exposure share",
+    "application_efficiency": "application efficiency",
+    "system_efficiency": "system efficiency",
 }
+
+#: Metrics shown as percentages (changes in percentage points).
+SHARES = ("utilization", "exposure_share", "application_efficiency", "system_efficiency")
 
 
 def fmt_value(objective_or_metric: str, v: float | None) -> str:
@@ -29,7 +34,7 @@ def fmt_value(objective_or_metric: str, v: float | None) -> str:
         return "-"
     if key.endswith("_s"):
         return f"{v:,.0f} s ({v / 3600:.2f} h)"
-    if key in ("utilization", "exposure_share"):
+    if key in SHARES:
         return f"{v:.2%}"
     return f"{v:.4f}"
 
@@ -43,7 +48,7 @@ def fmt_values(objectives: Sequence[str], values: Sequence[float] | None) -> str
 
 def change_text(key: str, before: float, after: float) -> str:
     """Change of a metric: percentage points for shares, relative change otherwise."""
-    if key in ("utilization", "exposure_share"):
+    if key in SHARES:
         return f"{(after - before) * 100:+.2f} pp"
     if before:
         return f"{(after - before) / before:+.1%}"
@@ -53,8 +58,10 @@ def change_text(key: str, before: float, after: float) -> str:
 class StatusLine:
     """Study callback: one status line per finished trial (number, value, best so far, params)."""
 
-    def __init__(self, objectives: Sequence[str], n_windows: int, worker: int | None = None) -> None:
+    def __init__(self, objectives: Sequence[str], n_windows: int, worker: int | None = None,
+                 policy: str = POLICY) -> None:
         self.objectives = tuple(objectives)
+        self.policy = policy
         self.n_windows = n_windows
         self.tag = "" if worker is None else f" w{worker}"
         self.t0 = time.perf_counter()
@@ -88,7 +95,8 @@ class StatusLine:
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         """Print the line for ``trial``."""
         elapsed = time.perf_counter() - self.t0
-        what = describe(*decode(trial.params)) if is_point(trial.params) else str(trial.params)
+        what = (describe(*decode(trial.params, self.policy), policy=self.policy)
+                if is_point(trial.params, self.policy) else str(trial.params))
         took = trial.duration.total_seconds() if trial.duration is not None else float("nan")
         print(f"[trial {trial.number}{self.tag} {took:.1f} s, {elapsed:.0f} s in] {self._result(trial)} | "
               f"{self._best(study)} | {what}", flush=True)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fattorus.app.tune.display import METRIC_LABELS, change_text, fmt_value, fmt_values
-from fattorus.app.tune.objective import METRICS, pooled, run_window
-from fattorus.app.tune.space import POLICY, decode, describe, paper_defaults
+from fattorus.app.tune.objective import METRICS, MODEL_METRICS, pooled, run_window
+from fattorus.app.tune.space import decode, describe, paper_defaults
 from fattorus.app.tune.storage import mask
 from fattorus.app.tune.windows import Setup, window_label, windows_label
 
@@ -29,14 +29,14 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def export_policy(path: Path, params: Mapping[str, Any], header: Sequence[str]) -> Path:
+def export_policy(path: Path, params: Mapping[str, Any], header: Sequence[str], policy: str = "ta") -> Path:
     """Write a ``conf/policy`` config (``name``: the tuned policy, ``params``) with a comment
     header, atomically."""
     import yaml
 
     from fattorus.files import atomic_write
 
-    body = yaml.safe_dump({"name": POLICY, "params": dict(params)}, sort_keys=False, default_flow_style=False)
+    body = yaml.safe_dump({"name": policy, "params": dict(params)}, sort_keys=False, default_flow_style=False)
     text = "".join(f"# {line}\n" for line in header) + body
     return atomic_write(path, text)
 
@@ -44,17 +44,20 @@ def export_policy(path: Path, params: Mapping[str, Any], header: Sequence[str]) 
 def export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: str, base_values: Any,
                   sched: str) -> list[str]:
     """Comment lines heading an exported policy config: where it came from and how to run it."""
+    model = " with run times from the bandwidth model (+speedup=model)" if setup.speedup == "model" else ""
     return [
-        f"Tuned `{POLICY}` heuristics written by fattorus.tune (python -m fattorus.tune); see docs/tuning.md.",
+        f"Tuned `{setup.policy}` heuristics written by fattorus.tune (python -m fattorus.tune); see docs/tuning.md.",
         f"study: {opts.name} ({mask(opts.storage)}), trial {chosen.number} (of {counts['total']} trials)"
         f"{'' if not opts.multi else f', Pareto pick: {rule}'}",
         f"objective: {', '.join(f'{o} ({d})' for o, d in zip(opts.objectives, opts.directions))} on "
-        f"{setup.workload} x{setup.scale:g} on {setup.topo.name}, training windows (days) {windows_label(setup.train)}",
+        f"{setup.workload} x{setup.scale:g} on {setup.topo.name}{model}, training windows (days) "
+        f"{windows_label(setup.train)}",
         f"value: {fmt_values(opts.objectives, chosen.values)}; "
         f"paper defaults: {fmt_values(opts.objectives, base_values)}",
         f"date: {now()}",
         f"the study also chose the scheduler: run with sched={sched}, e.g.",
-        f"  python -m fattorus.sweep +topo={setup.topo.name} policy={opts.export.stem} sched={sched}",
+        f"  python -m fattorus.sweep +topo={setup.topo.name} policy={opts.export.stem} sched={sched}"
+        f"{' +speedup=model' if setup.speedup == 'model' else ''}",
     ]
 
 
@@ -64,7 +67,7 @@ def _arm(setup: Setup, arm: str, params: dict[str, Any], sched: str) -> dict[str
     per_window = []
     for w, table in zip(setup.test, setup.test_tables):
         t0 = time.perf_counter()
-        s = run_window(table, setup.topo, params, sched)
+        s = run_window(table, setup.topo, params, sched, setup.policy, setup.speedup, setup.node_kind)
         samples.append(s)
         m = pooled([s])
         per_window.append({"window": window_label(w), **m})
@@ -80,7 +83,7 @@ def compare(setup: Setup, tuned_params: Mapping[str, Any], tuned_sched: str) -> 
     ``policy_params``, the :func:`pooled` metrics over all test windows, and ``windows``
     (the same metrics per window).
     """
-    default_params, default_sched = paper_defaults()
+    default_params, default_sched = paper_defaults(setup.policy)
     return [_arm(setup, "paper_default", default_params, default_sched),
             _arm(setup, "tuned", dict(tuned_params), tuned_sched)]
 
@@ -88,10 +91,13 @@ def compare(setup: Setup, tuned_params: Mapping[str, Any], tuned_sched: str) -> 
 def comparison_markdown(report: Mapping[str, Any]) -> str:
     """The comparison as a Markdown table (metrics in rows, arms in columns, relative change)."""
     base, tuned = report["rows"]
+    setup = report["setup"]
+    model = " with run times from the bandwidth model" if setup.get("speedup") == "model" else ""
     lines = [
         f"# Tuning study `{report['study']}`: tuned vs paper defaults on held-out windows",
         "",
-        f"Machine `{report['setup']['topo']}`, workload `{report['setup']['workload']}` x{report['setup']['scale']:g}; "
+        f"Policy `{setup.get('policy', 'ta')}` on machine `{setup['topo']}`, workload `{setup['workload']}` "
+        f"x{setup['scale']:g}{model}; "
         f"objective(s) {', '.join(report['objectives'])}; trained on windows {report['setup']['train']}, "
         f"tested on {report['setup']['test']} ({base['jobs']} jobs). Tuned = trial {report['tuned']['trial']} "
         f"({report['tuned']['describe']}).",
@@ -99,21 +105,27 @@ def comparison_markdown(report: Mapping[str, Any]) -> str:
         "| metric | paper default | tuned | change |",
         "| --- | ---: | ---: | ---: |",
     ]
-    for key in METRICS:
+    for key in _shown(base):
         b, t = base[key], tuned[key]
         change = change_text(key, b, t)
         lines.append(f"| {METRIC_LABELS[key]} | {fmt_value(key, b)} | {fmt_value(key, t)} | {change} |")
     return "\n".join(lines) + "\n"
 
 
+def _shown(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """The metrics of a comparison row, the bandwidth model's when it has them."""
+    return METRICS + tuple(k for k in MODEL_METRICS if k in row)
+
+
 def held_out_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The comparison as a plain-text table for the terminal."""
     base, tuned = rows
-    out = [f"{'held-out':<18}{'paper default':>24}{'tuned':>24}{'change':>12}"]
-    for key in METRICS:
+    width = max(18, *(len(METRIC_LABELS[k]) + 2 for k in _shown(base)))
+    out = [f"{'held-out':<{width}}{'paper default':>24}{'tuned':>24}{'change':>12}"]
+    for key in _shown(base):
         b, t = base[key], tuned[key]
         change = change_text(key, b, t)
-        out.append(f"{METRIC_LABELS[key]:<18}{fmt_value(key, b):>24}{fmt_value(key, t):>24}{change:>12}")
+        out.append(f"{METRIC_LABELS[key]:<{width}}{fmt_value(key, b):>24}{fmt_value(key, t):>24}{change:>12}")
     return "\n".join(out)
 
 
@@ -127,7 +139,8 @@ def report_skeleton(opts: Options, setup: Setup, counts: dict, before: dict, opt
         "date": now(),
         "objectives": list(opts.objectives),
         "directions": list(opts.directions),
-        "setup": {"topo": setup.topo.name, "workload": setup.workload, "workload_sha256": setup.sha256,
+        "setup": {"policy": setup.policy, "speedup": setup.speedup,
+                  "topo": setup.topo.name, "workload": setup.workload, "workload_sha256": setup.sha256,
                   "scale": setup.scale, "train": windows_label(setup.train), "test": windows_label(setup.test)},
         "trials": counts,
         "this_run": {"trials_added": counts["total"] - before["total"], "optimize_wall_s": opt_wall,
@@ -136,8 +149,9 @@ def report_skeleton(opts: Options, setup: Setup, counts: dict, before: dict, opt
                           "train_metrics": base.user_attrs.get("train_metrics") if base else None},
         "tuned": {"trial": chosen.number, "rule": rule, "train_values": list(chosen.values),
                   "train_metrics": chosen.user_attrs.get("train_metrics"), "policy_params": params,
-                  "sched": sched, "describe": describe(params, sched), "export": str(opts.export)},
-        "pareto_front": [{"trial": t.number, "values": list(t.values), "describe": describe(*decode(t.params))}
+                  "sched": sched, "describe": describe(params, sched, setup.policy), "export": str(opts.export)},
+        "pareto_front": [{"trial": t.number, "values": list(t.values),
+                          "describe": describe(*decode(t.params, setup.policy), policy=setup.policy)}
                          for t in front],
         "rows": [],
     }

@@ -36,8 +36,17 @@ OBJECTIVES: dict[str, tuple[str, str]] = {
     "utilization": ("maximize", "utilization"),
     "mean_aph": ("minimize", "mean_aph"),
     "exposure": ("minimize", "exposure_share"),
+    # Only with --speedup model (the flow model decides run times): utilization x application
+    # efficiency, the torus paper's total system efficiency.
+    "system_efficiency": ("maximize", "system_efficiency"),
 }
 METRICS = ("mean_wait_s", "p95_wait_s", "utilization", "mean_aph", "exposure_share")
+#: What :func:`pooled` adds when the replays ran with the bandwidth model (``--speedup model``).
+MODEL_METRICS = ("application_efficiency", "system_efficiency")
+#: Objectives that need ``--speedup model``.
+MODEL_OBJECTIVES = ("system_efficiency",)
+#: ``--speedup`` choices: the logged run times, or run times from the flow model at each start.
+SPEEDUPS = ("none", "model")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,18 +62,42 @@ class Sample:
     aph: np.ndarray
     exposed: np.ndarray
     utilization: np.ndarray
+    #: With the bandwidth model: node-seconds the jobs were busy and the work done in them at
+    #: the ideal speed (:attr:`fattorus.analysis.commtime.ModelRuntimes.busy_node_s`); else None.
+    busy_node_s: float | None = None
+    work_node_s: float | None = None
 
 
-def run_window(table: pl.DataFrame, topo: Topology, params: Mapping[str, Any], sched: str) -> Sample:
-    """Replay one window with the tuned policy and ``params`` under ``sched``."""
+def model_runtimes(topo: Topology, seed: int = 0) -> Any:
+    """The bandwidth model as ``+speedup=model`` sets it (``conf/speedup/model.yaml``: patterns
+    and communication fraction), its draws from ``seed`` (a sweep's default seed, 0)."""
+    import yaml
+
+    from fattorus import paths
+    from fattorus.analysis import commtime, interference
+
+    cfg = yaml.safe_load(paths.config_file("speedup", "model").read_text())
+    return commtime.ModelRuntimes(topo, interference.parse_mix(str(cfg["patterns"])), float(cfg["comm_fraction"]),
+                                  seed)
+
+
+def run_window(table: pl.DataFrame, topo: Topology, params: Mapping[str, Any], sched: str, policy: str = POLICY,
+               speedup: str = "none", node_kind: str | None = None) -> Sample:
+    """Replay one window with ``policy`` and ``params`` under ``sched``; ``speedup="model"``:
+    run times from the flow model at each job start (a fresh model per replay); ``node_kind``:
+    the workload's node-kind rule (``conf/workload`` ``node_kind``)."""
     from fattorus.sched import replay
 
-    r = replay.replay(table, topo, POLICY, sched, policy_params=dict(params))
+    model = model_runtimes(topo) if speedup == "model" else None
+    r = replay.replay(table, topo, policy, sched, policy_params=dict(params), node_kind=node_kind,
+                      runtime_model=model)
     return Sample(
         wait_s=r.jobs["wait_s"].to_numpy(),
         aph=r.jobs["aph"].to_numpy(),
         exposed=r.jobs["exposed"].to_numpy().astype(bool),
         utilization=r.utilization["utilization"].to_numpy(),
+        busy_node_s=None if model is None else model.busy_node_s,
+        work_node_s=None if model is None else model.work_node_s,
     )
 
 
@@ -76,14 +109,17 @@ def pooled(samples: Sequence[Sample]) -> dict[str, float]:
 
     Returns:
       ``mean_wait_s`` and ``p95_wait_s`` (seconds), ``utilization`` (0..1), ``mean_aph``
-      (hops), ``exposure_share`` (0..1), ``jobs`` (count).
+      (hops), ``exposure_share`` (0..1), ``jobs`` (count); when every replay ran with the
+      bandwidth model also ``application_efficiency`` (work at the ideal speed over busy
+      node-seconds, pooled; ``summary.json`` ``runtime_model.application_efficiency`` for one
+      replay) and ``system_efficiency`` (``utilization`` times that).
     """
     wait = np.concatenate([s.wait_s for s in samples]) if samples else np.empty(0)
     aph = np.concatenate([s.aph for s in samples]) if samples else np.empty(0)
     exposed = np.concatenate([s.exposed for s in samples]) if samples else np.empty(0, bool)
     util = np.concatenate([s.utilization for s in samples]) if samples else np.empty(0)
     n = len(wait)
-    return {
+    out = {
         "mean_wait_s": float(wait.mean()) if n else 0.0,
         "p95_wait_s": float(np.quantile(wait, 0.95)) if n else 0.0,
         "utilization": float(util.mean()) if len(util) else 0.0,
@@ -91,6 +127,11 @@ def pooled(samples: Sequence[Sample]) -> dict[str, float]:
         "exposure_share": float(exposed.mean()) if n else 0.0,
         "jobs": n,
     }
+    if samples and all(s.busy_node_s is not None for s in samples):
+        busy = sum(s.busy_node_s for s in samples)
+        app = sum(s.work_node_s for s in samples) / busy if busy > 0 else 0.0
+        out.update(application_efficiency=app, system_efficiency=out["utilization"] * app)
+    return out
 
 
 def metric_of(metrics: Mapping[str, float], objective: str) -> float:
@@ -134,7 +175,7 @@ def _replay_windows(trial: optuna.Trial, setup: Setup, params: Mapping[str, Any]
     samples: list[Sample] = []
     metrics: dict[str, float] = {}
     for step, table in enumerate(setup.train_tables):
-        samples.append(run_window(table, setup.topo, params, sched))
+        samples.append(run_window(table, setup.topo, params, sched, setup.policy, setup.speedup, setup.node_kind))
         metrics = pooled(samples)
         if single:
             value = metric_of(metrics, objectives[0])
@@ -157,7 +198,7 @@ def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) 
     single = len(objectives) == 1
 
     def objective(trial: optuna.Trial) -> float | tuple[float, ...]:
-        params, sched = suggest(trial)
+        params, sched = suggest(trial, setup.policy)
         trial.set_user_attr("policy_params", params)
         trial.set_user_attr("sched", sched)
         # Which process ran the trial (host, pid): a trial left RUNNING can be traced to it.
@@ -173,4 +214,5 @@ def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) 
     return objective
 
 
-__all__ = ["METRICS", "OBJECTIVES", "Sample", "make_objective", "metric_of", "pooled", "run_window"]
+__all__ = ["METRICS", "MODEL_METRICS", "MODEL_OBJECTIVES", "OBJECTIVES", "SPEEDUPS", "Sample", "make_objective",
+           "metric_of", "model_runtimes", "pooled", "run_window"]

@@ -19,7 +19,8 @@ from fattorus.sched.policy.space import Categorical, IntRange, Param, Tunable
 if TYPE_CHECKING:
     import optuna
 
-#: The policy the tuner tunes (its config name; the exported config's ``name``).
+#: The policy the tuner tunes unless ``--policy`` names another one that declares a space
+#: (its config name; the exported config's ``name``).
 POLICY = "ta"
 #: Queue disciplines searched together with the policy (the first one is the paper's).
 SCHEDS = ("easy", "fcfs")
@@ -27,19 +28,19 @@ SCHEDS = ("easy", "fcfs")
 SEARCH_SPACE_VERSION = 1
 
 
-def policy_params() -> type[Tunable]:
+def policy_params(policy: str = POLICY) -> type[Tunable]:
     """The tuned policy's parameters class (its declared space, defaults and ``describe``)."""
-    return tunable(POLICY)
+    return tunable(policy)
 
 
-def full_space() -> tuple[Param, ...]:
+def full_space(policy: str = POLICY) -> tuple[Param, ...]:
     """Every drawn choice in drawing order: the policy's, then the scheduler (``sched``)."""
-    return (*policy_params().search_space(), Categorical("sched", SCHEDS))
+    return (*policy_params(policy).search_space(), Categorical("sched", SCHEDS))
 
 
-def paper_defaults() -> tuple[dict[str, Any], str]:
-    """The paper's policy: the policy's declared defaults (no hybrid rule) under EASY."""
-    return policy_params().defaults(), SCHEDS[0]
+def paper_defaults(policy: str = POLICY) -> tuple[dict[str, Any], str]:
+    """The paper's policy: the policy's declared defaults (for ``ta`` no hybrid rule) under EASY."""
+    return policy_params(policy).defaults(), SCHEDS[0]
 
 
 def _draw(trial: optuna.Trial, p: Param) -> Any:
@@ -80,38 +81,38 @@ def _split(point: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return point, str(sched)
 
 
-def suggest(trial: optuna.Trial) -> tuple[dict[str, Any], str]:
+def suggest(trial: optuna.Trial, policy: str = POLICY) -> tuple[dict[str, Any], str]:
     """Draw one point of the search space: ``(policy params, scheduler)``."""
-    return _split({p.name: _draw(trial, p) for p in full_space()})
+    return _split({p.name: _draw(trial, p) for p in full_space(policy)})
 
 
-def decode(trial_params: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+def decode(trial_params: Mapping[str, Any], policy: str = POLICY) -> tuple[dict[str, Any], str]:
     """Turn a trial's Optuna parameters back into ``(policy params, scheduler)``."""
-    return _split({p.name: _read(trial_params, p) for p in full_space()})
+    return _split({p.name: _read(trial_params, p) for p in full_space(policy)})
 
 
-def encode(params: Mapping[str, Any], sched: str) -> dict[str, Any]:
+def encode(params: Mapping[str, Any], sched: str, policy: str = POLICY) -> dict[str, Any]:
     """A point as Optuna trial parameters (what :func:`suggest` would record for it)."""
     out: dict[str, Any] = {}
-    for p in full_space():
+    for p in full_space(policy):
         out.update(_write(p, sched if p.name == "sched" else params[p.name]))
     return out
 
 
-def default_trial_params() -> dict[str, Any]:
+def default_trial_params(policy: str = POLICY) -> dict[str, Any]:
     """The paper's defaults as Optuna trial parameters (what :func:`suggest` would draw)."""
-    return encode(*paper_defaults())
+    return encode(*paper_defaults(policy), policy=policy)
 
 
-def is_point(trial_params: Mapping[str, Any]) -> bool:
+def is_point(trial_params: Mapping[str, Any], policy: str = POLICY) -> bool:
     """Whether recorded parameters hold a whole point of this space (not a hand-made trial)."""
     return all((p.name if isinstance(p, Categorical) or p.gate is None else p.gate.name) in trial_params
-               for p in full_space())
+               for p in full_space(policy))
 
 
-def describe(params: Mapping[str, Any], sched: str) -> str:
+def describe(params: Mapping[str, Any], sched: str, policy: str = POLICY) -> str:
     """Short one-line text of a point of the search space."""
-    return f"sched={sched} {policy_params().describe(params)}"
+    return f"sched={sched} {policy_params(policy).describe(params)}"
 
 
 __all__ = ["POLICY", "SCHEDS", "SEARCH_SPACE_VERSION", "decode", "default_trial_params", "describe", "encode",

@@ -42,34 +42,35 @@ def ensure_default(opts: Options, setup: Setup, study: optuna.Study, n_existing:
     from optuna.trial import TrialState
 
     for _ in range(10):  # queued retries of other trials may run first
-        base = default_trial(optuna.load_study(study_name=opts.name, storage=study._storage))
+        base = default_trial(optuna.load_study(study_name=opts.name, storage=study._storage), setup.policy)
         if base is not None:
             return base
         print(f"[tune {opts.name}] the paper-default trial has not finished (its worker died?); running it now",
               flush=True)
         fail_dead_trials(study)
         waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-        if not any(is_default(t) for t in waiting):
-            study.enqueue_trial(default_trial_params())
+        if not any(is_default(t, setup.policy) for t in waiting):
+            study.enqueue_trial(default_trial_params(setup.policy))
         optimize(opts, setup, countdown(1), 0, n_existing, False, None)
     raise TuneError(f"study {opts.name!r}: the paper-default trial could not be completed; nothing exported")
 
 
-def _enqueue_default(study: optuna.Study) -> None:
+def _enqueue_default(study: optuna.Study, policy: str) -> None:
     """Queue the paper's defaults unless a live trial already has them: "before" is always
     measured, first."""
     from optuna.trial import TrialState
 
     live = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
-    if not any(is_default(t) for t in study.get_trials(deepcopy=False, states=live)):
-        study.enqueue_trial(default_trial_params())
+    if not any(is_default(t, policy) for t in study.get_trials(deepcopy=False, states=live)):
+        study.enqueue_trial(default_trial_params(policy))
 
 
 def _announce(opts: Options, setup: Setup, before: dict[str, int]) -> None:
     """The line saying what this run is about to do."""
     sizes = ", ".join(f"{window_label(w)}: {t.height}" for w, t in zip(setup.train, setup.train_tables))
     what = ", ".join(f"{o} ({OBJECTIVES[o][0][:3]})" for o in opts.objectives)
-    print(f"[tune {opts.name}] {mask(opts.storage)}: {before['total']} trial(s) so far "
+    model = ", run times from the bandwidth model" if setup.speedup == "model" else ""
+    print(f"[tune {opts.name}] policy {setup.policy}{model}; {mask(opts.storage)}: {before['total']} trial(s) so far "
           f"({before['complete']} complete, {before['pruned']} pruned); adding {opts.trials} with "
           f"{opts.jobs} worker(s); objective {what}; training jobs per window {{{sizes}}}", flush=True)
 
@@ -94,13 +95,14 @@ def _export(opts: Options, setup: Setup, storage: optuna.storages.BaseStorage, s
     study = optuna.load_study(study_name=opts.name, storage=storage)
     counts = trial_counts(study)
     chosen, rule, front = choose(opts, study, base)
-    params, sched = decode(chosen.params)
+    params, sched = decode(chosen.params, setup.policy)
     base_values = list(base.values) if base is not None else None
     print(f"[tune {opts.name}] paper default (trial {base.number if base else '-'}): "
           f"{fmt_values(opts.objectives, base_values)}", flush=True)
     print(f"[tune {opts.name}] tuned (trial {chosen.number}): {fmt_values(opts.objectives, chosen.values)} | "
-          f"{describe(params, sched)}", flush=True)
-    export_policy(opts.export, params, export_header(opts, setup, chosen, counts, rule, base_values, sched))
+          f"{describe(params, sched, setup.policy)}", flush=True)
+    export_policy(opts.export, params, export_header(opts, setup, chosen, counts, rule, base_values, sched),
+                  setup.policy)
     print(f"[tune {opts.name}] wrote {opts.export}", flush=True)
     report = report_skeleton(opts, setup, counts, before, opt_wall, base, base_values, chosen, rule, params, sched,
                              front)
@@ -115,13 +117,14 @@ def run(opts: Options) -> dict[str, Any]:
     quiet_optuna()
     t_start = time.perf_counter()
     print(f"[tune {opts.name}] loading {opts.workload} x{opts.scale:g} on {opts.topo} ...", flush=True)
-    setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, opts.test, opts.cores_per_node)
+    setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, opts.test, opts.cores_per_node,
+                       opts.policy, opts.speedup)
     storage = open_storage(opts.storage, opts.heartbeat)
     study = open_study(opts, storage)
     fail_dead_trials(study)
     check_setup(study, setup.fingerprint(opts.objectives), opts.name, opts.storage)
     before = trial_counts(study)
-    _enqueue_default(study)
+    _enqueue_default(study, setup.policy)
     _announce(opts, setup, before)
 
     t_opt = time.perf_counter()

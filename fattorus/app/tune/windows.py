@@ -69,6 +69,8 @@ class Setup:
       scale: node-count multiplier applied before windowing.
       train, test: windows, days from the first submission of the scaled table.
       train_tables, test_tables: the jobs submitted in each window (with ``estimate_s``).
+      policy: the tuned policy (``--policy``); speedup: ``none`` or ``model`` (``--speedup``);
+      node_kind: the workload config's node-kind rule (``None``: the replay's default).
     """
 
     topo: Topology
@@ -79,9 +81,16 @@ class Setup:
     test: tuple[Window, ...]
     train_tables: tuple[pl.DataFrame, ...]
     test_tables: tuple[pl.DataFrame, ...]
+    policy: str = "ta"
+    speedup: str = "none"
+    node_kind: str | None = None
 
     def fingerprint(self, objectives: Sequence[str]) -> dict[str, Any]:
-        """What must not change when a study is resumed."""
+        """What must not change when a study is resumed. The policy and the speedup are in it
+        only when they are not the defaults (``ta``, ``none``), so that studies made before
+        ``--policy`` and ``--speedup`` existed resume."""
+        other = {**({"policy": self.policy} if self.policy != "ta" else {}),
+                 **({"speedup": self.speedup} if self.speedup != "none" else {})}
         return {
             "topo": self.topo.name,
             "workload": self.workload,
@@ -90,6 +99,7 @@ class Setup:
             "train": windows_label(self.train),
             "objectives": list(objectives),
             "search_space": SEARCH_SPACE_VERSION,
+            **other,
         }
 
 
@@ -126,21 +136,19 @@ def workload_config(spec: str, cores_per_node: int | None) -> dict[str, Any]:
     return dict(cfg)
 
 
-def _load_topology(topo: str) -> Topology:
+def _load_topology(topo: str, tuned: str = "ta") -> Topology:
     """``--topo``: a ``conf/topo`` name or a YAML path; errors become :class:`TuneError`."""
     from fattorus import topology
-
-    from fattorus.app.tune.space import POLICY
     from fattorus.sched import policy
 
     try:
         machine = topology.load(topo)
     except (topology.TopologyError, OSError, ValueError) as err:
         raise TuneError(f"--topo {topo}: {err}") from None
-    if POLICY not in policy.supporting(machine):
+    if tuned not in policy.supporting(machine):
         # Found before any study is created: the tuned policy cannot place jobs on this family.
-        raise TuneError(f"--topo {topo}: policy {POLICY!r} does not support {machine.kind} machines; "
-                        f"tune on one of its families ({', '.join(policy.REGISTRY[POLICY][0].families)})")
+        raise TuneError(f"--topo {topo}: policy {tuned!r} does not support {machine.kind} machines; "
+                        f"tune on one of its families ({', '.join(policy.REGISTRY[tuned][0].families)})")
     return machine
 
 
@@ -161,7 +169,7 @@ def _cut(jobs: pl.DataFrame, ws: Sequence[Window], option: str) -> tuple[pl.Data
 
 
 def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Window], test: Sequence[Window],
-               cores_per_node: int | None = None) -> Setup:
+               cores_per_node: int | None = None, policy: str = "ta", speedup: str = "none") -> Setup:
     """Load the machine and the workload, scale it, and cut the windows.
 
     Windows are cut exactly as the study app does (``workload.scale=S
@@ -170,7 +178,7 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
     """
     from fattorus import workload
 
-    machine = _load_topology(topo)
+    machine = _load_topology(topo, policy)
     cfg = workload_config(workload_spec, cores_per_node)
     cfg.update(scale=scale, window_start_days=0, window_days=None)
     try:
@@ -187,6 +195,9 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
         test=tuple(test),
         train_tables=_cut(jobs, train, "--train"),
         test_tables=_cut(jobs, test, "--test"),
+        policy=policy,
+        speedup=speedup,
+        node_kind=cfg.get("node_kind"),
     )
     from fattorus.app.sweep import _skip_line
 

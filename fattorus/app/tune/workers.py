@@ -38,7 +38,7 @@ def optimize(opts: Options, setup: Setup, take: Callable[[], bool], worker: int,
     sampler = make_sampler(opts.sampler, opts.seed, n_existing, worker, parallel)
     study = open_study(opts, storage, sampler)
     objective = make_objective(setup, opts.objectives, prune=not opts.multi)
-    status = StatusLine(opts.objectives, len(setup.train), worker if parallel else None)
+    status = StatusLine(opts.objectives, len(setup.train), worker if parallel else None, setup.policy)
     while (deadline is None or time.time() < deadline) and take():
         study.optimize(objective, n_trials=1, callbacks=[status], gc_after_trial=False)
 
@@ -68,7 +68,8 @@ def _worker(opts: Options, remaining: Any, worker: int, n_existing: int, deadlin
             return True
 
     try:
-        setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, (), opts.cores_per_node)
+        setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, (), opts.cores_per_node, opts.policy,
+                           opts.speedup)
         optimize(opts, setup, take, worker, n_existing, True, deadline)
     except KeyboardInterrupt:
         sys.exit(130)
