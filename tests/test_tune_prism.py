@@ -72,9 +72,13 @@ def test_the_study_tunes_prism_by_system_efficiency(study_dir):
     assert base.value == pytest.approx(expected, rel=1e-12)
     assert base.user_attrs["train_metrics"]["application_efficiency"] == pytest.approx(
         summary["runtime_model"]["application_efficiency"], rel=1e-12)
-    assert study.best_value >= base.value
+    # The exported point is the study's best trial.
+    exported = yaml.safe_load((d / "conf" / "policy" / "prism_tuned_p.yaml").read_text())["params"]
+    best = max((t for t in study.trials if t.value is not None), key=lambda t: t.value)
+    assert exported == tune.decode(best.params, "prism")[0]
     setup = study.user_attrs["fattorus_tune_setup"]
     assert setup["policy"] == "prism" and setup["speedup"] == "model"
+    assert setup["model"] == {"comm_fraction": 0.3, "patterns": MIX}
 
 
 def test_export_and_comparison_match_independent_replays(study_dir):
@@ -128,3 +132,40 @@ def test_policy_and_model_mistakes_are_one_line(capsys):
                    "--test", "none"])
     err = capsys.readouterr().err
     assert "policy 'prism' does not support" in err and "Traceback" not in err
+
+
+def _setup(**kw) -> tune.Setup:
+    return tune.Setup(topo=topology.load("ft6"), workload="w", sha256="x", scale=1.0, train=((0.0, 1.0),), test=(),
+                      train_tables=(), test_tables=(), **kw)
+
+
+def test_studies_recorded_before_policy_and_speedup_resume_and_others_are_refused():
+    from fattorus.app.tune.storage import SETUP_ATTR, check_setup
+
+    old = _setup().fingerprint(["mean_wait"])
+    assert not {"policy", "speedup", "model", "node_kind"} & set(old)  # as studies made before session 16
+    study = optuna.create_study()
+    study.set_user_attr(SETUP_ATTR, old)
+    check_setup(study, _setup(policy="ta", speedup="none").fingerprint(["mean_wait"]), "s", "sqlite://")
+    with pytest.raises(tune.TuneError) as err:
+        check_setup(study, _setup(policy="prism").fingerprint(["mean_wait"]), "s", "sqlite://")
+    assert "policy: study 'ta', now 'prism'" in str(err.value)
+    # ...and the other way round: a model study resumed without --speedup model names what differs.
+    study = optuna.create_study()
+    study.set_user_attr(SETUP_ATTR, _setup(policy="prism", speedup="model").fingerprint(["mean_wait"]))
+    with pytest.raises(tune.TuneError) as err:
+        check_setup(study, _setup(policy="prism").fingerprint(["mean_wait"]), "s", "sqlite://")
+    assert "speedup: study 'model', now 'none'" in str(err.value) and "()" not in str(err.value)
+
+
+def test_a_node_kind_the_machine_lacks_is_one_line(tmp_path, capsys):
+    wl = tmp_path / "wl.yaml"
+    wl.write_text(yaml.safe_dump({**WORKLOAD, "node_kind": "XK"}))  # torus8 has compute nodes only
+    with pytest.raises(SystemExit) as exit_:
+        tune.main(["--name", "nk", "--topo", "torus8", "--workload", str(wl), "--scale", "1", "--train", "0:0.15",
+                   "--test", "none", "--policy", "prism", "--trials", "1", "--storage", f"sqlite:///{tmp_path}/nk.db",
+                   "--export", str(tmp_path / "nk.yaml")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "node_kind" in err[0] and "'XK'" in err[0] and "Traceback" not in err[0], err
+    assert not (tmp_path / "nk.db").exists()  # refused before any study was made

@@ -71,14 +71,11 @@ class Sample:
 def model_runtimes(topo: Topology, seed: int = 0) -> Any:
     """The bandwidth model as ``+speedup=model`` sets it (``conf/speedup/model.yaml``: patterns
     and communication fraction), its draws from ``seed`` (a sweep's default seed, 0)."""
-    import yaml
-
-    from fattorus import paths
     from fattorus.analysis import commtime, interference
+    from fattorus.app.tune.windows import model_settings
 
-    cfg = yaml.safe_load(paths.config_file("speedup", "model").read_text())
-    return commtime.ModelRuntimes(topo, interference.parse_mix(str(cfg["patterns"])), float(cfg["comm_fraction"]),
-                                  seed)
+    cfg = model_settings()
+    return commtime.ModelRuntimes(topo, interference.parse_mix(cfg["patterns"]), cfg["comm_fraction"], seed)
 
 
 def run_window(table: pl.DataFrame, topo: Topology, params: Mapping[str, Any], sched: str, policy: str = POLICY,

@@ -152,7 +152,12 @@ def check_setup(study: optuna.Study, fp: dict[str, Any], name: str, url: str) ->
     if old is None:
         study.set_user_attr(SETUP_ATTR, fp)
     elif old != fp:
-        diff = "; ".join(f"{k}: study {old.get(k)!r}, now {fp.get(k)!r}" for k in fp if old.get(k) != fp.get(k))
+        from fattorus.app.tune.windows import FINGERPRINT_DEFAULTS as dflt
+
+        # Over both records' keys: a key at its default is left out of a record.
+        keys = list(dict.fromkeys([*fp, *old]))
+        diff = "; ".join(f"{k}: study {old.get(k, dflt.get(k))!r}, now {fp.get(k, dflt.get(k))!r}"
+                         for k in keys if old.get(k, dflt.get(k)) != fp.get(k, dflt.get(k)))
         raise TuneError(f"study {name!r} in {mask(url)} was made with another setup ({diff}); "
                         "use another --name or the original options")
 

@@ -86,11 +86,13 @@ class Setup:
     node_kind: str | None = None
 
     def fingerprint(self, objectives: Sequence[str]) -> dict[str, Any]:
-        """What must not change when a study is resumed. The policy and the speedup are in it
-        only when they are not the defaults (``ta``, ``none``), so that studies made before
-        ``--policy`` and ``--speedup`` existed resume."""
+        """What must not change when a study is resumed. The policy, the speedup (with the
+        model's settings) and the workload's node kind are in it only when they are not the
+        defaults (``ta``, ``none``, unset), so that studies made before they were recorded
+        resume (:data:`FINGERPRINT_DEFAULTS`)."""
         other = {**({"policy": self.policy} if self.policy != "ta" else {}),
-                 **({"speedup": self.speedup} if self.speedup != "none" else {})}
+                 **({"speedup": self.speedup, "model": model_settings()} if self.speedup != "none" else {}),
+                 **({"node_kind": self.node_kind} if self.node_kind is not None else {})}
         return {
             "topo": self.topo.name,
             "workload": self.workload,
@@ -101,6 +103,19 @@ class Setup:
             "search_space": SEARCH_SPACE_VERSION,
             **other,
         }
+
+
+#: Fingerprint keys recorded only when not at these values (studies made before them lack them).
+FINGERPRINT_DEFAULTS: dict[str, Any] = {"policy": "ta", "speedup": "none", "model": None, "node_kind": None}
+
+
+def model_settings() -> dict[str, Any]:
+    """The bandwidth model's settings as ``+speedup=model`` sets them (``conf/speedup/model.yaml``:
+    ``comm_fraction``, ``patterns``)."""
+    import yaml
+
+    cfg = yaml.safe_load(paths.config_file("speedup", "model").read_text())
+    return {"comm_fraction": float(cfg["comm_fraction"]), "patterns": str(cfg["patterns"])}
 
 
 def _read_yaml_config(spec: str, path: Path) -> dict[str, Any]:
@@ -178,11 +193,17 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
     """
     from fattorus import workload
 
+    from fattorus.topology import TopologyError
+
     machine = _load_topology(topo, policy)
     cfg = workload_config(workload_spec, cores_per_node)
     cfg.update(scale=scale, window_start_days=0, window_days=None)
+    try:  # as the study app: jobs are scaled for, and run on, the nodes of the workload's kind
+        usable = int(machine.usable(cfg.get("node_kind")).sum())
+    except TopologyError as err:
+        raise TuneError(f"--workload {workload_spec}: node_kind: {err}") from None
     try:
-        wl, _counts = workload.from_config(cfg, machine_nodes=machine.n_nodes)
+        wl, _counts = workload.from_config(cfg, machine_nodes=usable)
     except (OSError, ValueError) as err:  # WorkloadError is a ValueError
         raise TuneError(f"--workload {workload_spec}: {' '.join(str(err).split())}") from None
     jobs = workload.with_estimate(wl.jobs)
@@ -207,5 +228,5 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
     return setup
 
 
-__all__ = ["DAY_S", "Setup", "Window", "load_setup", "parse_windows", "window_label", "windows_label",
-           "workload_config"]
+__all__ = ["DAY_S", "FINGERPRINT_DEFAULTS", "Setup", "Window", "load_setup", "parse_windows", "window_label", "windows_label",
+           "model_settings", "workload_config"]
