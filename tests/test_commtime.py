@@ -101,3 +101,48 @@ def test_on_a_torus_the_ideal_is_the_best_of_its_compact_placements():
     places = torus.ideal_placements(128)
     alone = [commtime.step_times(torus, [Job(p, traffic)])[0] for p in places]
     assert alone[0] > min(alone)
+
+
+def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(monkeypatch):
+    """On tori with long routes (>= SPARSE_ROUTE_SLOTS slots) the model solves from compact
+    crossing lists; step times, slowdowns and a replay's run times are those of the padded
+    routes bit for bit (the reference: the same calls with the switch off)."""
+    from fattorus import topology
+    from fattorus.analysis import interference
+    from fattorus.topology.torus3d import Torus3D
+
+    torus = Torus3D.from_config({"kind": "torus3d", "name": "torus10", "dims": [10, 10, 10], "nodes_per_router": 2,
+                                 "bandwidth": [2.0, 1.0, 2.0]})
+    assert torus.max_route_links >= commtime.SPARSE_ROUTE_SLOTS
+    rng = np.random.default_rng(4)
+    key = jax.random.PRNGKey(2)
+    jobs = [Job(rng.choice(torus.n_nodes, n, replace=False), patterns.make(p, jax.random.fold_in(key, k), n))
+            for k, (p, n) in enumerate([("stencil4d", 96), ("random_pairs", 200), ("unstructured_mesh", 64),
+                                        ("subcomm_a2a", 40)])]
+    sparse = commtime.slowdowns(torus, jobs)
+    # The replay's goal solves too: slowdowns of a short replay on the same torus.
+    from fattorus import workload
+    from fattorus.sched import replay as rp
+
+    wl, _ = workload.from_config({"name": "s", "path": None, "format": "synthetic", "cores_per_node": 1, "scale": 1,
+                                  "window_start_days": 0, "window_days": None,
+                                  "synthetic": {"seed": 1, "n_jobs": 40, "arrival_rate_per_h": 40.0, "max_nodes": 256,
+                                                "size_dist": "pow2", "pow2_fraction": 0.75, "runtime_median_s": 1800.0,
+                                                "runtime_sigma": 1.0, "runtime_max_s": 7200.0,
+                                                "overestimate_max": 3.0, "n_users": 5}},
+                                 machine_nodes=torus.n_nodes)
+    table = workload.with_estimate(wl.jobs)
+
+    def replayed():
+        model = commtime.ModelRuntimes(torus, interference.parse_mix(interference.DEFAULT_MIX), 0.3, 0)
+        r = rp.replay(table, torus, "first_fit", "easy", runtime_model=model)
+        return model.slowdown.copy(), r.jobs["end_s"].to_numpy()
+
+    slow_sparse, end_sparse = replayed()
+    monkeypatch.setattr(commtime, "SPARSE_ROUTE_SLOTS", 10 ** 6)  # padded routes everywhere
+    padded = commtime.slowdowns(torus, jobs)
+    slow_padded, end_padded = replayed()
+    for name in ("alone", "ideal", "together", "slowdown"):
+        assert np.array_equal(getattr(sparse, name), getattr(padded, name)), name
+    assert np.array_equal(slow_sparse, slow_padded, equal_nan=True) and np.array_equal(end_sparse, end_padded)
+    assert np.nanmax(slow_sparse) > 1  # first fit on a torus: some jobs do slow each other down

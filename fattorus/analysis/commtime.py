@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fattorus.analysis import patterns
-from fattorus.kernels.maxmin import maxmin_rates, step_time
+from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, step_time
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
 
@@ -99,6 +99,26 @@ def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray,
     return np.asarray(route_links(topo, src, dst), np.int32)[:F], np.concatenate(nbytes), np.concatenate(owner)
 
 
+#: Topologies whose routes have at least this many slots are solved from compact crossing
+#: lists (:func:`fattorus.kernels.maxmin.flow_incidences`) rather than the padded routes: on
+#: Blue Waters a route has 38 slots and a first-fit job's flows fill ~16 % of them, so the
+#: per-link scatters over padded slots cost several times the real work (a 5-wave Table II
+#: replay under first fit 173 -> 117 s, same jobs). Fat-trees and dragonflies (6-7 slots,
+#: ~60 % filled) keep the padded routes: there the lists cost what they save, and deciding
+#: per solve instead (by the filled share) made the 30-day `to` replay on Cab slower (warm
+#: 4.3 -> 5.1 s, compiling 6 -> 16 s). Same rates bit for bit either way: the same crossings
+#: in the same order.
+SPARSE_ROUTE_SLOTS = 16
+
+
+def _sparse_incidences(topo: Topology, route_ids: np.ndarray) -> tuple[jax.Array, jax.Array] | None:
+    """Compact crossing lists for a solve over ``route_ids`` on ``topo`` when its routes are
+    long (:data:`SPARSE_ROUTE_SLOTS`), else None (the solver scatters the padded slots)."""
+    if topo.max_route_links < SPARSE_ROUTE_SLOTS:
+        return None
+    return tuple(jnp.asarray(x) for x in flow_incidences(route_ids))
+
+
 def step_times(topo: Topology, jobs: Sequence[Job]) -> np.ndarray:
     """Step time of each job when all of ``jobs`` run at once, ``(J,)``."""
     route_ids, nbytes, owner = _flows(topo, jobs)
@@ -109,7 +129,8 @@ def step_times(topo: Topology, jobs: Sequence[Job]) -> np.ndarray:
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]
     cap = jnp.asarray(np.asarray(topo.link_bandwidth, np.float32))
-    rates = maxmin_rates(jnp.asarray(route_ids), cap, active=jnp.asarray(np.arange(F + pad) < F)).rate
+    rates = maxmin_rates(jnp.asarray(route_ids), cap, active=jnp.asarray(np.arange(F + pad) < F),
+                         incidences=_sparse_incidences(topo, route_ids)).rate
     return np.asarray(step_time(rates, jnp.asarray(nbytes, jnp.float32), jnp.asarray(owner), len(jobs)), np.float64)
 
 
@@ -261,7 +282,8 @@ class ModelRuntimes:
         # Only the own flows' slowest time is wanted: the solve stops once it is known.
         goal = np.zeros(F, np.float32)
         goal[:own] = nbytes[:own]
-        rates = maxmin_rates(r, self._cap, active=active, goal=goal, stage_min_flows=GOAL_STAGE_MIN_FLOWS)
+        rates = maxmin_rates(r, self._cap, active=active, goal=goal, stage_min_flows=GOAL_STAGE_MIN_FLOWS,
+                             incidences=_sparse_incidences(self.topo, r))
         rate = np.asarray(rates.rate, np.float64)[:own]
         with np.errstate(divide="ignore"):
             t = np.where(np.isinf(rate), 0.0, nbytes[:own] / rate)
