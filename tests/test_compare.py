@@ -159,3 +159,30 @@ def test_model_runs_get_the_total_system_efficiency(tmp_path):
     assert "| first_fit ordering=O2 | 2 | 1.00 | 90.0% | 72.0% | 2.00 |" in text  # 0.9 x 0.8
     assert "| prism | 2 | 1.00 | 72.0% | 72.0% | 2.00 |" in text
     assert "| feature | 2 | 0.00 | 85.0% | – | 2.00 |" in text
+
+
+def test_an_arm_run_with_several_seeds_gets_one_labelled_row_per_seed(tmp_path):
+    """Rows of one arm that differ only by seed read ``seed=N`` (they read the same before),
+    and each is compared with the reference's run of its own seed; an arm with one seed, and
+    --reference, keep the label without it."""
+    def trial(name, policy, params, util, seed):
+        _trial(tmp_path / name, policy, params, util, [0.0, 3600.0], [False, False])
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        summary["config"]["seed"] = seed
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+
+    trial("r0", "first_fit", {"ordering": "O2"}, 0.9, 0)
+    trial("r1", "first_fit", {"ordering": "O2"}, 0.8, 1)
+    trial("p0", "prism", {}, 0.72, 0)
+    trial("p1", "prism", {}, 0.5, 1)
+    trial("f0", "feature", {}, 0.6, 0)
+    assert compare.main([str(tmp_path), "--reference", "first_fit ordering=O2"]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if line.startswith("| ") and "---" not in line}
+    assert set(rows) >= {"prism seed=0", "prism seed=1", "first_fit ordering=O2 seed=0", "first_fit ordering=O2 seed=1",
+                         "feature"}
+    assert "break-even vs first_fit ordering=O2 (same seed)" in text
+    assert rows["prism seed=0"].endswith(" 1.250 |")  # 0.9 / 0.72, seed 0's reference
+    assert rows["prism seed=1"].endswith(" 1.600 |")  # 0.8 / 0.5, seed 1's reference
+    assert rows["first_fit ordering=O2 seed=1"].endswith(" 1.000 |")
+    assert rows["feature"].endswith(" 1.500 |")  # no seed-0 twin needed: 0.9 / 0.6 against seed 0

@@ -8,7 +8,9 @@ routes share a link with a concurrent job (``exposed``), the mean bounding-box f
 machine reports one, and the **break-even speedup** against a reference policy. Runs made
 with ``speedup=model`` also get the **total system efficiency** (utilization × the model's
 application efficiency, ``summary.json`` ``runtime_model.application_efficiency``): the
-application side measured instead of assumed.
+application side measured instead of assumed. An arm run with several seeds (e.g. ``seed=0,1,2``)
+has one row per seed, labelled ``seed=N``; the break-even speedup then compares each row with
+the reference's run of the same seed.
 
 Break-even: total system efficiency is scheduling efficiency x application efficiency (torus
 paper, Section III-B). If a policy's placements run applications at their best (efficiency 1)
@@ -111,17 +113,40 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
     return row
 
 
+def with_seeds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose arm (``policy`` label) has several seeds in one workload get ``seed=N`` in
+    their label, so that no two rows read the same; ``arm`` keeps the label without it (what
+    ``--reference`` names)."""
+    seeds: dict[tuple[str, str], set[Any]] = {}
+    for r in rows:
+        seeds.setdefault((r["workload"], r["policy"]), set()).add(r.get("seed"))
+    return [{**r, "arm": r["policy"],
+             "policy": f"{r['policy']} seed={r.get('seed')}" if len(seeds[(r["workload"], r["policy"])]) > 1
+             else r["policy"]} for r in rows]
+
+
+def _seed_order(r: dict[str, Any]) -> tuple[bool, Any]:
+    """Sort key: seeds in order, a row without one last."""
+    seed = r.get("seed")
+    return (not isinstance(seed, int), seed if isinstance(seed, int) else 0)
+
+
 def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
     """The Markdown tables, one per workload, with the break-even speedup against ``reference``.
 
     A workload whose arms do not include ``reference`` (or ``reference`` None) gets no
-    break-even column: a column of ``nan`` would read as a result.
+    break-even column: a column of ``nan`` would read as a result. Where the reference arm
+    ran with several seeds, a row is compared with the reference's run of its own seed (the
+    same workload draw), or its first seed when it has no run of that seed.
     """
     out = []
     for wl in sorted({r["workload"] for r in rows}):
-        group = sorted((r for r in rows if r["workload"] == wl), key=lambda r: r["policy"])
-        ref = next((r for r in group if r["policy"] == reference), None)
-        even_head, even_rule = (f" break-even vs {reference} |", "---:|") if ref else ("", "")
+        group = sorted((r for r in rows if r["workload"] == wl),
+                       key=lambda r: (r.get("arm", r["policy"]), _seed_order(r)))
+        refs = sorted((r for r in group if r.get("arm", r["policy"]) == reference), key=_seed_order)
+        ref = refs[0] if refs else None
+        same_seed = " (same seed)" if len(refs) > 1 else ""
+        even_head, even_rule = (f" break-even vs {reference}{same_seed} |", "---:|") if ref else ("", "")
         modelled = any(r.get("system_eff") is not None for r in group)
         eff_head, eff_rule = (" system efficiency |", "---:|") if modelled else ("", "")
         out += [f"### {wl}", "",
@@ -134,7 +159,8 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
                     f"{r['aph_large']:.2f} | {r['max_hops_large']:.1f} | {r['exposed']:.1%} | "
                     f"{r['bbox_fill']:.2f} |")
             if ref:
-                even = ref["util"] / r["util"] if r["util"] > 0 else float("nan")
+                mine = next((x for x in refs if x.get("seed") == r.get("seed")), ref)
+                even = mine["util"] / r["util"] if r["util"] > 0 else float("nan")
                 line += f" {even:.3f} |"
             out.append(line)
         out.append("")
@@ -154,9 +180,9 @@ def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> 
     with one note saying how to choose a reference. Workloads lacking a reference that other
     workloads have get a note naming them (their tables have no break-even column).
     """
-    labels = _quoted(r["policy"] for r in rows)
+    labels = _quoted(r.get("arm", r["policy"]) for r in rows)
     workloads = {r["workload"] for r in rows}
-    with_ref = {r["workload"] for r in rows if r["policy"] == reference}
+    with_ref = {r["workload"] for r in rows if r.get("arm", r["policy"]) == reference}
     if not with_ref:
         if given:
             return None, [f"compare: --reference '{reference}' matches no arm; labels present: {labels}"], 2
@@ -206,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for trial, summary, lab in trials:
         try:
-            rows.append({**_row(summary, trial / "jobs.parquet", a.large), "policy": lab})
+            rows.append({**_row(summary, trial / "jobs.parquet", a.large), "policy": lab,
+                         "seed": summary["config"].get("seed")})
         except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as err:
             skipped += 1
             _warn_skipped(trial, err)
@@ -224,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         print(note, file=sys.stderr)
     if code:
         return code
-    text = table(rows, reference, a.large)
+    text = table(with_seeds(rows), reference, a.large)
     target = a.results / "compare.md"
     try:
         atomic_write(target, text + "\n")
