@@ -19,6 +19,10 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
   per flow-count bucket (``compile_s`` = first run minus second).
 * ``replay_model_ta``: the same with ``ta`` allocation (interference-free: a job's flows meet
   no other job's, so each solve holds its own flows alone).
+* ``replay_model_bluewaters``: the first ``WAVES`` waves of the torus paper's Table II workload
+  (``conf/workload/bluewaters_table2.yaml``) on Blue Waters under first fit over ``O2``, with
+  and without the model, as the two rows above: dense interference, together problems of up
+  to ~300,000 flows on 38-slot routes (solved from compact crossing lists).
 
 ``compile_s`` = first JAX call minus the median; ``median_s`` = median of ``repeats`` calls
 after it from the padded routes alone (what :mod:`fattorus.analysis.commtime` runs);
@@ -48,6 +52,7 @@ from fattorus.sched import policy, replay
 
 DAYS, QUICK_DAYS = 7.0, 2.0
 MONTH, QUICK_MONTH = 30.0, 3.0
+WAVES, QUICK_WAVES = 2, 1  # Table II waves (15 min apart) on Blue Waters
 REPEATS, QUICK_REPEATS = 5, 2
 NOTES = ("One weighted max-min solve (progressive filling): JAX jit vs the same rounds in NumPy, same flows, "
          "same run. median_s / numpy_s: medians after a warm-up call; compile_s apart. Target speedup >= 20 (CPU).")
@@ -132,7 +137,46 @@ def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[
     rows.append(_case("ft44_stencil4d", ft44, [commtime.Job(alloc, patterns.make("stencil4d", key, 4096))], repeats))
     for pol in ("to", "ta"):
         rows.append(_replay_model(QUICK_MONTH if quick else MONTH, seed, pol))
+    rows.append(_replay_model_bluewaters(QUICK_WAVES if quick else WAVES, seed))
     return rows
+
+
+def _timed_replays(window, topo, pol: str, seed: int, params: dict | None = None, node_kind: str | None = None,
+                   model: bool = False) -> tuple[float, float, object]:
+    """A replay run twice (a fresh model each time when ``model``): first and second wall time
+    and the second run's result."""
+    runs, out = [], None
+    for _ in range(2):
+        kw = {"runtime_model": commtime.ModelRuntimes(topo, interference.parse_mix(interference.DEFAULT_MIX), 0.3,
+                                                      seed)} if model else {}
+        t0 = time.perf_counter()
+        out = replay.replay(window, topo, pol, "easy", policy_params=params, node_kind=node_kind, **kw)
+        runs.append(time.perf_counter() - t0)
+    return runs[0], runs[1], out
+
+
+def _replay_model_bluewaters(waves: int, seed: int) -> dict:
+    """Plain vs ``speedup=model`` replay of the first ``waves`` Table II waves on Blue Waters,
+    first fit over ``O2`` (module docstring)."""
+    import polars as pl
+    import yaml
+
+    from fattorus import paths
+
+    bw = topology.load("bluewaters")
+    cfg = yaml.safe_load(paths.config_file("workload", "bluewaters_table2").read_text())
+    kind = cfg.get("node_kind")
+    wl, _ = workload.from_config({**cfg, "scale": 1}, machine_nodes=int(bw.usable(kind).sum()))
+    jobs = workload.with_estimate(wl.jobs)
+    window = jobs.filter(pl.col("submit_s") < jobs["submit_s"].min() + waves * 900)
+    params = {"ordering": "O2"}
+    plain_first, plain_s, plain = _timed_replays(window, bw, "first_fit", seed, params, kind)
+    model_first, model_s, _ = _timed_replays(window, bw, "first_fit", seed, params, kind, model=True)
+    _log(f"replay_model_bluewaters: {waves} Table II waves, plain {plain_s:.1f} s, model {model_s:.1f} s "
+         f"(first {model_first:.1f})")
+    return {"case": "replay_model_bluewaters", "machine": "bluewaters", "flows": None, "rounds": None,
+            "numpy_rounds": None, "compile_s": model_first - model_s, "median_s": model_s, "numpy_s": plain_s,
+            "speedup": plain_s / model_s, "max_rel_diff": None, "repeats": 1, "jobs": len(plain.jobs)}
 
 
 def _replay_model(days: float, seed: int, pol: str = "to") -> dict:
