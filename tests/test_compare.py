@@ -186,3 +186,28 @@ def test_an_arm_run_with_several_seeds_gets_one_labelled_row_per_seed(tmp_path):
     assert rows["prism seed=1"].endswith(" 1.600 |")  # 0.8 / 0.5, seed 1's reference
     assert rows["first_fit ordering=O2 seed=1"].endswith(" 1.000 |")
     assert rows["feature"].endswith(" 1.500 |")  # no seed-0 twin needed: 0.9 / 0.6 against seed 0
+
+
+def test_a_seed_the_reference_lacks_is_marked_and_repeated_runs_are_named(tmp_path, capsys):
+    def trial(name, policy, util, seed):
+        _trial(tmp_path / name, policy, {}, util, [0.0, 3600.0], [False, False])
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        if seed is not None:
+            summary["config"]["seed"] = seed
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+
+    trial("r0", "to", 0.9, 0)
+    trial("r1", "to", 0.8, 1)
+    trial("p2", "ta", 0.6, 2)      # the reference has no seed-2 run
+    trial("p0", "ta", 0.45, 0)
+    trial("q", "ta", 0.5, None)    # an old trial without a seed
+    trial("again", "to", 0.7, 1)   # seed 1 of the reference run twice
+    assert compare.main([str(tmp_path), "--reference", "to"]) == 0
+    captured = capsys.readouterr()
+    text = (tmp_path / "compare.md").read_text()
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if line.startswith("| ") and "---" not in line}
+    assert rows["ta seed=2"].endswith(" 1.500† |")  # 0.9 / 0.6 against seed 0, marked
+    assert rows["ta seed=0"].endswith(" 2.000 |")   # 0.9 / 0.45, its own seed
+    assert "ta seed=?" in rows
+    assert "† against the reference's seed=0 run" in text
+    assert "label(s) name several trials" in captured.err and "to seed=1 (2 rows)" in captured.err

@@ -115,14 +115,28 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
 
 def with_seeds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows whose arm (``policy`` label) has several seeds in one workload get ``seed=N`` in
-    their label, so that no two rows read the same; ``arm`` keeps the label without it (what
-    ``--reference`` names)."""
+    their label (``seed=?`` where a trial recorded none), so that runs of other seeds read
+    apart; ``arm`` keeps the label without it (what ``--reference`` names). Repeated runs of
+    one arm and seed still share a label (:func:`repeated` names them)."""
     seeds: dict[tuple[str, str], set[Any]] = {}
     for r in rows:
         seeds.setdefault((r["workload"], r["policy"]), set()).add(r.get("seed"))
+
+    def shown(r: dict[str, Any]) -> str:
+        seed = r.get("seed")
+        return f"{r['policy']} seed={'?' if seed is None else seed}"
+
     return [{**r, "arm": r["policy"],
-             "policy": f"{r['policy']} seed={r.get('seed')}" if len(seeds[(r["workload"], r["policy"])]) > 1
-             else r["policy"]} for r in rows]
+             "policy": shown(r) if len(seeds[(r["workload"], r["policy"])]) > 1 else r["policy"]} for r in rows]
+
+
+def repeated(rows: list[dict[str, Any]]) -> list[str]:
+    """Row labels that occur more than once in one workload (the same arm and seed run twice,
+    e.g. in two folders of the results directory), as ``workload: label (n rows)``."""
+    counts: dict[tuple[str, str], int] = {}
+    for r in rows:
+        counts[(r["workload"], r["policy"])] = counts.get((r["workload"], r["policy"]), 0) + 1
+    return [f"{wl}: {lab} ({n} rows)" for (wl, lab), n in sorted(counts.items()) if n > 1]
 
 
 def _seed_order(r: dict[str, Any]) -> tuple[bool, Any]:
@@ -137,7 +151,8 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
     A workload whose arms do not include ``reference`` (or ``reference`` None) gets no
     break-even column: a column of ``nan`` would read as a result. Where the reference arm
     ran with several seeds, a row is compared with the reference's run of its own seed (the
-    same workload draw), or its first seed when it has no run of that seed.
+    same workload draw); a row whose seed the reference lacks is compared with the
+    reference's first seed and marked ``†``, with a line under the table saying so.
     """
     out = []
     for wl in sorted({r["workload"] for r in rows}):
@@ -153,16 +168,23 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
                 f"| policy | jobs | mean wait (h) | utilization |{eff_head} APH | APH (>= {large} nodes) | "
                 f"max hops (>= {large} nodes) | exposed | bbox fill |{even_head}",
                 f"|---|---:|---:|---:|{eff_rule}---:|---:|---:|---:|---:|{even_rule}"]
+        fallback = False
         for r in group:
             eff = "" if not modelled else (" – |" if r.get("system_eff") is None else f" {r['system_eff']:.1%} |")
             line = (f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
                     f"{r['aph_large']:.2f} | {r['max_hops_large']:.1f} | {r['exposed']:.1%} | "
                     f"{r['bbox_fill']:.2f} |")
             if ref:
-                mine = next((x for x in refs if x.get("seed") == r.get("seed")), ref)
+                mine = next((x for x in refs if x.get("seed") == r.get("seed")), None)
+                mark = ""
+                if mine is None:  # no reference run of this seed: its first seed's, marked
+                    mine, mark = ref, "†" if len(refs) > 1 else ""
+                    fallback |= bool(mark)
                 even = mine["util"] / r["util"] if r["util"] > 0 else float("nan")
-                line += f" {even:.3f} |"
+                line += f" {even:.3f}{mark} |"
             out.append(line)
+        if fallback:
+            out += ["", f"† against the reference's seed={ref.get('seed')} run: it has no run of the row's seed."]
         out.append("")
     return "\n".join(out)
 
@@ -251,7 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         print(note, file=sys.stderr)
     if code:
         return code
-    text = table(with_seeds(rows), reference, a.large)
+    rows = with_seeds(rows)
+    twice = repeated(rows)
+    if twice:
+        print(f"compare: note: {len(twice)} label(s) name several trials (the same arm and seed run more than "
+              f"once): {'; '.join(twice[:3])}{'; ...' if len(twice) > 3 else ''}", file=sys.stderr)
+    text = table(rows, reference, a.large)
     target = a.results / "compare.md"
     try:
         atomic_write(target, text + "\n")

@@ -25,7 +25,8 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
   to ~300,000 flows on 38-slot routes (solved from compact crossing lists).
 
 ``compile_s`` = first JAX call minus the median; ``median_s`` = median of ``repeats`` calls
-after it from the padded routes alone (what :mod:`fattorus.analysis.commtime` runs);
+after it from the padded routes alone (what :mod:`fattorus.analysis.commtime` runs on
+fat-trees and dragonflies; on topologies with routes of >= 16 slots it passes compact lists);
 ``incidences_s`` = the same solve given the compact (flow, link) crossing lists built on the
 host (:func:`fattorus.kernels.maxmin.flow_incidences`, counted in the time: faster than the
 padded routes before the solver ran in stages, no longer); ``numpy_s`` = median of the NumPy
