@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -133,9 +134,7 @@ def with_seeds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def repeated(rows: list[dict[str, Any]]) -> list[str]:
     """Row labels that occur more than once in one workload (the same arm and seed run twice,
     e.g. in two folders of the results directory), as ``workload: label (n rows)``."""
-    counts: dict[tuple[str, str], int] = {}
-    for r in rows:
-        counts[(r["workload"], r["policy"])] = counts.get((r["workload"], r["policy"]), 0) + 1
+    counts = Counter((r["workload"], r["policy"]) for r in rows)
     return [f"{wl}: {lab} ({n} rows)" for (wl, lab), n in sorted(counts.items()) if n > 1]
 
 

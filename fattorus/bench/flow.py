@@ -175,9 +175,15 @@ def _replay_model_bluewaters(waves: int, seed: int) -> dict:
     model_first, model_s, _ = _timed_replays(window, bw, "first_fit", seed, params, kind, model=True)
     _log(f"replay_model_bluewaters: {waves} Table II waves, plain {plain_s:.1f} s, model {model_s:.1f} s "
          f"(first {model_first:.1f})")
-    return {"case": "replay_model_bluewaters", "machine": "bluewaters", "flows": None, "rounds": None,
-            "numpy_rounds": None, "compile_s": model_first - model_s, "median_s": model_s, "numpy_s": plain_s,
-            "speedup": plain_s / model_s, "max_rel_diff": None, "repeats": 1, "jobs": len(plain.jobs)}
+    return _model_row("replay_model_bluewaters", "bluewaters", plain_s, model_first, model_s, len(plain.jobs))
+
+
+def _model_row(case: str, machine: str, plain_s: float, model_first: float, model_s: float, jobs: int) -> dict:
+    """A replay row: the warm model replay against the warm plain one (``numpy_s`` column),
+    ``compile_s`` = the model's first run minus its second."""
+    return {"case": case, "machine": machine, "flows": None, "rounds": None, "numpy_rounds": None,
+            "compile_s": model_first - model_s, "median_s": model_s, "numpy_s": plain_s, "speedup": plain_s / model_s,
+            "max_rel_diff": None, "repeats": 1, "jobs": jobs}
 
 
 def _replay_model(days: float, seed: int, pol: str = "to") -> dict:
@@ -188,21 +194,9 @@ def _replay_model(days: float, seed: int, pol: str = "to") -> dict:
     jobs = workload.load(trace_path(), cores_per_node=8).jobs
     scaled, _ = workload.scale_nodes(jobs, 2, cab.n_nodes)
     window = workload.first_days(scaled, days)
-
-    def timed(**kwargs) -> tuple[float, float, object]:
-        runs = []
-        for _ in range(2):
-            model = commtime.ModelRuntimes(cab, interference.parse_mix(interference.DEFAULT_MIX), 0.3, seed)
-            t0 = time.perf_counter()
-            out = replay.replay(window, cab, pol, "easy", **({"runtime_model": model} if kwargs else {}))
-            runs.append(time.perf_counter() - t0)
-        return runs[0], runs[1], out
-
-    plain_first, plain_s, plain = timed()
-    model_first, model_s, _ = timed(model=True)
+    plain_first, plain_s, plain = _timed_replays(window, cab, pol, seed)
+    model_first, model_s, _ = _timed_replays(window, cab, pol, seed, model=True)
     case = "replay_model" if pol == "to" else f"replay_model_{pol}"
     _log(f"{case}: {days:g} days, plain {plain_s:.1f} s (first {plain_first:.1f}), "
          f"model {model_s:.1f} s (first {model_first:.1f})")
-    return {"case": case, "machine": "cab", "flows": None, "rounds": None, "numpy_rounds": None,
-            "compile_s": model_first - model_s, "median_s": model_s, "numpy_s": plain_s, "speedup": plain_s / model_s,
-            "max_rel_diff": None, "repeats": 1, "jobs": len(plain.jobs)}
+    return _model_row(case, "cab", plain_s, model_first, model_s, len(plain.jobs))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fattorus.app.tune.display import METRIC_LABELS, change_text, fmt_value, fmt_values
-from fattorus.app.tune.objective import METRICS, MODEL_METRICS, pooled, run_window
+from fattorus.app.tune.objective import METRICS, MODEL_METRICS, pooled, run_setup_window
 from fattorus.app.tune.space import decode, describe, paper_defaults
 from fattorus.app.tune.storage import mask
 from fattorus.app.tune.windows import Setup, window_label, windows_label
@@ -67,7 +67,7 @@ def _arm(setup: Setup, arm: str, params: dict[str, Any], sched: str) -> dict[str
     per_window = []
     for w, table in zip(setup.test, setup.test_tables):
         t0 = time.perf_counter()
-        s = run_window(table, setup.topo, params, sched, setup.policy, setup.speedup, setup.node_kind)
+        s = run_setup_window(setup, table, params, sched)
         samples.append(s)
         m = pooled([s])
         per_window.append({"window": window_label(w), **m})

@@ -98,6 +98,11 @@ def run_window(table: pl.DataFrame, topo: Topology, params: Mapping[str, Any], s
     )
 
 
+def run_setup_window(setup: Setup, table: pl.DataFrame, params: Mapping[str, Any], sched: str) -> Sample:
+    """:func:`run_window` with the study's machine, policy, speedup and node kind."""
+    return run_window(table, setup.topo, params, sched, setup.policy, setup.speedup, setup.node_kind)
+
+
 def pooled(samples: Sequence[Sample]) -> dict[str, float]:
     """Metrics over all jobs (and all utilization samples) of several replays.
 
@@ -172,7 +177,7 @@ def _replay_windows(trial: optuna.Trial, setup: Setup, params: Mapping[str, Any]
     samples: list[Sample] = []
     metrics: dict[str, float] = {}
     for step, table in enumerate(setup.train_tables):
-        samples.append(run_window(table, setup.topo, params, sched, setup.policy, setup.speedup, setup.node_kind))
+        samples.append(run_setup_window(setup, table, params, sched))
         metrics = pooled(samples)
         if single:
             value = metric_of(metrics, objectives[0])
@@ -212,4 +217,4 @@ def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) 
 
 
 __all__ = ["METRICS", "MODEL_METRICS", "MODEL_OBJECTIVES", "OBJECTIVES", "SPEEDUPS", "Sample", "make_objective",
-           "metric_of", "model_runtimes", "pooled", "run_window"]
+           "metric_of", "model_runtimes", "pooled", "run_setup_window", "run_window"]
