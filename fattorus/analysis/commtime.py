@@ -484,3 +484,25 @@ class ModelRuntimes:
                 "mean_slowdown": float(s.mean()) if len(s) else None,
                 "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed),
                 "application_efficiency": self._useful_ns / self._busy_ns if self._busy_ns > 0 else None}
+
+
+def model_settings() -> dict[str, Any]:
+    """The bandwidth model's settings as ``+speedup=model`` sets them (``conf/speedup/model.yaml``):
+    ``comm_fraction`` (the share of a job's logged run time spent communicating, 0-1) and
+    ``patterns`` (the mix, ``name=weight,...``)."""
+    import yaml
+
+    from fattorus import paths
+
+    cfg = yaml.safe_load(paths.config_file("speedup", "model").read_text())
+    return {"comm_fraction": float(cfg["comm_fraction"]), "patterns": str(cfg["patterns"])}
+
+
+def model_runtimes(topo: Topology, seed: int = 0) -> ModelRuntimes:
+    """The bandwidth model as ``+speedup=model`` sets it (:func:`model_settings`), its draws
+    from ``seed`` (a sweep's default seed, 0): what the tuner and the benchmarks replay with."""
+    from fattorus.analysis import interference  # it imports this module
+
+    cfg = model_settings()
+    return ModelRuntimes(topo, interference.parse_mix(cfg["patterns"]), cfg["comm_fraction"], seed)
+

@@ -12,7 +12,8 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
   nodes drawn at random (seeded; a scattered, topology-oblivious placement).
 
 * ``replay_model``: the replay of the first ``MONTH`` days of Atlas x2 on Cab (``to``/EASY)
-  with ``speedup=model`` (run times from the flow model at every job start) next to the same
+  with ``speedup=model`` (run times from the flow model at every job start, its patterns and
+  communication fraction from ``conf/speedup/model.yaml`` as in a sweep) next to the same
   replay without it (``numpy_s`` column: the plain replay; ``speedup`` = plain / model, the
   issue's target: model at most 3x the plain replay, i.e. ``speedup >= 0.33``). Each replay
   runs twice and the second run is timed: the first compiles the solver and the routing once
@@ -148,8 +149,7 @@ def _timed_replays(window, topo, pol: str, seed: int, params: dict | None = None
     and the second run's result."""
     runs, out = [], None
     for _ in range(2):
-        kw = {"runtime_model": commtime.ModelRuntimes(topo, interference.parse_mix(interference.DEFAULT_MIX), 0.3,
-                                                      seed)} if model else {}
+        kw = {"runtime_model": commtime.model_runtimes(topo, seed)} if model else {}
         t0 = time.perf_counter()
         out = replay.replay(window, topo, pol, "easy", policy_params=params, node_kind=node_kind, **kw)
         runs.append(time.perf_counter() - t0)

@@ -69,13 +69,10 @@ class Sample:
 
 
 def model_runtimes(topo: Topology, seed: int = 0) -> Any:
-    """The bandwidth model as ``+speedup=model`` sets it (``conf/speedup/model.yaml``: patterns
-    and communication fraction), its draws from ``seed`` (a sweep's default seed, 0)."""
-    from fattorus.analysis import commtime, interference
-    from fattorus.app.tune.windows import model_settings
+    """The bandwidth model as ``+speedup=model`` sets it (:func:`fattorus.analysis.commtime.model_runtimes`)."""
+    from fattorus.analysis import commtime
 
-    cfg = model_settings()
-    return commtime.ModelRuntimes(topo, interference.parse_mix(cfg["patterns"]), cfg["comm_fraction"], seed)
+    return commtime.model_runtimes(topo, seed)
 
 
 def run_window(table: pl.DataFrame, topo: Topology, params: Mapping[str, Any], sched: str, policy: str = POLICY,

@@ -110,12 +110,11 @@ FINGERPRINT_DEFAULTS: dict[str, Any] = {"policy": "ta", "speedup": "none", "mode
 
 
 def model_settings() -> dict[str, Any]:
-    """The bandwidth model's settings as ``+speedup=model`` sets them (``conf/speedup/model.yaml``:
-    ``comm_fraction``, ``patterns``)."""
-    import yaml
+    """The bandwidth model's settings as ``+speedup=model`` sets them
+    (:func:`fattorus.analysis.commtime.model_settings`)."""
+    from fattorus.analysis import commtime  # JAX: imported only when a fingerprint needs it
 
-    cfg = yaml.safe_load(paths.config_file("speedup", "model").read_text())
-    return {"comm_fraction": float(cfg["comm_fraction"]), "patterns": str(cfg["patterns"])}
+    return commtime.model_settings()
 
 
 def _read_yaml_config(spec: str, path: Path) -> dict[str, Any]:
