@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fattorus.app.tune.errors import TuneError
+from fattorus.app.tune.windows import FINGERPRINT_DEFAULTS
 
 if TYPE_CHECKING:
     import optuna
@@ -152,8 +153,7 @@ def check_setup(study: optuna.Study, fp: dict[str, Any], name: str, url: str) ->
     if old is None:
         study.set_user_attr(SETUP_ATTR, fp)
     elif old != fp:
-        from fattorus.app.tune.windows import FINGERPRINT_DEFAULTS as dflt
-
+        dflt = FINGERPRINT_DEFAULTS
         # Over both records' keys: a key at its default is left out of a record.
         keys = list(dict.fromkeys([*fp, *old]))
         diff = "; ".join(f"{k}: study {old.get(k, dflt.get(k))!r}, now {fp.get(k, dflt.get(k))!r}"
