@@ -10,10 +10,10 @@ from fattorus.app import compare
 from fattorus.args import EXIT_BROKEN_PIPE
 
 
-def _trial(path, policy, params, util, waits, exposed, app_eff=None):
+def _trial(path, policy, params, util, waits, exposed, app_eff=None, speedup=None):
     path.mkdir(parents=True)
     cfg = {"topo": "t", "policy": policy, "policy_params": params,
-           "workload": {"name": "w", "scale_factor": 2.0}}
+           "workload": {"name": "w", "scale_factor": 2.0}, **({"speedup": speedup} if speedup else {})}
     summary = {"config": cfg, "utilization": {"mean": util}}
     if app_eff is not None:
         summary["runtime_model"] = {"application_efficiency": app_eff}
@@ -146,6 +146,21 @@ def test_arms_of_one_policy_with_other_settings_get_their_own_labels(tmp_path):
                             "ta t1_pod_order=most"]
     text = (tmp_path / "compare.md").read_text()
     assert "| ta t1_pod_order=least | 2 |" in text and text.split("| ta t1_pod_order=least |")[1].splitlines()[0].endswith(" 1.250 |")
+
+
+def test_arms_of_one_policy_under_other_speedup_scenarios_are_other_rows(tmp_path, capsys):
+    """`ta` under `none` and under `v2` (sweeps/smoke.yaml runs both) are two arms, named by the
+    scenario, not one arm run twice; a scenario all runs of a policy share is not shown."""
+    _trial(tmp_path / "a", "ta", {}, 0.5, [0.0, 1.0], [False, False], speedup="none")
+    _trial(tmp_path / "b", "ta", {}, 0.8, [0.0, 1.0], [False, False], speedup="v2")
+    _trial(tmp_path / "c", "to", {}, 0.8, [0.0, 1.0], [True, False], speedup="none")
+    assert compare.main([str(tmp_path), "--reference", "ta speedup=v2"]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    rows = [line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| policy")]
+    assert sorted(rows) == ["ta speedup=none", "ta speedup=v2", "to"]
+    assert text.split("| ta speedup=none |")[1].splitlines()[0].endswith(" 1.600 |")  # 0.8 / 0.5, by hand
+    assert "several trials" not in capsys.readouterr().err
 
 
 def test_model_runs_get_the_total_system_efficiency(tmp_path):

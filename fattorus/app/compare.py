@@ -63,9 +63,12 @@ def arm_labels(summaries: list[dict[str, Any]]) -> list[str]:
     default reference names it), and every other setting that differs between trials of the
     same policy (``ta t1_pod_order=most``), by the report's own rule
     (:func:`fattorus.report.load.with_arm_settings`): two ``ta`` arms with other heuristics
-    are two rows, and ``--reference`` names one of them."""
-    return with_arm_settings([s["config"]["policy"] for s in summaries], [arm_settings(s) for s in summaries],
-                             always=("ordering",))
+    are two rows, and ``--reference`` names one of them. The speedup scenario counts as such a
+    setting (``ta speedup=v2`` beside ``ta speedup=none``): a study may run one policy under
+    several, and those runs are other arms, not seeds of one."""
+    settings = [{**arm_settings(s), **({"speedup": str(s["config"]["speedup"])} if "speedup" in s["config"] else {})}
+                for s in summaries]
+    return with_arm_settings([s["config"]["policy"] for s in summaries], settings, always=("ordering",))
 
 
 def workload_label(config: dict[str, Any]) -> str:
