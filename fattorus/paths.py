@@ -3,7 +3,7 @@
 fattorus runs from a source checkout (or an editable install of one): the package directory
 ``fattorus/`` sits beside ``conf/`` (the Hydra config groups: ``topo``, ``policy``,
 ``workload``, ``speedup``...), ``data/`` (shipped traces and small tables) and ``results/``
-(run outputs, never committed). Every module that needs one of these folders asks here, so
+(run outputs, never committed; of the working directory, see :func:`results_dir`). Every module that needs one of these folders asks here, so
 moving the package (or the configs) means changing this file only.
 
 The lowest layer: it imports nothing from the package, so any module may use it.
@@ -49,8 +49,10 @@ def traces_dir() -> Path:
 
 
 def results_dir() -> Path:
-    """``results/``: the default parent of run directories (created by the runs, not here)."""
-    return ROOT / "results"
+    """``results/`` of the working directory: the default parent of every output (created by
+    the runs, not here). Relative on purpose: Hydra's run directories (``conf/config.yaml``)
+    are relative to where a command runs, so every other command writes beside them."""
+    return Path("results")
 
 
 __all__ = ["ROOT", "conf_dir", "config_file", "config_names", "data_dir", "repo_root", "results_dir", "traces_dir"]

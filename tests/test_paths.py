@@ -22,7 +22,7 @@ def test_the_root_is_the_checkout_holding_the_package_and_its_folders():
     assert paths.conf_dir() == HERE_ROOT / "conf" and (paths.conf_dir() / "config.yaml").is_file()
     assert paths.conf_dir("topo") == HERE_ROOT / "conf" / "topo"
     assert paths.data_dir() == HERE_ROOT / "data" and paths.traces_dir().is_dir()
-    assert paths.results_dir() == HERE_ROOT / "results"
+    assert paths.results_dir() == Path("results")  # of the working directory, as Hydra's run dirs
 
 
 def test_config_names_are_the_yaml_stems_of_a_group():

@@ -47,7 +47,7 @@ from fattorus.app.outputs import stored_summary
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
-from fattorus.paths import conf_dir
+from fattorus.paths import conf_dir, results_dir
 from fattorus.report import dragonfly_maps
 
 CABLES = ("edison", "edison_2k", "edison_k", "edison_b", "edison_bk")
@@ -187,7 +187,7 @@ def _write(out: Path, tot: pl.DataFrame, jobs: list[dict], hot: list[dict], reco
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    out = Path("results") / "dragonfly_study" / args.name
+    out = results_dir() / "dragonfly_study" / args.name
     try:
         wds = _list("--workloads", args.workloads, f"choose from {list(pw.WORKLOADS)}")
         unknown = [w for w in wds if w not in pw.WORKLOADS]

@@ -38,7 +38,7 @@ import jax
 import numpy as np
 import polars as pl
 
-from fattorus import topology
+from fattorus import paths, topology
 from fattorus.analysis import commtime, patterns
 from fattorus.app.outputs import stored_summary
 from fattorus.args import OneLineParser
@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     record = settings(args, todo)
-    conflict = settings_conflict(Path("results") / "network_study" / name, record)
+    conflict = settings_conflict(paths.results_dir() / "network_study" / name, record)
     if conflict:  # before the (minutes of) work, so nothing is computed only to be refused
         print(f"network_study: error: {conflict}", file=sys.stderr)
         return 2
@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[network_study] {case}: workload {w + 1}/{n_wl}", file=sys.stderr, flush=True)
     table = pl.DataFrame(rows)
     summary = summarize(table)
-    out = Path("results") / "network_study" / name
+    out = paths.results_dir() / "network_study" / name
     meta = {**record, "cases": summary}
     try:
         out.mkdir(parents=True, exist_ok=True)

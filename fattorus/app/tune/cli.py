@@ -242,7 +242,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     # refused here, before any of that work.
     check_url(storage)
     export = Path(a.export) if a.export else paths.config_file("policy", f"{a.policy}_tuned_{a.name}")
-    out = Path(a.out) if a.out else Path("results") / "tune" / a.name
+    out = Path(a.out) if a.out else paths.results_dir() / "tune" / a.name
     _check_paths(export, out if test else None, a.name, a.policy)  # --test none: nothing is written under --out
     return Options(
         name=a.name, topo=a.topo, workload=a.workload, cores_per_node=a.cores_per_node, scale=float(a.scale),
