@@ -193,6 +193,18 @@ def test_the_slurm_launcher_composes(tmp_path, app):
     assert "SlurmLauncher" in out.stdout and "partition: p" in out.stdout
 
 
+def test_run_directory_names_the_scale_used_and_a_tuned_policy_config(tmp_path):
+    """`workload.scale=machine` (the default) names the machine's default load in the directory
+    (Pinot: x3, conf/topo/pinot.yaml), not the word; a tuned config of `ta` is named by its
+    config, so it reads apart from a plain `ta` run."""
+    out = sweep("+topo=pinot", "policy=ta_tuned_atlas2x_cab", "workload.window_days=1", "progress=false", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (run,) = (tmp_path / "results" / "runs").iterdir()
+    assert re.fullmatch(r"[0-9_-]+_pinot-ta_tuned_atlas2x_cab-easy-atlas-x3-none-s0-p[0-9]+", run.name), run.name
+    summary = check_run_dir(run)
+    assert summary["config"]["policy"] == "ta" and summary["config"]["workload"]["scale_factor"] == 3
+
+
 def test_a_refused_run_leaves_no_run_directory(tmp_path):
     out = sweep("workload.scale=-2", cwd=tmp_path)
     assert out.returncode == 2 and "scale factor" in out.stderr

@@ -123,12 +123,30 @@ def path_component(value: Any) -> str:
     return "_" + text if text.startswith(".") or not text else text
 
 
+def resolved_scale(scale: Any, default: Any) -> str:
+    """The run directory's ``x<scale>``: ``machine`` replaced by the machine's default load
+    (``conf/topo``'s ``default_scale``: a number or ``fit``), anything else as given."""
+    return str(default if str(scale) == "machine" else scale)
+
+
+def policy_label(name: Any, choice: Any) -> str:
+    """The run directory's policy: the config chosen (``policy=ta_tuned_atlas2x_cab``) where it
+    is a named variant of the policy it sets (its name starts with the policy's), so a tuned
+    run reads apart from the defaults; else the policy's name (``policy.name=to`` over the
+    default config names ``to``)."""
+    name, choice = str(name), str(choice)
+    return choice if choice != name and choice.startswith(name + "_") else name
+
+
 def register() -> None:
     """Register the schema as ``fattorus_schema`` (used first in ``conf/config.yaml``) and the
-    resolvers the results paths use (``fattorus_name``, ``fattorus_component``, ``fattorus_pid``)."""
+    resolvers the results paths use (``fattorus_name``, ``fattorus_component``, ``fattorus_pid``,
+    ``fattorus_scale``, ``fattorus_policy``)."""
     ConfigStore.instance().store(name="fattorus_schema", node=Config)
     OmegaConf.register_new_resolver("fattorus_name", safe_name, replace=True)
     OmegaConf.register_new_resolver("fattorus_component", path_component, replace=True)
     # Two single runs started in the same second get different directories: the process id
     # is unique among running processes.
     OmegaConf.register_new_resolver("fattorus_pid", os.getpid, replace=True)
+    OmegaConf.register_new_resolver("fattorus_scale", resolved_scale, replace=True)
+    OmegaConf.register_new_resolver("fattorus_policy", policy_label, replace=True)
