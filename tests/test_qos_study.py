@@ -85,7 +85,8 @@ def test_balanced_computation_gains_little():
 def test_experiment_settings_are_checked_with_the_field_named():
     cfg, _, _ = small()
     for field, value, msg in [("imbalance", "wild", "qos.imbalance"), ("threshold", 0.0, "qos.threshold"),
-                              ("num_sls", 17, "qos.num_sls"), ("jobs", {"ring": 2}, "qos.jobs.ring")]:
+                              ("num_sls", 17, "qos.num_sls"), ("jobs", {"ring": 2}, "qos.jobs.ring"),
+                              ("jobs", {"flood_pairs": 0, "all_to_all": 0}, "qos.jobs: every pattern has 0")]:
         with pytest.raises(ValueError, match=msg):
             qos.experiment_from({**cfg, field: value})
     # Periods of default observation: an integer >= 1; absent (a config older than the

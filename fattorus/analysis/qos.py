@@ -312,6 +312,8 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
             raise ValueError(f"qos.jobs.{p}: unknown pattern; choose from {', '.join(bsp.PATTERNS)}")
         if not isinstance(k, int) or k < 0:
             raise ValueError(f"qos.jobs.{p}={k!r}: give a number of instances (integer >= 0)")
+    if not any(jobs.values()):
+        raise ValueError("qos.jobs: every pattern has 0 instances; give at least one job")
     sizes = cfg.get("message_bytes") or {}
     for p in jobs:
         v = sizes.get(p)
