@@ -213,6 +213,9 @@ def test_a_refused_run_leaves_no_run_directory(tmp_path):
     out = sweep("logger.name=nosuch", cwd=tmp_path)
     assert out.returncode == 2 and "logger.name" in out.stderr
     assert not list((tmp_path / "results" / "runs").iterdir())
+    out = sweep("logger=wandb", "logger.mode=bogus", cwd=tmp_path)
+    assert out.returncode == 2 and "logger.mode='bogus'" in out.stderr
+    assert not list((tmp_path / "results" / "runs").iterdir())
 
 
 def test_rerun_redoes_trials_whose_job_log_changed(tmp_path):

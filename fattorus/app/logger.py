@@ -48,6 +48,17 @@ def _keep_wandb_under_results(run_dir: Path) -> None:
         os.environ.setdefault(var, str(base / sub))
 
 
+def wandb_mode(logger_cfg: Mapping[str, Any]) -> str:
+    """The W&B mode a run logs in: ``WANDB_MODE`` from the environment, else ``logger.mode``
+    (default offline); ``ValueError`` naming the setting if it is none of :data:`MODES`. Light
+    (no W&B import), so a run checks it before its replay."""
+    mode = os.environ.get("WANDB_MODE") or str(logger_cfg.get("mode", "offline"))
+    if mode not in MODES:
+        where = "WANDB_MODE" if os.environ.get("WANDB_MODE") else "logger.mode"
+        raise ValueError(f"{where}={mode!r}: choose one of {list(MODES)}")
+    return mode
+
+
 def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, run_dir: str | Path) -> str:
     """Log one run; returns the W&B run directory. ``result`` is a :class:`fattorus.replay.ReplayResult`."""
     import polars as pl
@@ -55,9 +66,7 @@ def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, ru
     _keep_wandb_under_results(Path(run_dir))
     import wandb
 
-    mode = os.environ.get("WANDB_MODE") or str(logger_cfg.get("mode", "offline"))
-    if mode not in MODES:
-        raise ValueError(f"logger.mode={mode!r}: choose one of {list(MODES)}")
+    mode = wandb_mode(logger_cfg)
     summary = result.summary
     c = summary["config"]
     name = f"{c['topo']}-{c['policy']}-{c['sched']}-{c['workload']['name']}x{c['workload']['scale']}-{c['speedup']}-s{c['seed']}"

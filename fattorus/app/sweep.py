@@ -139,6 +139,13 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         raise UserError(f"policy.name={cfg.policy.name!r}: choose one of {list(policy.NAMES)}")
     if cfg.logger.name not in LOGGERS:
         raise UserError(f"logger.name={cfg.logger.name!r}: choose one of {list(LOGGERS)}")
+    if cfg.logger.name == "wandb":
+        from fattorus.app import logger
+
+        try:
+            logger.wandb_mode(OmegaConf.to_container(cfg.logger, resolve=True))
+        except ValueError as err:
+            raise UserError(str(err)) from None
     topo_cfg = OmegaConf.to_container(cfg.topo, resolve=True)
     ft = topology.from_config(topo_cfg)
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
