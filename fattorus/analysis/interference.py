@@ -123,7 +123,7 @@ def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[Topology, pl
     if not jobs_path.is_file():
         raise RunDirError(f"{jobs_path}: missing (is {run} a replay run directory?)")
     try:
-        jobs = pl.read_parquet(jobs_path)
+        jobs = pl.read_parquet(jobs_path, glob=False)
     except Exception as err:  # polars raises several error types for a bad file
         raise RunDirError(f"{jobs_path}: unreadable parquet ({type(err).__name__}: {err})") from None
     missing = [c for c in ("job_id", "start_s", "end_s", "alloc") if c not in jobs.columns]

@@ -98,7 +98,7 @@ def is_replay(summary: Any) -> bool:
 
 def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]:
     """The table row of a trial whose ``summary.json`` is already parsed."""
-    jobs = pl.read_parquet(jobs_file)
+    jobs = pl.read_parquet(jobs_file, glob=False)
     big = jobs.filter(pl.col("nodes") >= large)
     row = {
         "workload": workload_label(summary["config"]),

@@ -8,6 +8,7 @@ validated by the module that owns them, with errors that name the field.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 
@@ -116,11 +117,23 @@ def safe_name(value: Any, what: str) -> str:
     return text
 
 
+#: Longest directory name a run gets, in bytes (file systems allow 255): a longer one keeps
+#: its first bytes and ends in a hash of the whole (stable, so a multirun still resumes).
+MAX_COMPONENT_BYTES = 200
+
+
 def path_component(value: Any) -> str:
-    """``value`` made into ONE path component: separators become ``_`` and a leading dot is
-    escaped, so an override value like ``workload.path=../../x`` stays inside its sweep."""
+    """``value`` made into ONE path component: separators become ``_``, a leading dot is
+    escaped, so an override value like ``workload.path=../../x`` stays inside its sweep, and a
+    name past :data:`MAX_COMPONENT_BYTES` (``bins=[1,2,...,200]``) is cut and ends in ``~`` and
+    a hash of the whole name."""
     text = re.sub(r"[/\\\x00]", "_", str(value))
-    return "_" + text if text.startswith(".") or not text else text
+    text = "_" + text if text.startswith(".") or not text else text
+    raw = text.encode()
+    if len(raw) > MAX_COMPONENT_BYTES:
+        digest = hashlib.sha256(raw).hexdigest()[:16]
+        text = raw[: MAX_COMPONENT_BYTES - len(digest) - 1].decode(errors="ignore") + "~" + digest
+    return text
 
 
 def resolved_scale(scale: Any, default: Any) -> str:

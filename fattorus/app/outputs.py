@@ -49,7 +49,7 @@ def check_complete(run_dir: str | os.PathLike[str]) -> str | None:
         return f"summary.json is damaged ({type(err).__name__})"
     for name, meta in expected.items():
         try:
-            rows = pl.scan_parquet(run / name).select(pl.len()).collect().item()
+            rows = pl.scan_parquet(run / name, glob=False).select(pl.len()).collect().item()
         except Exception as err:  # noqa: BLE001 - any unreadable table means the trial is incomplete
             return f"{name} is missing or unreadable ({type(err).__name__})"
         if meta.get("rows") is not None and rows != meta["rows"]:

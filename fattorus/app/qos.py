@@ -160,8 +160,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         part = out_dir / "placements" / f"p{k}.parquet"
         hist = out_dir / "placements" / f"h{k}.parquet"
         if part.exists() and hist.exists():
-            rows += pl.read_parquet(part).to_dicts()
-            history.append(pl.read_parquet(hist))
+            rows += pl.read_parquet(part, glob=False).to_dicts()
+            history.append(pl.read_parquet(hist, glob=False))
             continue
         bar = _bar(cfg, exp.iterations, f"{cfg.qos.name} placement {k + 1}/{placements}")
         mix, res = qos.run_placement(topo, exp, _placement_seed(seed, k),

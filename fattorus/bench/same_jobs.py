@@ -38,7 +38,7 @@ def compare(before_root: Path, after_root: Path) -> tuple[int, list[str]]:
         if not other.exists():
             problems.append(f"{trial}: missing under {after_root}")
             continue
-        bad = differences(pl.read_parquet(jobs), pl.read_parquet(other))
+        bad = differences(pl.read_parquet(jobs, glob=False), pl.read_parquet(other, glob=False))
         if bad:
             problems.append(f"{trial}: differs in {bad}")
     return n, problems

@@ -102,7 +102,7 @@ def table_problem(run_dir: Path, summary: Mapping[str, Any]) -> str | None:
     """
     expected = _expected_rows(summary)
     for name, columns in REQUIRED_COLUMNS.items():
-        scan = pl.scan_parquet(run_dir / name)
+        scan = pl.scan_parquet(run_dir / name, glob=False)
         missing = [c for c in columns if c not in scan.collect_schema().names()]
         if missing:
             return f"{name} lacks column(s) {', '.join(missing)}"
@@ -120,7 +120,7 @@ def job_metrics(path: Path) -> dict[str, Any]:
     ``has_ideal_aph`` says whether the file has the ``ideal_aph`` column (outputs written
     before the engine added it do not).
     """
-    scan = pl.scan_parquet(path)
+    scan = pl.scan_parquet(path, glob=False)
     frame = scan.select(
         jobs=pl.len(),
         wait_mean_h=pl.col("wait_s").mean() / SECONDS_PER_HOUR,
@@ -134,7 +134,7 @@ def job_metrics(path: Path) -> dict[str, Any]:
 def utilization_metrics(path: Path) -> dict[str, Any]:
     """Mean and median of the per-minute utilization (fraction 0..1) of one ``utilization.parquet``."""
     frame = (
-        pl.scan_parquet(path)
+        pl.scan_parquet(path, glob=False)
         .select(util_mean=pl.col("utilization").mean(), util_median=pl.col("utilization").median())
         .collect()
     )
@@ -396,7 +396,7 @@ def warn_missing_ideal(runs: pl.DataFrame) -> None:
 def _scan(runs: pl.DataFrame, filename: str, columns: Sequence[str]) -> pl.LazyFrame:
     parts = []
     for i, (path, workload, label) in enumerate(runs.select("path", "workload", "label").iter_rows()):
-        scan = pl.scan_parquet(Path(path) / filename)
+        scan = pl.scan_parquet(Path(path) / filename, glob=False)
         present = set(scan.collect_schema().names())
         # A column older outputs lack reads as nulls, so one old run does not stop the report.
         cols = [pl.lit(None, OPTIONAL_JOB_COLUMNS[c]).alias(c) if c not in present and c in OPTIONAL_JOB_COLUMNS

@@ -83,7 +83,7 @@ def table(root: str | Path) -> list[dict[str, Any]]:
     for jobs in sorted(Path(root).rglob("jobs.parquet")):
         run = jobs.parent
         try:
-            df = pl.read_parquet(jobs)
+            df = pl.read_parquet(jobs, glob=False)
         except (OSError, pl.exceptions.PolarsError) as err:
             print(f"fattorus.report.qos: warning: skipped {jobs}: {' '.join(str(err).split())[:200]}", file=sys.stderr)
             continue

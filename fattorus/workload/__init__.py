@@ -847,7 +847,7 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
     if scale == "fit":
         scale = fit_factor(wl, machine, _get(cfg, "log_nodes"), str(_get(cfg, "name", "?")), _get(cfg, "cores_per_node"))
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise WorkloadError(f"workload.scale must be a positive finite number or 'fit', got {scale!r}")
+        raise WorkloadError(f"workload.scale must be a positive finite number, 'fit' or 'machine', got {scale!r}")
     jobs, dropped = _scale_split(wl.jobs, float(scale), None if machine is None else int(machine))
     start_days, days = _window_days(cfg)
     if start_days or days is not None:
