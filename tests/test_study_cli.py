@@ -86,8 +86,16 @@ def _study(tmp_path: Path, text: str) -> Path:
     # The QoS app's settings check (fattorus.app.qos.check_settings) for a study of that app.
     ("study: q\napp: fattorus.qos\ncases: [[qos=small], [qos=small, +qos.iteratons=5]]\narms: [[seed=0]]\n",
      "s.yaml: cases[1][1]: unknown setting 'qos.iteratons'"),
+    # Everything a run checks before reading its log (fattorus.app.sweep.check_run): the
+    # policy's family, the scale, the batched engine's limits — not only after earlier blocks ran.
+    ("study: s\ncases: [[+topo=cab]]\narms: [[policy=to], [policy=ta, 'seed=0,1', workload.scale=abc]]\n",
+     "s.yaml: arms[1][2]: workload.scale='abc'"),
+    ("study: s\ncases: [[+topo=cab], [+topo=bluewaters]]\narms: [[policy=first_fit], [policy=ta]]\n",
+     "s.yaml: cases[1][0]: policy 'ta' does not support torus3d"),  # without it: Cab, where ta runs
+    ("study: s\ncases: [[+topo=cab]]\narms: [[policy=to, trials=3], [policy=to_random, trials=3]]\n",
+     "s.yaml: arms[1][1]: trials=3: the batched engine replays policies to and ta"),
 ], ids=["unknown-option-in-last-arm", "check_settings-key", "check_settings-bins", "check_settings-common",
-        "qos-check_settings-key"])
+        "qos-check_settings-key", "check_run-scale", "check_run-policy-family", "check_run-batched"])
 def test_a_bad_key_is_blamed_on_its_entry(tmp_path: Path, text: str, words: str):
     path = _study(tmp_path, text)
     with pytest.raises(study.StudyError) as err:

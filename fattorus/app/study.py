@@ -254,7 +254,9 @@ def _combinations(overrides: list[tuple[str | None, str]]) -> list[list[tuple[st
 
 def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> None:
     """Compose every block's overrides with the app's config, as its multirun will, without
-    running anything (the replay app's settings also go through its ``check_settings``).
+    running anything (the replay app's settings also go through every check a run makes before
+    reading its log, :func:`fattorus.app.sweep.check_run`: policy and machine, scale, logger,
+    the batched engine's limits).
 
     Raises :class:`StudyError` naming the file and the entry to blame (the one whose removal
     lets the composition through), else the block; an extra argument is named as such.
@@ -273,7 +275,9 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
     if study["app"] == "fattorus.sweep":
         from fattorus.app import sweep
 
-        errors, check = errors + (sweep.UserError,), sweep.check_settings
+        machines: dict[str, Any] = {}  # each machine built once over the blocks
+        errors = errors + (sweep.UserError,)
+        check = lambda cfg: sweep.check_run(cfg, machines)  # noqa: E731 - everything a run checks before its log
     elif study["app"] == "fattorus.qos":
         from fattorus.app import qos
 

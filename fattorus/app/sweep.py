@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -122,9 +123,24 @@ def _fill_default(cfg: DictConfig, group: str, default: str) -> str:
 LOGGERS = ("none", "wandb")
 
 
-def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
-    """Replay one configuration and write its run directory; returns the summary."""
-    from fattorus import workload
+class Checked(NamedTuple):
+    """What :func:`check_run` made of a run's settings (the replay goes on with these)."""
+
+    topo_name: str
+    speedup_name: str
+    topo_cfg: dict[str, Any]
+    topo: Any
+    scenario: Any
+    policy_params: Any
+    runtime_model: Any
+
+
+def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Checked:
+    """Every check of a run's settings that needs no job log: one-line :class:`UserError`
+    (or ``ValueError``) each. The replay runs it before reading the log — a typo costs one
+    line, not a replay, and a refused run writes no results — and ``fattorus.study`` runs it
+    over every block before the first starts. ``topologies``: built machines by config, kept
+    across calls (the study's pre-check builds each machine once)."""
     from fattorus import topology
     from fattorus.sched import policy
     from fattorus.sched import replay
@@ -146,17 +162,33 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             logger.wandb_mode(OmegaConf.to_container(cfg.logger, resolve=True))
         except ValueError as err:
             raise UserError(str(err)) from None
+    scale = cfg.workload.get("scale", "machine")
+    if scale not in ("machine", "fit") and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                                             or not math.isfinite(scale) or scale <= 0):
+        raise UserError(f"workload.scale={scale!r}: the scale factor must be a positive finite number, 'fit' or 'machine'")
     topo_cfg = OmegaConf.to_container(cfg.topo, resolve=True)
-    ft = topology.from_config(topo_cfg)
+    key = json.dumps(topo_cfg, sort_keys=True, default=str)
+    ft = topologies.get(key) if topologies is not None else None
+    if ft is None:
+        ft = topology.from_config(topo_cfg)
+        if topologies is not None:
+            topologies[key] = ft
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
-    # Every setting that can be refused is checked before the log is read and replayed: a typo
-    # must cost one line, not a replay (and no results are written for a refused run).
     policy_params = OmegaConf.to_container(cfg.policy.params, resolve=True)
     policy.make(cfg.policy.name, ft, policy_params)  # a wrong family or parameter: one-line ValueError
     runtime_model = _runtime_model(cfg, ft)
-    n_trials = int(cfg.get("trials", 1))
-    if n_trials > 1:
+    if int(cfg.get("trials", 1)) > 1:
         _check_batched(cfg, ft)
+    return Checked(topo_name, speedup_name, topo_cfg, ft, scenario, policy_params, runtime_model)
+
+
+def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
+    """Replay one configuration and write its run directory; returns the summary."""
+    from fattorus import workload
+    from fattorus.sched import replay
+
+    topo_name, speedup_name, topo_cfg, ft, scenario, policy_params, runtime_model = check_run(cfg)
+    n_trials = int(cfg.get("trials", 1))
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
     wl, transform_counts = _load_workload(wl_cfg, topo_cfg, ft)
     _warn_borrowed_workload(wl_cfg)  # after loading: an unreadable log is one error line alone
