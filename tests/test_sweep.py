@@ -203,6 +203,12 @@ def test_run_directory_names_the_scale_used_and_a_tuned_policy_config(tmp_path):
     assert re.fullmatch(r"[0-9_-]+_pinot-ta_tuned_atlas2x_cab-easy-atlas-x3-none-s0-p[0-9]+", run.name), run.name
     summary = check_run_dir(run)
     assert summary["config"]["policy"] == "ta" and summary["config"]["workload"]["scale_factor"] == 3
+    # Without +topo the default machine's load (Cab: x2 in conf/topo/cab.yaml); a topology
+    # without a default_scale: x1; a number or fit as given.
+    from fattorus.app.config import resolved_scale
+
+    assert [resolved_scale("machine", 1, None), resolved_scale("machine", 1, "ft6x6"), resolved_scale(2.5, 3, "pinot"),
+            resolved_scale("fit", 3, "pinot"), resolved_scale("machine", "fit", "bluewaters")] == ["2", "1", "2.5", "fit", "fit"]
 
 
 def test_a_refused_run_leaves_no_run_directory(tmp_path):
@@ -276,3 +282,19 @@ def test_a_multirun_with_a_very_long_override_gets_a_short_stable_directory(tmp_
 
     assert load_runs(tmp_path / "sweep").height == 1
     assert compare.main([str(tmp_path / "sweep")]) == 0 and "| ta |" in (tmp_path / "sweep" / "compare.md").read_text()
+
+
+def test_the_done_line_counts_every_job_left_out_by_reason(tmp_path):
+    """Jobs the replay cannot run are counted in summary.json and named in the run's last line
+    (by hand: one job with -3 nodes, one cancelled before it started; two replayed)."""
+    log = tmp_path / "jobs.swf"
+    log.write_text("1 0 0 600 4 -1 -1 4 1200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   "2 60 0 600 -3 -1 -1 -3 1200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   "3 120 0 600 4 -1 -1 4 1200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   "4 180 0 0 4 -1 -1 4 1200 -1 5 1 1 -1 -1 -1 -1 -1\n")
+    out = sweep(f"hydra.run.dir={tmp_path / 'run'}", "+topo=ft6x6", "workload=file", f"workload.path={log}",
+                "workload.cores_per_node=1", "progress=false")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "2 jobs (2 not replayed: cancelled_before_start 1, bad_nodes 1)," in out.stdout
+    skipped = check_run_dir(tmp_path / "run")["counts"]["skipped"]
+    assert skipped["cancelled_before_start"] == 1 and skipped["bad_nodes"] == 1

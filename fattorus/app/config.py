@@ -18,6 +18,8 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from fattorus import paths
+
 DEFAULT_TOPO = "cab"
 DEFAULT_SPEEDUP = "none"
 
@@ -136,10 +138,15 @@ def path_component(value: Any) -> str:
     return text
 
 
-def resolved_scale(scale: Any, default: Any) -> str:
+def resolved_scale(scale: Any, default: Any, topo: Any = "") -> str:
     """The run directory's ``x<scale>``: ``machine`` replaced by the machine's default load
-    (``conf/topo``'s ``default_scale``: a number or ``fit``), anything else as given."""
-    return str(default if str(scale) == "machine" else scale)
+    (``default``: ``conf/topo``'s ``default_scale``, a number or ``fit``; ``topo`` None: no
+    ``+topo`` given, so the default machine's), anything else as given."""
+    if str(scale) != "machine":
+        return str(scale)
+    if topo is None:
+        default = OmegaConf.load(paths.config_file("topo", DEFAULT_TOPO)).get("default_scale", 1)
+    return str(default)
 
 
 def policy_label(name: Any, choice: Any) -> str:

@@ -358,8 +358,11 @@ def _one_line(summary: dict[str, Any]) -> str:
     wl = c["workload"]
     factor = wl.get("scale_factor")
     scale = f"{float(factor):.4g}" if isinstance(factor, (int, float)) else wl["scale"]
-    too_large = summary["counts"].get("skipped", {}).get("too_large", 0)
-    skipped = f" ({too_large} skipped: larger than the machine)" if too_large else ""
+    # Every job the replay left out, by reason (summary.json `counts.skipped`), but those the
+    # scaling dropped: the scale line before said so.
+    left_out = {r: n for r, n in summary["counts"].get("skipped", {}).items() if n and r != "dropped_by_scaling"}
+    skipped = (f" ({sum(left_out.values())} not replayed: " + ", ".join(f"{r} {n}" for r, n in left_out.items()) + ")"
+               if left_out else "")
     return (
         f"{c['topo']} {c['policy']}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
         f"workload={wl['name']} x{scale}: "

@@ -214,7 +214,10 @@ def _jobs_table(prepared: pl.DataFrame, schedule: Schedule, topo: Any) -> pl.Dat
             "wait_s": start - submit,
             "job_type": _per_size(nodes, lambda n: topo.class_name(int(topo.size_class(n))), pl.String),
             "aph": aph_of(topo, schedule.alloc),
-            "alloc": pl.Series("alloc", [a.astype(np.int32) for a in schedule.alloc], dtype=pl.List(pl.Int32)),
+            # The cast: polars makes a fixed-size Array of equally long numpy arrays even when
+            # asked for a List, and the documented column (docs/outputs.md) is a List.
+            "alloc": pl.Series("alloc", [a.astype(np.int32) for a in schedule.alloc],
+                               dtype=pl.List(pl.Int32)).cast(pl.List(pl.Int32)),
             "backfilled": schedule.backfilled,
             "shadow_s": schedule.shadow,
         }
