@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 
 from fattorus.app import compare
 from fattorus.args import EXIT_BROKEN_PIPE
@@ -33,7 +34,12 @@ def test_break_even_is_the_utilization_ratio(tmp_path, capsys):
     assert "| prism | 2 | 1.00 | 72.0% | 2.00 | 4.00 | 9.0 | 0.0% | 0.75 | 1.250 |" in text
     assert "| first_fit ordering=O2 | 2 | 1.00 | 90.0% | 2.00 | 4.00 | 9.0 | 50.0% | 0.75 | 1.000 |" in text
     assert compare.main([str(tmp_path / "nothing")]) == 2
-    assert "no such results directory" in capsys.readouterr().err
+    assert "compare: error: " in (err := capsys.readouterr().err) and "no such results directory" in err
+    assert compare.main([str(tmp_path / "compare.md")]) == 2  # a file: named as such
+    assert "compare.md: not a directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        compare.main([str(tmp_path), "--large", "-5"])
+    assert exit_.value.code == 2 and "--large -5: give a node count >= 1" in capsys.readouterr().err
 
 
 def test_damaged_trials_are_named_and_skipped(tmp_path, capsys):

@@ -226,10 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
     p.add_argument("--reference", default=None, help="policy label to compare against (default: "
                    f"'{DEFAULT_REFERENCE}', first fit over the ALPS default ordering, where the study has that arm)")
-    p.add_argument("--large", type=int, default=1024, help="jobs of at least this many nodes count as large")
+    p.add_argument("--large", type=int, default=1024, help="jobs of at least this many nodes count as large (>= 1)")
     a = p.parse_args(argv)
+    if a.large < 1:
+        p.error(f"--large {a.large}: give a node count >= 1")
     if not a.results.is_dir():
-        print(f"compare: {a.results}: no such results directory", file=sys.stderr)
+        why = "not a directory (give a study's results directory)" if a.results.exists() else "no such results directory"
+        print(f"compare: error: {a.results}: {why}", file=sys.stderr)
         return 2
     found, skipped, others = [], 0, []
     # First the summaries only (cheap): a --reference naming no arm is refused before any jobs.parquet is read.
@@ -250,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     trials = [(trial, summary, lab) for (trial, summary), lab in zip(found, labels)]
     reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
     if given and trials and all(lab != reference for _, _, lab in trials):
-        print(f"compare: --reference '{reference}' matches no arm; labels present: "
+        print(f"compare: error: --reference '{reference}' matches no arm; labels present: "
               f"{_quoted(lab for _, _, lab in trials)}", file=sys.stderr)
         return 2
     rows = []
@@ -267,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     if skipped:
         print(f"compare: {skipped} damaged trial(s) skipped", file=sys.stderr)
     if not rows:
-        print(f"compare: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
+        print(f"compare: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
     # Checked again on the rows read: the reference's only trials may have been damaged ones.
     reference, notes, code = check_reference(rows, reference, given)
@@ -287,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         # The environment (read-only folder, full disk, a folder in the file's place), not the
         # user's input: exit 1, as the network and dragonfly studies; 2 stays for usage mistakes.
-        print(f"compare: {target}: cannot write: {err.strerror or one_line(err)}", file=sys.stderr)
+        print(f"compare: error: {target}: cannot write: {err.strerror or one_line(err)}", file=sys.stderr)
         return 1
     print(text)
     return 0
