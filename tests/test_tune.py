@@ -249,6 +249,17 @@ def test_user_mistakes_are_one_line(capsys, tmp_path, args, needle):
     assert not (tmp_path / "x.db").exists()  # refused before any study is created
 
 
+def test_trials_0_on_a_new_study_is_one_line_and_queues_nothing(capsys, tmp_path):
+    """--trials 0 only exports and compares: on a study with no finished trial that is one
+    line, and no trial is left waiting in the storage for a later run to stumble on."""
+    import optuna
+
+    url = f"sqlite:///{tmp_path}/x.db"
+    err = one_line_error(capsys, ["--name", "x", "--storage", url, "--trials", "0", "--train", "0:1", "--test", "none"])
+    assert "has no finished trial yet; --trials 0 only exports and compares" in err
+    assert optuna.load_study(study_name="x", storage=url).get_trials() == []
+
+
 def test_resuming_with_another_setup_is_refused(capsys, study_dir):
     d, _ = study_dir
     err = one_line_error(capsys, [*argv(d, "t", "--trials", "1"), "--train", "9:12"])
@@ -258,7 +269,7 @@ def test_resuming_with_another_setup_is_refused(capsys, study_dir):
 def test_parse_windows():
     assert tune.parse_windows("0:14, 14:28.5", "--train") == ((0.0, 14.0), (14.0, 28.5))
     assert tune.parse_windows("none", "--test") == ()
-    for bad in ("0:", "a:b", "5:5", "-1:3", "0:14;14:28"):
+    for bad in ("0:", "a:b", "5:5", "-1:3", "0:14;14:28", "0:1,0:1"):
         with pytest.raises(tune.TuneError):
             tune.parse_windows(bad, "--train")
     assert np.isclose(tune.RELAX_MAX_S, 7 * 86400)

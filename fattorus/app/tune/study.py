@@ -124,6 +124,9 @@ def run(opts: Options) -> dict[str, Any]:
     fail_dead_trials(study)
     check_setup(study, setup.fingerprint(opts.objectives), opts.name, opts.storage)
     before = trial_counts(study)
+    if opts.trials == 0 and before["complete"] == 0:  # before a trial is queued that nothing would run
+        raise TuneError(f"study {opts.name!r} has no finished trial yet; --trials 0 only exports and compares: "
+                        "run some with --trials N")
     _enqueue_default(study, setup.policy)
     _announce(opts, setup, before)
 

@@ -45,6 +45,8 @@ def parse_windows(text: str, option: str) -> tuple[Window, ...]:
         a, b = float(m.group(1)), float(m.group(2))
         if not b > a:
             raise TuneError(f"{option} {text!r}: window {part.strip()!r} must end after it starts")
+        if (a, b) in out:  # it would count twice in the objective's mean: a typo, not a weight
+            raise TuneError(f"{option} {text!r}: window {part.strip()!r} is given twice")
         out.append((a, b))
     return tuple(out)
 
