@@ -250,7 +250,7 @@ def test_the_checks_hold_with_hydra_flags_after_the_overrides(tmp_path):
 
 
 def test_a_refused_trial_leaves_no_stub_directory(tmp_path):
-    from fattorus.app.qos import _discard_trial_stub
+    from fattorus.app.cli import discard_trial_stub
 
     sweep_dir = tmp_path / "sweep"
     stub, done, outside = sweep_dir / "qos.threshold=5", sweep_dir / "qos.threshold=0.5", tmp_path / "elsewhere"
@@ -259,7 +259,7 @@ def test_a_refused_trial_leaves_no_stub_directory(tmp_path):
         (d / "qos.log").touch()
     (done / "placements").mkdir()  # results of its own: never removed
     for d in (stub, done, outside):
-        _discard_trial_stub(d, sweep_dir)
+        discard_trial_stub(d, sweep_dir)
     assert not stub.exists() and done.exists() and outside.exists()
 
 

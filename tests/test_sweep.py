@@ -298,3 +298,13 @@ def test_the_done_line_counts_every_job_left_out_by_reason(tmp_path):
     assert "2 jobs (2 not replayed: cancelled_before_start 1, bad_nodes 1)," in out.stdout
     skipped = check_run_dir(tmp_path / "run")["counts"]["skipped"]
     assert skipped["cancelled_before_start"] == 1 and skipped["bad_nodes"] == 1
+
+
+def test_a_refused_multirun_trial_leaves_no_directory(tmp_path):
+    """`seed=-1,0`: the refused trial is one line and leaves no stub directory among the
+    trials (as a refused single run leaves none); the other trial runs."""
+    out = sweep("--multirun", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
+                "seed=-1,0", *SMALL)
+    assert out.returncode != 0 and "seed=-1: choose an integer" in out.stderr
+    (trial,) = [d.name for d in (tmp_path / "sweep").iterdir() if d.is_dir()]
+    assert trial.startswith("+topo=ft6x6,seed=0,")

@@ -43,6 +43,23 @@ def discard_stub(out_dir: Path, results_subdir: str) -> None:
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+def discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:
+    """Remove the directory of a refused multirun trial when it holds only Hydra's stubs (its
+    config copy and empty log) and sits directly in the sweep directory: the counterpart, for
+    trials, of :func:`discard_stub` (which only knows single runs' places)."""
+    import shutil
+
+    try:
+        if out_dir.resolve().parent != sweep_dir.resolve():
+            return
+        entries = {p.name for p in out_dir.iterdir()}
+        if entries <= STUB_ENTRIES and all((out_dir / n).stat().st_size == 0
+                                               for n in entries if n.endswith(".log")):
+            shutil.rmtree(out_dir, ignore_errors=True)
+    except OSError:
+        return
+
+
 class _TrialNote:
     """A stand-in for ``sys.stderr`` that keeps Hydra's "Error executing job with overrides:
     [...]" line (written just before a failed multirun trial's error is re-raised) so that the

@@ -236,11 +236,15 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     t0 = time.perf_counter()
     try:
         summary = run(cfg, out_dir)
+    except KeyboardInterrupt:
+        if not multirun:  # interrupted before its first placement was written: no empty run directory
+            cli.discard_stub(out_dir, "qos")
+        raise
     except UserError as err:
         if multirun:
             # The launcher collects the error and main() prints it in one line; Hydra made the
             # trial's directory before we could check, so take that stub away again.
-            _discard_trial_stub(out_dir, Path(hc.sweep.dir))
+            cli.discard_trial_stub(out_dir, Path(hc.sweep.dir))
             raise
         # A single run exits here: Hydra would first print the job's overrides on a line of
         # its own.
@@ -330,23 +334,6 @@ def _discard_results(out_dir: Path) -> None:
     resumed placement can never come from them."""
     for path in [*(out_dir / "placements").glob("*.parquet"), out_dir / "summary.json", out_dir / SETTINGS]:
         path.unlink(missing_ok=True)
-
-
-def _discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:
-    """Remove the directory of a refused multirun trial when it holds only Hydra's stubs (its
-    config copy and empty log) and sits directly in the sweep directory: the counterpart, for
-    trials, of :func:`fattorus.app.cli.discard_stub` (which only knows single runs' places)."""
-    import shutil
-
-    try:
-        if out_dir.resolve().parent != sweep_dir.resolve():
-            return
-        entries = {p.name for p in out_dir.iterdir()}
-        if entries <= cli.STUB_ENTRIES and all((out_dir / n).stat().st_size == 0
-                                               for n in entries if n.endswith(".log")):
-            shutil.rmtree(out_dir, ignore_errors=True)
-    except OSError:
-        return
 
 
 class Checks(Callback):

@@ -400,11 +400,17 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         if not multirun:
             _claim(out_dir)
         summary = run(cfg, out_dir)
+    except KeyboardInterrupt:
+        if not multirun:  # its results are written at the end: nothing but stubs to keep
+            cli.discard_stub(out_dir, "runs")
+        raise
     except (UserError, RunError, TopologyError, SpeedupError, WorkloadError, ValueError, OSError) as err:
         error = err if isinstance(err, (UserError, RunError)) else (
             RunError(f"{err.strerror or err}: {getattr(err, 'filename', '') or ''}".rstrip(": "))
             if isinstance(err, OSError) else UserError(str(err)))
         if multirun:  # the launcher collects it; main() prints it in one line
+            if isinstance(error, UserError):  # a refused trial leaves no directory (as a single run)
+                cli.discard_trial_stub(out_dir, Path(hc.sweep.dir))
             raise error from None
         # A single run exits here: Hydra would first print the job's overrides on a line of
         # its own.
