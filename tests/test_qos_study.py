@@ -323,3 +323,25 @@ def test_a_multirun_redoes_an_unfinished_trial_whose_settings_changed(tmp_path):
     assert "settings changed since this trial ran (qos.imbalance=none there, uniform now)" in out.stderr
     assert pl.read_parquet(trial / "placements" / "p0.parquet").equals(good)
     assert json.loads(recorded.read_text())["qos"]["imbalance"] == "uniform"
+
+
+def test_a_ctrl_c_inside_a_jax_callback_is_the_one_interrupted_line(capsys):
+    """A Ctrl-C that lands in a JAX host callback (the sparse solves) reaches Python as a
+    ValueError naming CpuCallback and KeyboardInterrupt: the app says `interrupted` in one
+    line and exits 130, as for a plain Ctrl-C; any other ValueError stays an error."""
+    from fattorus.app import cli
+
+    def app():
+        raise ValueError("INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):\n"
+                         "  File \"x.py\", line 1, in f\nKeyboardInterrupt: ")
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.run_main(app, "fattorus.qos", (), interrupted="finished placements are kept")
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err == "fattorus.qos: interrupted; finished placements are kept, re-run to resume\n"
+
+    def other():
+        raise ValueError("a bug")
+
+    with pytest.raises(ValueError, match="a bug"):
+        cli.run_main(other, "fattorus.qos", ())

@@ -94,6 +94,14 @@ def unknown_setting(keys: Iterable[Any], known: Sequence[str], where: str) -> st
     return None
 
 
+def is_interrupt(err: BaseException) -> bool:
+    """Whether ``err`` is a Ctrl-C in disguise: one that landed inside a JAX host callback
+    (the QoS model's sparse solves) reaches Python as ``ValueError: INTERNAL: CpuCallback
+    error calling callback: ... KeyboardInterrupt``, not as a :class:`KeyboardInterrupt`."""
+    return (isinstance(err.__cause__, KeyboardInterrupt) or isinstance(err.__context__, KeyboardInterrupt)
+            or ("CpuCallback" in str(err) and "KeyboardInterrupt" in str(err)))
+
+
 def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],
              run_errors: tuple[type[BaseException], ...] = (), interrupted: str = "finished runs are kept") -> None:
     """Run ``app`` (a ``@hydra.main`` function) with one-line errors (module docstring)."""
@@ -127,6 +135,12 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.stderr.write(f"{prog}: error: {squash(err.strerror or err)}{where}\n")
         sys.exit(1)
     except KeyboardInterrupt:
+        sys.stderr = note.stream
+        sys.stderr.write(f"{prog}: interrupted; {interrupted}, re-run to resume\n")
+        sys.exit(130)
+    except (ValueError, RuntimeError) as err:
+        if not is_interrupt(err):
+            raise
         sys.stderr = note.stream
         sys.stderr.write(f"{prog}: interrupted; {interrupted}, re-run to resume\n")
         sys.exit(130)
