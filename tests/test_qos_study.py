@@ -345,3 +345,20 @@ def test_a_ctrl_c_inside_a_jax_callback_is_the_one_interrupted_line(capsys):
 
     with pytest.raises(ValueError, match="a bug"):
         cli.run_main(other, "fattorus.qos", ())
+
+
+def test_an_interrupted_single_run_without_a_placement_leaves_no_directory(tmp_path):
+    """Interrupted before its first placement, a single run's directory holds Hydra's stubs and
+    the settings record only: it is removed; with a placement written it is kept (to resume)."""
+    from fattorus.app.qos import _discard_unstarted
+
+    empty, started = tmp_path / "results" / "qos" / "a", tmp_path / "results" / "qos" / "b"
+    for d in (empty, started):
+        (d / ".hydra").mkdir(parents=True)
+        (d / "qos.log").touch()
+        (d / "placements").mkdir()
+        (d / "placements" / "settings.json").write_text("{}")
+    (started / "placements" / "p0.parquet").write_bytes(b"x")
+    for d in (empty, started):
+        _discard_unstarted(d)
+    assert not empty.exists() and (started / "placements" / "settings.json").exists()

@@ -205,7 +205,11 @@ def test_run_directory_names_the_scale_used_and_a_tuned_policy_config(tmp_path):
     assert summary["config"]["policy"] == "ta" and summary["config"]["workload"]["scale_factor"] == 3
     # Without +topo the default machine's load (Cab: x2 in conf/topo/cab.yaml); a topology
     # without a default_scale: x1; a number or fit as given.
-    from fattorus.app.config import resolved_scale
+    from fattorus.app.config import policy_label, resolved_scale
+
+    # A config that is a policy of its own is no variant: policy=to_random policy.name=to ran `to`.
+    assert [policy_label("to", "to_random"), policy_label("ta", "ta_tuned_x"), policy_label("to", "ta")] == \
+        ["to", "ta_tuned_x", "to"]
 
     assert [resolved_scale("machine", 1, None), resolved_scale("machine", 1, "ft6x6"), resolved_scale(2.5, 3, "pinot"),
             resolved_scale("fit", 3, "pinot"), resolved_scale("machine", "fit", "bluewaters")] == ["2", "1", "2.5", "fit", "fit"]

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 
 def squash(text: Any) -> str:
@@ -102,9 +102,26 @@ def is_interrupt(err: BaseException) -> bool:
             or ("CpuCallback" in str(err) and "KeyboardInterrupt" in str(err)))
 
 
+def _interrupted(note: Any, line: str, exit_at_once: bool) -> NoReturn:
+    """Say ``line`` and leave with status 130 (see :func:`run_main`'s ``exit_at_once``)."""
+    sys.stderr = note.stream
+    sys.stderr.write(line)
+    if exit_at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(130)
+
+
 def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],
-             run_errors: tuple[type[BaseException], ...] = (), interrupted: str = "finished runs are kept") -> None:
-    """Run ``app`` (a ``@hydra.main`` function) with one-line errors (module docstring)."""
+             run_errors: tuple[type[BaseException], ...] = (), interrupted: str = "finished runs are kept",
+             exit_at_once: bool = False) -> None:
+    """Run ``app`` (a ``@hydra.main`` function) with one-line errors (module docstring).
+
+    ``exit_at_once``: after a Ctrl-C, leave without the interpreter's teardown (``os._exit``,
+    streams flushed first). For a single-process app holding JAX work: tearing it down after an
+    interrupt crashed now and then (SIGSEGV, 1 of 4 tries of ``fattorus.qos``), turning exit
+    status 130 into 139. Not for the replay app, whose multirun workers are stopped at exit."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -135,14 +152,10 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.stderr.write(f"{prog}: error: {squash(err.strerror or err)}{where}\n")
         sys.exit(1)
     except KeyboardInterrupt:
-        sys.stderr = note.stream
-        sys.stderr.write(f"{prog}: interrupted; {interrupted}, re-run to resume\n")
-        sys.exit(130)
+        _interrupted(note, f"{prog}: interrupted; {interrupted}, re-run to resume\n", exit_at_once)
     except (ValueError, RuntimeError) as err:
         if not is_interrupt(err):
             raise
-        sys.stderr = note.stream
-        sys.stderr.write(f"{prog}: interrupted; {interrupted}, re-run to resume\n")
-        sys.exit(130)
+        _interrupted(note, f"{prog}: interrupted; {interrupted}, re-run to resume\n", exit_at_once)
     finally:
         sys.stderr = note.stream

@@ -151,11 +151,15 @@ def resolved_scale(scale: Any, default: Any, topo: Any = "") -> str:
 
 def policy_label(name: Any, choice: Any) -> str:
     """The run directory's policy: the config chosen (``policy=ta_tuned_atlas2x_cab``) where it
-    is a named variant of the policy it sets (its name starts with the policy's), so a tuned
-    run reads apart from the defaults; else the policy's name (``policy.name=to`` over the
-    default config names ``to``)."""
+    is a named variant of the policy it sets — its name extends the policy's and names no
+    policy of its own (``to_random`` is a policy, not a variant of ``to``) — so a tuned run
+    reads apart from the defaults; else the policy's name (``policy.name=to`` over another
+    policy's config names ``to``)."""
+    from fattorus.sched import policy  # the registry; the app imports it anyway
+
     name, choice = str(name), str(choice)
-    return choice if choice != name and choice.startswith(name + "_") else name
+    variant = choice != name and choice.startswith(name + "_") and choice not in policy.NAMES
+    return choice if variant else name
 
 
 def register() -> None:

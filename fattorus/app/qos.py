@@ -238,7 +238,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         summary = run(cfg, out_dir)
     except KeyboardInterrupt:
         if not multirun:  # interrupted before its first placement was written: no empty run directory
-            cli.discard_stub(out_dir, "qos")
+            _discard_unstarted(out_dir)
         raise
     except UserError as err:
         if multirun:
@@ -329,6 +329,19 @@ def _another_run(out_dir: Path, why: str) -> UserError:
                      "hydra.run.dir")
 
 
+def _discard_unstarted(out_dir: Path) -> None:
+    """Remove a single run's directory that holds no placement yet: Hydra's stubs and the
+    settings record written before the first placement (:data:`SETTINGS`) alone."""
+    placements = out_dir / SETTINGS.parent
+    try:
+        if placements.is_dir() and {q.name for q in placements.iterdir()} <= {SETTINGS.name}:
+            (out_dir / SETTINGS).unlink(missing_ok=True)
+            placements.rmdir()
+    except OSError:
+        return
+    cli.discard_stub(out_dir, "qos")
+
+
 def _discard_results(out_dir: Path) -> None:
     """Remove a multirun trial's results made with other settings before it is redone, so a
     resumed placement can never come from them."""
@@ -394,7 +407,8 @@ def _squash(text: Any) -> str:
 
 def main() -> None:
     """Entry point: the Hydra app, every configuration error turned into one line."""
-    cli.run_main(_app, "fattorus.qos", (UserError, Refusal), interrupted="finished placements are kept")
+    cli.run_main(_app, "fattorus.qos", (UserError, Refusal), interrupted="finished placements are kept",
+                 exit_at_once=True)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ which shows its composed config.
 Before the first block starts, the whole study is checked: the study name, every entry (one
 ``key=value`` Hydra override per entry) and every block's overrides composed with the app's
 config (each value of a swept entry at least once; the replay app's settings also through
-:func:`fattorus.app.sweep.check_settings`). A mistake anywhere is one line naming the file
+every check a run makes before reading its log, :func:`fattorus.app.sweep.check_run`). A mistake anywhere is one line naming the file
 and the place, e.g. ``sweeps/x.yaml: arms[1][2]: ...`` (0-based indices), and exit code 2,
 instead of a failure after earlier blocks have run.
 """

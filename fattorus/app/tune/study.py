@@ -18,6 +18,7 @@ from fattorus.app.tune.export import export_header, export_policy, report_skelet
 from fattorus.app.tune.objective import OBJECTIVES
 from fattorus.app.tune.space import decode, default_trial_params, describe
 from fattorus.app.tune.storage import (
+    SETUP_ATTR,
     check_setup,
     fail_dead_trials,
     mask,
@@ -63,6 +64,21 @@ def _enqueue_default(study: optuna.Study, policy: str) -> None:
     live = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
     if not any(is_default(t, policy) for t in study.get_trials(deepcopy=False, states=live)):
         study.enqueue_trial(default_trial_params(policy))
+
+
+def _refuse_nothing_to_export(opts: Options, study: optuna.Study, storage: optuna.storages.BaseStorage) -> None:
+    """``--trials 0`` only exports and compares: refuse it on a study with no finished trial,
+    before a default trial is queued or the setup recorded — and drop the study if this run
+    just made it, so the corrected command starts afresh (with other windows, say)."""
+    import optuna
+
+    counts = trial_counts(study)
+    if opts.trials != 0 or counts["complete"]:
+        return
+    if counts["total"] == 0 and SETUP_ATTR not in study.user_attrs:
+        optuna.delete_study(study_name=opts.name, storage=storage)
+    raise TuneError(f"study {opts.name!r} has no finished trial yet; --trials 0 only exports and compares: "
+                    "run some with --trials N")
 
 
 def _announce(opts: Options, setup: Setup, before: dict[str, int]) -> None:
@@ -122,11 +138,9 @@ def run(opts: Options) -> dict[str, Any]:
     storage = open_storage(opts.storage, opts.heartbeat)
     study = open_study(opts, storage)
     fail_dead_trials(study)
+    _refuse_nothing_to_export(opts, study, storage)
     check_setup(study, setup.fingerprint(opts.objectives), opts.name, opts.storage)
     before = trial_counts(study)
-    if opts.trials == 0 and before["complete"] == 0:  # before a trial is queued that nothing would run
-        raise TuneError(f"study {opts.name!r} has no finished trial yet; --trials 0 only exports and compares: "
-                        "run some with --trials N")
     _enqueue_default(study, setup.policy)
     _announce(opts, setup, before)
 
