@@ -11,10 +11,10 @@ from fattorus.app import compare
 from fattorus.args import EXIT_BROKEN_PIPE
 
 
-def _trial(path, policy, params, util, waits, exposed, app_eff=None, speedup=None):
+def _trial(path, policy, params, util, waits, exposed, app_eff=None, speedup=None, window=None):
     path.mkdir(parents=True)
     cfg = {"topo": "t", "policy": policy, "policy_params": params,
-           "workload": {"name": "w", "scale_factor": 2.0}, **({"speedup": speedup} if speedup else {})}
+           "workload": {"name": "w", "scale_factor": 2.0, **(window or {})}, **({"speedup": speedup} if speedup else {})}
     summary = {"config": cfg, "utilization": {"mean": util}}
     if app_eff is not None:
         summary["runtime_model"] = {"application_efficiency": app_eff}
@@ -232,3 +232,21 @@ def test_a_seed_the_reference_lacks_is_marked_and_repeated_runs_are_named(tmp_pa
     assert "ta seed=?" in rows
     assert "† against the reference's seed=0 run" in text
     assert "label(s) name several trials" in captured.err and "to seed=1 (2 rows)" in captured.err
+
+
+def test_trials_of_other_time_windows_are_other_workloads(tmp_path, capsys):
+    """Two windows of one log (`workload.window_start_days=0,7`) are two tables, each with its
+    own reference (by hand: days 7+7, 0.62722 / 0.62715 = 1.000; the window-0 `to` run's
+    utilization must not be used there), not one table with repeated arms."""
+    for start, u_to, u_ta in ((0.0, 0.37401, 0.5), (7.0, 0.62722, 0.62715)):
+        window = {"window_start_days": start, "window_days": 7.0}
+        _trial(tmp_path / f"to{start}", "to", {}, u_to, [0.0, 1.0], [True, False], window=window)
+        _trial(tmp_path / f"ta{start}", "ta", {}, u_ta, [0.0, 1.0], [False, False], window=window)
+    assert compare.main([str(tmp_path), "--reference", "to"]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    assert "### w x2 on t [days 0.0+7.0]" in text and "### w x2 on t [days 7.0+7.0]" in text
+    late = text.split("[days 7.0+7.0]")[1]
+    assert late.split("| ta |")[1].splitlines()[0].endswith(" 1.000 |")
+    early = text.split("[days 0.0+7.0]")[1].split("###")[0]
+    assert early.split("| ta |")[1].splitlines()[0].endswith(" 0.748 |")  # 0.37401 / 0.5
+    assert "several trials" not in capsys.readouterr().err

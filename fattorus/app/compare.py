@@ -3,7 +3,8 @@
 Reads every finished trial under ``RESULTS_DIR`` (``summary.json`` + ``jobs.parquet``) and
 writes one Markdown table per workload (``compare.md`` in ``RESULTS_DIR``, atomically; also
 printed): jobs, mean wait, utilization (the torus paper's *scheduling efficiency*), mean APH
-and maximum hops (all jobs, and jobs of at least ``--large`` nodes), the share of jobs whose
+(all jobs, and jobs of at least ``--large`` nodes), the mean over those large jobs of each
+job's maximum hops, the share of jobs whose
 routes share a link with a concurrent job (``exposed``), the mean bounding-box fill where the
 machine reports one, and the **break-even speedup** against a reference policy. Runs made
 with ``speedup=model`` also get the **total system efficiency** (utilization × the model's
@@ -44,7 +45,7 @@ import polars as pl
 
 from fattorus.args import OneLineParser, run_piped
 from fattorus.files import atomic_write
-from fattorus.report.load import arm_settings, with_arm_settings
+from fattorus.report.load import arm_settings, disambiguate, with_arm_settings
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
@@ -117,6 +118,29 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
     return row
 
 
+def with_workload_settings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose workload label is shared by trials of another time window, scheduler, node
+    kind, cores per node or log get that setting in the label (``atlas x2 on cab [days
+    7.0+7.0]``), by the report's own rule (:func:`fattorus.report.load.disambiguate`): such
+    trials are other workloads, each with its own reference, not seeds of one."""
+    frame = pl.DataFrame({
+        "workload": [r["workload"] for r in rows],
+        "window_start_days": [_float(r["_config"]["workload"].get("window_start_days")) for r in rows],
+        "window_days": [_float(r["_config"]["workload"].get("window_days")) for r in rows],
+        "sched": [r["_config"].get("sched") for r in rows],
+        "node_kind": [r["_config"]["workload"].get("node_kind") for r in rows],
+        "cores_per_node": [r["_config"]["workload"].get("cores_per_node") for r in rows],
+        "log_sha256": [r["_config"]["workload"].get("sha256") for r in rows],
+    }, schema={"workload": pl.String, "window_start_days": pl.Float64, "window_days": pl.Float64, "sched": pl.String,
+               "node_kind": pl.String, "cores_per_node": pl.Int64, "log_sha256": pl.String})
+    labels = disambiguate(frame)["workload"].to_list()
+    return [{**{k: v for k, v in r.items() if k != "_config"}, "workload": lab} for r, lab in zip(rows, labels)]
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def with_seeds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows whose arm (``policy`` label) has several seeds in one workload get ``seed=N`` in
     their label (``seed=?`` where a trial recorded none), so that runs of other seeds read
@@ -168,7 +192,7 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
         eff_head, eff_rule = (" system efficiency |", "---:|") if modelled else ("", "")
         out += [f"### {wl}", "",
                 f"| policy | jobs | mean wait (h) | utilization |{eff_head} APH | APH (>= {large} nodes) | "
-                f"max hops (>= {large} nodes) | exposed | bbox fill |{even_head}",
+                f"mean max hops (>= {large} nodes) | exposed | bbox fill |{even_head}",
                 f"|---|---:|---:|---:|{eff_rule}---:|---:|---:|---:|---:|{even_rule}"]
         fallback = False
         for r in group:
@@ -260,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     for trial, summary, lab in trials:
         try:
             rows.append({**_row(summary, trial / "jobs.parquet", a.large), "policy": lab,
-                         "seed": summary["config"].get("seed")})
+                         "seed": summary["config"].get("seed"), "_config": summary["config"]})
         except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as err:
             skipped += 1
             _warn_skipped(trial, err)
@@ -272,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"compare: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
+    rows = with_workload_settings(rows)
     # Checked again on the rows read: the reference's only trials may have been damaged ones.
     reference, notes, code = check_reference(rows, reference, given)
     for note in notes:
