@@ -340,3 +340,20 @@ def test_job_links_equal_the_cables_of_every_route(conf, sizes):
         used = np.unique(r[r >= 0])
         expected = hop & np.isin(key, key[used[hop[used]]])  # every cable joining the same two routers
         assert np.array_equal(t.job_links(nodes), expected)
+
+
+def test_group_layout_sums_from_prefix_tables_equal_the_histogram_sum():
+    """The ideal's search scores group layouts from prefix sums of the group-pair distance
+    blocks; on random layouts (groups, node counts with partial routers) that equals the hop
+    sum of the layout's router histogram against the distance table, and the histogram holds
+    exactly the counts given."""
+    edison = topology.load("edison")
+    D = edison.router_distance.astype(np.int64)
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        m = int(rng.integers(1, 5))
+        groups = [int(g) for g in rng.choice(edison.groups, m, replace=False)]
+        counts = [int(rng.integers(0, edison.routers_per_group * edison.nodes_per_router + 1)) for _ in range(m)]
+        h = edison._groups_histogram(groups, counts)
+        assert h.sum() == sum(counts)
+        assert edison._layout_sum(groups, counts) == int(h @ D @ h)

@@ -27,19 +27,23 @@ def squash(text: Any) -> str:
 STUB_ENTRIES = frozenset({".hydra", ".fattorus-run", "sweep.log", "qos.log"})
 
 
+def _holds_only_stubs(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds nothing but :data:`STUB_ENTRIES`, its logs empty."""
+    try:
+        entries = {p.name for p in out_dir.iterdir()}
+        return entries <= STUB_ENTRIES and all((out_dir / n).stat().st_size == 0 for n in entries if n.endswith(".log"))
+    except OSError:
+        return False
+
+
 def discard_stub(out_dir: Path, results_subdir: str) -> None:
     """Remove the run directory a refused single run leaves behind (Hydra made it before the
     app could check the settings), if it holds only stubs and sits where the app names its
     runs (``results/<results_subdir>/``); anything else is left alone."""
     import shutil
 
-    try:
-        entries = {p.name for p in out_dir.iterdir()}
-        log_empty = all((out_dir / n).stat().st_size == 0 for n in ("sweep.log", "qos.log") if n in entries)
-    except OSError:
-        return
-    if (entries <= STUB_ENTRIES and log_empty and out_dir.parent.name == results_subdir
-            and out_dir.parent.parent.name == "results"):
+    if (out_dir.parent.name == results_subdir and out_dir.parent.parent.name == "results"
+            and _holds_only_stubs(out_dir)):
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
@@ -50,14 +54,11 @@ def discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:
     import shutil
 
     try:
-        if out_dir.resolve().parent != sweep_dir.resolve():
-            return
-        entries = {p.name for p in out_dir.iterdir()}
-        if entries <= STUB_ENTRIES and all((out_dir / n).stat().st_size == 0
-                                               for n in entries if n.endswith(".log")):
-            shutil.rmtree(out_dir, ignore_errors=True)
+        in_sweep = out_dir.resolve().parent == sweep_dir.resolve()
     except OSError:
         return
+    if in_sweep and _holds_only_stubs(out_dir):
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 class _TrialNote:
@@ -102,10 +103,11 @@ def is_interrupt(err: BaseException) -> bool:
             or ("CpuCallback" in str(err) and "KeyboardInterrupt" in str(err)))
 
 
-def _interrupted(note: Any, line: str, exit_at_once: bool) -> NoReturn:
-    """Say ``line`` and leave with status 130 (see :func:`run_main`'s ``exit_at_once``)."""
+def _interrupted(note: Any, prog: str, kept: str, exit_at_once: bool) -> NoReturn:
+    """Say the run was interrupted (``kept``: what stays) and leave with status 130 (see
+    :func:`run_main`'s ``exit_at_once``)."""
     sys.stderr = note.stream
-    sys.stderr.write(line)
+    sys.stderr.write(f"{prog}: interrupted; {kept}, re-run to resume\n")
     if exit_at_once:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -152,10 +154,10 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.stderr.write(f"{prog}: error: {squash(err.strerror or err)}{where}\n")
         sys.exit(1)
     except KeyboardInterrupt:
-        _interrupted(note, f"{prog}: interrupted; {interrupted}, re-run to resume\n", exit_at_once)
+        _interrupted(note, prog, interrupted, exit_at_once)
     except (ValueError, RuntimeError) as err:
         if not is_interrupt(err):
             raise
-        _interrupted(note, f"{prog}: interrupted; {interrupted}, re-run to resume\n", exit_at_once)
+        _interrupted(note, prog, interrupted, exit_at_once)
     finally:
         sys.stderr = note.stream

@@ -118,27 +118,29 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
     return row
 
 
-def with_workload_settings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows whose workload label is shared by trials of another time window, scheduler, node
-    kind, cores per node or log get that setting in the label (``atlas x2 on cab [days
-    7.0+7.0]``), by the report's own rule (:func:`fattorus.report.load.disambiguate`): such
-    trials are other workloads, each with its own reference, not seeds of one."""
+def workload_labels(summaries: list[dict[str, Any]]) -> list[str]:
+    """Each trial's workload label (:func:`workload_label`), with the time window, scheduler,
+    node kind, cores per node or log appended where trials sharing a label differ in it
+    (``atlas x2 on cab [days 7.0+7.0]``), by the report's own rule
+    (:func:`fattorus.report.load.disambiguate`): such trials are other workloads, each with its
+    own reference, not seeds of one."""
+    def setting(s: dict[str, Any], key: str) -> Any:
+        return s["config"]["workload"].get(key)
+
+    def days(value: Any) -> float | None:
+        return None if value is None else float(value)
+
     frame = pl.DataFrame({
-        "workload": [r["workload"] for r in rows],
-        "window_start_days": [_float(r["_config"]["workload"].get("window_start_days")) for r in rows],
-        "window_days": [_float(r["_config"]["workload"].get("window_days")) for r in rows],
-        "sched": [r["_config"].get("sched") for r in rows],
-        "node_kind": [r["_config"]["workload"].get("node_kind") for r in rows],
-        "cores_per_node": [r["_config"]["workload"].get("cores_per_node") for r in rows],
-        "log_sha256": [r["_config"]["workload"].get("sha256") for r in rows],
+        "workload": [workload_label(s["config"]) for s in summaries],
+        "window_start_days": [days(setting(s, "window_start_days")) for s in summaries],
+        "window_days": [days(setting(s, "window_days")) for s in summaries],
+        "sched": [s["config"].get("sched") for s in summaries],
+        "node_kind": [setting(s, "node_kind") for s in summaries],
+        "cores_per_node": [setting(s, "cores_per_node") for s in summaries],
+        "log_sha256": [setting(s, "sha256") for s in summaries],
     }, schema={"workload": pl.String, "window_start_days": pl.Float64, "window_days": pl.Float64, "sched": pl.String,
                "node_kind": pl.String, "cores_per_node": pl.Int64, "log_sha256": pl.String})
-    labels = disambiguate(frame)["workload"].to_list()
-    return [{**{k: v for k, v in r.items() if k != "_config"}, "workload": lab} for r, lab in zip(rows, labels)]
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
+    return disambiguate(frame)["workload"].to_list()
 
 
 def with_seeds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -268,23 +270,24 @@ def main(argv: list[str] | None = None) -> int:
             if not is_replay(summary):
                 others.append(t.parent)
                 continue
-            label(summary["config"])  # a config without a policy is a damaged trial
+            label(summary["config"]), workload_label(summary["config"])  # without them: a damaged trial
             found.append((t.parent, summary))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             skipped += 1
             _warn_skipped(t.parent, err)
     labels = arm_labels([summary for _, summary in found])
-    trials = [(trial, summary, lab) for (trial, summary), lab in zip(found, labels)]
+    workloads = workload_labels([summary for _, summary in found])
+    trials = [(trial, summary, lab, wl) for (trial, summary), lab, wl in zip(found, labels, workloads)]
     reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
-    if given and trials and all(lab != reference for _, _, lab in trials):
+    if given and trials and all(lab != reference for _, _, lab, _ in trials):
         print(f"compare: error: --reference '{reference}' matches no arm; labels present: "
-              f"{_quoted(lab for _, _, lab in trials)}", file=sys.stderr)
+              f"{_quoted(lab for _, _, lab, _ in trials)}", file=sys.stderr)
         return 2
     rows = []
-    for trial, summary, lab in trials:
+    for trial, summary, lab, wl in trials:
         try:
-            rows.append({**_row(summary, trial / "jobs.parquet", a.large), "policy": lab,
-                         "seed": summary["config"].get("seed"), "_config": summary["config"]})
+            rows.append({**_row(summary, trial / "jobs.parquet", a.large), "policy": lab, "workload": wl,
+                         "seed": summary["config"].get("seed")})
         except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as err:
             skipped += 1
             _warn_skipped(trial, err)
@@ -296,7 +299,6 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"compare: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
-    rows = with_workload_settings(rows)
     # Checked again on the rows read: the reference's only trials may have been damaged ones.
     reference, notes, code = check_reference(rows, reference, given)
     for note in notes:

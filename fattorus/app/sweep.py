@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -141,7 +140,7 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
     line, not a replay, and a refused run writes no results — and ``fattorus.study`` runs it
     over every block before the first starts. ``topologies``: built machines by config, kept
     across calls (the study's pre-check builds each machine once)."""
-    from fattorus import topology
+    from fattorus import topology, workload
     from fattorus.sched import policy
     from fattorus.sched import replay
     from fattorus.workload import speedup
@@ -162,10 +161,7 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
             logger.wandb_mode(OmegaConf.to_container(cfg.logger, resolve=True))
         except ValueError as err:
             raise UserError(str(err)) from None
-    scale = cfg.workload.get("scale", "machine")
-    if scale not in ("machine", "fit") and (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                                             or not math.isfinite(scale) or scale <= 0):
-        raise UserError(f"workload.scale={scale!r}: the scale factor must be a positive finite number, 'fit' or 'machine'")
+    workload.check_scale(cfg.workload.get("scale", "machine"))
     topo_cfg = OmegaConf.to_container(cfg.topo, resolve=True)
     key = json.dumps(topo_cfg, sort_keys=True, default=str)
     ft = topologies.get(key) if topologies is not None else None

@@ -331,7 +331,8 @@ class Dragonfly(Topology):
         best = cands[int(np.argmin(sums))]  # argmin: the first ids where they tie
         if best is first:
             return np.arange(n)
-        return np.concatenate([r * p + np.arange(k) for r, k in enumerate(best) if k])
+        slots = np.arange(p)
+        return (np.arange(R)[:, None] * p + slots)[slots[None, :] < best[:, None]]  # router ids ascending
 
     @functools.cached_property
     def _greedy_order(self) -> np.ndarray:

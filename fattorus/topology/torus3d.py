@@ -180,16 +180,6 @@ class Torus3D(Topology):
     def _ring_matrix(self, m: int) -> np.ndarray:
         return self._ring_matrices[m]
 
-    @functools.cached_property
-    def _best_boxes(self) -> dict[int, tuple[int, tuple[int, int, int], tuple[int, int, int]]]:
-        """:meth:`_best_box` per job size, filled as asked (a replay asks once per distinct size)."""
-        return {}
-
-    def _best_box(self, n: int) -> tuple[int, tuple[int, int, int], tuple[int, int, int]]:
-        if n not in self._best_boxes:
-            self._best_boxes[n] = self._search_boxes(n)
-        return self._best_boxes[n]
-
     def _search_boxes(self, n: int) -> tuple[int, tuple[int, int, int], tuple[int, int, int]]:
         """The lowest hop sum of a box prefix, with its box extents and axis order.
 
@@ -202,6 +192,7 @@ class Torus3D(Topology):
         p, dims = self.nodes_per_router, self.dims
         routers = -(-n // p)
         best = (np.iinfo(np.int64).max, (0, 0, 0), (0, 1, 2))
+        rings = [self._ring_matrix(m).astype(np.float64) for m in dims]
         for order in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)):
             s1, s2, s3 = order
             e1, e2 = np.meshgrid(np.arange(1, dims[s1] + 1), np.arange(1, dims[s2] + 1), indexing="ij")
@@ -218,7 +209,7 @@ class Torus3D(Topology):
             k1, r1, k2, r2, k3, r3, slab, row = (v.astype(np.float64) for v in (k1, r1, k2, r2, k3, r3, slab, row))
             e2f, e3f = e2.astype(np.float64), e3.astype(np.float64)
             col = lambda d: np.arange(dims[d], dtype=np.float64)[None, :]  # noqa: E731
-            hist = {  # float64: see below
+            hist = {  # float64 for the BLAS products below
                 s1: np.where(col(s1) < k1[:, None], slab[:, None], 0) + np.where(col(s1) == k1[:, None], r1[:, None], 0),
                 s2: (np.where(col(s2) < e2f[:, None], (k1 * row)[:, None], 0)
                      + np.where(col(s2) < k2[:, None], row[:, None], 0) + np.where(col(s2) == k2[:, None], r2[:, None], 0)),
@@ -226,8 +217,7 @@ class Torus3D(Topology):
                      + np.where(col(s3) < k3[:, None], p, 0) + np.where(col(s3) == k3[:, None], r3[:, None], 0)),
             }
             # float64 products (BLAS), exact: every partial sum is an integer below 2**53.
-            total = sum(((hist[d] @ self._ring_matrix(dims[d]).astype(np.float64)) * hist[d]).sum(axis=1)
-                        for d in (s1, s2, s3))
+            total = sum(((hist[d] @ rings[d]) * hist[d]).sum(axis=1) for d in (s1, s2, s3))
             total = np.rint(total).astype(np.int64)
             i = int(np.argmin(total))
             if total[i] < best[0]:
@@ -255,27 +245,29 @@ class Torus3D(Topology):
         ``prism`` or first-fit placements of the Blue Waters study was, against 45 of 282 that
         beat the ball alone)."""
         n = int(n)
+        if n not in self._ideal_cache:
+            self._ideal_cache[n] = self._most_compact(n)
+        return self._ideal_cache[n].copy()
+
+    @functools.cached_property
+    def _ideal_cache(self) -> dict[int, np.ndarray]:
+        """:meth:`ideal_allocation` per job size, filled as asked (a replay asks once per size)."""
+        return {}
+
+    def _most_compact(self, n: int) -> np.ndarray:
         ball = np.asarray(self._ball(n))
         if n <= 1:
             return ball
         best_sum, best = self._hop_sum(ball), ball
-        box_sum, ext, order = self._best_box(n)
+        box_sum, ext, order = self._search_boxes(n)
         if box_sum < best_sum:
             best_sum, best = box_sum, self._box_prefix(n, ext, order)
         for name in self.ordering_names:
-            nodes = self._orderings[name][:n].copy() if name in self._orderings else None
-            if nodes is None:
-                self._orderings[name] = self.ordering(name)
-                nodes = self._orderings[name][:n].copy()
+            nodes = np.asarray(self.ordering(name)[:n])
             s = self._hop_sum(nodes)
             if s < best_sum:
                 best_sum, best = s, nodes
         return best
-
-    @functools.cached_property
-    def _orderings(self) -> dict[str, np.ndarray]:
-        """Each named ordering once, for :meth:`ideal_allocation` (one call per job size)."""
-        return {}
 
     def ideal_placements(self, n: int) -> tuple[np.ndarray, ...]:
         """The L1 ball (:meth:`_ball`) and the first ``n`` nodes of every named ordering
@@ -516,8 +508,13 @@ class Torus3D(Topology):
           on a ``2^k`` cube consecutive routers are neighbours.
         """
         p = self.nodes_per_router
-        routers = self._router_order(name)
-        return (routers[:, None] * p + np.arange(p)).ravel()
+        if name not in self._router_orders:  # each computed once: the ideal asks for every size
+            self._router_orders[name] = self._router_order(name)
+        return (self._router_orders[name][:, None] * p + np.arange(p)).ravel()
+
+    @functools.cached_property
+    def _router_orders(self) -> dict[str, np.ndarray]:
+        return {}
 
     def _router_order(self, name: str) -> np.ndarray:
         r = np.arange(self.n_routers)

@@ -680,6 +680,16 @@ def scale_nodes(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) ->
     return scaled, dropped.height
 
 
+def check_scale(scale: Any) -> None:
+    """Refuse a ``workload.scale`` that is not ``machine``, ``fit`` or a positive finite number
+    (a one-line :class:`WorkloadError`); the replay app asks before it reads the log."""
+    if scale in ("machine", "fit"):
+        return
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not (math.isfinite(scale) and scale > 0):
+        raise WorkloadError(f"workload.scale={scale!r}: the scale factor must be a positive finite number, "
+                            "'fit' or 'machine'")
+
+
 def _scale_split(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """:func:`scale_nodes` that returns the dropped jobs themselves (scaled) instead of their
     number, so that :func:`from_config` can count those submitted in the run's window."""
@@ -846,8 +856,7 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
         scale = machine_scale
     if scale == "fit":
         scale = fit_factor(wl, machine, _get(cfg, "log_nodes"), str(_get(cfg, "name", "?")), _get(cfg, "cores_per_node"))
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise WorkloadError(f"workload.scale must be a positive finite number, 'fit' or 'machine', got {scale!r}")
+    check_scale(scale)
     jobs, dropped = _scale_split(wl.jobs, float(scale), None if machine is None else int(machine))
     start_days, days = _window_days(cfg)
     if start_days or days is not None:

@@ -68,21 +68,16 @@ class Sample:
     work_node_s: float | None = None
 
 
-def model_runtimes(topo: Topology, seed: int = 0) -> Any:
-    """The bandwidth model as ``+speedup=model`` sets it (:func:`fattorus.analysis.commtime.model_runtimes`)."""
-    from fattorus.analysis import commtime
-
-    return commtime.model_runtimes(topo, seed)
-
-
 def run_window(table: pl.DataFrame, topo: Topology, params: Mapping[str, Any], sched: str, policy: str = POLICY,
                speedup: str = "none", node_kind: str | None = None) -> Sample:
     """Replay one window with ``policy`` and ``params`` under ``sched``; ``speedup="model"``:
     run times from the flow model at each job start (a fresh model per replay); ``node_kind``:
     the workload's node-kind rule (``conf/workload`` ``node_kind``)."""
+    from fattorus.analysis import commtime
     from fattorus.sched import replay
 
-    model = model_runtimes(topo) if speedup == "model" else None
+    # As +speedup=model sets it, drawn from seed 0 (a sweep's default).
+    model = commtime.model_runtimes(topo) if speedup == "model" else None
     r = replay.replay(table, topo, policy, sched, policy_params=dict(params), node_kind=node_kind,
                       runtime_model=model)
     return Sample(
@@ -214,4 +209,4 @@ def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) 
 
 
 __all__ = ["METRICS", "MODEL_METRICS", "MODEL_OBJECTIVES", "OBJECTIVES", "SPEEDUPS", "Sample", "make_objective",
-           "metric_of", "model_runtimes", "pooled", "run_setup_window", "run_window"]
+           "metric_of", "pooled", "run_setup_window", "run_window"]

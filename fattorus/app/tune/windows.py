@@ -92,8 +92,10 @@ class Setup:
         model's settings) and the workload's node kind are in it only when they are not the
         defaults (``ta``, ``none``, unset), so that studies made before they were recorded
         resume (:data:`FINGERPRINT_DEFAULTS`)."""
+        from fattorus.analysis import commtime  # JAX: imported only when a fingerprint is taken
+
         other = {**({"policy": self.policy} if self.policy != "ta" else {}),
-                 **({"speedup": self.speedup, "model": model_settings()} if self.speedup != "none" else {}),
+                 **({"speedup": self.speedup, "model": commtime.model_settings()} if self.speedup != "none" else {}),
                  **({"node_kind": self.node_kind} if self.node_kind is not None else {})}
         return {
             "topo": self.topo.name,
@@ -109,14 +111,6 @@ class Setup:
 
 #: Fingerprint keys recorded only when not at these values (studies made before them lack them).
 FINGERPRINT_DEFAULTS: dict[str, Any] = {"policy": "ta", "speedup": "none", "model": None, "node_kind": None}
-
-
-def model_settings() -> dict[str, Any]:
-    """The bandwidth model's settings as ``+speedup=model`` sets them
-    (:func:`fattorus.analysis.commtime.model_settings`)."""
-    from fattorus.analysis import commtime  # JAX: imported only when a fingerprint needs it
-
-    return commtime.model_settings()
 
 
 def _read_yaml_config(spec: str, path: Path) -> dict[str, Any]:
@@ -230,4 +224,4 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
 
 
 __all__ = ["DAY_S", "FINGERPRINT_DEFAULTS", "Setup", "Window", "load_setup", "parse_windows", "window_label", "windows_label",
-           "model_settings", "workload_config"]
+           "workload_config"]
