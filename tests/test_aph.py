@@ -96,8 +96,12 @@ def test_random_allocations_are_uniform_subsets_of_free_nodes_and_deterministic(
     # Uniformity: every free node is drawn about equally often (256 * 50 / free draws each).
     hits = np.bincount(allocs[allocs >= 0], minlength=ft.n_nodes)[free]
     expected = 256 * 50 / free.sum()
-    assert abs(hits.mean() - expected) < 1e-9
+    assert hits.min() > 0  # P(a free node never drawn) ~ exp(-25) per node
     assert hits.std() < 3 * np.sqrt(expected)
+    # No bias by position in the free list: low and high ids are drawn alike (each half's mean
+    # has a standard error of ~0.3 draws).
+    half = len(hits) // 2
+    assert abs(hits[:half].mean() - hits[half:].mean()) < 2.0
 
 
 def test_random_allocation_row_is_short_when_too_few_nodes_are_free():

@@ -260,8 +260,10 @@ def run_case(case: Case, base: Path) -> dict:
     # Other cases run beside this one: their folders are expected in the base folder.
     expected = {c.id for c in CASES} | {f"{c.id}-log.swf" for c in CASES}
     new_in_base = sorted({p.name for p in base.iterdir()} - before_base - expected)
-    summaries = [json.loads(p.read_text()) for p in (cwd / "results").rglob("summary.json")] if (cwd / "results").is_dir() else []
-    return dict(rc=out.returncode, stderr=out.stderr, stdout=out.stdout, outside=outside + new_in_base, summaries=summaries)
+    found = sorted((cwd / "results").rglob("summary.json")) if (cwd / "results").is_dir() else []
+    summaries = [json.loads(p.read_text()) for p in found]
+    return dict(rc=out.returncode, stderr=out.stderr, stdout=out.stdout, outside=outside + new_in_base, summaries=summaries,
+                summary_dirs=[p.parent.relative_to(cwd / "results").parts for p in found])
 
 
 @pytest.fixture(scope="module")
@@ -306,11 +308,28 @@ def test_case(results, case: Case):
 
 
 def test_paths_with_separators_stay_inside_their_directory(results):
-    """The sanitised cases still wrote a complete run under results/ (checked by test_case)
-    and the run directory is a single component (no sub-folders from the value)."""
-    for case_id in ("workload_name_dotdot", "multirun_value_slashes"):
-        (summary,) = results[case_id]["summaries"][:1] or [None]
-        assert summary is not None and summary["counts"]["replayed"] > 0
+    """The sanitised cases still wrote complete runs under results/ and each run directory is
+    a single component right where runs go: ``runs/<run>`` for a single run, ``sweeps/<sweep>/
+    <trial>`` for each multirun trial (no sub-folders made from the value's separators)."""
+    single, multi = results["workload_name_dotdot"], results["multirun_value_slashes"]
+    assert len(single["summary_dirs"]) == 1 and len(multi["summary_dirs"]) == 2, (single, multi)
+    for summary in single["summaries"] + multi["summaries"]:
+        assert summary["counts"]["replayed"] > 0
+    (run,) = single["summary_dirs"]
+    assert len(run) == 2 and run[0] == "runs" and "escape" in run[1] and not run[1].startswith("."), run
+    for trial in multi["summary_dirs"]:
+        assert len(trial) == 3 and trial[0] == "sweeps" and "workload.path=" in trial[2], trial
+        assert not trial[2].startswith("."), trial
+
+
+def test_a_path_component_holds_no_separator():
+    from fattorus.app.config import path_component
+
+    assert path_component("a/../b") == "a_.._b"
+    assert path_component("../x") == "_.._x"
+    assert path_component("a\\b") == "a_b"
+    assert path_component(".hidden") == "_.hidden"
+    assert path_component("") == "_"
 
 
 def _sweep(cwd: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:

@@ -32,12 +32,22 @@ def test_jobs_on_disjoint_leaves_do_not_slow_each_other(ft6):
     assert np.allclose(got.together, got.alone) and np.allclose(got.slowdown, 1.0)
 
 
-def test_jobs_crossing_the_same_uplink_slow_each_other_by_hand():
-    # Two jobs whose only flow crosses the same link of capacity 1 (a 2-node "machine" with one
-    # cable each way): alone each flow gets 1, together 1/2, so each step takes twice as long.
-    rates_alone = maxmin_rates(jnp.array([[0]]), jnp.array([1.0])).rate
-    rates_both = maxmin_rates(jnp.array([[0], [0]]), jnp.array([1.0])).rate
-    assert np.allclose(rates_alone, 1.0) and np.allclose(rates_both, 0.5)
+def test_jobs_crossing_the_same_torus_link_slow_each_other_by_hand():
+    # torus4 (4x4x4 Geminis, 2 nodes each, x:y:z = 2:1:2, node links 2): job A is nodes 0 <-> 32,
+    # job B nodes 1 <-> 33. Nodes 0, 1 sit on router (0,0,0), nodes 32, 33 on (1,0,0), so each
+    # job's two flows (4 bytes each way) cross one x link each way, the same one for both jobs.
+    # Alone: rate 2, 2 time units; ideal (both ranks on one router): 2; together the x links
+    # are halved: 1 each, 4 units, slowdown 2.
+    from fattorus import topology
+
+    torus = topology.load("torus4")
+    a, b = Job(np.array([0, 32]), _pairs(2, 4.0)), Job(np.array([1, 33]), _pairs(2, 4.0))
+    ra, rb = (np.asarray(torus.routes(j.alloc, j.alloc[::-1])) for j in (a, b))
+    shared = set(ra[ra >= 0]) & set(rb[rb >= 0])
+    assert len(shared) == 2 and all(torus.link_class_names[torus.link_class[e]] in ("x+", "x-") for e in shared)
+    got = commtime.slowdowns(torus, [a, b])
+    assert np.allclose(got.alone, 2.0) and np.allclose(got.ideal, 2.0)
+    assert np.allclose(got.together, 4.0) and np.allclose(got.slowdown, 2.0)
 
 
 def test_two_jobs_spread_over_pods_share_links_and_slow_down(ft6):
@@ -95,7 +105,7 @@ def test_on_a_torus_the_ideal_is_the_best_of_its_compact_placements():
             alone = [commtime.step_times(torus, [Job(p, traffic)])[0] for p in places]
             got = [commtime.slowdowns(torus, [Job(p, traffic)]).slowdown[0] for p in places]
             np.testing.assert_allclose(got, np.array(alone) / min(alone), rtol=1e-12)
-            assert min(got) == 1.0 and min(got) <= got[0]
+            assert min(got) == 1.0
     # Why: on this torus the ball is not the best placement for some of these patterns.
     traffic = patterns.make("subcomm_a2a", key, 128)
     places = torus.ideal_placements(128)

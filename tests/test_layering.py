@@ -18,11 +18,6 @@ PKG = Path(__file__).resolve().parents[1] / "fattorus"
 FAMILY_OWNED = ("topology/", "sched/policy/fattree/")
 FAMILY_WORDS = re.compile(r"\b(leaf|pod|pods|T1|T2|T3|L2-core|leaf-L2|per_leaf|leaf_free|pod_free)\b")
 
-# Modules not yet rewritten to the topology interface (issue 11 is open; its note says what
-# each needs). The list only shrinks: a module that no longer needs it fails the last test.
-ALLOWLIST = {
-}
-
 # Layer of each top-level part of the package; a module may import its own layer or lower.
 LAYER = {"paths": 0, "topology": 0, "files": 0, "args": 0, "kernels": 1, "workload": 1, "sched": 2, "analysis": 2, "bench": 3,
          "app": 3, "report": 3}
@@ -40,17 +35,12 @@ def test_family_words_stay_in_family_modules():
     offenders = {}
     for path in _modules():
         rel = _rel(path)
-        if rel.startswith(FAMILY_OWNED) or rel in ALLOWLIST:
+        if rel.startswith(FAMILY_OWNED):
             continue
         words = sorted(set(FAMILY_WORDS.findall(path.read_text())))
         if words:
             offenders[rel] = words
     assert offenders == {}
-
-
-def test_allowlist_only_holds_modules_that_still_need_it():
-    stale = [rel for rel in ALLOWLIST if not FAMILY_WORDS.search((PKG / rel).read_text())]
-    assert stale == []
 
 
 def _part(module: str) -> str | None:
@@ -89,12 +79,6 @@ def test_report_reads_outputs_only():
         assert not parts & {"sched", "app", "kernels", "workload"}, path
 
 
-# Modules that still find the repository (or conf/) from their own ``__file__`` instead of
-# asking fattorus.paths; owned by other branches of issue 11. The list only shrinks.
-REPO_FINDERS: dict[str, str] = {}
-
-
 def test_only_paths_finds_the_repository():
     finders = {_rel(p) for p in _modules() if "__file__" in p.read_text()} - {"paths.py"}
-    assert sorted(finders - set(REPO_FINDERS)) == []
-    assert sorted(set(REPO_FINDERS) - finders) == []  # stale entries: shrink the list
+    assert sorted(finders) == []

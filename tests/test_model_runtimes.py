@@ -282,7 +282,34 @@ def test_fat_tree_renamed_placements_are_renamed_networks():
 
 
 def test_one_router_routes_stay_on_node_links_in_every_family():
+    """The shortcut's precondition, by brute force: every ordered pair of nodes on one router
+    (leaf switch, Gemini, Aries) routes over node links (class 0) only, all of one bandwidth;
+    and the check says no where either fails."""
+    import types
+
     from fattorus import topology
 
+    rng = np.random.default_rng(0)
     for name in ("cab", "torus8", "dragonfly_small", "edison"):
-        assert commtime._local_routes_use_node_links_only(topology.load(name)), name
+        topo = topology.load(name)
+        router = np.asarray(topo.group_of(0, np.arange(topo.n_nodes)))
+        cls, bw = np.asarray(topo.link_class), np.asarray(topo.link_bandwidth)
+        for r in rng.choice(np.unique(router), size=min(40, len(np.unique(router))), replace=False):
+            nodes = np.flatnonzero(router == r)
+            src, dst = np.meshgrid(nodes, nodes, indexing="ij")
+            off = src.ravel() != dst.ravel()
+            links = np.asarray(topo.routes(src.ravel()[off], dst.ravel()[off]))
+            assert (links >= 0).any(axis=1).all(), name  # node -> router -> node
+            assert (cls[links[links >= 0]] == 0).all(), name
+        assert np.ptp(bw[cls == 0]) == 0, name
+        assert commtime._local_routes_use_node_links_only(topo), name
+        # Where the precondition fails, the check must say so.
+        fields = {k: getattr(topo, k) for k in ("group_of", "n_nodes", "routes")}
+        uneven = bw.astype(float).copy()
+        uneven[np.flatnonzero(cls == 0)[-1]] *= 2
+        assert not commtime._local_routes_use_node_links_only(
+            types.SimpleNamespace(**fields, link_class=cls, link_bandwidth=uneven)), name
+        shared = cls.copy()
+        shared[cls == 0] = 1
+        assert not commtime._local_routes_use_node_links_only(
+            types.SimpleNamespace(**fields, link_class=shared, link_bandwidth=bw)), name

@@ -59,11 +59,15 @@ def test_to_start_times_equal_count_based_reference(request, trace, topo, scale,
     prepared, _ = replay.prepare(_window(jobs, scale, ft.n_nodes, days, start_days), ft.n_nodes)
     cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
     got = replay.simulate(*cols, ft, policy.make(pol, ft, seed=3), sched)
-    expected = easy_reference.schedule(*[c.tolist() for c in cols], ft.n_nodes, easy=sched == "easy")
+    shadows = [None] * len(prepared)
+    expected = easy_reference.schedule(*[c.tolist() for c in cols], ft.n_nodes, easy=sched == "easy", shadows=shadows)
     assert len(prepared) > 300
     assert np.array_equal(got.start, np.array(expected, dtype=float))
+    # The shadow times the engine records (jobs.parquet's shadow_s) are the reference's.
+    np.testing.assert_array_equal(got.shadow, np.array([np.nan if s is None else s for s in shadows], float))
     if sched == "easy" and scale == 2:
         assert got.backfilled.sum() > 0  # the comparison exercised backfilling
+        assert np.isfinite(got.shadow).sum() > 10  # ... and the shadow times
 
 
 # --- invariants of every schedule, from jobs.parquet alone ---------------------------------
@@ -407,9 +411,11 @@ def test_kept_releases_follow_every_busy_node(atlas):
                 want_times, want = st.futures(rp.machine, rp.node_est_end, needs)
                 np.testing.assert_array_equal(times, want_times)
                 np.testing.assert_array_equal(kept.n_free, want.n_free)
-                for a, b in zip(kept.held or (), want.held or ()):
+                assert (kept.held is None) == (want.held is None)
+                assert (kept.group_free is None) == (want.group_free is None)
+                for a, b in zip(kept.held or (), want.held or (), strict=True):
                     np.testing.assert_array_equal(a, b)
-                for a, b in zip(kept.group_free or (), want.group_free or ()):
+                for a, b in zip(kept.group_free or (), want.group_free or (), strict=True):
                     np.testing.assert_array_equal(a, b)
             passes.append(len(rp.running))
 

@@ -10,8 +10,13 @@ it independent: importing nothing from the package is what makes it a reference.
 from __future__ import annotations
 
 
-def schedule(submit, runtime, estimate, nodes, total_nodes, easy=True):
-    """Start time of each job. Jobs must be sorted by (submit, job id)."""
+def schedule(submit, runtime, estimate, nodes, total_nodes, easy=True, shadows=None):
+    """Start time of each job. Jobs must be sorted by (submit, job id).
+
+    ``shadows``: an optional list of ``len(submit)`` entries, filled in with each job's
+    earliest shadow time (s) over the EASY passes in which it was the blocked head and some
+    later queued job could have fitted the free nodes (the passes that look for backfill);
+    ``None`` where there was none."""
     n = len(submit)
     start = [None] * n
     free = total_nodes
@@ -47,6 +52,8 @@ def schedule(submit, runtime, estimate, nodes, total_nodes, easy=True):
                 shadow = est_end
                 break
         extra = avail - nodes[head]
+        if shadows is not None and any(nodes[j] <= free for j in queue[1:]):
+            shadows[head] = shadow if shadows[head] is None else min(shadows[head], shadow)
         for j in list(queue[1:]):
             if nodes[j] > free:
                 continue
