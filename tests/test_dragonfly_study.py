@@ -130,3 +130,65 @@ def test_other_settings_are_refused_and_stale_maps_removed(tmp_path, monkeypatch
     # Results written before the lists were recorded: the workloads are read off their totals.
     (base / "summary.json").write_text(json.dumps({k: v for k, v in summary.items() if k not in ("workloads", "cables")}))
     assert dragonfly_study.main([*run, "--workloads", "WD 3"]) == 2 and "WD 3" in capsys.readouterr().err
+
+
+def test_parallel_cables_share_a_router_pairs_traffic_by_hand():
+    """machines.md: a router pair joined by k cables has k times the bandwidth. One flow of
+    B bytes between two routers of one column (joined by the black cables only): static
+    routing puts all of it on cable (src + dst) mod k and none on its siblings; pooled, each
+    of the k cables carries B / k, and the link cost is B / (k x bandwidth)."""
+    import argparse
+
+    from fattorus.kernels.adaptive import adaptive_loads
+
+    t = topology.load("dragonfly_small")
+    first, count = t.cable_bundles
+    cls = np.asarray(t.link_class)
+    black = t.link_class_names.index("black")
+    k = int(count[cls == black][0])
+    assert k >= 2
+    # Two routers of group 0 in one column: rows 0 and 1.
+    a, b = 0, t.cols
+    src, dst = np.array([a * t.nodes_per_router]), np.array([b * t.nodes_per_router])
+    paths = np.asarray(t.routes(src, dst))[:, None, :]  # one candidate: the minimal route
+    hop = [e for e in paths[0, 0] if e >= 0 and cls[e] == black]
+    assert len(hop) == 1
+    siblings = np.flatnonzero(first == first[hop[0]])
+    assert len(siblings) == k and all((t.link_ends[s] == t.link_ends[hop[0]]).all() for s in siblings)
+    nbytes = np.array([6.0e6])
+    bw = np.asarray(t.link_bandwidth, np.float64)
+    net = cls > 0
+    for how in ("static", "pooled"):
+        p, w, per_cable = dragonfly_study.pooled(t, paths, bw, how)
+        got = adaptive_loads(p, nbytes, w, counted=net, max_iters=0)
+        traffic = per_cable(got.traffic)
+        if how == "static":
+            assert traffic[hop[0]] == pytest.approx(6.0e6)
+            assert traffic[[s for s in siblings if s != hop[0]]].sum() == 0
+            assert float(got.max_cost) == pytest.approx(6.0e6 / bw[hop[0]])
+        else:
+            np.testing.assert_allclose(traffic[siblings], 6.0e6 / k)
+            assert float(got.max_cost) == pytest.approx(6.0e6 / (k * bw[hop[0]]))
+        # Bytes are conserved per link class (the node links carry the flow once each way).
+        assert traffic[cls == black].sum() == pytest.approx(6.0e6)
+    # The study's records say which: a folder made before the option existed holds static results.
+    args = argparse.Namespace(seed=0, ranks=24, ranks_per_node=2, valiant=2, black_first=True, max_iters=200,
+                              parallel_cables="pooled")
+    assert dragonfly_study.settings(args, ["WD 4"], ["dragonfly_small"])["parallel_cables"] == "pooled"
+
+
+def test_a_study_made_before_pooled_cables_is_static(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run = ["--workloads", "WD 4", *SMALL, "--name", "t"]
+    assert dragonfly_study.main([*run, "--parallel-cables", "static"]) == 0
+    base = tmp_path / "results" / "dragonfly_study" / "t"
+    summary = json.loads((base / "summary.json").read_text())
+    assert summary["parallel_cables"] == "static"
+    totals = pl.read_parquet(base / "totals.parquet")
+    assert {"iterations", "capped"} <= set(totals.columns)
+    del summary["parallel_cables"]  # as written before session 18
+    (base / "summary.json").write_text(json.dumps(summary))
+    capsys.readouterr()
+    assert dragonfly_study.main(run) == 2  # pooled now, static there
+    assert "parallel_cables: 'static' there, 'pooled' now" in capsys.readouterr().err
+    assert dragonfly_study.main([*run, "--parallel-cables", "static"]) == 0

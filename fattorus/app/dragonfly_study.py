@@ -36,6 +36,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -54,7 +55,7 @@ CABLES = ("edison", "edison_2k", "edison_k", "edison_b", "edison_bk")
 LABEL = {"edison": "DEF", "edison_2k": "-2K", "edison_k": "-K", "edison_b": "-B", "edison_bk": "+B-K"}
 #: The options recorded in ``summary.json`` that the results depend on (besides the lists of
 #: workloads and cable configurations).
-SETTINGS = ("seed", "ranks", "ranks_per_node", "valiant", "black_first", "max_iters")
+SETTINGS = ("seed", "ranks", "ranks_per_node", "valiant", "black_first", "max_iters", "parallel_cables")
 
 
 def class_rows(topo, traffic: np.ndarray, **key) -> list[dict]:
@@ -83,19 +84,42 @@ def png_name(wd: str, cfg: str) -> str:
     return f"{wd.replace(' ', '')}_{cfg}.png"
 
 
+def pooled(topo, paths: np.ndarray, bw: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray, Any]:
+    """Paths and link bandwidths for the solve, and a function from the solve's traffic per
+    link to traffic per cable. ``how``: ``pooled`` — the parallel cables of a router pair are
+    one link of their summed bandwidth (``Dragonfly.cable_bundles``: every path's hop moves to
+    the bundle's first cable, whose bandwidth becomes the bundle's), and each cable carries an
+    equal share of the bundle's traffic; ``static`` — each hop stays on the cable its route
+    names (``(src + dst) mod k``)."""
+    if how == "static":
+        return paths, bw, lambda traffic: np.asarray(traffic, np.float64)
+    first, count = topo.cable_bundles
+    merged = np.where(paths >= 0, first[np.maximum(paths, 0)], -1).astype(paths.dtype)
+    bundle_bw = np.zeros_like(bw)
+    np.add.at(bundle_bw, first, bw)  # the bundle's bandwidth on its first cable
+    bundle_bw = np.where(bundle_bw > 0, bundle_bw, bw)  # no cable is left at zero (unused by paths)
+    return merged, bundle_bw, lambda traffic: np.asarray(traffic, np.float64)[first] / count
+
+
 def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict], list[dict], list[dict]]:
     """Totals and per-job rows of one workload on one machine; its traffic maps as a PNG."""
     jobs = pw.WORKLOADS[wd]
     src, dst, nbytes, owner = pw.node_flows(topo.n_nodes, jobs, args.ranks, args.ranks_per_node, args.seed)
     paths = valiant_paths(topo, src, dst, k=args.valiant, seed=args.seed, black_first=args.black_first)
-    bw = np.asarray(topo.link_bandwidth, np.float64)
+    paths, bw, per_cable = pooled(topo, paths, np.asarray(topo.link_bandwidth, np.float64), args.parallel_cables)
     net = np.asarray(topo.link_class) > 0
     b = np.asarray(nbytes, np.float64)
     joint = adaptive_loads(paths, b, bw, counted=net, max_iters=args.max_iters)
     key = {"workload": wd, "cables": LABEL.get(topo.name, topo.name)}
-    totals = class_rows(topo, np.asarray(joint.traffic, np.float64), **key)
-    hot = hot_links(topo, np.asarray(joint.traffic, np.float64), **key)
-    dragonfly_maps.draw(topo, np.asarray(joint.traffic), out / png_name(wd, topo.name),
+    traffic = per_cable(joint.traffic)
+    iterations = int(joint.iterations)
+    capped = bool(args.max_iters) and iterations >= args.max_iters
+    if capped:  # the steady state was not reached: say so (the table records it too)
+        print(f"[dragonfly_study] {wd} on {topo.name}: stopped at --max-iters {args.max_iters} before the "
+              f"steady state", file=sys.stderr, flush=True)
+    totals = [{**row, "iterations": iterations, "capped": capped} for row in class_rows(topo, traffic, **key)]
+    hot = hot_links(topo, traffic, **key)
+    dragonfly_maps.draw(topo, traffic, out / png_name(wd, topo.name),
                         title=f"{wd} on {topo.name} ({key['cables']}), adaptive routing")
     shares = np.asarray(job_traffic(jnp.asarray(paths), jnp.asarray(joint.split, jnp.float32), jnp.asarray(b, jnp.float32),
                                     jnp.asarray(owner), len(jobs), topo.n_links), np.float64)
@@ -103,8 +127,8 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
     for j, pattern in enumerate(jobs):
         mine = owner == j
         alone = adaptive_loads(paths[mine], b[mine], bw, counted=net, max_iters=args.max_iters)
-        for view, traffic in (("individual", np.asarray(alone.traffic, np.float64)), ("in_workload", shares[j])):
-            per_job += class_rows(topo, traffic, **key, job=j, pattern=pattern, view=view)
+        for view, job_traffic_ in (("individual", per_cable(alone.traffic)), ("in_workload", per_cable(shares[j]))):
+            per_job += class_rows(topo, job_traffic_, **key, job=j, pattern=pattern, view=view)
     return totals, per_job, hot
 
 
@@ -121,6 +145,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--black-first", action=argparse.BooleanOptionalAction, default=True,
                     help="the other minimal route (local parts black, then green) as a candidate too")
     ap.add_argument("--max-iters", type=int, default=200, help="adaptive iterations at most")
+    ap.add_argument("--parallel-cables", choices=("pooled", "static"), default="pooled",
+                    help="pooled: a router pair's parallel cables share its traffic (one link of k times the "
+                         "bandwidth); static: each hop on cable (src + dst) mod k, as before session 18")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="paper")
     return ap.parse_args(argv)
@@ -156,6 +183,8 @@ def settings_conflict(out: Path, now: dict) -> str | None:
     if not isinstance(old, dict):
         return old
     recorded = {k: old[k] for k in SETTINGS if k in old}
+    if "parallel_cables" not in old:  # written before the option existed: cables were static
+        recorded["parallel_cables"] = "static"
     totals = old.get("totals") if isinstance(old.get("totals"), list) else []
     config = {label: cfg for cfg, label in LABEL.items()}
     for key, column, name in (("workloads", "workload", str), ("cables", "cables", lambda c: config.get(c, c))):

@@ -480,6 +480,20 @@ class Dragonfly(Topology):
         return np.repeat(np.arange(4, dtype=np.int32), sizes)
 
     @functools.cached_property
+    def cable_bundles(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(first, count)``, each ``(n_links,)``: for every link the id of the first of the
+        parallel cables joining the same two vertices in the same direction (its bundle), and
+        how many cables that bundle holds (1 for node links and single cables). For models in
+        which a router pair joined by ``k`` cables is one link of ``k`` times the bandwidth
+        (``machines.md``) — Aries spreads packets over parallel links — while :meth:`routes`
+        puts each hop on one cable, ``(src + dst) mod k``."""
+        ends = self.link_ends
+        _, first, inverse, count = np.unique(ends, axis=0, return_index=True, return_inverse=True,
+                                             return_counts=True)
+        inverse = inverse.reshape(-1)
+        return first[inverse].astype(np.int32), count[inverse].astype(np.int32)
+
+    @functools.cached_property
     def link_ends(self) -> np.ndarray:
         """``(n_links, 2)`` tail and head vertex ids (nodes ``0..N-1``, router ``r`` is ``N + r``)."""
         N, p, R, C = self.n_nodes, self.nodes_per_router, self.rows, self.cols
