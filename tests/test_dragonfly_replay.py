@@ -22,7 +22,8 @@ from fattorus.sched import policy, reference, replay
 ROOT = Path(__file__).resolve().parents[1]
 EDISON = topology.load("edison")
 SMALL = topology.load("dragonfly_small")
-PLACEMENTS = ("to_random", "random_router", "random_group", "round_robin_node", "round_robin_router", "compact")  # to_random: random node
+PLACEMENTS = ("to_random", "random_router", "random_group", "random_chassis", "round_robin_node", "round_robin_router",
+              "compact")  # to_random: random node
 
 
 def _concurrent(start, end):

@@ -65,6 +65,31 @@ def test_structure_on_a_fat_tree():
     assert set(pod[got].tolist()) <= {int(np.argmax(free_per_pod)) + d for d in (-1, 0, 1)}
 
 
+def test_random_chassis_takes_whole_rows_of_routers_in_a_seeded_random_order():
+    """Damselfly's randomChassis: chassis (one row of routers of a group) one after another,
+    every chassis it touches emptied of free nodes but the last; the order changes with the
+    seed and repeats with it."""
+    t = topology.load("edison")
+    state = _half_busy(t, seed=2)
+    router = np.asarray(t.group_of(0, np.arange(t.n_nodes)))
+    g, i, _ = t.router_coords(router)
+    chassis = np.asarray(g) * t.rows + np.asarray(i)
+    assert len(np.unique(chassis)) == t.groups * t.rows and np.bincount(chassis).tolist() == [t.cols * 4] * 90
+    free_per_chassis = np.bincount(chassis[state.free], minlength=t.groups * t.rows)
+    n = 200
+    got = policy.make("random_chassis", t, seed=1).place(state, n)
+    assert len(got) == n and len(np.unique(got)) == n and state.free[got].all()
+    order = list(dict.fromkeys(chassis[got].tolist()))
+    assert 1 + np.count_nonzero(np.diff(chassis[got])) == len(order)  # each chassis in one run
+    assert all((chassis[got] == c).sum() == free_per_chassis[c] for c in order[:-1])
+    assert np.all(np.diff(got[chassis[got] == order[0]]) > 0)  # id order inside a chassis
+    again = policy.make("random_chassis", t, seed=1).place(state, n)
+    other = policy.make("random_chassis", t, seed=2).place(state, n)
+    assert np.array_equal(got, again) and not np.array_equal(got, other)
+    with pytest.raises(ValueError):
+        policy.make("random_chassis", topology.load("ft6"))
+
+
 def test_round_robin_router_continues_after_the_last_router_used():
     t4 = topology.from_config({"kind": "torus3d", "name": "t4", "dims": [4, 4, 4], "nodes_per_router": 2})
     pol = policy.make("round_robin_router", t4)

@@ -63,9 +63,11 @@ def test_oblivious_takes_preferred_nodes_first(ft6):
 
 def test_registry_names_and_errors(ft6):
     assert set(policy.NAMES) == {"to", "to_random", "first_fit", "ta", "tree_bestfit", "prism", "feature",
-                                 "random_router", "random_group", "round_robin_node", "round_robin_router", "compact"}
+                                 "random_router", "random_group", "random_chassis", "round_robin_node",
+                                 "round_robin_router", "compact"}
     placements = {"random_router", "random_group", "round_robin_node", "round_robin_router", "compact"}
-    assert set(policy.supporting(ft6)) == set(policy.NAMES) - {"prism", "feature"}
+    assert set(policy.supporting(ft6)) == set(policy.NAMES) - {"prism", "feature", "random_chassis"}
+    assert "random_chassis" in policy.supporting(topology.load("dragonfly_small"))
     torus = topology.from_config({"kind": "torus3d", "name": "t", "dims": [2, 2, 2]})
     assert set(policy.supporting(torus)) == {"to", "to_random", "first_fit", "prism", "feature"} | placements
     with pytest.raises(ValueError, match="only 'ordering'"):

@@ -25,7 +25,8 @@ from fattorus.sched.policy.fattree import (
     TreeBestFit,
 )
 from fattorus.sched.policy.oblivious import FirstFit, TopologyOblivious, TopologyObliviousRandom
-from fattorus.sched.policy.placement import Compact, RandomGroup, RandomRouter, RoundRobinNode, RoundRobinRouter
+from fattorus.sched.policy.placement import (Compact, RandomChassis, RandomGroup, RandomRouter, RoundRobinNode,
+                                             RoundRobinRouter)
 from fattorus.sched.policy.space import Tunable
 from fattorus.sched.policy.torus import Feature, Prism, PrismParams
 
@@ -92,7 +93,8 @@ REGISTRY: dict[str, tuple[type[Policy], Callable[[Any, Mapping[str, Any], int], 
     "tree_bestfit": (TreeBestFit, _tree_bestfit),
     "prism": (Prism, _prism),
     "feature": (Feature, _feature),
-    **{cls.name: (cls, _seeded(cls)) for cls in (RandomRouter, RandomGroup, RoundRobinNode, RoundRobinRouter, Compact)},
+    **{cls.name: (cls, _seeded(cls)) for cls in (RandomRouter, RandomGroup, RandomChassis, RoundRobinNode, RoundRobinRouter,
+                                                 Compact)},
 }
 NAMES = tuple(REGISTRY)
 

@@ -9,6 +9,9 @@ group), so they serve every family; the dragonfly paper (issue 13) compares them
   nodes of each before the next.
 * ``random_group``: outermost groups with free nodes in random order, their free nodes in id
   order.
+* ``random_chassis`` (dragonflies only): chassis — one row of routers of a group, an Aries
+  chassis, Damselfly's ``randomChassis`` — in random order, all free nodes of each (id order)
+  before the next.
 * ``round_robin_node``: one free node per router in turn, cycling over routers from the one
   after the last router a started job used (spreads a job thinly).
 * ``round_robin_router``: whole routers in turn from the one after the last used.
@@ -80,6 +83,24 @@ class RandomGroup(_Placement):
         return _by_unit(np.flatnonzero(state.free), self.group, self.rng.permutation(self.n_groups))
 
 
+class RandomChassis(_Placement):
+    """Whole chassis (rows of routers within a group) in random order (module docstring).
+    Dragonflies only: the chassis is a level of the machine that the topology interface's
+    grouping levels (router, group) do not name, so it is read off the router coordinates."""
+
+    name = "random_chassis"
+    families = ("dragonfly",)
+
+    def __init__(self, topo: Any, seed: int = 0) -> None:
+        super().__init__(topo, seed)
+        g, i, _ = topo.router_coords(self.router)
+        self.chassis = np.asarray(g) * topo.rows + np.asarray(i)
+        self.n_chassis = topo.groups * topo.rows
+
+    def order(self, state: st.MachineState, n: int) -> np.ndarray:
+        return _by_unit(np.flatnonzero(state.free), self.chassis, self.rng.permutation(self.n_chassis))
+
+
 class _RoundRobin(_Placement):
     """Cycles over routers from the one after the last router a started job used."""
 
@@ -146,4 +167,4 @@ class Compact(_Placement):
         return _by_unit(free, self.group, rank)
 
 
-__all__ = ["Compact", "RandomGroup", "RandomRouter", "RoundRobinNode", "RoundRobinRouter"]
+__all__ = ["Compact", "RandomChassis", "RandomGroup", "RandomRouter", "RoundRobinNode", "RoundRobinRouter"]
