@@ -192,3 +192,19 @@ def test_a_study_made_before_pooled_cables_is_static(tmp_path, monkeypatch, caps
     assert dragonfly_study.main(run) == 2  # pooled now, static there
     assert "parallel_cables: 'static' there, 'pooled' now" in capsys.readouterr().err
     assert dragonfly_study.main([*run, "--parallel-cables", "static"]) == 0
+
+
+def test_many_to_many_sub_communicators_leave_their_router():
+    """The paper's Many-to-many loads green and blue links (its Section 5): with 32,768 ranks
+    at 24 per node, each sub-communicator is a column of the 32-wide process grid (members
+    1,024 ranks apart), so its all-to-all crosses routers and groups; 32 consecutive ranks
+    would stay on one router and load no router link."""
+    t = topology.load("edison")
+    src, dst, nbytes, owner = pw.node_flows(t.n_nodes, ("Many-to-many",), 32_768, 24)
+    router = np.asarray(t.group_of(0, np.arange(t.n_nodes)))
+    group = np.asarray(t.group_of(1, np.arange(t.n_nodes)))
+    off_router = router[src] != router[dst]
+    assert nbytes[off_router].sum() > 0.9 * nbytes.sum()
+    assert nbytes[group[src] != group[dst]].sum() > 0
+    # Every rank sends 32 KiB to each of the 31 other members of its communicator.
+    assert nbytes.sum() == pytest.approx(32_768 * 31 * 32 * 1024, rel=1e-9)

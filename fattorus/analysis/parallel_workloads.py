@@ -5,7 +5,14 @@ Edison), one pattern per job, on consecutive node ids (job ``j`` on nodes ``j·n
 ``n = ceil(ranks / ranks_per_node)``: the jobs fill groups in order, the first choice of an
 Edison-like placement). Patterns with the paper's message sizes: 2D Stencil (4 neighbours,
 64 KiB), 4D Stencil (8 neighbours, 4 MiB), Many-to-many (all-to-all within sub-communicators
-of 32 ranks, 32 KiB), Unstructured mesh and Spread (6–27 neighbours, 512 KiB).
+of 32 ranks, 32 KiB), Unstructured mesh and Spread (6–27 neighbours, 512 KiB). The paper's KB
+and MB are read as KiB and MiB.
+
+Many-to-many's sub-communicators are the *columns* of a 32-wide process grid (ranks congruent
+modulo ``ranks / 32``, an FFT's transpose along the strided dimension), not 32 consecutive
+ranks: at 24 ranks per node consecutive ranks share one router, so that layout put no traffic
+on any router link, while the paper's Many-to-many loads green links, some blue ones, and peaks
+at ~6x 2D Stencil's maximum at 64K cores (docs/decisions.md, session 18).
 
 Rank flows are summed per (job, source node, destination node): a route depends only on its
 node pair, so link traffic is unchanged, and flows between ranks of one node (memory) drop.
@@ -23,7 +30,7 @@ KiB, MiB = 1024, 1024 * 1024
 PATTERNS = {
     "2D Stencil": ("stencil2d", {"nbytes": 64 * KiB}),
     "4D Stencil": ("stencil4d", {"nbytes": 4 * MiB}),
-    "Many-to-many": ("subcomm_a2a", {"group": 32, "nbytes": 32 * KiB}),
+    "Many-to-many": ("subcomm_a2a", {"group": 32, "nbytes": 32 * KiB, "strided": True}),
     "UMesh": ("unstructured_mesh", {"nbytes": 512 * KiB}),
     "Spread": ("spread", {"nbytes": 512 * KiB}),
 }
