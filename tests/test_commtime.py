@@ -50,6 +50,30 @@ def test_jobs_crossing_the_same_torus_link_slow_each_other_by_hand():
     assert np.allclose(got.together, 4.0) and np.allclose(got.slowdown, 2.0)
 
 
+def test_parallel_cables_of_a_router_pair_share_their_traffic_by_hand():
+    # dragonfly_small: routers 0 and 4 (rows 0 and 1 of one column) are joined by 2 black
+    # cables of 5.25; node links are 5.25. Jobs A (nodes 0 <-> 8) and B (1 <-> 9) each send 4
+    # bytes each way; (src + dst) mod 2 puts both jobs' flows on the same cable. machines.md: a
+    # router pair joined by k cables has k times the bandwidth, so the two flows each way
+    # share 10.5 and each runs at its node link's 5.25: 4 / 5.25 time units, no slowdown. (Each
+    # hop on its own cable, they would share 5.25: twice as long.)
+    from fattorus import topology
+
+    t = topology.load("dragonfly_small")
+    a, b = Job(np.array([0, 8]), _pairs(2, 4.0)), Job(np.array([1, 9]), _pairs(2, 4.0))
+    ra, rb = (np.asarray(t.routes(j.alloc, j.alloc[::-1])) for j in (a, b))
+    shared = sorted(set(ra[ra >= 0]) & set(rb[rb >= 0]))  # the routes name the same black cables
+    cls = np.asarray(t.link_class)
+    assert len(shared) == 2 and all(t.link_class_names[cls[e]] == "black" for e in shared)
+    first, count = t.link_bundles()
+    assert all(count[e] == 2 for e in shared)
+    np.testing.assert_allclose(commtime.step_times(t, [a, b]), 4.0 / 5.25, rtol=1e-6)
+    np.testing.assert_allclose(commtime.slowdowns(t, [a, b]).slowdown, 1.0, rtol=1e-6)
+    # The model's capacities: each bundle's first cable holds the pair's 10.5.
+    cap = commtime.solver_capacity(t)
+    assert all(cap[first[e]] == pytest.approx(10.5) for e in shared)
+
+
 def test_two_jobs_spread_over_pods_share_links_and_slow_down(ft6):
     # Jobs 0<->9 and 1<->12 (4 bytes each way): D-mod-k sends 0->9 and 1->12 up the same
     # uplink of leaf 0 (9 = 12 mod 3), shared by the two flows: 1/2 each, 8 time units instead

@@ -96,7 +96,25 @@ def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray,
     src, dst = np.r_[src, np.zeros(pad, src.dtype)], np.r_[dst, np.zeros(pad, dst.dtype)]
     # Compiled routing (kernels.routes.route_links): one compilation per bucket, not one per
     # operation of an eager family router.
-    return np.asarray(route_links(topo, src, dst), np.int32)[:F], np.concatenate(nbytes), np.concatenate(owner)
+    route_ids = np.asarray(route_links(topo, src, dst), np.int32)[:F]
+    bundles = topo.link_bundles()
+    if bundles is not None:  # parallel cables share their traffic: solve on each bundle's first
+        route_ids = np.where(route_ids >= 0, bundles[0][np.maximum(route_ids, 0)], -1).astype(np.int32)
+    return route_ids, np.concatenate(nbytes), np.concatenate(owner)
+
+
+def solver_capacity(topo: Topology) -> np.ndarray:
+    """``(n_links,)`` capacities the flow model solves with: ``topo.link_bandwidth``, a bundle
+    of parallel links (:meth:`~fattorus.topology.base.Topology.link_bundles`) holding its summed
+    bandwidth on its first link (the only one :func:`_flows`' routes name)."""
+    bw = np.asarray(topo.link_bandwidth, np.float64)
+    bundles = topo.link_bundles()
+    if bundles is None:
+        return bw
+    first = bundles[0]
+    pooled = np.zeros_like(bw)
+    np.add.at(pooled, first, bw)
+    return np.where(first == np.arange(len(bw)), pooled, bw)
 
 
 #: Topologies whose routes have at least this many slots are solved from compact crossing
@@ -128,7 +146,7 @@ def step_times(topo: Topology, jobs: Sequence[Job]) -> np.ndarray:
     pad = _bucket(F) - F  # one compilation of the solver per bucket, not per flow count
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]
-    cap = jnp.asarray(np.asarray(topo.link_bandwidth, np.float32))
+    cap = jnp.asarray(solver_capacity(topo).astype(np.float32))
     rates = maxmin_rates(jnp.asarray(route_ids), cap, active=jnp.asarray(np.arange(F + pad) < F),
                          incidences=_sparse_incidences(topo, route_ids)).rate
     return np.asarray(step_time(rates, jnp.asarray(nbytes, jnp.float32), jnp.asarray(owner), len(jobs)), np.float64)
@@ -230,7 +248,7 @@ class ModelRuntimes:
         self._key = jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10)
         self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._cap = jnp.asarray(np.asarray(self.topo.link_bandwidth, np.float32))
+        self._cap = jnp.asarray(solver_capacity(self.topo).astype(np.float32))
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self._busy_ns = self._useful_ns = 0.0
@@ -239,7 +257,7 @@ class ModelRuntimes:
         self._ideal_routes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._ideal_routes_bytes = 0
         self._placements: dict[int, tuple[np.ndarray, ...]] = {}
-        self._capacity = np.asarray(self.topo.link_bandwidth)
+        self._capacity = solver_capacity(self.topo)
         self.renamed = 0  # starts decided by a renaming shortcut (no solve)
         self.built_late = 0  # jobs whose flows were built after their start, for a later job
         self._nodes: dict[int, np.ndarray] = {}  # nodes of the jobs whose flows count (built or pending)

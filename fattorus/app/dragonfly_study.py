@@ -44,6 +44,7 @@ import polars as pl
 
 from fattorus import topology
 from fattorus.analysis import parallel_workloads as pw
+from fattorus.analysis.commtime import solver_capacity
 from fattorus.app.outputs import stored_summary
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
@@ -95,10 +96,8 @@ def pooled(topo, paths: np.ndarray, bw: np.ndarray, how: str) -> tuple[np.ndarra
         return paths, bw, lambda traffic: np.asarray(traffic, np.float64)
     first, count = topo.cable_bundles
     merged = np.where(paths >= 0, first[np.maximum(paths, 0)], -1).astype(paths.dtype)
-    bundle_bw = np.zeros_like(bw)
-    np.add.at(bundle_bw, first, bw)  # the bundle's bandwidth on its first cable
-    bundle_bw = np.where(bundle_bw > 0, bundle_bw, bw)  # no cable is left at zero (unused by paths)
-    return merged, bundle_bw, lambda traffic: np.asarray(traffic, np.float64)[first] / count
+    # The bundle's bandwidth on its first cable, as the flow model solves (commtime).
+    return merged, solver_capacity(topo), lambda traffic: np.asarray(traffic, np.float64)[first] / count
 
 
 def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict], list[dict], list[dict]]:

@@ -249,6 +249,14 @@ class Topology(abc.ABC):
         from their routing rule where it is cheap; the default answers False (cannot tell)."""
         return False
 
+    def link_bundles(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Parallel links that share their traffic as one link of their summed bandwidth:
+        ``(first, count)`` per link — the id of the first link of its bundle and the bundle's
+        size — or None when every link stands alone (the default). The flow model solves on
+        bundles (``machines.md``: "a router pair joined by k cables has k times the
+        bandwidth"), while :meth:`routes` names one cable per hop."""
+        return None
+
     def interference_keys(self, nodes: np.ndarray) -> np.ndarray:
         """Ids of the shared resources a job's own traffic uses: two jobs running together
         interfere iff their key sets intersect. Default: the ids of :meth:`job_links` (so

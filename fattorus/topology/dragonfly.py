@@ -479,6 +479,10 @@ class Dragonfly(Topology):
                  self.n_links - self._blue_base)
         return np.repeat(np.arange(4, dtype=np.int32), sizes)
 
+    def link_bundles(self) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`cable_bundles`: a router pair's parallel cables are one link for the flow model."""
+        return self.cable_bundles
+
     @functools.cached_property
     def cable_bundles(self) -> tuple[np.ndarray, np.ndarray]:
         """``(first, count)``, each ``(n_links,)``: for every link the id of the first of the
