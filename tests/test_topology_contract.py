@@ -183,3 +183,24 @@ def test_a_config_with_an_unknown_key_fails_in_one_line_naming_it(topo):
 def test_the_ideal_aph_kernel_delegates_to_the_topology(topo):
     for n in (1, 2, 5, min(33, topo.n_nodes)):
         assert aph.ideal_aph(topo, n) == pytest.approx(topo.ideal_aph(n))
+
+
+def test_link_bundles_join_parallel_links_of_one_class_and_bandwidth(topo):
+    """Where a family pools parallel links (``link_bundles``), a bundle is every link with the
+    same two ends — one class, one bandwidth — its first link the lowest id, its count the
+    bundle's size (checked by grouping ``link_ends`` directly); elsewhere no two links may
+    join the same two vertices in one direction (nothing to pool)."""
+    ends = [tuple(e) for e in np.asarray(topo.link_ends).tolist()]
+    groups: dict = {}
+    for e, key in enumerate(ends):
+        groups.setdefault(key, []).append(e)
+    bundles = topo.link_bundles()
+    if bundles is None:
+        assert all(len(g) == 1 for g in groups.values())
+        return
+    first, count = (np.asarray(x) for x in bundles)
+    cls, bw = np.asarray(topo.link_class), np.asarray(topo.link_bandwidth)
+    assert any(len(g) > 1 for g in groups.values())
+    for g in groups.values():
+        assert (first[g] == g[0]).all() and (count[g] == len(g)).all()
+        assert len(set(cls[g].tolist())) == 1 and len(set(bw[g].tolist())) == 1
