@@ -96,11 +96,19 @@ def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray,
     src, dst = np.r_[src, np.zeros(pad, src.dtype)], np.r_[dst, np.zeros(pad, dst.dtype)]
     # Compiled routing (kernels.routes.route_links): one compilation per bucket, not one per
     # operation of an eager family router.
-    route_ids = np.asarray(route_links(topo, src, dst), np.int32)[:F]
-    bundles = topo.link_bundles()
-    if bundles is not None:  # parallel cables share their traffic: solve on each bundle's first
-        route_ids = np.where(route_ids >= 0, bundles[0][np.maximum(route_ids, 0)], -1).astype(np.int32)
+    route_ids = on_bundles(topo, np.asarray(route_links(topo, src, dst), np.int32)[:F])
     return route_ids, np.concatenate(nbytes), np.concatenate(owner)
+
+
+def on_bundles(topo: Topology, route_ids: np.ndarray) -> np.ndarray:
+    """``route_ids`` (any shape, ``-1`` padded) with every link moved to the first link of its
+    bundle (:meth:`~fattorus.topology.base.Topology.link_bundles`: parallel cables share their
+    traffic), so that a solve over :func:`solver_capacity` sees each bundle as one link; the
+    same array where the topology has no bundles."""
+    bundles = topo.link_bundles()
+    if bundles is None:
+        return route_ids
+    return np.where(route_ids >= 0, bundles[0][np.maximum(route_ids, 0)], -1).astype(route_ids.dtype)
 
 
 def solver_capacity(topo: Topology) -> np.ndarray:

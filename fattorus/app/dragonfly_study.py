@@ -44,7 +44,7 @@ import polars as pl
 
 from fattorus import topology
 from fattorus.analysis import parallel_workloads as pw
-from fattorus.analysis.commtime import solver_capacity
+from fattorus.analysis.commtime import on_bundles, solver_capacity
 from fattorus.app.outputs import stored_summary
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
@@ -88,16 +88,15 @@ def png_name(wd: str, cfg: str) -> str:
 def pooled(topo, paths: np.ndarray, bw: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray, Any]:
     """Paths and link bandwidths for the solve, and a function from the solve's traffic per
     link to traffic per cable. ``how``: ``pooled`` — the parallel cables of a router pair are
-    one link of their summed bandwidth (``Dragonfly.cable_bundles``: every path's hop moves to
+    one link of their summed bandwidth (``topo.link_bundles()``: every path's hop moves to
     the bundle's first cable, whose bandwidth becomes the bundle's), and each cable carries an
     equal share of the bundle's traffic; ``static`` — each hop stays on the cable its route
     names (``(src + dst) mod k``)."""
     if how == "static":
         return paths, bw, lambda traffic: np.asarray(traffic, np.float64)
-    first, count = topo.cable_bundles
-    merged = np.where(paths >= 0, first[np.maximum(paths, 0)], -1).astype(paths.dtype)
-    # The bundle's bandwidth on its first cable, as the flow model solves (commtime).
-    return merged, solver_capacity(topo), lambda traffic: np.asarray(traffic, np.float64)[first] / count
+    first, count = topo.link_bundles()
+    # Each hop on its bundle's first cable, which holds the bundle's bandwidth: as the flow model solves.
+    return on_bundles(topo, paths), solver_capacity(topo), lambda traffic: np.asarray(traffic, np.float64)[first] / count
 
 
 def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict], list[dict], list[dict]]:
