@@ -297,6 +297,88 @@ def test_contact_is_the_blocked_share_of_the_shell_by_brute_force():
         assert checked >= 3, (shape, checked)
 
 
+def _brute_scores(topo, blocked: np.ndarray, avail: np.ndarray, prm) -> dict:
+    """Every clear half-or-full prism of ``topo`` by explicit loops: (shape, start) -> (free
+    usable nodes, blocked share of its one-router shell). Whole rings start at 0 only."""
+    dims, out = topo.dims, {}
+    for shape in itertools.product(*(allowed_extents(d) for d in dims)):
+        grown = [min(s + 2, d) if s < d else s for s, d in zip(shape, dims)]
+        shell = np.prod(grown) - np.prod(shape)
+        for start in itertools.product(*[range(1) if s == d else range(d) for s, d in zip(shape, dims)]):
+            box = np.ix_(*[(o + np.arange(s)) % d for o, s, d in zip(start, shape, dims)])
+            if blocked[box].any():
+                continue
+            lo = [o - 1 if s < d else o for o, s, d in zip(start, shape, dims)]
+            outer = blocked[np.ix_(*[(o + np.arange(g)) % d for o, g, d in zip(lo, grown, dims)])].sum()
+            out[shape, start] = (int(avail[box].sum()), outer / shell if shell else 0.0)
+    return out
+
+
+def _brute_best(topo, clear: dict, n: int, prm) -> tuple[float, set]:
+    """The best score over the candidate shapes the module docstring names (the minimal shapes
+    for ``n``; if none fits, every shape up to ``slack`` times the first that fits in order of
+    size) and the shapes reaching it. Bisection per slot by :func:`bisection_per_slot` (tested by
+    hand), relative to the best of the shapes holding ``n`` slots."""
+    dims, p = topo.dims, topo.nodes_per_router
+    shapes = list(itertools.product(*(allowed_extents(d) for d in dims)))
+    slots = {s: int(np.prod(s)) * p for s in shapes}
+    bis = dict(zip(shapes, bisection_per_slot(np.array(shapes), dims, topo.bandwidth, p)))
+    best_bis = max(bis[s] for s in shapes if slots[s] >= n)
+
+    def minimal(s):
+        smaller = []
+        for d in range(3):
+            below = [e for e in allowed_extents(dims[d]) if e < s[d]]
+            smaller.append(int(np.prod([*s[:d], below[-1], *s[d + 1:]])) * p if below else 0)
+        return slots[s] >= n and max(smaller) < n
+
+    fits = {k: v for k, v in clear.items() if v[0] >= n}
+    chosen = {k: v for k, v in fits.items() if minimal(k[0])}
+    if not chosen and fits:
+        limit = prm.slack * min(slots[k[0]] for k in fits)
+        chosen = {k: v for k, v in fits.items() if slots[k[0]] <= limit}
+    scores = {k: prm.fill * n / a + prm.bisection * bis[k[0]] / best_bis + prm.contact * c
+              for k, (a, c) in chosen.items()}
+    if not scores:
+        return -np.inf, set()
+    top = max(scores.values())
+    return top, {k[0] for k, v in scores.items() if v >= top - 1e-9}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_chosen_prism_has_the_best_score_by_brute_force(seed):
+    """The best-first search's placement scores as high as every candidate prism scored by
+    explicit loops (fill, bisection relative to the shapes that hold the job, contact), on a
+    torus whose rings are odd and even and whose y links run at half speed."""
+    t = topology.from_config({"kind": "torus3d", "name": "s", "dims": [6, 5, 7], "nodes_per_router": 2,
+                              "bandwidth": [2, 1, 2]})
+    rng = np.random.default_rng(seed)
+    busy = rng.random(t.n_nodes) < rng.uniform(0.0, 0.4)
+    state = st.from_nodes(t, ~busy, busy.astype(np.int8))
+    blocked = busy.reshape(-1, 2).any(1).reshape(t.dims)
+    avail = (~busy).reshape(-1, 2).sum(1).reshape(t.dims)
+    pol = Prism(t)
+    pol.reset(st.empty(t))
+    clear = _brute_scores(t, blocked, avail, pol.params)
+    compared = 0
+    for n in (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144):
+        top, best_shapes = _brute_best(t, clear, n, pol.params)
+        got = pol.place(state, n)
+        assert (got is None) == (top == -np.inf), n
+        if got is None:
+            continue
+        x, y, z, a, b, c = pol.shape_of[np.asarray(got, np.int64).tobytes()]
+        start = tuple(0 if s == d else o for o, s, d in zip((x, y, z), (a, b, c), t.dims))
+        free, share = clear[(a, b, c), start]
+        bis = bisection_per_slot(np.array([(a, b, c)]), t.dims, t.bandwidth, 2)[0]
+        best_bis = max(bisection_per_slot(np.array([s]), t.dims, t.bandwidth, 2)[0]
+                       for s in itertools.product(*(allowed_extents(d) for d in t.dims)) if np.prod(s) * 2 >= n)
+        score = pol.params.fill * n / free + pol.params.bisection * bis / best_bis + pol.params.contact * share
+        assert score == pytest.approx(top, abs=1e-9) and (a, b, c) in best_shapes, (n, (a, b, c), score, top)
+        compared += 1
+    assert compared >= 6
+
+
 def test_internal_idle_nodes_take_one_router_jobs_only_with_the_option():
     from fattorus.sched.policy.torus import PrismParams
 

@@ -19,8 +19,11 @@ Among the positions found, the placement maximises a weighted score of named heu
 (:class:`PrismParams`; ties: smaller shape, then lower start router id):
 
 * ``fill`` — ``n`` / free usable nodes in the prism (how completely the job fills it);
-* ``bisection`` — the prism's bisection bandwidth per slot, relative to the best shape of
-  the machine (y links at half speed make 2:1:2 slabs best on Blue Waters);
+* ``bisection`` — the prism's bisection bandwidth per slot, relative to the best of the shapes
+  that hold the job (y links at half speed make 2:1:2 slabs best on Blue Waters). Why per job
+  size: bisection per slot falls with a prism's volume, so against the machine's best shape (a
+  single router) every prism of a hundred nodes or more scored under 0.09 and the term hardly
+  told shapes apart where it matters (session 19);
 * ``contact`` — the share of the one-router shell around the prism that is already blocked
   (a prism snug against busy routers leaves what stays free in one piece: less fragmentation).
 
@@ -244,6 +247,9 @@ class Prism(Policy):
         self.bisection = bis / bis.max()
         order = np.lexsort((shapes[:, 2], shapes[:, 1], shapes[:, 0], -self.bisection, self.slots))
         self.shapes, self.slots, self.bisection = shapes[order], self.slots[order], self.bisection[order]
+        # Best bisection among the shapes from each one on (shapes are in order of size): the
+        # best of the shapes that hold n is best_from[first shape with slots >= n].
+        self.best_from = np.maximum.accumulate(self.bisection[::-1])[::-1]
         # Slots of each shape with one extent stepped down to the next smaller allowed one (0 if
         # none): a shape is minimal for n when it holds n and no such step still does.
         shrunk = []
@@ -482,7 +488,12 @@ class Prism(Policy):
     def _upper_bound(self, i: int, n: int) -> float:
         """Largest score shape ``i`` can reach for an ``n``-node job on any machine state."""
         prm = self.params
-        return prm.fill * min(1.0, n / max(self._usable_range(i)[0], 1)) + prm.bisection * self.bisection[i] + prm.contact
+        return prm.fill * min(1.0, n / max(self._usable_range(i)[0], 1)) + prm.bisection * self.bisection_for(n)[i] + prm.contact
+
+    def bisection_for(self, n: int) -> np.ndarray:
+        """Every shape's bisection per slot relative to the best of the shapes holding ``n``
+        slots (the ``bisection`` term of an ``n``-node job; 1 for the best of them)."""
+        return self.bisection / self.best_from[min(int(np.searchsorted(self.slots, n)), len(self.slots) - 1)]
 
     def _usable_range(self, i: int) -> tuple[int, int]:
         """Fewest and most usable slots of shape ``i`` at any position (machine-independent)."""
@@ -534,7 +545,7 @@ class Prism(Policy):
         could tie or win are ever scored. The winner is the same as visiting every shape in
         ``candidates`` order: highest score, then fewest slots, then earliest in the order.
         """
-        prm, touch = self.params, self._touch(m)
+        prm, touch, bisection = self.params, self._touch(m), self.bisection_for(n)
         heap = [(-(bound[k] - prm.contact + touch[i]), k, None) for k, i in enumerate(candidates)]
         heapq.heapify(heap)
         best, best_key = None, None
@@ -547,7 +558,7 @@ class Prism(Policy):
                 if m.dead[i] or (found := self._starts(m, n, i)) is None:
                     continue
                 at, avail = found
-                base = prm.fill * n / avail + prm.bisection * self.bisection[i]
+                base = prm.fill * n / avail + prm.bisection * bisection[i]
                 heapq.heappush(heap, (-(base.max() + touch[i]), k, (at, base)))
                 continue
             top, start = self._scored(m, n, i, *data, touch[i])
@@ -560,7 +571,7 @@ class Prism(Policy):
                        candidates: np.ndarray) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
         """Best ``(start, shape)`` among ``candidates`` (shape indices in order of size) up to
         ``slack`` times the slots of the first that fits, or None."""
-        prm, touch = self.params, self._touch(m)
+        prm, touch, bisection = self.params, self._touch(m), self.bisection_for(n)
         best, best_key, limit = None, None, np.inf
         for i in candidates:
             if self.slots[i] > limit:
@@ -569,7 +580,7 @@ class Prism(Policy):
                 continue
             at, avail = found
             limit = min(limit, prm.slack * self.slots[i])
-            base = prm.fill * n / avail + prm.bisection * self.bisection[i]
+            base = prm.fill * n / avail + prm.bisection * bisection[i]
             # Bound before the costly contact term: skip shapes that cannot win.
             if best_key is not None and -(base.max() + touch[i]) > best_key[0] + 1e-12:
                 continue
