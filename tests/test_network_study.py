@@ -49,6 +49,9 @@ def _cli(tmp_path, *args):
     (["--machine", "ft6", "--sizes", "2,4", "--seed", "-1"], "--seed"),
     (["--machine", "torus4", "--sizes", "2,4"], "does not support"),
     (["--paper", "--machine", "ft6"], "drop --machine"),
+    (["--machine", "ft6", "--sizes", "5,5"], "near-cubic"),
+    (["--machine", "ft6", "--sizes", "2,4", "--churn", "-1"], "--churn"),
+    (["--paper", "--a2a-dims", "3"], "drop --a2a-dims"),
 ])
 def test_mistakes_are_one_line(tmp_path, args, words):
     out = _cli(tmp_path, *args)
@@ -92,7 +95,39 @@ def test_paper_with_case_options_is_one_line_before_any_work(tmp_path):
 
 
 def test_the_case_options_keep_their_defaults_without_paper():
-    assert ns.cases(ns.parse_args(["--machine", "ft6x6"])) == [("ft6x6_512-4096", "ft6x6", 512, 4096, 15, 1.0)]
+    assert ns.cases(ns.parse_args(["--machine", "ft6x6"])) == [("ft6x6_512-4096", "ft6x6", 512, 4096, 15, 1.0, 2)]
+
+
+def test_job_sizes_are_near_cubic_and_log_uniform():
+    # By hand for 4-20: 5, 7, 11, 13, 17, 19 are primes (one long grid line); 10 = 5 x 2 x 1
+    # (5 > 2 * 10^(1/3) = 4.31), 14 = 7 x 2 x 1, 15 = 5 x 3 x 1 (5 > 4.93); 20's 4D grid is
+    # 5 x 2 x 2 x 1 (5 > 2 * 20^(1/4) = 4.23). The rest have near-cubic 3D and 4D grids.
+    sizes, prob = ns.job_sizes(4, 20)
+    assert sizes.tolist() == [4, 6, 8, 9, 12, 16, 18]
+    # A log-uniform draw over [4, 20] rounded in log scale: cells cut at geometric means.
+    cuts = [4, 24 ** 0.5, 48 ** 0.5, 72 ** 0.5, 108 ** 0.5, 192 ** 0.5, 288 ** 0.5, 20]
+    assert np.allclose(prob, [np.log(b / a) / np.log(5) for a, b in zip(cuts, cuts[1:])])
+    assert len(ns.job_sizes(5, 5)[0]) == 0 and ns.job_sizes(8, 8)[1].tolist() == [1.0]
+
+
+def test_churn_spreads_first_fit_and_keeps_the_jobs():
+    """Without churn the oblivious placement is first fit on the empty machine (consecutive
+    node ids in job order); on a machine in steady state every job keeps its size, no node is
+    used twice, and the jobs touch far more leaves than the blocks of the empty machine."""
+    cab = topology.load("cab")
+    sizes = [len(a) for a in ns.pack(cab, 4, 128, np.random.default_rng(3))]
+    plain = ns.oblivious(cab, sizes, "to", seed=1, churn=0)
+    assert np.array_equal(np.concatenate(plain), np.arange(sum(sizes)))
+    churned = ns.oblivious(cab, sizes, "to", seed=1, churn=5, pool=ns.job_sizes(4, 128))
+    nodes = np.concatenate(churned)
+    assert [len(a) for a in churned] == sizes and len(np.unique(nodes)) == len(nodes)
+
+    def leaves(allocs):
+        return sum(len(np.unique(np.asarray(a) // cab.nodes_per_leaf)) for a in allocs)
+
+    assert leaves(churned) > 1.5 * leaves(plain)
+    again = ns.oblivious(cab, sizes, "to", seed=1, churn=5, pool=ns.job_sizes(4, 128))
+    assert all(np.array_equal(a, b) for a, b in zip(churned, again))  # seeded
 
 
 def test_a_folder_with_results_of_other_settings_is_refused(tmp_path, monkeypatch, capsys):
@@ -103,7 +138,7 @@ def test_a_folder_with_results_of_other_settings_is_refused(tmp_path, monkeypatc
     before = {p.name: p.read_bytes() for p in base.iterdir()}
     capsys.readouterr()
     for other, words in ((["--seed", "1"], "seed: 0 there, 1 now"), (["--oblivious", "to_random"], "oblivious"),
-                         (["--workloads", "2"], "2 workloads")):
+                         (["--workloads", "2"], "2 workloads"), (["--churn", "0"], "churn: 5 there, 0 now")):
         assert ns.main([*small, *other]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("network_study: error:") and words in err[0] and "--name" in err[0]
@@ -122,4 +157,7 @@ def test_results_written_before_settings_were_recorded_are_compared_on_what_they
     assert ns.main([*small, "--seed", "2"]) == 2 and "seed: 0 there, 2 now" in capsys.readouterr().err
     assert ns.main([*small[:3], "4,20", *small[4:]]) == 2 and "cases:" in capsys.readouterr().err
     assert json.loads((base / "summary.json").read_text()) == legacy
-    assert ns.main(small) == 0 and "runs" in json.loads((base / "summary.json").read_text())
+    # The same seed, policy and cases, but drawn before session 19's workload model (version 2:
+    # other sizes, Sub-a2a and oblivious placements): refused too, the folder untouched.
+    assert ns.main(small) == 2 and "workload_model: 1 there, 2 now" in capsys.readouterr().err
+    assert json.loads((base / "summary.json").read_text()) == legacy

@@ -90,6 +90,29 @@ def test_subcomm_a2a(strided):
     assert np.all(t.nbytes == 64 * 1024)
 
 
+@pytest.mark.parametrize("n,along", [(60, 2), (60, 3), (64, 1), (27, 2)])
+def test_grid_a2a_is_all_to_all_along_grid_lines(n, along):
+    """By hand: 60 ranks make a 5 x 4 x 3 grid (row-major: rank = (i * 4 + j) * 3 + k); two ranks
+    talk iff they differ in exactly one coordinate and it is one of the first ``along``."""
+    dims = P.grid_dims(n, 3)
+    if n == 60:
+        assert dims == (5, 4, 3)
+    t = P.grid_a2a(None, n, along=along, nbytes=7.0)
+
+    def coord(r):
+        return np.unravel_index(r, dims)
+
+    expected = set()
+    for a in range(n):
+        for b in range(n):
+            differ = [d for d in range(3) if coord(a)[d] != coord(b)[d]]
+            if len(differ) == 1 and differ[0] < along:
+                expected.add((a, b))
+    assert set(pairs(t)) == expected and t.n_flows == len(expected)  # no pair twice
+    assert np.all(t.nbytes == 7.0)
+    assert t.n_flows == n * sum(dims[d] - 1 for d in range(along))
+
+
 def test_random_pairs():
     t = P.random_pairs(KEY, 64)
     assert Counter(t.src.tolist()) == Counter(range(64))  # each rank sends once

@@ -112,17 +112,27 @@ def test_orderings_have_the_structure_the_paper_describes():
     assert set(routers("OY", 24 * 24)[:, 1]) == {0}
     for name, thick in (("2Y", 2), ("4Y", 4)):
         order = routers(name, 24 ** 3)
+        # The XK block's layers (y 0-5) come last: after every router of y 6-21 (4Y's last two
+        # blocks of 4 layers hold y 22-23 too).
+        xk_layers = order[:, 1] < 6
+        assert np.flatnonzero(~xk_layers & (order[:, 1] < 22)).max() < np.flatnonzero(xk_layers).min()
+        order[:, 1] = (order[:, 1] - 6) % 24  # y counted from where the sweep starts (below)
         size = 4 * thick * 8
         blocks = order.reshape(-1, size, 3)
         corner = blocks.min(axis=1)
         # every block is a whole 4 x thick x 8 box of routers ...
         assert np.all(blocks.max(axis=1) - corner == [3, thick - 1, 7])
-        # ... the torus is filled along z first, then x, then y ...
+        # ... the torus is filled along z first, then x, then y, from y = 6: past the XK block
+        # (x 17-7, y 0-5), whose partial layers come last ...
         assert corner[:3].tolist() == [[0, 0, 0], [0, 0, 8], [0, 0, 16]]
         assert corner[3].tolist() == [4, 0, 16]  # the next x step starts where z ended (serpentine)
         # ... and consecutive blocks always touch: one step in one dimension.
         step = np.abs(np.diff(corner // [4, thick, 8], axis=0)).sum(axis=1)
         assert np.all(step == 1)
+    # A torus without such a region starts at y = 0.
+    plain = load("torus8")
+    first = np.stack(plain.router_coords(plain.ordering("2Y")[::2][:64] // 2), axis=1)
+    assert set(first[:, 1]) == {0, 1}
 
 
 @pytest.mark.parametrize("ordering", ["id", "O2", "2Y"])

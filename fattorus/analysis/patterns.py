@@ -349,6 +349,35 @@ def subcomm_a2a(
     return _traffic(src[ok], dst[ok], nbytes)
 
 
+def grid_a2a(key: jax.Array | None, n: int, ndim: int = 3, along: int = 2, nbytes: float = 64 * KiB) -> Traffic:
+    """All-to-all along ``along`` dimensions of a near-cubic ``ndim``-D process grid (the fat-tree
+    paper's Sub-a2a: "sub-communicator based all-to-all communication on a 3D process grid",
+    "with all-to-all performed along two dimensions"; on Cab "along all dimensions").
+
+    The grid is :func:`grid_dims` ``(n, ndim)`` with ranks row-major; for each of the first
+    ``along`` dimensions (the slowest-varying: their sub-communicators hold ranks far apart, as a
+    parallel FFT's transposes do), every rank sends ``nbytes`` (64 KiB by default, a choice) to
+    every other rank of its line along that dimension (all coordinates but that one equal).
+    Two ranks share at most one such line, so no pair is sent twice.
+    """
+    n = _check_n(n)
+    if not 1 <= along <= ndim:
+        raise ValueError(f"along must be in 1..{ndim}, got {along}")
+    dims = grid_dims(n, ndim)
+    coords = np.stack(np.unravel_index(np.arange(n), dims), axis=-1)  # (n, ndim)
+    src, dst = [], []
+    for d in range(along):
+        # Every other position k on rank r's line along d: coordinate d replaced by k.
+        others = np.arange(dims[d])
+        moved = np.repeat(coords[:, None, :], dims[d], axis=1)  # (n, dims[d], ndim)
+        moved[:, :, d] = others[None, :]
+        peer = np.ravel_multi_index(tuple(np.moveaxis(moved, -1, 0)), dims)  # (n, dims[d])
+        keep = others[None, :] != coords[:, d:d + 1]
+        src.append(np.broadcast_to(np.arange(n)[:, None], peer.shape)[keep])
+        dst.append(peer[keep])
+    return _traffic(np.concatenate(src), np.concatenate(dst), nbytes)
+
+
 # Registry -----------------------------------------------------------------------------------
 PatternFn = Callable[..., Traffic]
 
@@ -359,11 +388,12 @@ PATTERNS: dict[str, PatternFn] = {
     "unstructured_mesh": unstructured_mesh,
     "random_pairs": random_pairs,
     "subcomm_a2a": subcomm_a2a,
+    "grid_a2a": grid_a2a,
     "all_to_all": all_to_all,
     "spread": spread,
 }
 #: Patterns whose traffic does not depend on the random key (a function of ``n`` alone).
-KEYLESS = frozenset({"stencil2d", "stencil3d", "stencil4d", "subcomm_a2a", "all_to_all"})
+KEYLESS = frozenset({"stencil2d", "stencil3d", "stencil4d", "subcomm_a2a", "grid_a2a", "all_to_all"})
 
 
 def make(name: str, key: jax.Array, n: int, **params) -> Traffic:

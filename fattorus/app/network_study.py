@@ -1,23 +1,33 @@
 """The fat-tree paper's network study on the flow model (issue 14, item 4).
 
 ``python -m fattorus.app.network_study [--paper] [--machine ft44] [--sizes 512,4096]
-[--workloads 15] [--comm-fraction 1] [--seed 0] [--name NAME]``
+[--workloads 15] [--comm-fraction 1] [--a2a-dims 2] [--oblivious to] [--churn 5] [--seed 0]
+[--name NAME]``
 
-A workload packs jobs of random sizes (uniform integers in ``--sizes``, seeded) onto an empty
-machine until the interference-free policy ``ta`` cannot place the next one (20 draws in a
-row), each job with one of the paper's four patterns (Stencil 4D, Unstructured mesh 3D,
-Pairs, Sub-communicator all-to-all; equally likely, seeded). The same jobs are placed twice,
-in the same order: by ``ta`` (interference-free, compact) and by a topology-oblivious policy
-(``--oblivious``: ``to``, first fit by node id — Flux's default, what the paper compared
-against — or ``to_random``, any free nodes: the fragmented allocations of a busy machine). With all jobs communicating at once
+A workload packs jobs of random sizes onto an empty machine until the interference-free
+policy ``ta`` cannot place the next one (20 draws in a row). Sizes (:func:`job_sizes`, seeded)
+are log-uniform over ``--sizes``, rounded to sizes whose 3D and 4D process grids are near-cubic
+(no extent above twice the cube root, resp. fourth root: Stencil runs on a 4D grid and
+Unstructured mesh and Sub-a2a on 3D ones, and a prime size would make them one long line).
+Each job gets one of the paper's four patterns (Stencil 4D, Unstructured mesh 3D, Pairs, and
+Sub-a2a: all-to-all along ``--a2a-dims`` dimensions of a 3D process grid,
+:func:`fattorus.analysis.patterns.grid_a2a`; equally likely, seeded). The same jobs are placed
+twice, in the same order: by ``ta`` (interference-free, compact) and by a topology-oblivious
+policy (``--oblivious``): ``to``, first fit by node id on a machine in steady state — other jobs
+fill the machine and end and start ``--churn`` times per job, then the workload takes the
+machine over as they end (:func:`oblivious`; 0: first fit on the empty machine, which is
+nearly as compact as ``ta``) —
+or ``to_random``, any free nodes (the most fragmented case). With all jobs communicating at once
 (:func:`fattorus.analysis.commtime.step_times`), a job's speedup is its run time under the
 oblivious placement over its run time under ``ta``, where a run time is compute plus one
 step of communication and communication is ``--comm-fraction`` of the run time under ``ta``
 (1: communication only, the paper's simulations; 0.3: its "30 % communication" variant).
 
-``--paper`` runs the paper's four cases: ft44 with 512–4,096-node jobs (15 workloads); Cab
-with 4–512 and 4–128 nodes; and 4–128 nodes with 30 % communication (so it takes none of
-``--machine``, ``--sizes``, ``--workloads``, ``--comm-fraction``). Results go to
+``--paper`` runs the paper's four cases: ft44 with 512–4,096-node jobs (15 workloads, Sub-a2a
+along two dimensions, as the paper's simulations); Cab with 4–512 and 4–128 nodes; and 4–128
+nodes with 30 % communication (Sub-a2a along all three dimensions, as the paper's Cab runs;
+so it takes none of ``--machine``, ``--sizes``, ``--workloads``, ``--comm-fraction``,
+``--a2a-dims``). Results go to
 ``results/network_study/<name>/`` under the current directory (``jobs.parquet``: one row per job and case;
 ``summary.json``: the settings and per-case, per-pattern mean and max speedups), written atomically, and a
 table is printed. A folder that holds results made with other settings (seed, oblivious
@@ -41,6 +51,7 @@ import polars as pl
 from fattorus import paths, topology
 from fattorus.analysis import commtime, patterns
 from fattorus.app.outputs import stored_summary
+from fattorus.kernels import aph
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.sched import policy as policy_mod
@@ -49,14 +60,20 @@ from fattorus.sched import state as st
 DEFAULT_SIZES = "512,4096"
 DEFAULT_WORKLOADS = 15
 DEFAULT_COMM_FRACTION = 1.0
-PATTERNS = ("stencil4d", "unstructured_mesh", "random_pairs", "subcomm_a2a")
-LABELS = {"stencil4d": "Stencil", "unstructured_mesh": "Unstr-mesh", "random_pairs": "Pairs", "subcomm_a2a": "Sub-a2a"}
-#: (case name, machine, min nodes, max nodes, workloads, communication fraction)
+DEFAULT_A2A_DIMS = 2
+DEFAULT_CHURN = 5
+#: Version of how workloads and placements are drawn, recorded in ``summary.json``: 1 until
+#: session 19 (uniform sizes, Sub-a2a in rows of 16 consecutive ranks, first fit on the empty
+#: machine), 2 since (log-uniform near-cubic sizes, grid all-to-all, first fit after churn).
+WORKLOAD_MODEL = 2
+PATTERNS = ("stencil4d", "unstructured_mesh", "random_pairs", "grid_a2a")
+LABELS = {"stencil4d": "Stencil", "unstructured_mesh": "Unstr-mesh", "random_pairs": "Pairs", "grid_a2a": "Sub-a2a"}
+#: (case name, machine, min nodes, max nodes, workloads, communication fraction, Sub-a2a dimensions)
 PAPER_CASES = (
-    ("ft44_512-4096", "ft44", 512, 4096, 15, 1.0),
-    ("cab_4-512", "cab", 4, 512, 15, 1.0),
-    ("cab_4-128", "cab", 4, 128, 15, 1.0),
-    ("cab_4-128_c30", "cab", 4, 128, 15, 0.3),
+    ("ft44_512-4096", "ft44", 512, 4096, 15, 1.0, 2),
+    ("cab_4-512", "cab", 4, 512, 15, 1.0, 3),
+    ("cab_4-128", "cab", 4, 128, 15, 1.0, 3),
+    ("cab_4-128_c30", "cab", 4, 128, 15, 0.3, 3),
 )
 #: The paper's figures (Section V-B), for the printed comparison.
 PAPER = {
@@ -67,13 +84,35 @@ PAPER = {
 }
 
 
+def job_sizes(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sizes in ``[lo, hi]`` whose near-cubic 3D and 4D process grids
+    (:func:`fattorus.analysis.patterns.grid_dims`) have no extent above twice the cube (fourth)
+    root, and their draw probabilities: a log-uniform draw over ``[lo, hi]`` rounded to the
+    nearest such size in log scale (each size's probability is the log-width of the sizes
+    closer to it than to its neighbours: cut at the geometric means of neighbours).
+
+    Why near-cubic: a prime or near-prime size makes a 4D stencil or a 3D grid one long line
+    (3,561 nodes: 1187 x 3 x 1 x 1), whose traffic hardly leaves a leaf. Why log-uniform: the
+    paper's Cab workloads of 4-128 nodes held ~36 jobs (1,296 / 36 = 36 nodes a job on average,
+    the mean of a log-uniform size over 4-128) where uniform sizes give ~24; for 4-512 it reports
+    ~20 jobs (log-uniform: ~12, uniform: ~8). Empty if no size in the range qualifies."""
+    sizes = np.array([n for n in range(lo, hi + 1)
+                      if all(max(patterns.grid_dims(n, d)) <= 2 * n ** (1 / d) + 1e-9 for d in (3, 4))], np.int64)
+    if not len(sizes):
+        return sizes, np.zeros(0)
+    cuts = np.log(np.concatenate([[lo], np.sqrt(sizes[:-1] * sizes[1:]), [hi]]).astype(float))
+    width = np.diff(cuts)
+    return sizes, (width / width.sum() if width.sum() > 0 else np.full(len(sizes), 1 / len(sizes)))
+
+
 def pack(topo: Any, lo: int, hi: int, rng: np.random.Generator, tries: int = 20) -> list[np.ndarray]:
-    """Allocations of jobs of random sizes in ``[lo, hi]`` packed by ``ta`` on an empty machine."""
+    """Allocations of jobs of random sizes (:func:`job_sizes`) packed by ``ta`` on an empty machine."""
     ta = policy_mod.make("ta", topo)
     state = st.empty(topo)
+    sizes, prob = job_sizes(lo, hi)
     out, misses = [], 0
     while misses < tries:
-        n = int(rng.integers(lo, hi + 1))
+        n = int(rng.choice(sizes, p=prob))
         placed = ta.place(state, n) if n <= state.n_free else None
         if placed is None:
             misses += 1
@@ -84,37 +123,87 @@ def pack(topo: Any, lo: int, hi: int, rng: np.random.Generator, tries: int = 20)
     return out
 
 
-def oblivious(topo: Any, sizes: Sequence[int], name: str, seed: int) -> list[np.ndarray]:
+def oblivious(topo: Any, sizes: Sequence[int], name: str, seed: int, churn: int = 0,
+              pool: tuple[np.ndarray, np.ndarray] | None = None) -> list[np.ndarray]:
     """The same job sizes placed in order by the topology-oblivious policy ``name`` (``to``:
-    lowest free node ids; ``to_random``: any free nodes) on an empty machine."""
+    lowest free node ids; ``to_random``: any free nodes).
+
+    With ``churn = 0`` on an empty machine. Otherwise on a machine in steady state, the
+    workload taking it over: other jobs (sizes drawn from ``pool``, :func:`job_sizes`' sizes and
+    probabilities; default the workload's own sizes, uniformly) fill the machine by the same
+    policy, then ``churn`` times per workload job one of them ends at random and new ones start
+    while they fit; then the workload's jobs start in order, each as soon as it fits, while the
+    other jobs end one at a time in random order (all seeded).
+
+    Why: the paper's topology-oblivious allocations spread jobs "all over the network" (its
+    Fig. 7: their median APH above the ideal), while first fit on an empty machine hands each job
+    one block of node ids, nearly ``ta``'s own placement. First fit meets a production machine's
+    free list, fragmented by jobs that ended in random order. The workload's sizes (and so its
+    traffic) are the same as under ``ta``."""
     pol = policy_mod.make(name, topo, seed=seed)
     state = st.empty(topo)
+
+    def start(n: int) -> np.ndarray | None:
+        placed = pol.place(state, int(n)) if n <= state.n_free else None
+        if placed is not None:
+            placed = np.asarray(placed)
+            st.allocate(state, placed, pol.footprint(placed))
+        return placed
+
+    others: list[np.ndarray] = []
+    if churn and len(sizes):
+        rng = np.random.default_rng([seed, 1])
+        draw_from, prob = pool if pool is not None else (np.asarray(sizes), None)
+
+        def fill() -> None:
+            misses = 0
+            while misses < 20:  # as ta's packing: full once 20 draws in a row do not fit
+                placed = start(int(rng.choice(draw_from, p=prob)))
+                misses = 0 if placed is not None else misses + 1
+                if placed is not None:
+                    others.append(placed)
+
+        def end_one() -> None:
+            gone = others.pop(int(rng.integers(len(others))))
+            st.release(state, gone, pol.footprint(gone))
+
+        fill()
+        for _ in range(churn * len(sizes)):
+            end_one()
+            fill()
     out = []
     for n in sizes:
-        placed = np.asarray(pol.place(state, int(n)))
-        st.allocate(state, placed, pol.footprint(placed))
+        while (placed := start(n)) is None:
+            end_one()  # a workload job always fits once every other job has ended
         out.append(placed)
     return out
 
 
 def workload_rows(topo: Any, case: str, w: int, lo: int, hi: int, c: float, seed: int,
-                  oblivious_policy: str = "to") -> list[dict]:
+                  oblivious_policy: str = "to", a2a_dims: int = DEFAULT_A2A_DIMS,
+                  churn: int = DEFAULT_CHURN) -> list[dict]:
     """One workload: pack, draw patterns, time both placements; a row per job."""
     rng = np.random.default_rng([seed, w])
     ta_alloc = pack(topo, lo, hi, rng)
     sizes = [len(a) for a in ta_alloc]
-    to_alloc = oblivious(topo, sizes, oblivious_policy, int(rng.integers(2**31)))
+    to_alloc = oblivious(topo, sizes, oblivious_policy, int(rng.integers(2**31)), churn, job_sizes(lo, hi))
     names = [PATTERNS[i] for i in rng.integers(0, len(PATTERNS), len(sizes))]
     key = jax.random.PRNGKey(int(rng.integers(2**31)))
-    traffic = [patterns.make(name, jax.random.fold_in(key, j), n) for j, (name, n) in enumerate(zip(names, sizes))]
+    params = {"grid_a2a": {"along": a2a_dims}}
+    traffic = [patterns.make(name, jax.random.fold_in(key, j), n, **params.get(name, {}))
+               for j, (name, n) in enumerate(zip(names, sizes))]
     t_ta = commtime.step_times(topo, [commtime.Job(a, t) for a, t in zip(ta_alloc, traffic)])
     t_to = commtime.step_times(topo, [commtime.Job(a, t) for a, t in zip(to_alloc, traffic)])
     # Run time = compute + communication, communication = c of the run time under ta.
     compute = t_ta * (1 - c) / c if c > 0 else np.zeros_like(t_ta)
     with np.errstate(divide="ignore", invalid="ignore"):
         speedup = np.where(t_ta > 0, (compute + t_to) / np.where(t_ta > 0, compute + t_ta, 1), 1.0)
+    # Average pair hops of both placements: how spread the oblivious one is (the paper's Fig. 7).
+    aph_ta, aph_to = (np.asarray(aph.aph_from_sums(np.asarray(aph.hop_sums(topo, aph.pad(a))), sizes))
+                      for a in (ta_alloc, to_alloc))
     return [{"case": case, "machine": topo.name, "workload": w, "job": j, "nodes": sizes[j], "pattern": LABELS[names[j]],
-             "comm_fraction": c, "step_ta": float(t_ta[j]), "step_to": float(t_to[j]), "speedup": float(speedup[j])}
+             "comm_fraction": c, "step_ta": float(t_ta[j]), "step_to": float(t_to[j]), "speedup": float(speedup[j]),
+             "aph_ta": float(aph_ta[j]), "aph_to": float(aph_to[j])}
             for j in range(len(sizes))]
 
 
@@ -152,9 +241,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--workloads", type=int, default=None, help=f"workloads (default {DEFAULT_WORKLOADS})")
     ap.add_argument("--comm-fraction", type=float, default=None,
                     help=f"communication share of the run time under ta, in (0, 1] (default {DEFAULT_COMM_FRACTION:g})")
+    ap.add_argument("--a2a-dims", type=int, default=None, choices=(1, 2, 3),
+                    help=f"Sub-a2a: all-to-all along this many dimensions of a 3D grid (default {DEFAULT_A2A_DIMS})")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--oblivious", choices=("to", "to_random"), default="to",
-                    help="the topology-oblivious placement: to (first fit, Flux's default) or to_random")
+                    help="the topology-oblivious placement: to (first fit by node id) or to_random (any free nodes)")
+    ap.add_argument("--churn", type=int, default=DEFAULT_CHURN,
+                    help=f"job ends per workload job on the machine the oblivious placements start on (default {DEFAULT_CHURN}; "
+                         "0: the empty machine)")
     ap.add_argument("--name", default=None, help="results/network_study/NAME (default: paper or the case)")
     return ap.parse_args(argv)
 
@@ -164,7 +258,7 @@ def cases(args: argparse.Namespace) -> list[tuple]:
     if args.paper:
         # Each paper case fixes its machine, sizes, workloads and communication share: an
         # option given beside --paper would be silently ignored, so it is refused.
-        given = [f"--{k.replace('_', '-')}" for k in ("machine", "sizes", "workloads", "comm_fraction")
+        given = [f"--{k.replace('_', '-')}" for k in ("machine", "sizes", "workloads", "comm_fraction", "a2a_dims")
                  if getattr(args, k) is not None]
         if given:
             raise ValueError(f"--paper runs the paper's own cases; drop {' and '.join(given)}")
@@ -173,6 +267,7 @@ def cases(args: argparse.Namespace) -> list[tuple]:
     args.sizes = DEFAULT_SIZES if args.sizes is None else args.sizes
     args.workloads = DEFAULT_WORKLOADS if args.workloads is None else args.workloads
     args.comm_fraction = DEFAULT_COMM_FRACTION if args.comm_fraction is None else args.comm_fraction
+    args.a2a_dims = DEFAULT_A2A_DIMS if args.a2a_dims is None else args.a2a_dims
     try:
         lo, hi = (int(x) for x in args.sizes.split(","))
     except ValueError:
@@ -183,14 +278,17 @@ def cases(args: argparse.Namespace) -> list[tuple]:
         raise ValueError(f"--workloads {args.workloads}: need at least 1")
     if not 0 < args.comm_fraction <= 1:
         raise ValueError(f"--comm-fraction {args.comm_fraction}: must be in (0, 1]")
-    return [(f"{args.machine}_{lo}-{hi}", args.machine, lo, hi, args.workloads, args.comm_fraction)]
+    if not len(job_sizes(lo, hi)[0]):
+        raise ValueError(f"--sizes {args.sizes!r}: no size in the range has near-cubic 3D and 4D process grids")
+    return [(f"{args.machine}_{lo}-{hi}", args.machine, lo, hi, args.workloads, args.comm_fraction, args.a2a_dims)]
 
 
 def settings(args: argparse.Namespace, todo: Sequence[tuple]) -> dict[str, Any]:
     """What the results depend on, as recorded in ``summary.json`` (JSON types)."""
-    runs = [{"case": case, "machine": m, "sizes": [lo, hi], "workloads": n_wl, "comm_fraction": c}
-            for case, m, lo, hi, n_wl, c in todo]
-    return {"seed": args.seed, "oblivious": args.oblivious, "runs": runs}
+    runs = [{"case": case, "machine": m, "sizes": [lo, hi], "workloads": n_wl, "comm_fraction": c, "a2a_dims": dims}
+            for case, m, lo, hi, n_wl, c, dims in todo]
+    return {"seed": args.seed, "oblivious": args.oblivious, "churn": args.churn, "workload_model": WORKLOAD_MODEL,
+            "runs": runs}
 
 
 def _show(value: Any) -> str:
@@ -214,8 +312,12 @@ def settings_conflict(out: Path, now: dict[str, Any]) -> str | None:
     old = stored_summary(out)
     if not isinstance(old, dict):
         return old
-    recorded = {k: old[k] for k in ("seed", "oblivious", "runs") if k in old}
+    recorded = {k: old[k] for k in ("seed", "oblivious", "churn", "workload_model", "runs") if k in old}
+    # Before session 19 no model version was recorded: those folders hold version 1.
+    recorded.setdefault("workload_model", 1)
     current = dict(now)
+    if isinstance(old.get("runs"), list) and all(isinstance(r, dict) and "a2a_dims" not in r for r in old["runs"]):
+        current["runs"] = [{k: v for k, v in r.items() if k != "a2a_dims"} for r in now["runs"]]
     if "runs" not in old and isinstance(old.get("cases"), dict):
         recorded["cases"] = sorted(old["cases"])
         current["cases"] = sorted(r["case"] for r in now["runs"])
@@ -231,6 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {args.seed}")
+        if args.churn < 0:
+            raise ValueError(f"--churn must be >= 0, got {args.churn}")
         todo = cases(args)
         machines = {m: topology.load(m) for _, m, *_ in todo}
         for topo in machines.values():  # both policies compared must serve the machine
@@ -243,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
         print(f"network_study: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
-    for case, m, lo, hi, _, _ in todo:
+    for case, m, lo, hi, *_ in todo:
         if hi > machines[m].n_nodes:
             print(f"network_study: error: {case}: jobs of up to {hi} nodes do not fit {m} ({machines[m].n_nodes} nodes)",
                   file=sys.stderr)
@@ -254,9 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"network_study: error: {conflict}", file=sys.stderr)
         return 2
     rows = []
-    for case, m, lo, hi, n_wl, c in todo:
+    for case, m, lo, hi, n_wl, c, dims in todo:
         for w in range(n_wl):
-            rows.extend(workload_rows(machines[m], case, w, lo, hi, c, args.seed, args.oblivious))
+            rows.extend(workload_rows(machines[m], case, w, lo, hi, c, args.seed, args.oblivious, dims, args.churn))
             print(f"[network_study] {case}: workload {w + 1}/{n_wl}", file=sys.stderr, flush=True)
     table = pl.DataFrame(rows)
     summary = summarize(table)

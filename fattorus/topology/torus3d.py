@@ -501,8 +501,10 @@ class Torus3D(Topology):
           filling the torus along z, then x, then y, reversing direction after each jump
           (serpentine), so that jobs get xz slabs 2 (4) routers thick in y. Within a block
           z is fastest, then x, then y. Partial blocks at the torus edge are kept as they
-          fall. Nodes of another kind (the XK region, service nodes) stay in the list: a
-          replay holds them out of the machine, so first fit skips them.
+          fall. The y sweep starts just past a node-kind region that does not span the x ring
+          (Blue Waters' XK block: at y = 6; :meth:`_y_start`), so its partial layers come last.
+          Nodes of another kind (the XK region, service nodes) stay in the list: a replay holds
+          them out of the machine, so first fit skips them.
         * ``hilbert``: routers in the order of a 3D Hilbert curve over the smallest ``2^k``
           cube holding the grid (Skilling's transpose algorithm), what Slurm uses on 3D tori;
           on a ``2^k`` cube consecutive routers are neighbours.
@@ -516,6 +518,18 @@ class Torus3D(Topology):
     def _router_orders(self) -> dict[str, np.ndarray]:
         return {}
 
+    def _y_start(self) -> int:
+        """The y layer where ``2Y``/``4Y`` start: just past the first node-kind region that does
+        not span the x ring (Blue Waters' XK block: y 0-5, so y = 6), else 0. Why: the paper's
+        orders were changed to "deal with the fact that the XK region on Blue Waters does not
+        span the full torus in the x direction"; started inside its layers, the first xz slabs
+        hold only the XE part of x (9 of 24 on Blue Waters) and a job's slab grows thick in y,
+        the slow dimension these orders keep thin. Started past them, those layers come last."""
+        for _, form, value in self.node_kinds:
+            if form == "region" and value[3] < self.dims[0]:
+                return (value[1] + value[4]) % self.dims[1]
+        return 0
+
     def _router_order(self, name: str) -> np.ndarray:
         r = np.arange(self.n_routers)
         x, y, z = self.router_coords(r)
@@ -527,6 +541,7 @@ class Torus3D(Topology):
             return r[np.lexsort((z, x, y))]
         if name in ("2Y", "4Y"):
             thick = 2 if name == "2Y" else 4
+            y = (y - self._y_start()) % self.dims[1]  # the layers the sweep starts from come first
             bx, by, bz = x // 4, y // thick, z // 8
             nbx, nbz = -(-self.dims[0] // 4), -(-self.dims[2] // 8)
             bx = np.where(by % 2 == 1, nbx - 1 - bx, bx)  # serpentine in x across y layers
