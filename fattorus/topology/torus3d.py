@@ -22,8 +22,9 @@ router (Gemini: 2). Router ``(x, y, z)`` has id ``r = (x * Y + y) * Z + z`` and 
 * **Node kinds** (spec `machines.md`): every slot is a compute node of type ``XE`` unless the
   config's ``node_kinds`` says otherwise, entry by entry in order, each over the slots not yet
   given a kind: a ``region`` of routers (``origin`` and ``shape``, wrapping; Blue Waters' XK
-  block of 15 x 6 x 24), explicit ``routers`` or ``nodes`` lists, or a ``scatter`` of a
-  ``fraction`` of the remaining routers drawn with a ``seed`` (service node pairs).
+  block of 15 x 6 x 24), explicit ``routers`` or ``nodes`` lists, or a ``scatter`` of
+  ``fraction`` x all routers, drawn with a ``seed`` among the routers not yet given a kind
+  (service node pairs).
 """
 
 from __future__ import annotations
