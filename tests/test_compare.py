@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -250,3 +251,34 @@ def test_trials_of_other_time_windows_are_other_workloads(tmp_path, capsys):
     early = text.split("[days 0.0+7.0]")[1].split("###")[0]
     assert early.split("| ta |")[1].splitlines()[0].endswith(" 0.748 |")  # 0.37401 / 0.5
     assert "several trials" not in capsys.readouterr().err
+
+
+def test_window_utilization_and_the_steady_window_by_hand():
+    from fattorus.analysis import metrics
+
+    start, end, nodes = np.array([0.0, 5.0, 30.0]), np.array([10.0, 20.0, 40.0]), np.array([2, 1, 4])
+    # [5, 25): 2 nodes x 5 s + 1 node x 15 s = 25 node-seconds over 4 nodes x 20 s.
+    assert metrics.window_utilization(start, end, nodes, 4, 5.0, 25.0) == 0.3125
+    assert np.isnan(metrics.window_utilization(start, end, nodes, 4, 5.0, 5.0))
+    assert metrics.steady_window(np.array([8.0, 0.0, 20.0])) == (5.0, 20.0)  # a quarter in, the last submit
+
+
+def test_break_even_from_the_steady_window(tmp_path):
+    """Trials whose jobs carry submit, start and end times get the steady utilization and its
+    break-even beside the whole-run ones. Two jobs submitted at 0 and 40 s: the window is
+    [10, 40). First fit: jobs of 4 nodes on [0, 50) and 2 on [40, 60): 4 x 30 / (4 x 30) = 100 %.
+    Prism: 4 nodes on [0, 20) and 2 on [40, 60): 4 x 10 / 120 = 33.3 %; break-even 3.000."""
+    for name, policy, params, util, s, e in (("a", "first_fit", {"ordering": "O2"}, 0.8, [0.0, 40.0], [50.0, 60.0]),
+                                             ("b", "prism", {}, 0.5, [0.0, 40.0], [20.0, 60.0])):
+        path = tmp_path / name
+        path.mkdir()
+        cfg = {"topo": "t", "policy": policy, "policy_params": params, "workload": {"name": "w", "scale_factor": 1.0}}
+        (path / "summary.json").write_text(json.dumps({"config": cfg, "utilization": {"mean": util}, "usable_nodes": 4}))
+        pl.DataFrame({"nodes": [4, 2], "wait_s": [0.0, 0.0], "aph": [0.0, 0.0], "max_hops": [0, 0],
+                      "exposed": [False, False], "bbox_fill": [1.0, 1.0], "submit_s": [0.0, 40.0],
+                      "start_s": s, "end_s": e}).write_parquet(path / "jobs.parquet")
+    assert compare.main([str(tmp_path)]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    assert "| steady utilization | break-even (steady) |" in text
+    assert "| 1.600 | 33.3% | 3.000 |" in text  # prism: whole run 0.8 / 0.5, steady 1 / (1/3)
+    assert "| 1.000 | 100.0% | 1.000 |" in text

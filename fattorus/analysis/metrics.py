@@ -50,6 +50,30 @@ def utilization(jobs: pl.DataFrame, n_nodes: int, step_s: float = 60.0) -> pl.Da
     return pl.DataFrame({"t_s": t, "busy_nodes": busy, "utilization": busy / n_nodes})
 
 
+def window_utilization(start_s: np.ndarray, end_s: np.ndarray, nodes: np.ndarray, capacity: int,
+                       t0: float, t1: float) -> float:
+    """Busy node-seconds inside ``[t0, t1)`` over ``capacity x (t1 - t0)``: the exact mean
+    utilization of that window (nan for an empty window)."""
+    if not t1 > t0:
+        return float("nan")
+    overlap = np.clip(np.minimum(end_s, t1) - np.maximum(start_s, t0), 0.0, None)
+    return float(np.sum(np.asarray(nodes, np.float64) * overlap) / (capacity * (t1 - t0)))
+
+
+#: Share of the submission span a steady-state window leaves out at its start (the fill-up).
+STEADY_WARMUP = 0.25
+
+
+def steady_window(submit_s: np.ndarray) -> tuple[float, float]:
+    """``(t0, t1)``: the steady-state window of a replay, from a quarter into the submission
+    span to the last submission. Why: a replay starts on an empty machine and drains after the
+    last submission, and both ends lower the whole-run utilization by an amount that depends on
+    the run's length, not on the policy; the torus paper reports "steady state scheduling
+    efficiency", measured while jobs kept arriving (the mean of its test's last iterations)."""
+    first, last = float(np.min(submit_s)), float(np.max(submit_s))
+    return first + STEADY_WARMUP * (last - first), last
+
+
 def _stats(values: np.ndarray, with_quantiles: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"jobs": int(len(values))}
     if len(values) == 0:

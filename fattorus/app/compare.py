@@ -18,7 +18,11 @@ paper, Section III-B). If a policy's placements run applications at their best (
 and the reference's at ``1/s``, the policy matches the reference's total system efficiency
 when ``U_policy = U_ref / s``: the break-even speedup is ``s* = U_ref / U_policy`` (above 1:
 the policy gives up utilization, and its applications must run ``s*`` times faster to pay
-for it; the paper's reference [8] puts it at 1.25-1.3 for contiguous allocation).
+for it; the paper's reference [8] puts it at 1.25-1.3 for contiguous allocation). Where the
+trials' jobs carry submit, start and end times, the tables also give the **steady
+utilization** — over :func:`fattorus.analysis.metrics.steady_window`, from a quarter into the
+submission span to the last submission: the paper's "steady state scheduling efficiency",
+without the empty machine's fill-up and the final drain — and the break-even speedup from it.
 The reference must be one of the study's arms: a ``--reference`` that names no arm is refused
 (exit 2, the labels present listed); when the default reference (a torus label) names no arm,
 as in every fat-tree study, the tables have no break-even column and one note on stderr says
@@ -43,6 +47,7 @@ from typing import Any
 
 import polars as pl
 
+from fattorus.analysis import metrics
 from fattorus.args import OneLineParser, run_piped
 from fattorus.files import atomic_write
 from fattorus.report.load import arm_settings, disambiguate, with_arm_settings
@@ -115,6 +120,11 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
     }
     app = (summary.get("runtime_model") or {}).get("application_efficiency")
     row["system_eff"] = row["util"] * float(app) if app is not None else None
+    capacity = summary.get("usable_nodes", summary.get("n_nodes"))
+    if capacity and jobs.height and {"submit_s", "start_s", "end_s"} <= set(jobs.columns):
+        t0, t1 = metrics.steady_window(jobs["submit_s"].to_numpy())
+        row["steady_util"] = metrics.window_utilization(jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy(),
+                                                        jobs["nodes"].to_numpy(), int(capacity), t0, t1)
     return row
 
 
@@ -189,7 +199,10 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
         refs = sorted((r for r in group if r.get("arm", r["policy"]) == reference), key=_seed_order)
         ref = refs[0] if refs else None
         same_seed = " (same seed)" if len(refs) > 1 else ""
+        steady = all(r.get("steady_util") is not None for r in group)
         even_head, even_rule = (f" break-even vs {reference}{same_seed} |", "---:|") if ref else ("", "")
+        if ref and steady:
+            even_head, even_rule = even_head + " steady utilization | break-even (steady) |", even_rule + "---:|---:|"
         modelled = any(r.get("system_eff") is not None for r in group)
         eff_head, eff_rule = (" system efficiency |", "---:|") if modelled else ("", "")
         out += [f"### {wl}", "",
@@ -210,9 +223,15 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
                     fallback |= bool(mark)
                 even = mine["util"] / r["util"] if r["util"] > 0 else float("nan")
                 line += f" {even:.3f}{mark} |"
+                if steady:
+                    even = mine["steady_util"] / r["steady_util"] if r["steady_util"] > 0 else float("nan")
+                    line += f" {r['steady_util']:.1%} | {even:.3f}{mark} |"
             out.append(line)
         if fallback:
             out += ["", f"† against the reference's seed={ref.get('seed')} run: it has no run of the row's seed."]
+        if ref and steady:
+            out += ["", f"Steady utilization: the window from {metrics.STEADY_WARMUP:.0%} into the submission span to the "
+                        "last submission (no fill-up, no drain; `metrics.steady_window`)."]
         out.append("")
     return "\n".join(out)
 
