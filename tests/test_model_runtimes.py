@@ -89,6 +89,10 @@ def test_application_efficiency_is_work_over_busy_node_seconds(runs, jobs):
         work = np.where(cut, ran / factor, base)
         got = result.summary["runtime_model"]["application_efficiency"]
         assert got == pytest.approx((nodes * work).sum() / (nodes * ran).sum(), rel=1e-12)
+        # Killed work counted as lost: only the jobs that ran to their end did work.
+        done = result.summary["runtime_model"]["application_efficiency_completed"]
+        assert done == pytest.approx((nodes * np.where(cut, 0.0, base)).sum() / (nodes * ran).sum(), rel=1e-12)
+        assert (done < got) == bool(cut.any())
     # Under ta jobs communicate (nearly) as in the ideal placement; under to they slow down.
     eff = {pol: r.summary["runtime_model"]["application_efficiency"] for pol, (r, _) in out.items()}
     assert eff["ta"] > 0.99 and eff["to"] < eff["ta"] - 0.01

@@ -259,7 +259,7 @@ class ModelRuntimes:
         self._cap = jnp.asarray(solver_capacity(self.topo).astype(np.float32))
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
-        self._busy_ns = self._useful_ns = 0.0
+        self._busy_ns = self._useful_ns = self._completed_ns = 0.0
         self._ideal: dict[tuple[str, int], float] = {}
         self._keyless: dict[tuple[str, int], patterns.Traffic] = {}
         self._ideal_routes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -480,13 +480,16 @@ class ModelRuntimes:
         self.slowdown[j] = slow
         factor = (1 - self.comm_fraction) + self.comm_fraction * slow
         runtime = self._base[j] * factor
-        if runtime > self._estimate[j]:
+        killed = runtime > self._estimate[j]
+        if killed:
             self.killed += 1
             runtime = self._estimate[j]
         # Node-seconds busy, and the share of them that is work at the ideal speed (a job cut
         # at its estimate did runtime / factor seconds of its work).
         self._busy_ns += n * runtime
         self._useful_ns += n * runtime / factor
+        if not killed:  # ran to its end: its work counts when killed work is counted as lost
+            self._completed_ns += n * runtime / factor
         return runtime
 
     @property
@@ -504,12 +507,17 @@ class ModelRuntimes:
         the node-seconds of work done at the ideal speed over the node-seconds the jobs were
         busy (``Σ nodes · run time / factor`` over ``Σ nodes · run time``; the torus paper's
         application efficiency, weighted by each job's nodes and run time); a run's total
-        system efficiency is its utilization times this."""
+        system efficiency is its utilization times this. ``application_efficiency_completed``:
+        the same with the work of jobs cut at their estimate counted as lost (a job killed at
+        its time limit returns no result unless it checkpoints; which reading fits a workload
+        is the user's call, so both are recorded)."""
         s = self.slowdown[np.isfinite(self.slowdown)]
         return {"comm_fraction": self.comm_fraction, "patterns": dict(self.mix), "jobs": int(len(s)),
                 "mean_slowdown": float(s.mean()) if len(s) else None,
                 "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed),
-                "application_efficiency": self._useful_ns / self._busy_ns if self._busy_ns > 0 else None}
+                "application_efficiency": self._useful_ns / self._busy_ns if self._busy_ns > 0 else None,
+                "application_efficiency_completed": (self._completed_ns / self._busy_ns if self._busy_ns > 0
+                                                     else None)}
 
 
 def model_settings() -> dict[str, Any]:
