@@ -134,6 +134,37 @@ def test_answers_kept_across_machine_changes_change_no_placement(monkeypatch):
     assert all(np.array_equal(a, b) for a, b in zip(kept.alloc, fresh.alloc))
 
 
+def test_blocking_other_kinds_keeps_prisms_off_the_xk_block():
+    """On Thunder x2 over torus8 (an XK block of 3 x 2 x 8 routers, service routers), the
+    default lets XE prisms hold XK routers (left idle); with ``block_other_kinds`` no prism
+    holds one, while service routers may still sit inside prisms."""
+    from fattorus.sched.policy.torus.prism import PrismParams
+
+    t8, usable, cols = _thunder_on_torus8(3)
+    small = cols[3] <= 256  # the largest prism clear of the XK block holds 8 x 4 x 8 routers
+    cols = [c[small] for c in cols]
+    names = np.asarray(t8.node_kind_names)[t8.node_kind].reshape(-1, 2)
+    xk = (names == "XK").any(axis=1)
+
+    def prism_routers(params):
+        pol = Prism(t8, PrismParams.from_mapping(params))
+        replay.simulate(*cols, t8, pol, "easy", usable=usable)
+        return [pol._prism_routers(tuple(sh[:3]), tuple(sh[3:])) for _, sh in pol.started_prisms if sh[3] > 0]
+
+    assert any(xk[r].any() for r in prism_routers({}))
+    blocked = prism_routers({"block_other_kinds": True})
+    assert len(blocked) > 10 and not any(xk[r].any() for r in blocked)
+    with pytest.raises(ValueError, match="block_other_kinds true/false"):
+        PrismParams.from_mapping({"block_other_kinds": "yes"})
+    # A job no prism clear of the block can hold is one clear error, under either scheduler:
+    # never jobs left unstarted in silence.
+    for sched in ("easy", "fcfs"):
+        with pytest.raises(ValueError, match="cannot place a job of 900 nodes|job of 900 nodes cannot be placed"):
+            replay.simulate(np.array([0.0, 10.0, 20.0]), np.array([100.0, 100.0, 50.0]), np.array([100.0, 100.0, 50.0]),
+                            np.array([4, 900, 2]), t8, Prism(t8, PrismParams(block_other_kinds=True)), sched,
+                            usable=usable)
+
+
 def _bbox_extents(topo, nodes: np.ndarray) -> list[int]:
     """Smallest wrapped interval covering the job's router coordinates, per dimension."""
     coords = topo.router_coords(np.unique(nodes // topo.nodes_per_router))

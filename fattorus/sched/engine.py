@@ -202,4 +202,12 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
         queue.schedule(replay, now)
     if replay.bar is not None:
         replay.bar.close()
+    never = np.flatnonzero(np.isnan(replay.start))
+    if len(never):
+        # The queue emptied of everything it could start: what is left cannot be placed even
+        # on the empty machine (a policy setting such as prism's block_other_kinds can rule
+        # out every placement of a large job). Never a silent loss of jobs.
+        raise ValueError(f"{len(never)} job(s) never started: policy '{policy.name}' cannot place a job of "
+                         f"{int(jobs.nodes[never].max())} nodes even on an empty machine (the others waited behind "
+                         f"it); choose other policy settings or a workload without such jobs (workload.scale)")
     return replay.result()

@@ -233,7 +233,10 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
         if reserved is not None:
             shadow = relax
     if shadow == np.inf:
-        raise RuntimeError(f"job of {n} nodes cannot be placed even on an empty machine")
+        # A user's setting (e.g. prism's block_other_kinds, which rules out the prisms holding
+        # another kind's region), not a fault of the replay: one clear line in the app.
+        raise ValueError(f"a job of {n} nodes cannot be placed by policy '{policy.name}' even on an empty machine; "
+                         f"choose other policy settings or a workload without such jobs (workload.scale)")
     if reserved is None:
         released = replay.node_est_end <= shadow
         reserved = policy.place(st.future(machine, released, policy.reads_counts), n, prefer=released,

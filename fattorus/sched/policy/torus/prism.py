@@ -66,7 +66,14 @@ class PrismParams:
       slack: shapes are tried up to ``slack`` times the slots of the smallest shape that fits.
       internal: let a job that fits on one router (``n <= nodes per router``: its traffic never
         leaves the router) take idle nodes inside a running prism first (the paper's Moab
-        option for a prism's internal idle nodes). Not tuned.
+        option for a prism's internal idle nodes; without the run-time limit the paper asks
+        of such jobs). Not tuned.
+      block_other_kinds: routers holding a compute node of another kind than the job's (Blue
+        Waters' XK block, for XE jobs) count as busy: no prism may hold them. Off (the issue's
+        rule: such nodes inside a prism are left idle). Why an option: a replay holds only
+        one kind's jobs, so the other kind's region is always idle and an XE prism can take it
+        at no cost, which on the real machine its own jobs would use; on is the other bound.
+        Service nodes never block. Not tuned.
     """
 
     fill: float = 1.0
@@ -74,6 +81,7 @@ class PrismParams:
     contact: float = 0.5
     slack: float = 2.0
     internal: bool = False
+    block_other_kinds: bool = False
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> PrismParams:
@@ -82,14 +90,14 @@ class PrismParams:
         unknown = sorted(set(params) - names)
         if unknown:
             raise ValueError(f"policy 'prism' takes {sorted(names)}, got unknown {unknown}")
+        flags = ("internal", "block_other_kinds")
         try:
-            internal = params.get("internal", False)
-            if not isinstance(internal, bool):
+            if not all(isinstance(params.get(k, False), bool) for k in flags):
                 raise ValueError
-            out = cls(**{k: float(v) for k, v in params.items() if k != "internal"}, internal=internal)
+            out = cls(**{k: (v if k in flags else float(v)) for k, v in params.items()})
         except (TypeError, ValueError):
-            raise ValueError(f"policy 'prism': weights and slack must be numbers, internal true/false, "
-                             f"got {dict(params)}") from None
+            raise ValueError(f"policy 'prism': weights and slack must be numbers, internal and block_other_kinds "
+                             f"true/false, got {dict(params)}") from None
         if out.slack < 1 or min(out.fill, out.bisection, out.contact) < 0:
             raise ValueError(f"policy 'prism': weights must be >= 0 and slack >= 1, got {dict(params)}")
         return out
@@ -107,7 +115,8 @@ class PrismParams:
 
     @classmethod
     def describe(cls, params: Mapping[str, Any]) -> str:
-        """``fill=1.00 bisection=1.00 contact=0.50 slack=2.00`` (``internal`` is not tuned)."""
+        """``fill=1.00 bisection=1.00 contact=0.50 slack=2.00`` (``internal`` and
+        ``block_other_kinds`` are not tuned)."""
         return " ".join(f"{k}={float(params[k]):.2f}" for k in (*HEURISTICS, "slack"))
 
 
@@ -272,6 +281,7 @@ class Prism(Policy):
         self.shape_t = [tuple(int(v) for v in s) for s in self.shapes]
         self.starts_t = [tuple(1 if v == d else d for v, d in zip(s, topo.dims)) for s in self.shape_t]
         self.usable = np.ones(topo.n_nodes, bool)
+        self._foreign = np.zeros(topo.n_routers, bool)  # see _other_kind_routers
         self.machine: st.MachineState | None = None
         self.running: dict[bytes, np.ndarray] = {}  # job nodes -> its prism's routers (bool)
         self.pending: dict[bytes, np.ndarray] = {}  # placements not started (yet)
@@ -291,10 +301,20 @@ class Prism(Policy):
     def reset(self, machine: st.MachineState) -> None:
         """A replay starts: the free nodes now are the usable ones; no prism is running."""
         self.machine, self.usable = machine, machine.free.copy()
+        self._foreign = self._other_kind_routers()
         self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
         self._machines, self._keys, self._rev, self._usable = collections.OrderedDict(), {}, [0, 0], {}
         self._minimal_of = {}
         self._usable_table = self._table_of_usable()
+
+    def _other_kind_routers(self) -> np.ndarray:
+        """``(R,)`` routers that ``block_other_kinds`` keeps out of prisms: those holding a
+        node that is neither usable here nor a service node (all False with the option off)."""
+        R, p = self.topo.n_routers, self.topo.nodes_per_router
+        if not self.params.block_other_kinds:
+            return np.zeros(R, bool)
+        names = np.asarray(self.topo.node_kind_names)[self.topo.node_kind]
+        return (~self.usable & (names != "service")).reshape(R, p).any(axis=1)
 
     def _table_of_usable(self) -> np.ndarray:
         """Summed-volume table of usable slots per router (for the search's bounds)."""
@@ -458,7 +478,7 @@ class Prism(Policy):
             n_busy += busy[:, k]
         # On a hypothetical machine the reservation's (pending) prism counts too.
         records = self.running if state is self.machine else {**self.running, **self.pending}
-        blocked = ((n_busy > 0) | self._owned(state, records)).reshape(topo.dims)
+        blocked = ((n_busy > 0) | self._owned(state, records) | self._foreign).reshape(topo.dims)
         avail = avail.reshape(topo.dims)
         packed = avail + (blocked.astype(np.int64) << self.pack)
         return Machine(blocked, avail, summed_volume(packed, self.pack_dtype, self.reach),
