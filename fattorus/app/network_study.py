@@ -92,7 +92,7 @@ def job_sizes(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     closer to it than to its neighbours: cut at the geometric means of neighbours).
 
     Why near-cubic: a prime or near-prime size makes a 4D stencil or a 3D grid one long line
-    (3,561 nodes: 1187 x 3 x 1 x 1), whose traffic hardly leaves a leaf. Why log-uniform: the
+    (3,561 nodes: 1187 x 3 x 1 x 1), whose traffic hardly leaves its first switch. Why log-uniform: the
     paper's Cab workloads of 4-128 nodes held ~36 jobs (1,296 / 36 = 36 nodes a job on average,
     the mean of a log-uniform size over 4-128) where uniform sizes give ~24; for 4-512 it reports
     ~20 jobs (log-uniform: ~12, uniform: ~8). Empty if no size in the range qualifies."""
