@@ -33,6 +33,10 @@ def test_rows_follow_the_run_time_formula(ft6x6):
         expect = ratio if c == 1.0 else (1 - c) + c * ratio  # compute = (1 - c) / c of the ta step
         assert np.allclose(rows["speedup"], expect)
         assert set(rows["pattern"]) <= set(ns.LABELS.values())
+        # Interference-only: the same formula with the time alone in the oblivious placement.
+        compute = rows["step_ta"] * (1 - c) / c
+        assert np.allclose(rows["interference"], (compute + rows["step_to"]) / (compute + rows["step_to_alone"]))
+        assert (rows["step_to_alone"] > 0).all()
 
 
 def _cli(tmp_path, *args):

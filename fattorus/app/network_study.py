@@ -22,6 +22,9 @@ or ``to_random``, any free nodes (the most fragmented case). With all jobs commu
 oblivious placement over its run time under ``ta``, where a run time is compute plus one
 step of communication and communication is ``--comm-fraction`` of the run time under ``ta``
 (1: communication only, the paper's simulations; 0.3: its "30 % communication" variant).
+Its **interference-only** speedup takes the run time alone in the oblivious placement instead
+of under ``ta``: what the other jobs cost it, apart from its placement's own routes (which,
+for sparse patterns such as Pairs, can be luckier or unluckier than ``ta``'s).
 
 ``--paper`` runs the paper's four cases: ft44 with 512–4,096-node jobs (15 workloads, Sub-a2a
 along two dimensions, as the paper's simulations); Cab with 4–512 and 4–128 nodes; and 4–128
@@ -194,15 +197,20 @@ def workload_rows(topo: Any, case: str, w: int, lo: int, hi: int, c: float, seed
                for j, (name, n) in enumerate(zip(names, sizes))]
     t_ta = commtime.step_times(topo, [commtime.Job(a, t) for a, t in zip(ta_alloc, traffic)])
     t_to = commtime.step_times(topo, [commtime.Job(a, t) for a, t in zip(to_alloc, traffic)])
+    # Each job alone in its oblivious placement: splits the speedup into the placement's own
+    # routes (alone / ta) and the interference of the others (together / alone).
+    t_alone = np.array([commtime.step_times(topo, [commtime.Job(a, t)])[0] for a, t in zip(to_alloc, traffic)])
     # Run time = compute + communication, communication = c of the run time under ta.
     compute = t_ta * (1 - c) / c if c > 0 else np.zeros_like(t_ta)
     with np.errstate(divide="ignore", invalid="ignore"):
         speedup = np.where(t_ta > 0, (compute + t_to) / np.where(t_ta > 0, compute + t_ta, 1), 1.0)
+        interference = np.where(t_alone > 0, (compute + t_to) / np.where(t_alone > 0, compute + t_alone, 1), 1.0)
     # Average pair hops of both placements: how spread the oblivious one is (the paper's Fig. 7).
     aph_ta, aph_to = (np.asarray(aph.aph_from_sums(np.asarray(aph.hop_sums(topo, aph.pad(a))), sizes))
                       for a in (ta_alloc, to_alloc))
     return [{"case": case, "machine": topo.name, "workload": w, "job": j, "nodes": sizes[j], "pattern": LABELS[names[j]],
              "comm_fraction": c, "step_ta": float(t_ta[j]), "step_to": float(t_to[j]), "speedup": float(speedup[j]),
+             "step_to_alone": float(t_alone[j]), "interference": float(interference[j]),
              "aph_ta": float(aph_ta[j]), "aph_to": float(aph_to[j])}
             for j in range(len(sizes))]
 
@@ -214,19 +222,23 @@ def summarize(table: pl.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
         sub = table.filter(pl.col("case") == case)
         groups = {label: sub.filter(pl.col("pattern") == label) for label in LABELS.values()}
         groups["all"] = sub
-        out[case] = {k: {"jobs": len(g), "mean": float(g["speedup"].mean()), "max": float(g["speedup"].max())}
+        out[case] = {k: {"jobs": len(g), "mean": float(g["speedup"].mean()), "max": float(g["speedup"].max()),
+                         **({"interference": float(g["interference"].mean())} if "interference" in g.columns else {})}
                      for k, g in groups.items() if len(g)}
     return out
 
 
 def report(summary: dict) -> list[str]:
-    """Printed table: mean speedup per pattern, the paper's beside it."""
-    lines = [f"{'case':<16} {'pattern':<11} {'jobs':>5} {'mean':>6} {'max':>6} {'paper':>6}"]
+    """Printed table: mean and max speedup per pattern, the mean interference-only speedup
+    (together / alone in the oblivious placement: what the other jobs cost, without the
+    placement's own routes), and the paper's mean beside it."""
+    lines = [f"{'case':<16} {'pattern':<11} {'jobs':>5} {'mean':>6} {'max':>6} {'interf':>6} {'paper':>6}"]
     for case, groups in summary.items():
         for k, g in groups.items():
             paper = PAPER.get(case, {}).get(k)
+            interf = g.get("interference")
             lines.append(f"{case:<16} {k:<11} {g['jobs']:>5} {g['mean']:>6.2f} {g['max']:>6.2f} "
-                         f"{'' if paper is None else f'{paper:.2f}':>6}")
+                         f"{'' if interf is None else f'{interf:.2f}':>6} {'' if paper is None else f'{paper:.2f}':>6}")
     return lines
 
 
