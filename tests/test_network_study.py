@@ -39,6 +39,14 @@ def test_rows_follow_the_run_time_formula(ft6x6):
         assert (rows["step_to_alone"] > 0).all()
 
 
+def test_a_job_alone_on_the_machine_meets_no_interference(ft6x6):
+    """Jobs of 32 nodes on the 54-node ft6x6: the second never fits, so the workload is one job.
+    Together is then alone in the same placement, whatever its routes: interference exactly 1."""
+    rows = pl.DataFrame(ns.workload_rows(ft6x6, "t", 0, 32, 32, 1.0, seed=1))
+    assert rows.height == 1
+    assert rows["step_to_alone"][0] == rows["step_to"][0] and rows["interference"][0] == 1.0
+
+
 def _cli(tmp_path, *args):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "fattorus.app.network_study", *args], cwd=tmp_path,

@@ -159,7 +159,7 @@ def test_blocking_other_kinds_keeps_prisms_off_the_xk_block():
     # A job no prism clear of the block can hold is one clear error, under either scheduler:
     # never jobs left unstarted in silence.
     for sched in ("easy", "fcfs"):
-        with pytest.raises(ValueError, match="cannot place a job of 900 nodes|job of 900 nodes cannot be placed"):
+        with pytest.raises(ValueError, match="never started: policy 'prism' cannot place a job of 900 nodes"):
             replay.simulate(np.array([0.0, 10.0, 20.0]), np.array([100.0, 100.0, 50.0]), np.array([100.0, 100.0, 50.0]),
                             np.array([4, 900, 2]), t8, Prism(t8, PrismParams(block_other_kinds=True)), sched,
                             usable=usable)

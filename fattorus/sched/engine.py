@@ -204,10 +204,17 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
         replay.bar.close()
     never = np.flatnonzero(np.isnan(replay.start))
     if len(never):
-        # The queue emptied of everything it could start: what is left cannot be placed even
-        # on the empty machine (a policy setting such as prism's block_other_kinds can rule
-        # out every placement of a large job). Never a silent loss of jobs.
-        raise ValueError(f"{len(never)} job(s) never started: policy '{policy.name}' cannot place a job of "
-                         f"{int(jobs.nodes[never].max())} nodes even on an empty machine (the others waited behind "
-                         f"it); choose other policy settings or a workload without such jobs (workload.scale)")
+        # The queue emptied of everything it could start: the largest job left cannot be placed
+        # even on the empty machine (the others waited behind it). Never a silent loss of jobs.
+        raise unplaceable(policy, int(jobs.nodes[never].max()), len(never))
     return replay.result()
+
+
+def unplaceable(policy: Policy, n: int, unstarted: int = 1) -> ValueError:
+    """The one-line error for a job of ``n`` nodes that ``policy`` cannot place even on the
+    empty machine (``unstarted`` jobs never started because of it). A user's setting, not a
+    fault of the replay: a policy option such as prism's ``block_other_kinds`` can rule out
+    every placement of a large job."""
+    return ValueError(f"{unstarted} job(s) never started: policy '{policy.name}' cannot place a job of {n} nodes "
+                      f"even on an empty machine; choose other policy settings or a workload without such jobs "
+                      f"(workload.scale)")

@@ -34,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from fattorus.sched import state as st
-from fattorus.sched.engine import Replay
+from fattorus.sched.engine import Replay, unplaceable
 
 
 @dataclasses.dataclass
@@ -233,10 +233,7 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
         if reserved is not None:
             shadow = relax
     if shadow == np.inf:
-        # A user's setting (e.g. prism's block_other_kinds, which rules out the prisms holding
-        # another kind's region), not a fault of the replay: one clear line in the app.
-        raise ValueError(f"a job of {n} nodes cannot be placed by policy '{policy.name}' even on an empty machine; "
-                         f"choose other policy settings or a workload without such jobs (workload.scale)")
+        raise unplaceable(policy, n)
     if reserved is None:
         released = replay.node_est_end <= shadow
         reserved = policy.place(st.future(machine, released, policy.reads_counts), n, prefer=released,

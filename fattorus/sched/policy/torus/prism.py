@@ -508,12 +508,17 @@ class Prism(Policy):
     def _upper_bound(self, i: int, n: int) -> float:
         """Largest score shape ``i`` can reach for an ``n``-node job on any machine state."""
         prm = self.params
-        return prm.fill * min(1.0, n / max(self._usable_range(i)[0], 1)) + prm.bisection * self.bisection_for(n)[i] + prm.contact
+        return (prm.fill * min(1.0, n / max(self._usable_range(i)[0], 1))
+                + prm.bisection * self.bisection[i] / self._best_bisection(n) + prm.contact)
+
+    def _best_bisection(self, n: int) -> float:
+        """The best bisection per slot among the shapes that hold ``n`` slots."""
+        return float(self.best_from[min(int(np.searchsorted(self.slots, n)), len(self.slots) - 1)])
 
     def bisection_for(self, n: int) -> np.ndarray:
         """Every shape's bisection per slot relative to the best of the shapes holding ``n``
         slots (the ``bisection`` term of an ``n``-node job; 1 for the best of them)."""
-        return self.bisection / self.best_from[min(int(np.searchsorted(self.slots, n)), len(self.slots) - 1)]
+        return self.bisection / self._best_bisection(n)
 
     def _usable_range(self, i: int) -> tuple[int, int]:
         """Fewest and most usable slots of shape ``i`` at any position (machine-independent)."""
