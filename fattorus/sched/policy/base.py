@@ -20,6 +20,9 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
   engine asks it where only feasibility matters (EASY's shadow-time bisection). Default:
   ``place(...) is not None``; a policy overrides it when deciding "some placement exists" is
   cheaper than choosing the best one.
+* ``earliest_fit(state, n, release_s, times)``, where a policy gives it (not None), is the
+  first of ``times`` at which ``fits`` holds on the future state (nodes released by then
+  freed), as the engine's bisection would find it.
 * ``footprint(nodes)`` is the class a placement is booked under in the machine state.
 * With ``reads_counts = False``, ``place`` and ``fits`` read no group counts of a state
   (``group_free``, ``held``): the engine may then hand them future states built without
@@ -87,6 +90,15 @@ class Policy(abc.ABC):
         """Whether :meth:`place` would place an ``n``-node job on ``state`` (default: ask it)."""
         return self.place(state, n, waited_s=waited_s) is not None
 
+    def earliest_fit(self, state: st.MachineState, n: int, release_s: np.ndarray, times: np.ndarray) -> float | None:
+        """EASY's shadow time for an ``n``-node job: the first of ``times`` (s, ascending, the
+        running jobs' estimated ends) at which :meth:`fits` holds on ``state`` with every node
+        whose ``release_s`` (``(N,)``, s) has passed freed; ``inf`` if at none. None (default):
+        the policy knows no quicker way than the engine's bisection with :meth:`fits` on future
+        states (:func:`fattorus.sched.queues.first_fit_time`). Asked only of policies that are
+        not ``time_dependent``."""
+        return None
+
     def feasible(self, counts: st.Counts, n: int, waited_s: np.ndarray | float = 0.0) -> np.ndarray | None:
         """Whether an ``n``-node job could be placed, per batch entry of ``counts`` (bool
         array, batch axes of ``counts`` and ``waited_s`` broadcast), or None when the policy
@@ -114,3 +126,20 @@ class Policy(abc.ABC):
         """First instant (s) at which a job submitted at ``submit_s`` gets more placements
         than before (a hybrid rule's relaxation), or None: never (default)."""
         return None
+
+
+def first_fit_among(times: np.ndarray, fits_at) -> float:
+    """The first of ``times`` (ascending) at which ``fits_at(t)`` holds, ``inf`` if at none, for
+    a predicate that stays true once true (feasibility only grows as jobs end): the last time
+    first, then a bisection. The probes are the same for every caller, so the machine states a
+    policy learns about are too."""
+    if len(times) == 0 or not fits_at(times[-1]):
+        return np.inf
+    a, b = 0, len(times) - 1
+    while a < b:
+        mid = (a + b) // 2
+        if fits_at(times[mid]):
+            b = mid
+        else:
+            a = mid + 1
+    return float(times[a])

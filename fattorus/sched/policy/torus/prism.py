@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fattorus.sched import state as st
-from fattorus.sched.policy.base import Policy
+from fattorus.sched.policy.base import Policy, first_fit_among
 from fattorus.sched.policy.space import FloatRange, Param
 
 HEURISTICS = ("fill", "bisection", "contact")
@@ -55,6 +55,9 @@ HEURISTICS = ("fill", "bisection", "contact")
 MACHINES_KEPT = 16
 #: Kept machines (most recently asked about first) a new machine state learns from.
 INHERIT_FROM = 4
+#: Prisms (start, shape) whose routers and usable nodes are kept (:meth:`Prism._prism`): EASY
+#: places the same answer many times (cached answers of kept machines).
+PRISMS_KEPT = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,6 +287,10 @@ class Prism(Policy):
         self._foreign = np.zeros(topo.n_routers, bool)  # see _other_kind_routers
         self.machine: st.MachineState | None = None
         self.running: dict[bytes, np.ndarray] = {}  # job nodes -> its prism's routers (bool)
+        # Per router, the first node of the running job whose prism holds it (-1: none). Running
+        # prisms share no router, and a job's nodes are freed together on every state the engine
+        # asks about, so a prism holds there iff that one node is busy (see _owned).
+        self._holder = np.full(topo.n_routers, -1, np.int64)
         self.pending: dict[bytes, np.ndarray] = {}  # placements not started (yet)
         self.shape_of: dict[bytes, tuple[int, ...]] = {}  # pending placements' (x, y, z, a, b, c)
         # (job nodes, (x, y, z, a, b, c)) of every start, in order: what tests and reports read.
@@ -296,6 +303,8 @@ class Prism(Policy):
         self._usable: dict[int, tuple[int, int]] = {}  # per shape: fewest, most usable slots at any position
         self._minimal_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per size: see _minimal
         self._usable_table = self._table_of_usable()
+        # (start, shape) -> (router mask, usable nodes): see _prism.
+        self._prisms: collections.OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = collections.OrderedDict()
 
     # Engine hooks ----------------------------------------------------------------------------
     def reset(self, machine: st.MachineState) -> None:
@@ -303,9 +312,11 @@ class Prism(Policy):
         self.machine, self.usable = machine, machine.free.copy()
         self._foreign = self._other_kind_routers()
         self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
+        self._holder = np.full(self.topo.n_routers, -1, np.int64)
         self._machines, self._keys, self._rev, self._usable = collections.OrderedDict(), {}, [0, 0], {}
         self._minimal_of = {}
         self._usable_table = self._table_of_usable()
+        self._prisms = collections.OrderedDict()
 
     def _other_kind_routers(self) -> np.ndarray:
         """``(R,)`` routers that ``block_other_kinds`` keeps out of prisms: those holding a
@@ -325,12 +336,15 @@ class Prism(Policy):
         """The placement on ``nodes`` started: its prism is running; hypothetical ones are dropped."""
         key = _key(nodes)
         self.running[key] = self.pending[key]
+        self._holder[self.running[key]] = nodes[0]
         self.started_prisms.append((np.asarray(nodes), self.shape_of[key]))
         self._forget()
 
     def ended(self, nodes: np.ndarray) -> None:
         """The job on ``nodes`` ended: its prism is free again."""
-        self.running.pop(_key(nodes), None)
+        routers = self.running.pop(_key(nodes), None)
+        if routers is not None:
+            self._holder[routers] = -1
         self._forget()
 
     def _forget(self) -> None:
@@ -359,10 +373,8 @@ class Prism(Policy):
         if found is None:
             return None
         start, shape = found
-        routers = self._prism_routers(start, shape)
-        nodes = self._nodes_in(state, routers, n, prefer)
-        mask = np.zeros(self.topo.n_routers, bool)
-        mask[routers] = True
+        mask, usable_nodes = self._prism(start, shape)
+        nodes = _take(usable_nodes, n, prefer)
         key = _key(nodes)
         if key not in self.pending:
             self.pending[key] = mask
@@ -378,7 +390,10 @@ class Prism(Policy):
             return False
         if self.params.internal and n <= self.topo.nodes_per_router:
             return self.place(state, n, waited_s=waited_s) is not None
-        m = self._machine_of(state)
+        return self._fits_on(self._machine_of(state), n)
+
+    def _fits_on(self, m: Machine, n: int) -> bool:
+        """Whether some allowed shape has a clear position with ``n`` free usable nodes on ``m``."""
         if n >= m.fails:
             return False
         if n <= m.fits:
@@ -386,6 +401,35 @@ class Prism(Policy):
         ok = any(not m.dead[i] and self._starts(m, n, i) is not None for i in np.flatnonzero(self.slots >= n))
         _learn(m, n, ok)
         return ok
+
+    def earliest_fit(self, state: st.MachineState, n: int, release_s: np.ndarray, times: np.ndarray) -> float | None:
+        """EASY's shadow time without building future machine states: the engine's bisection
+        (:func:`fattorus.sched.policy.base.first_fit_among`, same probes) on the free nodes and
+        held prisms at each probed time, read off each node's and each prism's release time.
+
+        A node is free at ``t`` if it is free now or released by then; a running prism holds
+        at ``t`` until its job's release (:meth:`_owned`). Machines are keyed as
+        :meth:`_machine_key` keys the future states, so what is learnt here serves the
+        reservation's placement and later passes. None (the engine bisects) when ``internal``
+        may answer small jobs from inside a prism, or when placements not started are recorded
+        (they would count on future machines too; EASY asks before any is recorded: a pass's
+        placements start or fail before its head's reservation, and a start forgets the rest)."""
+        if self.pending or (self.params.internal and n <= self.topo.nodes_per_router):
+            return None
+        holder = self._holder
+        hold_until = np.where((holder >= 0) & ~state.free[np.maximum(holder, 0)],
+                              release_s[np.maximum(holder, 0)], -np.inf)
+        usable_now = int(np.count_nonzero(state.free & self.usable))
+
+        def fits_at(t: float) -> bool:
+            released = release_s <= t
+            free = state.free | released
+            if n > usable_now + int(np.count_nonzero(released & ~state.free & self.usable)):
+                return False
+            mkey = (np.packbits(free).tobytes(), np.packbits(hold_until > t).tobytes())
+            return self._fits_on(self._cached_machine(mkey, lambda: self._machine_from(free, hold_until > t)), n)
+
+        return first_fit_among(times, fits_at)
 
     def _machine_key(self, state: st.MachineState) -> tuple[bytes, bytes]:
         """Cache key of ``state``: its free nodes and the routers the recorded prisms own there
@@ -399,17 +443,19 @@ class Prism(Policy):
         free = np.packbits(state.free).tobytes()
         rkey = (free, self._rev[0], self._rev[1] if hypothetical else -1)
         if rkey not in self._keys:
-            records = {**self.running, **self.pending} if hypothetical else self.running
-            self._keys[rkey] = (free, np.packbits(self._owned(state, records)).tobytes())
+            self._keys[rkey] = (free, np.packbits(self._owned(state, hypothetical)).tobytes())
         return self._keys[rkey]
 
     def _machine_of(self, state: st.MachineState) -> Machine:
         """The search tables of ``state`` and what was learnt on it (kept for the
         :data:`MACHINES_KEPT` states asked about last)."""
-        mkey = self._machine_key(state)
+        return self._cached_machine(self._machine_key(state), lambda: self._machine(state))
+
+    def _cached_machine(self, mkey: tuple[bytes, bytes], build) -> Machine:
+        """The kept machine of key ``mkey`` (:meth:`_machine_key`), or ``build()`` kept."""
         m = self._machines.get(mkey)
         if m is None:
-            m = self._machine(state)
+            m = build()
             self._inherit(m)
             self._machines[mkey] = m
             if len(self._machines) > MACHINES_KEPT:
@@ -423,7 +469,7 @@ class Prism(Policy):
         None. The job books no prism: its traffic stays inside its router."""
         R, p = self.topo.n_routers, self.topo.nodes_per_router
         free = (state.free & self.usable).reshape(R, p)
-        hosts = np.flatnonzero(self._owned(state, self.running) & (free.sum(axis=1) >= n))
+        hosts = np.flatnonzero(self._owned(state, False) & (free.sum(axis=1) >= n))
         if len(hosts) == 0:
             return None
         nodes = hosts[0] * p + np.flatnonzero(free[hosts[0]])
@@ -455,30 +501,38 @@ class Prism(Policy):
             if not (m.blocked & ~other.blocked).any():
                 m.fits = max(m.fits, other.fits)
 
-    def _owned(self, state: st.MachineState, records: dict[bytes, np.ndarray]) -> np.ndarray:
+    def _owned(self, state: st.MachineState, hypothetical: bool) -> np.ndarray:
         """``(R,)`` routers of the recorded prisms that hold on ``state``: a prism holds while its
-        job's nodes are busy there (a future machine frees them)."""
-        owned = np.zeros(self.topo.n_routers, bool)
-        for key, routers in records.items():
-            if not state.free[np.frombuffer(key, np.int64)].any():
-                owned |= routers
+        job's nodes are busy there (a future machine frees them). The running prisms in one
+        gather (:attr:`_holder`); on a ``hypothetical`` machine also the pending ones, which may
+        overlap each other (placements on different machines), one by one."""
+        holder = self._holder
+        owned = (holder >= 0) & ~state.free[np.maximum(holder, 0)]
+        if hypothetical:
+            for key, routers in self.pending.items():
+                if not state.free[np.frombuffer(key, np.int64)].any():
+                    owned |= routers
         return owned
 
     def _machine(self, state: st.MachineState) -> Machine:
+        return self._machine_from(state.free, self._owned(state, state is not self.machine))
+
+    def _machine_from(self, free_nodes: np.ndarray, owned: np.ndarray) -> Machine:
+        """The search tables of the machine whose free nodes are ``free_nodes`` (``(N,)``) and
+        whose routers ``owned`` (``(R,)``) are held by recorded prisms."""
         topo, p = self.topo, self.topo.nodes_per_router
         R = topo.n_routers
         # Per-router counts as sums over the p node columns: numpy reduces a length-p last axis
         # slowly, and this runs once per machine state.
-        free = (state.free & self.usable).reshape(R, p).view(np.int8)
-        busy = (~state.free & self.usable).reshape(R, p).view(np.int8)
+        free = (free_nodes & self.usable).reshape(R, p).view(np.int8)
+        busy = (~free_nodes & self.usable).reshape(R, p).view(np.int8)
         avail = free[:, 0].astype(np.int64)
         n_busy = busy[:, 0].astype(np.int64)
         for k in range(1, p):
             avail += free[:, k]
             n_busy += busy[:, k]
         # On a hypothetical machine the reservation's (pending) prism counts too.
-        records = self.running if state is self.machine else {**self.running, **self.pending}
-        blocked = ((n_busy > 0) | self._owned(state, records) | self._foreign).reshape(topo.dims)
+        blocked = ((n_busy > 0) | owned | self._foreign).reshape(topo.dims)
         avail = avail.reshape(topo.dims)
         packed = avail + (blocked.astype(np.int64) << self.pack)
         return Machine(blocked, avail, summed_volume(packed, self.pack_dtype, self.reach),
@@ -654,14 +708,26 @@ class Prism(Policy):
         xs, ys, zs = ((o + np.arange(s)) % d for o, s, d in zip(start, shape, (X, Y, Z)))
         return ((xs[:, None, None] * Y + ys[None, :, None]) * Z + zs[None, None, :]).ravel()
 
-    def _nodes_in(self, state: st.MachineState, routers: np.ndarray, n: int,
-                  prefer: np.ndarray | None) -> np.ndarray:
-        p = self.topo.nodes_per_router
-        nodes = (routers[:, None] * p + np.arange(p)).ravel()
-        nodes = nodes[state.free[nodes] & self.usable[nodes]]
-        if prefer is not None:
-            nodes = np.concatenate([nodes[prefer[nodes]], nodes[~prefer[nodes]]])
-        return nodes[:n].astype(np.int64)
+    def _prism(self, start: tuple[int, int, int], shape: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """``(R,)`` router mask (read-only) and usable node ids in prism-local order of the
+        prism, kept for the :data:`PRISMS_KEPT` prisms asked about last. Machine-independent,
+        hence kept: a placement's prism is clear, and every usable node of a router that is not
+        blocked is free (a busy one blocks it), so the job's candidates are its usable nodes."""
+        key = (start, shape)
+        found = self._prisms.get(key)
+        if found is None:
+            routers = self._prism_routers(start, shape)
+            p = self.topo.nodes_per_router
+            nodes = (routers[:, None] * p + np.arange(p)).ravel()
+            mask = np.zeros(self.topo.n_routers, bool)
+            mask[routers] = True
+            mask.flags.writeable = False
+            found = self._prisms[key] = (mask, nodes[self.usable[nodes]].astype(np.int64))
+            if len(self._prisms) > PRISMS_KEPT:
+                self._prisms.popitem(last=False)
+        else:
+            self._prisms.move_to_end(key)
+        return found
 
 
 def _learn(m: Machine, n: int, ok: bool) -> None:
@@ -671,6 +737,13 @@ def _learn(m: Machine, n: int, ok: bool) -> None:
         m.fits = max(n, m.fits)
     else:
         m.fails = min(n, m.fails)
+
+
+def _take(nodes: np.ndarray, n: int, prefer: np.ndarray | None) -> np.ndarray:
+    """The first ``n`` of ``nodes`` (a copy), those in the ``prefer`` mask first."""
+    if prefer is not None:
+        nodes = np.concatenate([nodes[prefer[nodes]], nodes[~prefer[nodes]]])
+    return nodes[:n].copy()
 
 
 def _key(nodes: np.ndarray) -> bytes:
