@@ -187,14 +187,32 @@ def test_app_refuses_unknown_keys_and_non_boolean_progress_before_running(tmp_pa
     assert not (tmp_path / "results").exists()  # refused before Hydra made a run directory
 
 
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory) -> dict[str, Path]:
+    """One finished single run and one finished multirun of the tiny settings, made once for
+    the tests that start from such a run (each works on its own copy: ``copy_of``)."""
+    base = tmp_path_factory.mktemp("tiny")
+    single, multi = base / "results" / "qos" / "r", base / "sweep"
+    assert run_app(base, *TINY, f"hydra.run.dir={single}").returncode == 0
+    assert run_app(base, "--multirun", *TINY, f"hydra.sweep.dir={multi}", "hydra.launcher.n_jobs=1").returncode == 0
+    return {"single": single, "multi": multi}
+
+
+def copy_of(made: Path, to: Path) -> Path:
+    """A copy of a finished run at ``to`` (what a run there would have left)."""
+    import shutil
+
+    shutil.copytree(made, to)
+    return to
+
+
 def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_run_directory_holding_a_run_with_other_settings_is_refused_untouched(tmp_path):
-    run_dir = tmp_path / "results" / "qos" / "r"
+def test_a_run_directory_holding_a_run_with_other_settings_is_refused_untouched(tmp_path, tiny_runs):
+    run_dir = copy_of(tiny_runs["single"], tmp_path / "results" / "qos" / "r")
     args = [*TINY, f"hydra.run.dir={run_dir}"]
-    assert run_app(tmp_path, *args).returncode == 0
     before = tree(run_dir)
     line = one_error_line(run_app(tmp_path, *args, "qos.imbalance=large"))
     assert "already holds another run" in line and "qos.imbalance=uniform there, large now" in line, line
@@ -209,14 +227,13 @@ def test_a_run_directory_holding_a_run_with_other_settings_is_refused_untouched(
     assert tree(run_dir) == before
 
 
-def test_a_run_recorded_before_default_periods_existed_is_the_same_run(tmp_path):
+def test_a_run_recorded_before_default_periods_existed_is_the_same_run(tmp_path, tiny_runs):
     # Its summary.json lacks the key; it was made observing one default period, so a rerun
     # with default_periods=1 skips it and one with 2 is refused as other settings.
     import json
 
-    run_dir = tmp_path / "results" / "qos" / "r"
+    run_dir = copy_of(tiny_runs["single"], tmp_path / "results" / "qos" / "r")
     args = [*TINY, f"hydra.run.dir={run_dir}"]
-    assert run_app(tmp_path, *args).returncode == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     del summary["settings"]["default_periods"]
     (run_dir / "summary.json").write_text(json.dumps(summary))
@@ -263,12 +280,11 @@ def test_a_refused_trial_leaves_no_stub_directory(tmp_path):
     assert not stub.exists() and done.exists() and outside.exists()
 
 
-def test_a_multirun_redoes_a_finished_trial_whose_settings_changed(tmp_path):
+def test_a_multirun_redoes_a_finished_trial_whose_settings_changed(tmp_path, tiny_runs):
     import json
 
-    sweep_dir = tmp_path / "sweep"
+    sweep_dir = copy_of(tiny_runs["multi"], tmp_path / "sweep")
     args = ["--multirun", *TINY, f"hydra.sweep.dir={sweep_dir}", "hydra.launcher.n_jobs=1"]
-    assert run_app(tmp_path, *args).returncode == 0
     summary = next(sweep_dir.glob("*/summary.json"))
     # As if conf/qos/small.yaml had said imbalance: none when the trial ran.
     data = json.loads(summary.read_text())
@@ -301,14 +317,13 @@ def test_an_unfinished_run_resumes_without_hydras_copy_of_its_config(tmp_path):
     assert pl.read_parquet(run_dir / "jobs.parquet").equals(first)
 
 
-def test_a_multirun_redoes_an_unfinished_trial_whose_settings_changed(tmp_path):
+def test_a_multirun_redoes_an_unfinished_trial_whose_settings_changed(tmp_path, tiny_runs):
     # Hydra rewrites a trial's .hydra/config.yaml before it runs, so only the recorded
     # settings can tell that its placements were made otherwise.
     import json
 
-    sweep_dir = tmp_path / "sweep"
+    sweep_dir = copy_of(tiny_runs["multi"], tmp_path / "sweep")
     args = ["--multirun", *TINY, f"hydra.sweep.dir={sweep_dir}", "hydra.launcher.n_jobs=1"]
-    assert run_app(tmp_path, *args).returncode == 0
     trial = next(sweep_dir.glob("*/summary.json")).parent
     (trial / "summary.json").unlink()
     good = pl.read_parquet(trial / "placements" / "p0.parquet")
