@@ -154,30 +154,44 @@ def test_shadow_times_from_release_times_equal_the_engines_bisection(monkeypatch
     assert all(np.array_equal(a, b) for a, b in zip(fast.alloc, slow.alloc))
 
 
-def test_a_running_prisms_idle_routers_stay_held_until_its_job_ends(torus4):
-    """By hand on the 4x4x4 torus: job A (9 nodes, release 10 s) holds a prism with routers it
-    leaves idle; every node outside that prism is busy until 20 s but one, whose router partner
-    stays busy, freed at 5 s. A 2-node job fits nowhere at 5 s (A's idle routers are held),
-    so its shadow time is A's end, 10 s — also by walking the future states."""
-    pol = Prism(torus4)
-    state = st.empty(torus4)
+def _held_idle_routers(topo, params=None):
+    """Job A (9 nodes, release 10 s) holds a prism with routers it leaves idle; every node
+    outside that prism is busy until 20 s but one, whose router partner stays busy, freed at
+    5 s. The policy (told of A's start), the machine and the nodes' release times (s)."""
+    pol = Prism(topo, params)
+    state = st.empty(topo)
     pol.reset(state)
     a = pol.place(state, 9)
     st.allocate(state, a, pol.footprint(a))
     pol.started(a)
     prism = pol.running[next(iter(pol.running))]
-    idle = np.setdiff1d(np.flatnonzero(prism), a // 2)
-    assert len(idle) >= 1  # the case at hand: a router of A's prism without A's nodes
+    assert len(np.setdiff1d(np.flatnonzero(prism), a // 2)) >= 1  # a router of A's prism without A's nodes
     outside = np.flatnonzero(~np.repeat(prism, 2))
     e, d = outside[:1], outside[1:]
-    release = np.full(torus4.n_nodes, np.inf)
+    release = np.full(topo.n_nodes, np.inf)
     for nodes, t in ((d, 20.0), (e, 5.0)):
         st.allocate(state, nodes, 1)
         release[nodes] = t
     release[a] = 10.0
+    return pol, state, release
+
+
+def test_a_running_prisms_idle_routers_stay_held_until_its_job_ends(torus4):
+    """By hand on the 4x4x4 torus (:func:`_held_idle_routers`): a 2-node job fits nowhere at
+    5 s (A's idle routers are held), so its shadow time is A's end, 10 s — also by walking the
+    future states. Where the shortcut steps aside: a one-router job under ``internal`` (it may
+    take A's idle nodes at 5 s already), and a placement recorded but not started."""
     times = np.array([5.0, 10.0, 20.0])
+    pol, state, release = _held_idle_routers(torus4)
     assert pol.earliest_fit(state, 2, release, times) == 10.0
     assert next(t for t in times if pol.fits(st.future(state, release <= t), 2)) == 10.0
+    assert pol.place(st.future(state, release <= 20.0), 2) is not None and pol.pending
+    assert pol.earliest_fit(state, 2, release, times) is None  # pending would hold: the engine walks
+
+    inside, state, release = _held_idle_routers(torus4, PrismParams(internal=True))
+    assert inside.earliest_fit(state, 3, release, times) == 10.0  # larger than a router: the shortcut
+    assert inside.earliest_fit(state, 1, release, times) is None
+    assert next(t for t in times if inside.fits(st.future(state, release <= t), 1)) == 5.0
 
 
 def test_blocking_other_kinds_keeps_prisms_off_the_xk_block():

@@ -18,8 +18,8 @@ Per-pass work is kept proportional to what can change: candidates are filtered b
 count in one array operation; a failed placement of size ``n`` rules out every larger job of
 the same size class for the rest of the pass (:class:`FailureSizes`; feasibility is monotone
 in the size within a class and only shrinks as jobs start); the shadow time is found from
-the policy's batched count test over every future instant at once, or by bisection over the
-distinct estimated ends; a reservation is reused while neither the head nor the machine
+the policy's batched count test over every future instant at once, from the policy's own
+``earliest_fit`` where it has one, or by bisection over the distinct estimated ends; a reservation is reused while neither the head nor the machine
 changed (:class:`Reservation`); a pass on an unchanged machine only looks at jobs submitted
 since the previous one (:class:`PassMemo`).
 """
@@ -245,8 +245,8 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
 def first_fit_time(replay: Replay, head: int) -> float:
     """Earliest estimated end of running jobs after which the policy can place ``head``
     (``inf`` if none): the policy's count test over every future instant at once, or, for a
-    policy without one, a bisection with ``place`` on future states (feasibility only grows
-    as jobs end)."""
+    policy without one, its own ``earliest_fit`` where it gives one, else a bisection with
+    ``fits`` on future states (feasibility only grows as jobs end)."""
     jobs, policy, machine = replay.jobs, replay.policy, replay.machine
     n, submit = int(jobs.nodes[head]), jobs.submit[head]
     if policy.needs is not None:

@@ -37,6 +37,7 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -128,7 +129,7 @@ class Policy(abc.ABC):
         return None
 
 
-def first_fit_among(times: np.ndarray, fits_at) -> float:
+def first_fit_among(times: np.ndarray, fits_at: Callable[[float], bool]) -> float:
     """The first of ``times`` (ascending) at which ``fits_at(t)`` holds, ``inf`` if at none, for
     a predicate that stays true once true (feasibility only grows as jobs end): the last time
     first, then a bisection. The probes are the same for every caller, so the machine states a

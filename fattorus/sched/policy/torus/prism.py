@@ -36,7 +36,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -246,7 +246,7 @@ class Prism(Policy):
 
     name = "prism"
     families = ("torus3d",)
-    needs = None  # no count test: EASY's shadow time comes from place() on future machines
+    needs = None  # no count test: EASY's shadow time comes from earliest_fit (or fits on future machines)
     reads_counts = False  # only the free nodes (and the recorded prisms)
 
     def __init__(self, topo: Any, params: PrismParams | None = None) -> None:
@@ -304,7 +304,8 @@ class Prism(Policy):
         self._minimal_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per size: see _minimal
         self._usable_table = self._table_of_usable()
         # (start, shape) -> (router mask, usable nodes): see _prism.
-        self._prisms: collections.OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = collections.OrderedDict()
+        self._prisms: collections.OrderedDict[tuple[tuple[int, int, int], tuple[int, int, int]],
+                                              tuple[np.ndarray, np.ndarray]] = collections.OrderedDict()
 
     # Engine hooks ----------------------------------------------------------------------------
     def reset(self, machine: st.MachineState) -> None:
@@ -417,8 +418,8 @@ class Prism(Policy):
         if self.pending or (self.params.internal and n <= self.topo.nodes_per_router):
             return None
         holder = self._holder
-        hold_until = np.where((holder >= 0) & ~state.free[np.maximum(holder, 0)],
-                              release_s[np.maximum(holder, 0)], -np.inf)
+        first = np.maximum(holder, 0)  # -1 (no prism) reads node 0, masked out
+        hold_until = np.where((holder >= 0) & ~state.free[first], release_s[first], -np.inf)
         usable_now = int(np.count_nonzero(state.free & self.usable))
 
         def fits_at(t: float) -> bool:
@@ -426,8 +427,9 @@ class Prism(Policy):
             free = state.free | released
             if n > usable_now + int(np.count_nonzero(released & ~state.free & self.usable)):
                 return False
-            mkey = (np.packbits(free).tobytes(), np.packbits(hold_until > t).tobytes())
-            return self._fits_on(self._cached_machine(mkey, lambda: self._machine_from(free, hold_until > t)), n)
+            held = hold_until > t
+            mkey = (np.packbits(free).tobytes(), np.packbits(held).tobytes())
+            return self._fits_on(self._cached_machine(mkey, lambda: self._machine_from(free, held)), n)
 
         return first_fit_among(times, fits_at)
 
@@ -451,7 +453,7 @@ class Prism(Policy):
         :data:`MACHINES_KEPT` states asked about last)."""
         return self._cached_machine(self._machine_key(state), lambda: self._machine(state))
 
-    def _cached_machine(self, mkey: tuple[bytes, bytes], build) -> Machine:
+    def _cached_machine(self, mkey: tuple[bytes, bytes], build: Callable[[], Machine]) -> Machine:
         """The kept machine of key ``mkey`` (:meth:`_machine_key`), or ``build()`` kept."""
         m = self._machines.get(mkey)
         if m is None:
@@ -472,10 +474,7 @@ class Prism(Policy):
         hosts = np.flatnonzero(self._owned(state, False) & (free.sum(axis=1) >= n))
         if len(hosts) == 0:
             return None
-        nodes = hosts[0] * p + np.flatnonzero(free[hosts[0]])
-        if prefer is not None:
-            nodes = np.concatenate([nodes[prefer[nodes]], nodes[~prefer[nodes]]])
-        nodes = nodes[:n].astype(np.int64)
+        nodes = _take((hosts[0] * p + np.flatnonzero(free[hosts[0]])).astype(np.int64), n, prefer)
         key = _key(nodes)
         if key not in self.pending:
             self.pending[key] = np.zeros(R, bool)
@@ -515,6 +514,7 @@ class Prism(Policy):
         return owned
 
     def _machine(self, state: st.MachineState) -> Machine:
+        """The search tables of ``state`` (its free nodes; the recorded prisms holding there)."""
         return self._machine_from(state.free, self._owned(state, state is not self.machine))
 
     def _machine_from(self, free_nodes: np.ndarray, owned: np.ndarray) -> Machine:
