@@ -65,7 +65,7 @@ class WorkloadConf:
     # default_scale: the load the papers ran that machine at; docs/workloads.md).
     scale: Any = "machine"
     log_nodes: Optional[int] = None  # the log's machine size for scale=fit (default: its header)
-    node_kind: Optional[str] = None  # node type every job runs on (default: the machine's first, XE)
+    node_kind: Optional[str] = None  # node type every job runs on (default: the machine's first, XE); by_job: its own
     window_start_days: float = 0.0
     window_days: Optional[float] = None
     max_runtime_s: Optional[float] = None  # ceiling on run/requested times; null: 366 days

@@ -253,10 +253,17 @@ def _load_workload(wl_cfg: dict[str, Any], topo_cfg: dict[str, Any], ft: Any) ->
 
     if wl_cfg.get("scale") == "machine":  # the machine's default load (conf/topo: default_scale)
         wl_cfg["scale"] = topo_cfg.get("default_scale", 1)
+    from fattorus.sched.replay import BY_JOB
+
+    kind = wl_cfg.get("node_kind")
     try:
-        usable = int(ft.usable(wl_cfg.get("node_kind")).sum())
+        if kind == BY_JOB:  # the jobs' own kinds: the machine is every compute node
+            usable = sum(int(ft.usable(k).sum()) for k in ft.node_kind_names if k != "service")
+        else:
+            usable = int(ft.usable(kind).sum())
     except topology.TopologyError as err:
-        raise UserError(f"workload.node_kind: {err}") from None
+        raise UserError(f"workload.node_kind: {err} (or {BY_JOB}: each job on the kind its node_kind column "
+                        f"names)") from None
     wl, counts = workload.from_config(wl_cfg, machine_nodes=usable, machine_scale=topo_cfg.get("default_scale", 1))
     print(_scale_line(wl_cfg, counts, usable), flush=True)  # stdout: stderr is for problems
     return wl, counts

@@ -42,13 +42,15 @@ class Jobs:
     runtime: np.ndarray
     estimate: np.ndarray
     nodes: np.ndarray
+    kind: np.ndarray | None = None  # (n,) row of the replay's kind_nodes each job runs on; None: one kind
 
     @classmethod
-    def of(cls, submit, runtime, estimate, nodes, n_nodes: int) -> Jobs:
-        """Typed copies of the four columns, checked: a NaN time would never compare equal to
+    def of(cls, submit, runtime, estimate, nodes, n_nodes: int, kind=None) -> Jobs:
+        """Typed copies of the columns, checked: a NaN time would never compare equal to
         an event time and stall the loop, so it is refused (one-line ``ValueError``)."""
         jobs = cls(np.asarray(submit, np.float64), np.asarray(runtime, np.float64),
-                   np.asarray(estimate, np.float64), np.asarray(nodes, np.int64))
+                   np.asarray(estimate, np.float64), np.asarray(nodes, np.int64),
+                   None if kind is None else np.asarray(kind, np.int64))
         ok = (np.all(np.isfinite(jobs.submit)) and np.all(np.isfinite(jobs.runtime)) and np.all(jobs.runtime > 0)
               and np.all(jobs.estimate >= jobs.runtime) and np.all((jobs.nodes >= 1) & (jobs.nodes <= n_nodes)))
         if len(jobs.submit) and not ok:
@@ -113,21 +115,47 @@ class Replay:
     bar: Any = None
     runtime_at_start: RuntimeAtStart | None = None
     runtime: np.ndarray | None = None  # (n,) run times as decided at start (a copy of the jobs')
+    kind_nodes: np.ndarray | None = None  # (K, N) bool: the nodes each job kind may run on
+    n_size_classes: int = 0  # size classes of the skip rule (per kind with kind_nodes)
 
     @classmethod
-    def new(cls, jobs: Jobs, topo: Any, policy: Policy, usable: np.ndarray | None = None) -> Replay:
-        """An empty machine (only its ``usable`` nodes free, default all) and no job submitted yet."""
+    def new(cls, jobs: Jobs, topo: Any, policy: Policy, usable: np.ndarray | None = None,
+            kind_nodes: np.ndarray | None = None) -> Replay:
+        """An empty machine (only its ``usable`` nodes free, default all; with ``kind_nodes``,
+        the nodes of any kind) and no job submitted yet."""
         n = len(jobs)
+        if kind_nodes is not None:
+            usable = np.asarray(kind_nodes, bool).any(axis=0)
         machine = st.empty(topo, usable)
         policy.reset(machine)  # first: a policy's size classes may depend on the usable nodes
         size_class = np.asarray(policy.size_class(jobs.nodes), np.int64)
+        C = st.n_classes(topo)
+        booked = size_class.copy()  # the class each job is booked under: the links its placement can use; set at start
+        if kind_nodes is not None:
+            # Feasibility is monotone in the size only among jobs of one kind: one set of classes per kind.
+            size_class = size_class + jobs.kind * (C + 1)
+            C = len(kind_nodes) * (C + 1) - 1
         return cls(
             jobs=jobs, policy=policy, machine=machine, size_class=size_class,
-            # The class each job is booked under: the links its placement can use; set at start.
-            booked=size_class.copy(), start=np.full(n, np.nan),
+            booked=booked, start=np.full(n, np.nan),
             alloc=[np.empty(0, np.int64)] * n, backfilled=np.zeros(n, bool), shadow=np.full(n, np.nan),
             waiting=np.zeros(n, bool), node_est_end=np.full(topo.n_nodes, np.inf), runtime=jobs.runtime.copy(),
+            kind_nodes=None if kind_nodes is None else np.asarray(kind_nodes, bool), n_size_classes=C,
         )
+
+    def view(self, state: st.MachineState, j: int) -> st.MachineState:
+        """``state`` as job ``j`` sees it: itself with one node kind, else only its kind's nodes
+        free (:func:`fattorus.sched.state.restricted`)."""
+        if self.kind_nodes is None:
+            return state
+        return st.restricted(state, self.kind_nodes[self.jobs.kind[j]])
+
+    def free_for(self, jobs: np.ndarray) -> np.ndarray | int:
+        """Free nodes each of ``jobs`` could use now (its kind's), or the machine's free count."""
+        if self.kind_nodes is None:
+            return self.machine.n_free
+        per_kind = np.count_nonzero(self.machine.free[None, :] & self.kind_nodes, axis=1)
+        return per_kind[self.jobs.kind[jobs]]
 
     def start_job(self, j: int, placed: np.ndarray, now: float) -> None:
         """Start job ``j`` at ``now`` on the free nodes ``placed``."""
@@ -179,17 +207,32 @@ class Replay:
 
 
 def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = False,
-        usable: np.ndarray | None = None, runtime_at_start: RuntimeAtStart | None = None) -> Schedule:
+        usable: np.ndarray | None = None, runtime_at_start: RuntimeAtStart | None = None,
+        kind_nodes: np.ndarray | None = None) -> Schedule:
     """Replay ``jobs`` on ``topo`` under queue discipline ``queue`` and allocation ``policy``.
 
     ``queue`` is a :class:`fattorus.sched.queues.Queue` (``Fcfs()``, ``Easy()``); it is
     reset here, so one object may serve several runs. ``progress`` shows a progress bar.
     ``usable``: ``(N,)`` bool, the nodes the jobs may run on (``topo.usable(kind)``; default
-    all); the others stay out of the machine.
+    all); the others stay out of the machine. ``kind_nodes``: ``(K, N)`` bool instead, for jobs
+    of several node kinds (``jobs.kind`` says each job's row): a job runs only on its kind's
+    nodes, and every question to the policy about it is asked on the machine as that job sees
+    it (:meth:`Replay.view`), so the policy must read no group counts (``reads_counts``).
     """
-    if usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
+    if kind_nodes is not None:
+        if jobs.kind is None:
+            raise ValueError("kind_nodes needs every job's kind (Jobs.kind)")
+        if policy.reads_counts:
+            raise ValueError(f"policy '{policy.name}' reads group counts, so it cannot run jobs of several node "
+                             f"kinds; choose one that reads only free nodes (to, first_fit, prism, feature)")
+        capacity = np.count_nonzero(kind_nodes, axis=1)[jobs.kind] if len(jobs) else np.zeros(0, np.int64)
+        too_large = np.flatnonzero(jobs.nodes > capacity)
+        if len(too_large):
+            j = int(too_large[0])
+            raise ValueError(f"a job asks for {int(jobs.nodes[j])} nodes; its node kind has {int(capacity[j])}")
+    elif usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
         raise ValueError(f"a job asks for {int(jobs.nodes.max())} nodes; the machine has {int(np.sum(usable))} usable")
-    replay = Replay.new(jobs, topo, policy, usable)
+    replay = Replay.new(jobs, topo, policy, usable, kind_nodes)
     replay.runtime_at_start = runtime_at_start
     queue.reset(replay)
     if progress:

@@ -106,7 +106,7 @@ def start_from_head(replay: Replay, now: float, memo: PassMemo) -> int | None:
             continue
         if unchanged and lo == memo.head and not policy.time_dependent:
             return lo
-        placed = policy.place(replay.machine, int(jobs.nodes[lo]), waited_s=now - jobs.submit[lo])
+        placed = policy.place(replay.view(replay.machine, lo), int(jobs.nodes[lo]), waited_s=now - jobs.submit[lo])
         if placed is None:
             return lo
         replay.start_job(lo, placed, now)
@@ -157,9 +157,9 @@ class Easy(Queue):
         first = max(memo.upto, head + 1) if reuse else head + 1
         window = slice(first, replay.hi)
         nodes = replay.jobs.nodes
-        candidates = first + np.flatnonzero(replay.waiting[window] & (nodes[window] <= replay.machine.n_free))
-        failures = memo.failures if reuse else FailureSizes.none(st.n_classes(replay.machine.topo),
-                                                                 replay.machine.topo.n_nodes)
+        waiting = first + np.flatnonzero(replay.waiting[window])
+        candidates = waiting[nodes[waiting] <= replay.free_for(waiting)]
+        failures = memo.failures if reuse else FailureSizes.none(replay.n_size_classes, replay.machine.topo.n_nodes)
         self.memo = PassMemo(replay.version, head, replay.hi, failures)
         if len(candidates) == 0:
             return
@@ -191,20 +191,20 @@ class Easy(Queue):
         while pos < len(candidates) and machine.n_free > 0:
             # One array expression finds the next candidate worth asking the policy about.
             limit = np.where(short[pos:], failures.now[cand_class[pos:]], failures.held[cand_class[pos:]])
-            worth = np.flatnonzero((cand_nodes[pos:] < limit) & (cand_nodes[pos:] <= machine.n_free))
+            worth = np.flatnonzero((cand_nodes[pos:] < limit) & (cand_nodes[pos:] <= replay.free_for(candidates[pos:])))
             if len(worth) == 0:
                 break
             pos += int(worth[0])
             j, n, c = int(candidates[pos]), int(cand_nodes[pos]), int(cand_class[pos])
             if short[pos]:
-                placed = policy.place(machine, n, prefer=reserved_mask)
+                placed = policy.place(replay.view(machine, j), n, prefer=reserved_mask)
                 if placed is None:
                     failures.now[c] = n
                     failures.held[c] = min(n, failures.held[c])
             else:
                 if held is None:
                     held = st.with_hold(machine, res.nodes, policy.footprint(res.nodes))
-                placed = policy.place(held, n)
+                placed = policy.place(replay.view(held, j), n)
                 if placed is None:
                     failures.held[c] = n
             pos += 1
@@ -229,16 +229,16 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
     relax = policy.wake_time(submit)
     if relax is not None and now < relax < shadow:
         released = replay.node_est_end <= relax
-        reserved = policy.place(st.future(machine, released, policy.reads_counts), n, prefer=released,
-                                waited_s=relax - submit)
+        reserved = policy.place(replay.view(st.future(machine, released, policy.reads_counts), head), n,
+                                prefer=released, waited_s=relax - submit)
         if reserved is not None:
             shadow = relax
     if shadow == np.inf:
         raise unplaceable(policy, n)
     if reserved is None:
         released = replay.node_est_end <= shadow
-        reserved = policy.place(st.future(machine, released, policy.reads_counts), n, prefer=released,
-                                waited_s=shadow - submit)
+        reserved = policy.place(replay.view(st.future(machine, released, policy.reads_counts), head), n,
+                                prefer=released, waited_s=shadow - submit)
     return Reservation(head, replay.version, float(shadow), reserved)
 
 
@@ -249,7 +249,7 @@ def first_fit_time(replay: Replay, head: int) -> float:
     ``fits`` on future states (feasibility only grows as jobs end)."""
     jobs, policy, machine = replay.jobs, replay.policy, replay.machine
     n, submit = int(jobs.nodes[head]), jobs.submit[head]
-    if policy.needs is not None:
+    if policy.needs is not None and replay.kind_nodes is None:
         times, future_counts = st.futures_of(machine, replay.releases, policy.needs)
         fits = np.flatnonzero(policy.feasible(future_counts, n, waited_s=times - submit))
         return float(times[fits[0]]) if len(fits) else np.inf
@@ -258,7 +258,7 @@ def first_fit_time(replay: Replay, head: int) -> float:
     times = np.unique([replay.start[j] + jobs.estimate[j] for _, j in replay.running])
     if len(times) and not policy.time_dependent:
         # The policy's own shortcut, where it has one (same answer as the bisection below).
-        shadow = policy.earliest_fit(machine, n, replay.node_est_end, times)
+        shadow = policy.earliest_fit(replay.view(machine, head), n, replay.node_est_end, times)
         if shadow is not None:
             return shadow
     return first_fit_among(times, lambda t: _fits_after(replay, head, t))
@@ -267,7 +267,7 @@ def first_fit_time(replay: Replay, head: int) -> float:
 def _fits_after(replay: Replay, head: int, t: float) -> bool:
     """Whether the policy places ``head`` once every job estimated to end by ``t`` has ended."""
     future = st.future(replay.machine, replay.node_est_end <= t, counts=replay.policy.reads_counts)
-    return replay.policy.fits(future, int(replay.jobs.nodes[head]), waited_s=t - replay.jobs.submit[head])
+    return replay.policy.fits(replay.view(future, head), int(replay.jobs.nodes[head]), waited_s=t - replay.jobs.submit[head])
 
 
 #: Config name -> queue discipline class (``sched=easy``); used by the app, not the engine.

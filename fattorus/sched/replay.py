@@ -38,14 +38,18 @@ class ReplayResult:
     summary: dict
 
 
-def prepare(jobs: pl.DataFrame, n_nodes: int) -> tuple[pl.DataFrame, dict[str, int]]:
+def prepare(jobs: pl.DataFrame, n_nodes: int,
+            kind_nodes: Mapping[str, int] | None = None) -> tuple[pl.DataFrame, dict[str, int]]:
     """Drop jobs the replay cannot run, counting each by reason; sort by (submit, job id).
 
     Reasons, checked in this order: ``cancelled_before_start`` (status 5 and runtime <= 0 or
     unknown), ``bad_nodes`` (node count unknown or <= 0), ``bad_runtime`` (runtime unknown or
-    <= 0), ``too_large`` (more nodes than the machine). A job that failed or was cancelled
-    after it started held its nodes for its runtime and is replayed.
+    <= 0), ``too_large`` (more nodes than the machine, or with ``kind_nodes`` — node kind ->
+    its nodes — than the job's node kind has). A job that failed or was cancelled after it
+    started held its nodes for its runtime and is replayed.
     """
+    if kind_nodes is not None:
+        n_nodes = pl.col("node_kind").replace_strict(dict(kind_nodes), return_dtype=pl.Int64)
     # NaN counts as unknown too (Polars orders NaN above every number, so NaN > 0 holds).
     runtime_ok = pl.col("runtime_s").is_not_null() & pl.col("runtime_s").is_not_nan() & (pl.col("runtime_s") > 0)
     status = pl.col("status") if "status" in jobs.columns else pl.lit(None, pl.Int32)
@@ -83,6 +87,8 @@ def simulate(
     progress: bool = False,
     usable: np.ndarray | None = None,
     runtime_at_start: engine.RuntimeAtStart | None = None,
+    kind: np.ndarray | None = None,
+    kind_nodes: np.ndarray | None = None,
 ) -> Schedule:
     """Run the engine on jobs sorted by (submit, id) under queue discipline ``sched``.
 
@@ -95,12 +101,14 @@ def simulate(
       sched: queue discipline name (:data:`SCHEDULERS`).
       progress: show a progress bar (jobs started).
       usable: ``(N,)`` bool nodes the jobs may run on (default all).
+      kind, kind_nodes: jobs of several node kinds instead of ``usable``: ``(n,)`` each job's
+        row of ``kind_nodes`` ``(K, N)`` bool, the nodes of each kind (:func:`fattorus.sched.engine.run`).
     """
     if sched not in QUEUES:
         raise ValueError(f"unknown scheduler {sched!r}; choices: {list(SCHEDULERS)}")
-    jobs = engine.Jobs.of(submit, runtime, estimate, nodes, topo.n_nodes)
+    jobs = engine.Jobs.of(submit, runtime, estimate, nodes, topo.n_nodes, kind)
     return engine.run(jobs, topo, QUEUES[sched](), policy, progress=progress, usable=usable,
-                      runtime_at_start=runtime_at_start)
+                      runtime_at_start=runtime_at_start, kind_nodes=kind_nodes)
 
 
 def replay(
@@ -138,6 +146,8 @@ def replay(
       node_kind: the node type every job runs on (``topo.node_kind_names``; default the
         topology's first, e.g. ``XE``); nodes of other kinds stay out of the machine, and
         utilization is over the usable nodes (the torus paper's scheduling efficiency).
+        :data:`BY_JOB`: each job runs on the kind its ``node_kind`` column names (the Table II
+        workload's XE and XK jobs in one replay); the machine is the nodes of those kinds.
       runtime_model: optional ``model(prepared) -> runtime_at_start`` (e.g.
         :class:`fattorus.analysis.commtime.ModelRuntimes`): each job's run time is decided
         as it starts (the engine's ``runtime_at_start``); the jobs table then holds the run
@@ -145,15 +155,19 @@ def replay(
     """
     wall0 = time.perf_counter()
     pol = policy_mod.make(policy, topo, policy_params, seed)
-    usable = topo.usable(node_kind)
+    kinds, kind_nodes = job_kinds(jobs, topo) if node_kind == BY_JOB else (None, None)
+    usable = topo.usable(node_kind) if kind_nodes is None else kind_nodes.any(axis=0)
     capacity = int(usable.sum())
-    prepared, skipped = prepare(_with_runtimes(jobs, runtime_s), capacity)
+    per_kind = None if kinds is None else {str(k): int(m.sum()) for k, m in zip(kinds, kind_nodes)}
+    prepared, skipped = prepare(_with_runtimes(jobs, runtime_s), capacity, per_kind)
     for reason, count in (extra_skips or {}).items():
         skipped[reason] = skipped.get(reason, 0) + int(count)
     cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
     at_start = None if runtime_model is None else runtime_model.bind(prepared)
+    kind = None if kinds is None else np.searchsorted(kinds, prepared["node_kind"].to_numpy())
     schedule = simulate(*cols, topo, pol, sched, progress=progress,
-                        usable=None if capacity == topo.n_nodes else usable, runtime_at_start=at_start)
+                        usable=None if capacity == topo.n_nodes or kind is not None else usable,
+                        runtime_at_start=at_start, kind=kind, kind_nodes=kind_nodes)
     out, exposed = _outputs(prepared, schedule, topo, cols[3])
     util = metrics.utilization(out, capacity)
     summary = metrics.summary(
@@ -171,9 +185,32 @@ def replay(
     summary["topology"] = topo.config()
     summary["usable_nodes"] = capacity  # utilization's denominator (jobs' node kind only)
     summary["node_kind"] = node_kind or topo.default_job_kind
+    if kinds is not None:
+        summary["node_kinds"] = {str(k): int(n) for k, n in zip(kinds, np.bincount(kind, minlength=len(kinds)))}
     if runtime_model is not None:
         summary["runtime_model"] = runtime_model.summary()
     return ReplayResult(out, util, summary)
+
+
+#: ``node_kind`` value that runs every job on the kind its ``node_kind`` column names.
+BY_JOB = "by_job"
+
+
+def job_kinds(jobs: pl.DataFrame, topo: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The node kinds a :data:`BY_JOB` replay's jobs ask for (sorted names) and the nodes of
+    each (``(K, N)`` bool, :meth:`Topology.usable`); one-line ``ValueError`` for a table
+    without the column, a job without a kind or a kind the machine lacks."""
+    if "node_kind" not in jobs.columns:
+        raise ValueError(f"node_kind={BY_JOB} needs the workload's node_kind column (e.g. the waves generator's); "
+                         f"this workload has none")
+    if jobs["node_kind"].null_count():
+        raise ValueError(f"node_kind={BY_JOB}: {jobs['node_kind'].null_count()} job(s) name no node kind")
+    kinds = np.array(sorted(str(k) for k in jobs["node_kind"].unique().to_list()))
+    for k in kinds:
+        if k not in topo.node_kind_names or k == "service":
+            raise ValueError(f"node_kind={BY_JOB}: a job asks for node kind {str(k)!r}; {topo.name!r} has compute kinds "
+                             f"{[n for n in topo.node_kind_names if n != 'service']}")
+    return kinds, np.stack([topo.usable(str(k)) for k in kinds])
 
 
 def _with_runtimes(jobs: pl.DataFrame, runtime_s: np.ndarray | None) -> pl.DataFrame:

@@ -62,6 +62,9 @@ class MachineState:
         footprint class per group (row 0 unused).
       n_free: total free nodes.
       layout: per-node group ids (shared, never copied).
+      allowed, free_all: on a view for one job kind (:func:`restricted`), the nodes that
+        kind may use and the free nodes of the whole machine (``free`` is then
+        ``free_all & allowed``); None otherwise.
     """
 
     topo: Any
@@ -71,6 +74,8 @@ class MachineState:
     held: tuple[np.ndarray, ...]
     n_free: int
     layout: Layout
+    allowed: np.ndarray | None = None
+    free_all: np.ndarray | None = None
 
     def copy(self) -> MachineState:
         """Deep copy (arrays copied, topology shared)."""
@@ -82,6 +87,8 @@ class MachineState:
             tuple(h.copy() for h in self.held),
             self.n_free,
             self.layout,
+            self.allowed,
+            None if self.free_all is None else self.free_all.copy(),
         )
 
 
@@ -146,6 +153,17 @@ def with_hold(state: MachineState, nodes: np.ndarray, cls: int) -> MachineState:
     held.n_free -= len(newly)
     _book(held, nodes, cls, +1, newly)
     return held
+
+
+def restricted(state: MachineState, allowed: np.ndarray) -> MachineState:
+    """``state`` as a job that may run only on the ``allowed`` nodes (``(N,)`` bool) sees it:
+    ``free`` holds only allowed free nodes; ``free_all`` keeps the whole machine's (a policy
+    that records placements asks it whether another kind's job still runs). Without group
+    counts (for policies that declare they read none, ``Policy.reads_counts``); node classes
+    are shared, not copied (never written)."""
+    free = state.free & allowed
+    return MachineState(state.topo, free, state.node_class, (), (), int(np.count_nonzero(free)), state.layout,
+                        allowed, state.free)
 
 
 def future(state: MachineState, released: np.ndarray, counts: bool = True) -> MachineState:

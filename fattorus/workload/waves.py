@@ -14,9 +14,10 @@ probability ``share`` (the slides: "91% of all jobs had same duration"). All dra
 ``same_runtime``) every job's share draw, so a config without the new keys gives the same
 jobs as before they existed.
 
-A replay runs every job on one node kind (:func:`fattorus.sched.replay.replay`'s
-``node_kind``); ``include_kinds`` (default ``[XE]``) says which rows enter the table, so XK
-jobs are left out unless asked for — then they run on the replay's kind like every other job.
+``include_kinds`` (default ``[XE]``) says which rows enter the table; each job's kind is its
+``node_kind`` column. A replay runs every job on one node kind (:func:`fattorus.sched.replay.replay`'s
+``node_kind``, default the machine's first), or with ``node_kind=by_job`` each job on its own
+kind (XE and XK jobs together on Blue Waters).
 """
 
 from __future__ import annotations

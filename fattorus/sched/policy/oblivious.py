@@ -21,6 +21,7 @@ class TopologyOblivious(Policy):
 
     name = "to"
     needs = st.FREE_ONLY  # feasibility needs only the free-node count
+    reads_counts = False  # only the free nodes and their count
 
     def feasible(self, counts: st.Counts, n: int, waited_s: np.ndarray | float = 0.0) -> np.ndarray:
         """Whether ``n`` nodes fit, for (optionally batched) counts: ``n`` nodes are free."""

@@ -419,13 +419,17 @@ class Prism(Policy):
             return None
         holder = self._holder
         first = np.maximum(holder, 0)  # -1 (no prism) reads node 0, masked out
-        hold_until = np.where((holder >= 0) & ~state.free[first], release_s[first], -np.inf)
-        usable_now = int(np.count_nonzero(state.free & self.usable))
+        free_all = state.free if state.free_all is None else state.free_all
+        hold_until = np.where((holder >= 0) & ~free_all[first], release_s[first], -np.inf)
+        usable = self.usable if state.allowed is None else self.usable & state.allowed  # a view: its kind's
+        usable_now = int(np.count_nonzero(state.free & usable))
 
         def fits_at(t: float) -> bool:
             released = release_s <= t
+            if state.allowed is not None:
+                released &= state.allowed  # other kinds' nodes stay out of this job's view
             free = state.free | released
-            if n > usable_now + int(np.count_nonzero(released & ~state.free & self.usable)):
+            if n > usable_now + int(np.count_nonzero(released & ~state.free & usable)):
                 return False
             held = hold_until > t
             mkey = (np.packbits(free).tobytes(), np.packbits(held).tobytes())
@@ -506,10 +510,11 @@ class Prism(Policy):
         gather (:attr:`_holder`); on a ``hypothetical`` machine also the pending ones, which may
         overlap each other (placements on different machines), one by one."""
         holder = self._holder
-        owned = (holder >= 0) & ~state.free[np.maximum(holder, 0)]
+        free = state.free if state.free_all is None else state.free_all  # a job of another kind runs on
+        owned = (holder >= 0) & ~free[np.maximum(holder, 0)]
         if hypothetical:
             for key, routers in self.pending.items():
-                if not state.free[np.frombuffer(key, np.int64)].any():
+                if not free[np.frombuffer(key, np.int64)].any():
                     owned |= routers
         return owned
 
