@@ -253,14 +253,10 @@ def _load_workload(wl_cfg: dict[str, Any], topo_cfg: dict[str, Any], ft: Any) ->
 
     if wl_cfg.get("scale") == "machine":  # the machine's default load (conf/topo: default_scale)
         wl_cfg["scale"] = topo_cfg.get("default_scale", 1)
-    from fattorus.sched.replay import BY_JOB
+    from fattorus.sched.replay import BY_JOB, machine_nodes
 
-    kind = wl_cfg.get("node_kind")
     try:
-        if kind == BY_JOB:  # the jobs' own kinds: the machine is every compute node
-            usable = sum(int(ft.usable(k).sum()) for k in ft.node_kind_names if k != "service")
-        else:
-            usable = int(ft.usable(kind).sum())
+        usable = machine_nodes(ft, wl_cfg.get("node_kind"))
     except topology.TopologyError as err:
         raise UserError(f"workload.node_kind: {err} (or {BY_JOB}: each job on the kind its node_kind column "
                         f"names)") from None

@@ -196,6 +196,15 @@ def replay(
 BY_JOB = "by_job"
 
 
+def machine_nodes(topo: Any, node_kind: str | None) -> int:
+    """The nodes a replay under the ``node_kind`` rule runs its jobs on, what ``scale=fit``
+    scales for: that kind's (default the machine's first), or with :data:`BY_JOB` every
+    compute node. An unknown kind: :class:`fattorus.topology.TopologyError`."""
+    if node_kind == BY_JOB:
+        return sum(int(topo.usable(k).sum()) for k in topo.node_kind_names if k != "service")
+    return int(topo.usable(node_kind).sum())
+
+
 def job_kinds(jobs: pl.DataFrame, topo: Any) -> tuple[np.ndarray, np.ndarray]:
     """The node kinds a :data:`BY_JOB` replay's jobs ask for (sorted names) and the nodes of
     each (``(K, N)`` bool, :meth:`Topology.usable`); one-line ``ValueError`` for a table

@@ -193,8 +193,10 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
     machine = _load_topology(topo, policy)
     cfg = workload_config(workload_spec, cores_per_node)
     cfg.update(scale=scale, window_start_days=0, window_days=None)
+    from fattorus.sched.replay import machine_nodes
+
     try:  # as the study app: jobs are scaled for, and run on, the nodes of the workload's kind
-        usable = int(machine.usable(cfg.get("node_kind")).sum())
+        usable = machine_nodes(machine, cfg.get("node_kind"))
     except TopologyError as err:
         raise TuneError(f"--workload {workload_spec}: node_kind: {err}") from None
     try:
