@@ -194,6 +194,63 @@ def test_a_running_prisms_idle_routers_stay_held_until_its_job_ends(torus4):
     assert next(t for t in times if inside.fits(st.future(state, release <= t), 1)) == 5.0
 
 
+def test_internal_jobs_that_would_outlive_their_host_go_elsewhere_with_internal_ends_first(torus4):
+    """By hand on the 4x4x4 torus: job A (9 nodes, estimated to end at 100 s) leaves idle nodes
+    in its prism. A one-node job ending by 50 s takes one of them under ``internal``; one ending
+    by 150 s does too without ``internal_ends_first`` and not with it (it gets a prism of its
+    own, outside A's)."""
+    def host(params):
+        pol = Prism(torus4, params)
+        state = st.empty(torus4)
+        pol.reset(state)
+        a = pol.place(state, 9)
+        st.allocate(state, a, pol.footprint(a))
+        pol.started(a, 100.0)
+        return pol, state, pol.running[next(iter(pol.running))]
+
+    for ends_first, late_inside in ((False, True), (True, False)):
+        pol, state, prism = host(PrismParams(internal=True, internal_ends_first=ends_first))
+        assert pol.until_dependent == ends_first
+        early, late = pol.place(state, 1, until_s=50.0), pol.place(state, 1, until_s=150.0)
+        assert prism[early // 2].all()
+        assert prism[late // 2].all() == late_inside
+        assert pol.fits(state, 1, until_s=150.0)  # elsewhere, in a prism of its own
+
+
+def test_with_internal_ends_first_no_small_job_outlives_its_host_on_a_real_log():
+    """Thunder x2 on torus8 with ``internal`` and ``internal_ends_first``: every job placed
+    inside a running prism is estimated to end no later than that prism's job (found from the
+    recorded prisms and the start times); without the option some would not."""
+    t8, usable, cols = _thunder_on_torus8(6)
+    submit, runtime, estimate, nodes = cols
+    late = {}
+    for ends_first in (False, True):
+        pol = Prism(t8, PrismParams(internal=True, internal_ends_first=ends_first))
+        got = replay.simulate(*cols, t8, pol, "easy", usable=usable)
+        order = np.argsort(got.start, kind="stable")
+        by_key: dict[bytes, list[int]] = {}
+        for j in order:
+            by_key.setdefault(np.asarray(got.alloc[j], np.int64).tobytes(), []).append(int(j))
+        prisms = []  # (job, routers) of every prism started, in start order
+        inside = []
+        for alloc, (x, y, z, a, b, c) in pol.started_prisms:
+            j = by_key[np.asarray(alloc, np.int64).tobytes()].pop(0)
+            if a > 0:
+                prisms.append((j, set(pol._prism_routers((x, y, z), (a, b, c)).tolist())))
+            else:
+                inside.append(j)
+        assert len(inside) > 20
+        late[ends_first] = 0
+        for j in inside:
+            router = int(got.alloc[j][0]) // 2
+            hosts = [h for h, routers in prisms if router in routers
+                     and got.start[h] <= got.start[j] < got.start[h] + runtime[h]]
+            assert len(hosts) == 1
+            h = hosts[0]
+            late[ends_first] += got.start[j] + estimate[j] > got.start[h] + estimate[h]
+    assert late[True] == 0 and late[False] > 0
+
+
 def test_blocking_other_kinds_keeps_prisms_off_the_xk_block():
     """On Thunder x2 over torus8 (an XK block of 3 x 2 x 8 routers, service routers), the
     default lets XE prisms hold XK routers (left idle); with ``block_other_kinds`` no prism
@@ -214,7 +271,7 @@ def test_blocking_other_kinds_keeps_prisms_off_the_xk_block():
     assert any(xk[r].any() for r in prism_routers({}))
     blocked = prism_routers({"block_other_kinds": True})
     assert len(blocked) > 10 and not any(xk[r].any() for r in blocked)
-    with pytest.raises(ValueError, match="block_other_kinds true/false"):
+    with pytest.raises(ValueError, match="block_other_kinds and internal_ends_first true/false"):
         PrismParams.from_mapping({"block_other_kinds": "yes"})
     # A job no prism clear of the block can hold is one clear error, under either scheduler:
     # never jobs left unstarted in silence.

@@ -161,7 +161,7 @@ class Replay:
         """Start job ``j`` at ``now`` on the free nodes ``placed``."""
         self.booked[j] = self.policy.footprint(placed)
         st.allocate(self.machine, placed, int(self.booked[j]))
-        self.policy.started(placed)
+        self.policy.started(placed, now + self.jobs.estimate[j])
         self.alloc[j] = placed
         self.start[j] = now
         self.waiting[j] = False

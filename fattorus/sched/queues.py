@@ -106,7 +106,8 @@ def start_from_head(replay: Replay, now: float, memo: PassMemo) -> int | None:
             continue
         if unchanged and lo == memo.head and not policy.time_dependent:
             return lo
-        placed = policy.place(replay.view(replay.machine, lo), int(jobs.nodes[lo]), waited_s=now - jobs.submit[lo])
+        placed = policy.place(replay.view(replay.machine, lo), int(jobs.nodes[lo]), waited_s=now - jobs.submit[lo],
+                              until_s=now + jobs.estimate[lo])
         if placed is None:
             return lo
         replay.start_job(lo, placed, now)
@@ -197,15 +198,15 @@ class Easy(Queue):
             pos += int(worth[0])
             j, n, c = int(candidates[pos]), int(cand_nodes[pos]), int(cand_class[pos])
             if short[pos]:
-                placed = policy.place(replay.view(machine, j), n, prefer=reserved_mask)
-                if placed is None:
+                placed = policy.place(replay.view(machine, j), n, prefer=reserved_mask, until_s=now + jobs.estimate[j])
+                if placed is None and not policy.until_dependent:
                     failures.now[c] = n
                     failures.held[c] = min(n, failures.held[c])
             else:
                 if held is None:
                     held = st.with_hold(machine, res.nodes, policy.footprint(res.nodes))
-                placed = policy.place(replay.view(held, j), n)
-                if placed is None:
+                placed = policy.place(replay.view(held, j), n, until_s=now + jobs.estimate[j])
+                if placed is None and not policy.until_dependent:
                     failures.held[c] = n
             pos += 1
             if placed is not None:
@@ -230,7 +231,7 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
     if relax is not None and now < relax < shadow:
         released = replay.node_est_end <= relax
         reserved = policy.place(replay.view(st.future(machine, released, policy.reads_counts), head), n,
-                                prefer=released, waited_s=relax - submit)
+                                prefer=released, waited_s=relax - submit, until_s=relax + jobs.estimate[head])
         if reserved is not None:
             shadow = relax
     if shadow == np.inf:
@@ -238,7 +239,7 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
     if reserved is None:
         released = replay.node_est_end <= shadow
         reserved = policy.place(replay.view(st.future(machine, released, policy.reads_counts), head), n,
-                                prefer=released, waited_s=shadow - submit)
+                                prefer=released, waited_s=shadow - submit, until_s=shadow + jobs.estimate[head])
     return Reservation(head, replay.version, float(shadow), reserved)
 
 
@@ -267,7 +268,9 @@ def first_fit_time(replay: Replay, head: int) -> float:
 def _fits_after(replay: Replay, head: int, t: float) -> bool:
     """Whether the policy places ``head`` once every job estimated to end by ``t`` has ended."""
     future = st.future(replay.machine, replay.node_est_end <= t, counts=replay.policy.reads_counts)
-    return replay.policy.fits(replay.view(future, head), int(replay.jobs.nodes[head]), waited_s=t - replay.jobs.submit[head])
+    jobs = replay.jobs
+    return replay.policy.fits(replay.view(future, head), int(jobs.nodes[head]), waited_s=t - jobs.submit[head],
+                              until_s=t + jobs.estimate[head])
 
 
 #: Config name -> queue discipline class (``sched=easy``); used by the app, not the engine.

@@ -15,7 +15,8 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
   exactly where ``place`` would succeed on a state with those counts.
 * Within one :meth:`Policy.size_class`, feasibility is monotone in ``n`` (if ``n`` nodes
   cannot be placed, no larger job of the class can) and only shrinks as jobs start; the
-  engine relies on it to skip candidates.
+  engine relies on it to skip candidates — unless ``until_dependent`` (the answer also
+  depends on the job's estimated end ``until_s``), when it skips nothing.
 * ``fits(state, n, waited_s)`` is True exactly where ``place`` would return nodes; the
   engine asks it where only feasibility matters (EASY's shadow-time bisection). Default:
   ``place(...) is not None``; a policy overrides it when deciding "some placement exists" is
@@ -57,6 +58,9 @@ class Policy(abc.ABC):
         shadow time by bisection with :meth:`place` on future states instead.
       time_dependent: True when a decision depends on ``waited_s`` (the engine then asks
         again about a blocked queue head even on an unchanged machine).
+      until_dependent: True when a decision depends on ``until_s`` (the job's estimated end):
+        feasibility is then not monotone in the size alone, and EASY's backfill asks about
+        every candidate instead of skipping larger ones of a size class that failed.
       reads_counts: False when :meth:`place` and :meth:`fits` never read a state's group
         counts (why declare it: EASY's shadow-time bisection then builds its future states
         without them, which is most of their cost).
@@ -66,6 +70,7 @@ class Policy(abc.ABC):
     families: ClassVar[tuple[str, ...]] = ()
     needs: ClassVar[str | None] = None
     time_dependent: bool = False
+    until_dependent: bool = False
     reads_counts: ClassVar[bool] = True
 
     def __init__(self, topo: Any) -> None:
@@ -78,18 +83,20 @@ class Policy(abc.ABC):
 
     @abc.abstractmethod
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """Node ids (allocation order) for an ``n``-node job on ``state``, or None.
 
         ``prefer``: optional ``(N,)`` bool mask of nodes to use first where the policy has a
         free choice (EASY uses it so that concrete node sets reproduce count-based EASY).
         ``waited_s``: how long the job has waited, seconds (for rules that relax with it).
+        ``until_s``: when the job would end by its estimate if it started on ``state`` (s; for
+        rules about what runs beside what, e.g. prism's ``internal_ends_first``).
         """
         ...
 
-    def fits(self, state: st.MachineState, n: int, waited_s: float = 0.0) -> bool:
+    def fits(self, state: st.MachineState, n: int, waited_s: float = 0.0, until_s: float = np.inf) -> bool:
         """Whether :meth:`place` would place an ``n``-node job on ``state`` (default: ask it)."""
-        return self.place(state, n, waited_s=waited_s) is not None
+        return self.place(state, n, waited_s=waited_s, until_s=until_s) is not None
 
     def earliest_fit(self, state: st.MachineState, n: int, release_s: np.ndarray, times: np.ndarray) -> float | None:
         """EASY's shadow time for an ``n``-node job: the first of ``times`` (s, ascending, the
@@ -117,8 +124,9 @@ class Policy(abc.ABC):
     def reset(self, machine: st.MachineState) -> None:
         """A replay starts on ``machine`` (the engine's real, mutable state). Default: nothing."""
 
-    def started(self, nodes: np.ndarray) -> None:
-        """A job started on ``nodes`` (returned by :meth:`place` on the real machine). Default: nothing."""
+    def started(self, nodes: np.ndarray, until_s: float = np.inf) -> None:
+        """A job started on ``nodes`` (returned by :meth:`place` on the real machine), to end by
+        its estimate at ``until_s`` (s). Default: nothing."""
 
     def ended(self, nodes: np.ndarray) -> None:
         """The job on ``nodes`` ended and its nodes are free again. Default: nothing."""

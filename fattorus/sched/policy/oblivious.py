@@ -28,7 +28,7 @@ class TopologyOblivious(Policy):
         return np.asarray(counts.n_free) >= n
 
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """The ``n`` lowest-numbered free nodes, preferred ones first, or None."""
         if n > state.n_free:
             return None
@@ -46,7 +46,7 @@ class TopologyObliviousRandom(TopologyOblivious):
         self.rng = np.random.default_rng(seed)
 
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """``n`` free nodes at random (all preferred free nodes are drawn from first), or None."""
         if n > state.n_free:
             return None
@@ -69,7 +69,7 @@ class FirstFit(TopologyOblivious):
         self.order = np.asarray(topo.ordering(ordering), np.int64)
 
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """The first ``n`` free nodes in the ordering (preferred free nodes first), or None."""
         if n > state.n_free:
             return None

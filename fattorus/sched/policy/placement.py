@@ -50,7 +50,7 @@ class _Placement(TopologyOblivious):
         """Free nodes in the order this policy takes them."""
 
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """The first ``n`` nodes of :meth:`order` (preferred free nodes first), or None."""
         if n > state.n_free:
             return None
@@ -112,7 +112,7 @@ class _RoundRobin(_Placement):
         """Start the cycle at router 0."""
         self.next_router = 0
 
-    def started(self, nodes: np.ndarray) -> None:
+    def started(self, nodes: np.ndarray, until_s: float = np.inf) -> None:
         """The cycle goes on after the last router the job used."""
         self.next_router = (int(self.router[np.asarray(nodes)[-1]]) + 1) % self.n_routers
 

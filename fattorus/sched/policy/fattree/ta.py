@@ -138,7 +138,7 @@ class TopologyAware(Policy):
         return float(np.nextafter(submit_s + self.params.relax_after_s, np.inf))
 
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """Nodes for an ``n``-node job under the T1/T2/T3 rules, or None. ``prefer`` is ignored.
 
         With ``relax_after_s`` set, a job that has waited longer than that (``waited_s``,

@@ -47,7 +47,7 @@ class TreeBestFit(Policy):
         return np.asarray(counts.n_free) >= n
 
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """Nodes for an ``n``-node job, or None when fewer than ``n`` are free. ``prefer`` is ignored."""
         ft = self.topo
         if n > state.n_free:

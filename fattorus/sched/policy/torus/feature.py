@@ -80,7 +80,7 @@ class Feature(Policy):
         return int(out) if out.ndim == 0 else out
 
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """The first ``n`` free usable nodes of the first feature that has them (or of the
         ordering, for a job that does not ask), preferred nodes first, or None."""
         if not self.asks(n):

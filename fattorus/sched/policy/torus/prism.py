@@ -69,8 +69,11 @@ class PrismParams:
       slack: shapes are tried up to ``slack`` times the slots of the smallest shape that fits.
       internal: let a job that fits on one router (``n <= nodes per router``: its traffic never
         leaves the router) take idle nodes inside a running prism first (the paper's Moab
-        option for a prism's internal idle nodes; without the run-time limit the paper asks
-        of such jobs). Not tuned.
+        option for a prism's internal idle nodes). Not tuned.
+      internal_ends_first: with ``internal``, only inside a prism whose job ends (by its
+        estimate) no earlier than the small job would: the paper's "limits on the run time" of
+        such jobs, so that none outlives its host and keeps the host's routers from the next
+        prism. Not tuned.
       block_other_kinds: routers holding a compute node of another kind than the job's (Blue
         Waters' XK block, for XE jobs) count as busy: no prism may hold them. Off (the issue's
         rule: such nodes inside a prism are left idle). Why an option: a replay holds only
@@ -85,6 +88,7 @@ class PrismParams:
     slack: float = 2.0
     internal: bool = False
     block_other_kinds: bool = False
+    internal_ends_first: bool = False
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> PrismParams:
@@ -93,14 +97,14 @@ class PrismParams:
         unknown = sorted(set(params) - names)
         if unknown:
             raise ValueError(f"policy 'prism' takes {sorted(names)}, got unknown {unknown}")
-        flags = ("internal", "block_other_kinds")
+        flags = ("internal", "block_other_kinds", "internal_ends_first")
         try:
             if not all(isinstance(params.get(k, False), bool) for k in flags):
                 raise ValueError
             out = cls(**{k: (v if k in flags else float(v)) for k, v in params.items()})
         except (TypeError, ValueError):
-            raise ValueError(f"policy 'prism': weights and slack must be numbers, internal and block_other_kinds "
-                             f"true/false, got {dict(params)}") from None
+            raise ValueError(f"policy 'prism': weights and slack must be numbers, internal, block_other_kinds and "
+                             f"internal_ends_first true/false, got {dict(params)}") from None
         if out.slack < 1 or min(out.fill, out.bisection, out.contact) < 0:
             raise ValueError(f"policy 'prism': weights must be >= 0 and slack >= 1, got {dict(params)}")
         return out
@@ -118,8 +122,7 @@ class PrismParams:
 
     @classmethod
     def describe(cls, params: Mapping[str, Any]) -> str:
-        """``fill=1.00 bisection=1.00 contact=0.50 slack=2.00`` (``internal`` and
-        ``block_other_kinds`` are not tuned)."""
+        """``fill=1.00 bisection=1.00 contact=0.50 slack=2.00`` (the flags are not tuned)."""
         return " ".join(f"{k}={float(params[k]):.2f}" for k in (*HEURISTICS, "slack"))
 
 
@@ -252,6 +255,8 @@ class Prism(Policy):
     def __init__(self, topo: Any, params: PrismParams | None = None) -> None:
         super().__init__(topo)
         self.params = params or PrismParams()
+        # A small job's place inside a prism then depends on its estimated end, not on its size alone.
+        self.until_dependent = self.params.internal and self.params.internal_ends_first
         ext = [allowed_extents(n) for n in topo.dims]
         shapes = np.stack(np.meshgrid(*ext, indexing="ij"), -1).reshape(-1, 3)
         self.slots = shapes.prod(axis=1) * topo.nodes_per_router
@@ -291,6 +296,7 @@ class Prism(Policy):
         # prisms share no router, and a job's nodes are freed together on every state the engine
         # asks about, so a prism holds there iff that one node is busy (see _owned).
         self._holder = np.full(topo.n_routers, -1, np.int64)
+        self._holder_until = np.full(topo.n_routers, np.inf)  # per router, its prism's job's estimated end (s)
         self.pending: dict[bytes, np.ndarray] = {}  # placements not started (yet)
         self.shape_of: dict[bytes, tuple[int, ...]] = {}  # pending placements' (x, y, z, a, b, c)
         # (job nodes, (x, y, z, a, b, c)) of every start, in order: what tests and reports read.
@@ -314,6 +320,7 @@ class Prism(Policy):
         self._foreign = self._other_kind_routers()
         self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
         self._holder = np.full(self.topo.n_routers, -1, np.int64)
+        self._holder_until = np.full(self.topo.n_routers, np.inf)
         self._machines, self._keys, self._rev, self._usable = collections.OrderedDict(), {}, [0, 0], {}
         self._minimal_of = {}
         self._usable_table = self._table_of_usable()
@@ -333,11 +340,13 @@ class Prism(Policy):
         R, p = self.topo.n_routers, self.topo.nodes_per_router
         return summed_volume(self.usable.reshape(R, p).sum(axis=1).reshape(self.topo.dims))
 
-    def started(self, nodes: np.ndarray) -> None:
-        """The placement on ``nodes`` started: its prism is running; hypothetical ones are dropped."""
+    def started(self, nodes: np.ndarray, until_s: float = np.inf) -> None:
+        """The placement on ``nodes`` started (to end by ``until_s``, s): its prism is running;
+        hypothetical ones are dropped."""
         key = _key(nodes)
         self.running[key] = self.pending[key]
         self._holder[self.running[key]] = nodes[0]
+        self._holder_until[self.running[key]] = until_s
         self.started_prisms.append((np.asarray(nodes), self.shape_of[key]))
         self._forget()
 
@@ -346,6 +355,7 @@ class Prism(Policy):
         routers = self.running.pop(_key(nodes), None)
         if routers is not None:
             self._holder[routers] = -1
+            self._holder_until[routers] = np.inf
         self._forget()
 
     def _forget(self) -> None:
@@ -356,12 +366,12 @@ class Prism(Policy):
 
     # Placement -------------------------------------------------------------------------------
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,
-              waited_s: float = 0.0) -> np.ndarray | None:
+              waited_s: float = 0.0, until_s: float = np.inf) -> np.ndarray | None:
         """The job's nodes in the best free prism (module docstring), or None."""
         if n > int(np.count_nonzero(state.free & self.usable)):
             return None
         if self.params.internal and n <= self.topo.nodes_per_router:
-            inside = self._inside_a_prism(state, n, prefer)
+            inside = self._inside_a_prism(state, n, prefer, until_s)
             if inside is not None:
                 return inside
         m = self._machine_of(state)
@@ -383,14 +393,14 @@ class Prism(Policy):
             self._rev[1] += 1
         return nodes
 
-    def fits(self, state: st.MachineState, n: int, waited_s: float = 0.0) -> bool:
+    def fits(self, state: st.MachineState, n: int, waited_s: float = 0.0, until_s: float = np.inf) -> bool:
         """Whether :meth:`place` would place an ``n``-node job on ``state``: some allowed shape
         has a clear position with ``n`` free usable nodes. Stops at the first such shape (no
         scoring) and records no placement, so EASY's shadow-time bisection stays cheap."""
         if n > int(np.count_nonzero(state.free & self.usable)):
             return False
         if self.params.internal and n <= self.topo.nodes_per_router:
-            return self.place(state, n, waited_s=waited_s) is not None
+            return self.place(state, n, waited_s=waited_s, until_s=until_s) is not None
         return self._fits_on(self._machine_of(state), n)
 
     def _fits_on(self, m: Machine, n: int) -> bool:
@@ -470,12 +480,17 @@ class Prism(Policy):
             self._machines.move_to_end(mkey)
         return m
 
-    def _inside_a_prism(self, state: st.MachineState, n: int, prefer: np.ndarray | None) -> np.ndarray | None:
+    def _inside_a_prism(self, state: st.MachineState, n: int, prefer: np.ndarray | None,
+                        until_s: float = np.inf) -> np.ndarray | None:
         """``n`` free usable nodes of one router inside a running prism (lowest router id), or
-        None. The job books no prism: its traffic stays inside its router."""
+        None; with ``internal_ends_first``, only a prism whose job ends no earlier than
+        ``until_s`` (s). The job books no prism: its traffic stays inside its router."""
         R, p = self.topo.n_routers, self.topo.nodes_per_router
         free = (state.free & self.usable).reshape(R, p)
-        hosts = np.flatnonzero(self._owned(state, False) & (free.sum(axis=1) >= n))
+        host = self._owned(state, False)
+        if self.params.internal_ends_first:
+            host &= self._holder_until >= until_s
+        hosts = np.flatnonzero(host & (free.sum(axis=1) >= n))
         if len(hosts) == 0:
             return None
         nodes = _take((hosts[0] * p + np.flatnonzero(free[hosts[0]])).astype(np.int64), n, prefer)
