@@ -201,3 +201,56 @@ def test_prism_shadow_times_of_two_kinds_equal_the_engines_walk_over_views(monke
     np.testing.assert_array_equal(fast.shadow, slow.shadow)
     np.testing.assert_array_equal(fast.start, slow.start)
     assert all(np.array_equal(a, b) for a, b in zip(fast.alloc, slow.alloc))
+
+
+@pytest.mark.parametrize("internal", [False, True])
+def test_one_kind_asked_through_views_is_the_plain_replay(internal):
+    """Every job of one kind, replayed through views (``kind_nodes`` with one row): the same
+    start times and node sets as the plain replay — a view of the real machine is the real
+    machine to the policy (its pending placements do not hold there)."""
+    t8 = T8K  # XE jobs only: the XK block and the service routers stay idle inside prisms
+    usable = t8.usable("XE")
+    trace = ROOT / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz"
+    jobs, _ = workload.scale_nodes(workload.load(trace, cores_per_node=4).jobs, 2, int(usable.sum()))
+    prepared, _ = replay.prepare(workload.with_estimate(workload.first_days(jobs, 8)), int(usable.sum()))
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    params = {"internal": internal}
+    plain = replay.simulate(*cols, t8, policy.make("prism", t8, params), "easy", usable=usable)
+    viewed = replay.simulate(*cols, t8, policy.make("prism", t8, params), "easy",
+                             kind=np.zeros(len(cols[0]), np.int64), kind_nodes=usable[None])
+    assert plain.backfilled.sum() > 10
+    np.testing.assert_array_equal(plain.start, viewed.start)
+    assert all(np.array_equal(a, b) for a, b in zip(plain.alloc, viewed.alloc))
+
+
+def test_views_with_the_same_free_nodes_of_one_kind_but_not_of_the_other_are_other_machines():
+    """By hand on a 4x4x4 torus whose x = 0 plane is XK except its z = 3 row (service): an XK
+    job (ends at 10 s) holds a prism over the plane, service routers included; every XE node is
+    busy until 20 s but those of routers (1..3, 0, 3). On the XE view of the future machine at
+    5 s the XK prism still holds the service router (0, 0, 3), so a 6-node XE job (a 4x1x1
+    ring at (y, z) = (0, 3)) does not fit; at 10 s it does. Both views have the same free XE
+    nodes: asking about 5 s first must not answer for 10 s."""
+    t = topology.from_config({"kind": "torus3d", "name": "t4k", "dims": [4, 4, 4], "nodes_per_router": 2,
+                              "node_kinds": [{"kind": "service", "region": {"origin": [0, 0, 3], "shape": [1, 4, 1]}},
+                                             {"kind": "XK", "region": {"origin": [0, 0, 0], "shape": [1, 4, 4]}}]})
+    xe, xk = t.usable("XE"), t.usable("XK")
+    coords = np.stack(t.router_coords(np.arange(t.n_routers)), 1)
+
+    def answers(times):
+        pol = Prism(t)
+        m = st.empty(t, xe | xk)
+        pol.reset(m)
+        job = pol.place(st.restricted(m, xk), int(xk.sum()))
+        st.allocate(m, job, pol.footprint(job))
+        pol.started(job, 10.0)
+        keep = np.flatnonzero((coords[:, 1] == 0) & (coords[:, 2] == 3) & (coords[:, 0] > 0))
+        busy = xe.copy()
+        busy[(keep[:, None] * 2 + np.arange(2)).ravel()] = False
+        filler = np.flatnonzero(busy & m.free)
+        st.allocate(m, filler, 1)  # XE nodes held by some job until 20 s
+        release = np.full(t.n_nodes, np.inf)
+        release[job], release[filler] = 10.0, 20.0
+        return [pol.fits(st.restricted(st.future(m, release <= at, counts=False), xe), 6) for at in times]
+
+    assert answers([5.0]) == [False] and answers([10.0]) == [True]
+    assert answers([5.0, 10.0]) == [False, True]

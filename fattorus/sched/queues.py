@@ -17,11 +17,18 @@ no free choice ignore ``prefer``.
 Per-pass work is kept proportional to what can change: candidates are filtered by node
 count in one array operation; a failed placement of size ``n`` rules out every larger job of
 the same size class for the rest of the pass (:class:`FailureSizes`; feasibility is monotone
-in the size within a class and only shrinks as jobs start); the shadow time is found from
+in the size within a class and only shrinks as jobs start; not for a policy that declares
+its answers depend on the job's estimated end, ``until_dependent``); the shadow time is found from
 the policy's batched count test over every future instant at once, from the policy's own
 ``earliest_fit`` where it has one, or by bisection over the distinct estimated ends; a reservation is reused while neither the head nor the machine
 changed (:class:`Reservation`); a pass on an unchanged machine only looks at jobs submitted
 since the previous one (:class:`PassMemo`).
+
+With jobs of several node kinds (``Replay.kind_nodes``) every question about a job goes to the
+policy on the machine as that job sees it (``Replay.view``: only its kind's nodes free), the
+size classes are per kind, and the shadow time comes from views of future machines (the
+batched count test counts the whole machine). The head's reservation holds nodes of its own
+kind only, so a job of another kind backfills whenever its kind has room.
 """
 
 from __future__ import annotations

@@ -199,7 +199,9 @@ BY_JOB = "by_job"
 def machine_nodes(topo: Any, node_kind: str | None) -> int:
     """The nodes a replay under the ``node_kind`` rule runs its jobs on, what ``scale=fit``
     scales for: that kind's (default the machine's first), or with :data:`BY_JOB` every
-    compute node. An unknown kind: :class:`fattorus.topology.TopologyError`."""
+    compute node (known before the workload is: a ``by_job`` workload of one kind is scaled
+    for every compute node, while the replay's machine is that kind's nodes). An unknown
+    kind: :class:`fattorus.topology.TopologyError`."""
     if node_kind == BY_JOB:
         return sum(int(topo.usable(k).sum()) for k in topo.node_kind_names if k != "service")
     return int(topo.usable(node_kind).sum())

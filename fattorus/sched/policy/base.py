@@ -17,7 +17,7 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
   cannot be placed, no larger job of the class can) and only shrinks as jobs start; the
   engine relies on it to skip candidates — unless ``until_dependent`` (the answer also
   depends on the job's estimated end ``until_s``), when it skips nothing.
-* ``fits(state, n, waited_s)`` is True exactly where ``place`` would return nodes; the
+* ``fits(state, n, waited_s, until_s)`` is True exactly where ``place`` would return nodes; the
   engine asks it where only feasibility matters (EASY's shadow-time bisection). Default:
   ``place(...) is not None``; a policy overrides it when deciding "some placement exists" is
   cheaper than choosing the best one.

@@ -79,7 +79,9 @@ class PrismParams:
         rule: such nodes inside a prism are left idle). Why an option: a replay holds only
         one kind's jobs, so the other kind's region is always idle and an XE prism can take it
         at no cost, which on the real machine its own jobs would use; on is the other bound.
-        Service nodes never block. Not tuned.
+        Service nodes never block. With jobs of several kinds in one replay (``by_job``) the
+        kinds are always kept apart (another kind's nodes are never free in a job's view of
+        the machine), option or not. Not tuned.
     """
 
     fill: float = 1.0
@@ -453,11 +455,13 @@ class Prism(Policy):
         asks about the same machine many times per pass (head, shadow-time bisection, backfill
         candidates) and about the same future and held machines across passes; every answer
         depends on these two masks only. Exact, no hash collisions. The owned routers are worked
-        out once per free-node set and revision of the records (``_keys``)."""
-        hypothetical = state is not self.machine
+        out once per free-node set (with the whole machine's, on a view for one node kind: it
+        says which other-kind prisms still hold) and revision of the records (``_keys``)."""
+        hypothetical = self._hypothetical(state)
         # Bit-packed first: Python hashes a key's bytes, and 8x fewer bytes hash 8x faster.
         free = np.packbits(state.free).tobytes()
-        rkey = (free, self._rev[0], self._rev[1] if hypothetical else -1)
+        free_all = b"" if state.free_all is None else np.packbits(state.free_all).tobytes()
+        rkey = (free, free_all, self._rev[0], self._rev[1] if hypothetical else -1)
         if rkey not in self._keys:
             self._keys[rkey] = (free, np.packbits(self._owned(state, hypothetical)).tobytes())
         return self._keys[rkey]
@@ -535,7 +539,12 @@ class Prism(Policy):
 
     def _machine(self, state: st.MachineState) -> Machine:
         """The search tables of ``state`` (its free nodes; the recorded prisms holding there)."""
-        return self._machine_from(state.free, self._owned(state, state is not self.machine))
+        return self._machine_from(state.free, self._owned(state, self._hypothetical(state)))
+
+    def _hypothetical(self, state: st.MachineState) -> bool:
+        """Whether ``state`` is not the real machine, nor one node kind's view of it (a view
+        shares the real machine's free-node array as ``free_all``)."""
+        return not (state is self.machine or (self.machine is not None and state.free_all is self.machine.free))
 
     def _machine_from(self, free_nodes: np.ndarray, owned: np.ndarray) -> Machine:
         """The search tables of the machine whose free nodes are ``free_nodes`` (``(N,)``) and
