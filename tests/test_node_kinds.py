@@ -254,3 +254,34 @@ def test_views_with_the_same_free_nodes_of_one_kind_but_not_of_the_other_are_oth
 
     assert answers([5.0]) == [False] and answers([10.0]) == [True]
     assert answers([5.0, 10.0]) == [False, True]
+
+
+def test_small_jobs_inside_prisms_keep_their_kind_and_end_before_their_host():
+    """Two kinds with ``internal`` and ``internal_ends_first``: a one-router job placed inside a
+    running prism is in a prism of its own kind (another kind's nodes are never free in its
+    view) and is estimated to end no later than that prism's job."""
+    jobs = _thunder_two_kinds(6).filter(pl.col("nodes") <= 256)
+    prepared, _ = replay.prepare(jobs, 1020)
+    names = ["XE", "XK"]
+    kind = np.searchsorted(names, prepared["node_kind"].to_numpy())
+    cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
+    pol = policy.make("prism", T8K, {"internal": True, "internal_ends_first": True})
+    got = replay.simulate(*cols, T8K, pol, "easy", kind=kind, kind_nodes=np.stack([T8K.usable(k) for k in names]))
+    by_key: dict[bytes, list[int]] = {}
+    for j in np.argsort(got.start, kind="stable"):
+        by_key.setdefault(np.asarray(got.alloc[j], np.int64).tobytes(), []).append(int(j))
+    prisms, inside = [], []
+    for alloc, (x, y, z, a, b, c) in pol.started_prisms:
+        j = by_key[np.asarray(alloc, np.int64).tobytes()].pop(0)
+        if a > 0:
+            prisms.append((j, set(pol._prism_routers((x, y, z), (a, b, c)).tolist())))
+        else:
+            inside.append(j)
+    assert len(inside) > 10
+    estimate = cols[2]
+    for j in inside:
+        router = int(got.alloc[j][0]) // 2
+        (h,) = [h for h, routers in prisms if router in routers
+                and got.start[h] <= got.start[j] < got.start[h] + cols[1][h]]
+        assert kind[h] == kind[j]
+        assert got.start[j] + estimate[j] <= got.start[h] + estimate[h]
