@@ -20,6 +20,7 @@ from fattorus.sched import engine, policy, reference, replay
 from fattorus.sched import state as st
 from fattorus.sched.policy.torus.prism import Prism
 from fattorus.sched.queues import Easy
+from prism_runs import hosts_of, prisms_by_job
 
 ROOT = Path(__file__).resolve().parents[1]
 #: An 8x8x8 torus with an XK block of 3x2x8 routers (96 nodes) and two service routers outside it.
@@ -101,15 +102,9 @@ def test_prisms_of_both_kinds_hold_their_kind_and_never_overlap_while_running():
     assert all((node_kind[a] == names[k]).all() for a, k in zip(got.alloc, kind))
     # Every started prism, with its job's run interval: concurrent prisms share no router (so,
     # under dimension-order routing, no link).
-    by_key: dict[bytes, list[int]] = {}  # node set -> its jobs in start order (a set may be reused later)
-    for j in np.argsort(got.start, kind="stable"):
-        by_key.setdefault(np.asarray(got.alloc[j], np.int64).tobytes(), []).append(int(j))
-    spans = []
-    for nodes, (x, y, z, a, b, c) in pol.started_prisms:  # in start order
-        j = by_key[np.asarray(nodes, np.int64).tobytes()].pop(0)
-        routers = set(pol._prism_routers((x, y, z), (a, b, c)).tolist()) if a > 0 else set()
-        spans.append((got.start[j], got.start[j] + cols[1][j], routers))
-    assert len(spans) == len(got.alloc) and sum(names[k] == "XK" for k in kind) > 50
+    prisms, inside = prisms_by_job(pol, got)
+    spans = [(got.start[j], got.start[j] + cols[1][j], routers) for j, routers in prisms]
+    assert len(spans) == len(got.alloc) and not inside and sum(names[k] == "XK" for k in kind) > 50
     for i, (s1, e1, r1) in enumerate(spans):
         for s2, e2, r2 in spans[i + 1:]:
             if s1 < e2 and s2 < e1:
@@ -267,21 +262,10 @@ def test_small_jobs_inside_prisms_keep_their_kind_and_end_before_their_host():
     cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
     pol = policy.make("prism", T8K, {"internal": True, "internal_ends_first": True})
     got = replay.simulate(*cols, T8K, pol, "easy", kind=kind, kind_nodes=np.stack([T8K.usable(k) for k in names]))
-    by_key: dict[bytes, list[int]] = {}
-    for j in np.argsort(got.start, kind="stable"):
-        by_key.setdefault(np.asarray(got.alloc[j], np.int64).tobytes(), []).append(int(j))
-    prisms, inside = [], []
-    for alloc, (x, y, z, a, b, c) in pol.started_prisms:
-        j = by_key[np.asarray(alloc, np.int64).tobytes()].pop(0)
-        if a > 0:
-            prisms.append((j, set(pol._prism_routers((x, y, z), (a, b, c)).tolist())))
-        else:
-            inside.append(j)
+    prisms, inside = prisms_by_job(pol, got)
     assert len(inside) > 10
     estimate = cols[2]
     for j in inside:
-        router = int(got.alloc[j][0]) // 2
-        (h,) = [h for h, routers in prisms if router in routers
-                and got.start[h] <= got.start[j] < got.start[h] + cols[1][h]]
+        (h,) = hosts_of(j, got, cols[1], prisms, 2)
         assert kind[h] == kind[j]
         assert got.start[j] + estimate[j] <= got.start[h] + estimate[h]

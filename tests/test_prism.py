@@ -14,6 +14,8 @@ from fattorus.sched import state as st
 from fattorus.sched.policy.torus.prism import (Prism, PrismParams, allowed_extents, bisection_per_slot, box_sums,
                                                summed_volume)
 
+from prism_runs import hosts_of, prisms_by_job
+
 ROOT = Path(__file__).resolve().parents[1]
 T4 = topology.from_config({"kind": "torus3d", "name": "t4", "dims": [4, 4, 4], "nodes_per_router": 2})
 
@@ -227,24 +229,11 @@ def test_with_internal_ends_first_no_small_job_outlives_its_host_on_a_real_log()
     for ends_first in (False, True):
         pol = Prism(t8, PrismParams(internal=True, internal_ends_first=ends_first))
         got = replay.simulate(*cols, t8, pol, "easy", usable=usable)
-        order = np.argsort(got.start, kind="stable")
-        by_key: dict[bytes, list[int]] = {}
-        for j in order:
-            by_key.setdefault(np.asarray(got.alloc[j], np.int64).tobytes(), []).append(int(j))
-        prisms = []  # (job, routers) of every prism started, in start order
-        inside = []
-        for alloc, (x, y, z, a, b, c) in pol.started_prisms:
-            j = by_key[np.asarray(alloc, np.int64).tobytes()].pop(0)
-            if a > 0:
-                prisms.append((j, set(pol._prism_routers((x, y, z), (a, b, c)).tolist())))
-            else:
-                inside.append(j)
+        prisms, inside = prisms_by_job(pol, got)
         assert len(inside) > 20
         late[ends_first] = 0
         for j in inside:
-            router = int(got.alloc[j][0]) // 2
-            hosts = [h for h, routers in prisms if router in routers
-                     and got.start[h] <= got.start[j] < got.start[h] + runtime[h]]
+            hosts = hosts_of(j, got, runtime, prisms, 2)
             assert len(hosts) == 1
             h = hosts[0]
             late[ends_first] += got.start[j] + estimate[j] > got.start[h] + estimate[h]
