@@ -125,7 +125,8 @@ class Replay:
         the nodes of any kind) and no job submitted yet."""
         n = len(jobs)
         if kind_nodes is not None:
-            usable = np.asarray(kind_nodes, bool).any(axis=0)
+            kind_nodes = np.asarray(kind_nodes, bool)
+            usable = kind_nodes.any(axis=0)
         machine = st.empty(topo, usable)
         policy.reset(machine)  # first: a policy's size classes may depend on the usable nodes
         size_class = np.asarray(policy.size_class(jobs.nodes), np.int64)
@@ -140,7 +141,7 @@ class Replay:
             booked=booked, start=np.full(n, np.nan),
             alloc=[np.empty(0, np.int64)] * n, backfilled=np.zeros(n, bool), shadow=np.full(n, np.nan),
             waiting=np.zeros(n, bool), node_est_end=np.full(topo.n_nodes, np.inf), runtime=jobs.runtime.copy(),
-            kind_nodes=None if kind_nodes is None else np.asarray(kind_nodes, bool), n_size_classes=C,
+            kind_nodes=kind_nodes, n_size_classes=C,
         )
 
     def view(self, state: st.MachineState, j: int) -> st.MachineState:
