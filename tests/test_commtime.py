@@ -160,7 +160,7 @@ def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(mon
 
     wl, _ = workload.from_config({"name": "s", "path": None, "format": "synthetic", "cores_per_node": 1, "scale": 1,
                                   "window_start_days": 0, "window_days": None,
-                                  "synthetic": {"seed": 1, "n_jobs": 20, "arrival_rate_per_h": 40.0, "max_nodes": 128,
+                                  "synthetic": {"seed": 1, "n_jobs": 10, "arrival_rate_per_h": 40.0, "max_nodes": 128,
                                                 "size_dist": "pow2", "pow2_fraction": 0.75, "runtime_median_s": 1800.0,
                                                 "runtime_sigma": 1.0, "runtime_max_s": 7200.0,
                                                 "overestimate_max": 3.0, "n_users": 5}},
