@@ -282,3 +282,35 @@ def test_break_even_from_the_steady_window(tmp_path):
     assert "| steady utilization | break-even (steady) |" in text
     assert "| 1.600 | 33.3% | 3.000 |" in text  # prism: whole run 0.8 / 0.5, steady 1 / (1/3)
     assert "| 1.000 | 100.0% | 1.000 |" in text
+
+
+def test_per_application_speedups_over_the_reference(tmp_path):
+    """By hand, c = 0.5: app A's factors under O2 are 1.5 and 2.5 (mean 2.0), under 2Y 1.0:
+    speedup 2.00; app B 1.0 under O2 and 2.0 under 2Y: 0.50; mean over applications 1.25. App
+    C ran under O2 only: left out. Runs without applications get no such table."""
+    def trial(name, ordering, apps, slowdowns):
+        path = tmp_path / name
+        path.mkdir()
+        cfg = {"topo": "t", "policy": "first_fit", "policy_params": {"ordering": ordering},
+               "workload": {"name": "w", "scale_factor": 1.0}}
+        (path / "summary.json").write_text(json.dumps({"config": cfg, "utilization": {"mean": 0.8},
+                                                       "runtime_model": {"application_efficiency": 0.6,
+                                                                         "comm_fraction": 0.5}}))
+        n = len(apps)
+        pl.DataFrame({"nodes": [64] * n, "wait_s": [0.0] * n, "aph": [1.0] * n, "max_hops": [2] * n,
+                      "exposed": [True] * n, "bbox_fill": [1.0] * n, "app": apps,
+                      "slowdown": slowdowns}).write_parquet(path / "jobs.parquet")
+
+    trial("o2", "O2", ["A", "A", "B", "C"], [2.0, 4.0, 1.0, 1.0])
+    trial("2y", "2Y", ["A", "B", "A"], [1.0, 3.0, 1.0])
+    assert compare.main([str(tmp_path)]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    assert "### w x1 on t: per application, speedup over first_fit ordering=O2" in text
+    assert "| A | 2 | 2.00 |" in text and "| B | 1 | 0.50 |" in text and "| C |" not in text
+    assert "| mean over applications | | 1.25 |" in text
+    other = tmp_path / "plain"
+    other.mkdir()
+    _trial(other / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False], app_eff=0.5)
+    _trial(other / "b", "prism", {}, 0.7, [0.0, 1.0], [False, False], app_eff=0.9)
+    assert compare.main([str(other)]) == 0
+    assert "per application" not in (other / "compare.md").read_text()

@@ -216,6 +216,40 @@ def _local_routes_use_node_links_only(topo: Topology) -> bool:
     return bool((cls[used] == 0).all() and np.ptp(bw[cls == 0]) == 0)
 
 
+#: A traffic pattern with its parameters: ``(name, ((keyword, value), ...))``, the name one of
+#: :data:`fattorus.analysis.patterns.PATTERNS` and the keywords its function's (sorted).
+PatternSpec = tuple[str, tuple[tuple[str, Any], ...]]
+
+
+def parse_app_patterns(mapping: Mapping[str, Any] | None) -> dict[str, PatternSpec]:
+    """``{app: "pattern" | {"pattern": name, keyword: value, ...}}`` (``speedup.app_patterns``)
+    -> ``{app: PatternSpec}``. Each entry is tried on a 64-rank job, so an unknown pattern or
+    a keyword its function does not take is one ``ValueError`` line naming the application."""
+    out: dict[str, PatternSpec] = {}
+    for app, spec in (mapping or {}).items():
+        if isinstance(spec, str):
+            name, params = spec, {}
+        elif isinstance(spec, Mapping) and isinstance(spec.get("pattern"), str):
+            name, params = spec["pattern"], {str(k): v for k, v in spec.items() if k != "pattern"}
+        else:
+            raise ValueError(f"app_patterns.{app}: give a pattern name or {{pattern: NAME, keyword: value, ...}}, "
+                             f"got {spec!r}")
+        if name not in patterns.PATTERNS:
+            raise ValueError(f"app_patterns.{app}: unknown pattern {name!r}; choices: {sorted(patterns.PATTERNS)}")
+        try:
+            patterns.make(name, jax.random.PRNGKey(0), 64, **params)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"app_patterns.{app}: pattern {name!r} with {params}: {err}") from None
+        out[str(app)] = (name, tuple(sorted(params.items())))
+    return out
+
+
+def describe_pattern(spec: PatternSpec) -> str:
+    """``grid_a2a(along=2, ndim=2)``, or the bare name without parameters."""
+    name, params = spec
+    return name if not params else f"{name}({', '.join(f'{k}={v}' for k, v in params)})"
+
+
 def _bucket(n: int) -> int:
     """Flow-array length for ``n`` flows: the next power of two (at least 64), so that one
     compilation of the solver serves every instant of a replay with as many flows."""
@@ -233,9 +267,11 @@ class ModelRuntimes:
     time). A run time past the job's estimate is cut at the estimate — the job is killed at its
     time limit, as a real scheduler does — and counted (``killed_at_estimate``). Each job's
     pattern is drawn from ``mix`` with the run's seed (as in the interference tool), its
-    traffic from the same key folded with its index. What the model leaves out: a job's run
-    time is fixed at its start; jobs that start later do not slow it down (and it does not
-    slow jobs that started before it).
+    traffic from the same key folded with its index. With ``app_patterns``
+    (:func:`parse_app_patterns`) a job whose ``app`` (the workload's column, e.g. the torus
+    paper's Table II applications) is listed takes its application's pattern instead; the
+    others keep their draw. What the model leaves out: a job's run time is fixed at its start;
+    jobs that start later do not slow it down (and it does not slow jobs that started before it).
     """
 
     topo: Topology
@@ -243,6 +279,7 @@ class ModelRuntimes:
     comm_fraction: float = 0.3
     seed: int = 0
     ranks_per_node: int = 1
+    app_patterns: Mapping[str, PatternSpec] | None = None
 
     def bind(self, prepared: Any) -> Any:
         """The engine's ``runtime_at_start`` for the jobs of ``prepared`` (the replay's job
@@ -255,6 +292,16 @@ class ModelRuntimes:
         self._estimate = prepared["estimate_s"].to_numpy().astype(np.float64)
         self._key = jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10)
         self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
+        self._params: list[tuple[tuple[str, Any], ...]] = [()] * len(self._base)
+        self.by_app = 0  # jobs whose pattern their application named
+        if self.app_patterns:
+            if "app" not in prepared.columns:
+                raise ValueError("speedup.app_patterns needs the workload's app column (e.g. the waves generator's); "
+                                 "this workload has none")
+            for j, app in enumerate(prepared["app"].to_list()):
+                if app in self.app_patterns:
+                    self._names[j], self._params[j] = self.app_patterns[app]
+                    self.by_app += 1
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cap = jnp.asarray(solver_capacity(self.topo).astype(np.float32))
         self.slowdown = np.full(len(self._base), np.nan)
@@ -282,13 +329,13 @@ class ModelRuntimes:
         n = n_nodes * self.ranks_per_node
         if n < 2:
             return None
-        name = self._names[j]
-        if name in patterns.KEYLESS:  # a function of (pattern, n) alone: drawn once per size
-            cached = self._keyless.get((name, n))
+        name, params = self._names[j], self._params[j]
+        if name in patterns.KEYLESS:  # a function of (pattern, its parameters, n) alone: drawn once per size
+            cached = self._keyless.get((name, params, n))
             if cached is None:
-                cached = self._keyless[(name, n)] = patterns.make(name, self._key, n)
+                cached = self._keyless[(name, params, n)] = patterns.make(name, self._key, n, **dict(params))
             return cached
-        return patterns.make(name, _fold_in(self._key, j), n)
+        return patterns.make(name, _fold_in(self._key, j), n, **dict(params))
 
     def _job_flows(self, traffic: patterns.Traffic | None, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Route ids and bytes of a job's flows (``traffic``) on ``nodes``."""
@@ -374,7 +421,7 @@ class ModelRuntimes:
         own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
         self._links[j] = self._shared_links(own_routes)
         others = [self._flows[k] for k in self._sharing(j, [k for k in running if k in self._flows])]
-        key = (self._names[j], len(nodes))
+        key = (self._names[j], self._params[j], len(nodes))
         keyless = self._names[j] in patterns.KEYLESS
         ideal = self._ideal.get(key) if keyless else None
         ideal_flows = None
@@ -396,7 +443,7 @@ class ModelRuntimes:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0
 
-    def _ideal_flows(self, key: tuple[str, int], keyless: bool, traffic: patterns.Traffic | None,
+    def _ideal_flows(self, key: tuple[Any, ...], keyless: bool, traffic: patterns.Traffic | None,
                      ideal_nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Route ids and bytes of the job's flows on its ideal placement; kept per (pattern,
         size) for key-free patterns, within :data:`IDEAL_ROUTES_BYTES` (all dropped when full)."""
@@ -492,6 +539,10 @@ class ModelRuntimes:
             self._completed_ns += n * runtime / factor
         return runtime
 
+    def job_patterns(self) -> list[str]:
+        """Each bound job's pattern (:func:`describe_pattern`), in the replay's order."""
+        return [describe_pattern(spec) for spec in zip(self._names, self._params)]
+
     @property
     def busy_node_s(self) -> float:
         """Node-seconds the started jobs are busy (``Σ nodes · run time``)."""
@@ -512,7 +563,10 @@ class ModelRuntimes:
         its time limit returns no result unless it checkpoints; which reading fits a workload
         is the user's call, so both are recorded)."""
         s = self.slowdown[np.isfinite(self.slowdown)]
-        return {"comm_fraction": self.comm_fraction, "patterns": dict(self.mix), "jobs": int(len(s)),
+        by_app = {} if not self.app_patterns else {
+            "app_patterns": {app: describe_pattern(spec) for app, spec in self.app_patterns.items()},
+            "jobs_by_app": int(self.by_app)}
+        return {"comm_fraction": self.comm_fraction, "patterns": dict(self.mix), **by_app, "jobs": int(len(s)),
                 "mean_slowdown": float(s.mean()) if len(s) else None,
                 "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed),
                 "application_efficiency": self._useful_ns / self._busy_ns if self._busy_ns > 0 else None,

@@ -9,7 +9,10 @@ routes share a link with a concurrent job (``exposed``), the mean bounding-box f
 machine reports one, and the **break-even speedup** against a reference policy. Runs made
 with ``speedup=model`` also get the **total system efficiency** (utilization × the model's
 application efficiency, ``summary.json`` ``runtime_model.application_efficiency``): the
-application side measured instead of assumed. An arm run with several seeds (e.g. ``seed=0,1,2``)
+application side measured instead of assumed; where their jobs carry applications
+(``speedup=model_apps``: ``jobs.parquet`` ``app`` and ``slowdown``), a second table per workload
+gives each arm's **per-application speedup** over the reference (:func:`app_table`, the torus
+paper's Table I). An arm run with several seeds (e.g. ``seed=0,1,2``)
 has one row per seed, labelled ``seed=N``; the break-even speedup then compares each row with
 the reference's run of the same seed.
 
@@ -120,6 +123,14 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
     }
     app = (summary.get("runtime_model") or {}).get("application_efficiency")
     row["system_eff"] = row["util"] * float(app) if app is not None else None
+    model = summary.get("runtime_model") or {}
+    if {"app", "slowdown"} <= set(jobs.columns) and model.get("comm_fraction") is not None:
+        # Each application's mean run-time factor (1 - c) + c * slowdown over its jobs: the
+        # speed its placements gave it, before any cut at the estimate.
+        c = float(model["comm_fraction"])
+        per_app = (jobs.filter(pl.col("app").is_not_null() & pl.col("slowdown").is_finite())
+                   .group_by("app").agg(((1 - c) + c * pl.col("slowdown")).mean().alias("factor"), pl.len().alias("n")))
+        row["apps"] = {a: (float(f), int(n)) for a, f, n in per_app.iter_rows()}
     capacity = summary.get("usable_nodes", summary.get("n_nodes"))
     if capacity and jobs.height and {"submit_s", "start_s", "end_s"} <= set(jobs.columns):
         t0, t1 = metrics.steady_window(jobs["submit_s"].to_numpy())
@@ -236,6 +247,41 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
     return "\n".join(out)
 
 
+def app_table(rows: list[dict[str, Any]], reference: str | None) -> str:
+    """Per application, each arm's speedup over ``reference`` (Markdown, one table per workload
+    whose trials all carry applications: ``speedup=model_apps`` runs). An application's
+    speedup is the reference's mean run-time factor ``(1 - c) + c * slowdown`` over its jobs
+    divided by the arm's (above 1: its jobs run faster than under the reference): the torus
+    paper's Table I, which gave 2Y and 4Y per application over O2. Rows of several seeds are
+    compared with the reference's run of the same seed (else its first); ``jobs`` counts the
+    reference's; the last line is the plain mean over the applications (the paper's
+    "AVERAGE"). Applications missing from any arm's run are left out."""
+    out = []
+    for wl in sorted({r["workload"] for r in rows}):
+        group = sorted((r for r in rows if r["workload"] == wl),
+                       key=lambda r: (r.get("arm", r["policy"]), _seed_order(r)))
+        refs = [r for r in group if r.get("arm", r["policy"]) == reference]
+        if not refs or not all("apps" in r for r in group):
+            continue
+        others = [r for r in group if all(r is not x for x in refs)]
+        apps = sorted(set.intersection(*(set(r["apps"]) for r in group)))
+        out += [f"### {wl}: per application, speedup over {reference}", "",
+                "| application | jobs | " + " | ".join(r["policy"] for r in others) + " |",
+                "|---|---:|" + "---:|" * len(others)]
+        speedups: dict[str, list[float]] = {r["policy"]: [] for r in others}
+        for app in apps:
+            cells = []
+            for r in others:
+                mine = next((x for x in refs if x.get("seed") == r.get("seed")), refs[0])
+                s = mine["apps"][app][0] / r["apps"][app][0]
+                speedups[r["policy"]].append(s)
+                cells.append(f"{s:.2f}")
+            out.append(f"| {app} | {refs[0]['apps'][app][1]} | " + " | ".join(cells) + " |")
+        out.append("| mean over applications | | " + " | ".join(f"{sum(v) / len(v):.2f}" for v in speedups.values()) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def _quoted(labels: Any) -> str:
     """``'first_fit ordering=O2', 'prism'``: labels hold spaces, so each is quoted."""
     return ", ".join(f"'{x}'" for x in sorted(set(labels)))
@@ -330,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compare: note: {len(twice)} label(s) name several trials (the same arm and seed run more than "
               f"once): {'; '.join(twice[:3])}{'; ...' if len(twice) > 3 else ''}", file=sys.stderr)
     text = table(rows, reference, a.large)
+    by_app = app_table(rows, reference)
+    if by_app:
+        text += "\n" + by_app
     target = a.results / "compare.md"
     try:
         atomic_write(target, text + "\n")

@@ -36,6 +36,9 @@ class SpeedupConf:
     kind: str = "bins"
     comm_fraction: float = 0.3
     patterns: str = "stencil4d=1,unstructured_mesh=1,random_pairs=1,subcomm_a2a=1"
+    # kind: model — application name -> its pattern (a name, or {pattern: NAME, keyword: value})
+    # for the jobs of a workload with an `app` column (conf/speedup/model_apps.yaml); None: the mix.
+    app_patterns: Optional[dict[str, Any]] = None
 
 
 @dataclass

@@ -315,11 +315,15 @@ def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
     try:
         mix = interference.parse_mix(str(cfg.speedup.get("patterns", interference.DEFAULT_MIX)))
         c = float(cfg.speedup.get("comm_fraction", 0.3))
+        apps = cfg.speedup.get("app_patterns")
+        if apps is not None and not isinstance(apps, DictConfig):
+            raise ValueError(f"app_patterns must map application names to patterns, got {apps!r}")
+        by_app = commtime.parse_app_patterns(OmegaConf.to_container(apps) if apps is not None else None)
     except (TypeError, ValueError) as err:
         raise UserError(f"speedup={cfg.speedup.get('name')}: {err}") from None
     if not 0 <= c <= 1:
         raise UserError(f"speedup.comm_fraction={c}: must be in [0, 1]")
-    return commtime.ModelRuntimes(topo, mix, c, int(cfg.seed))
+    return commtime.ModelRuntimes(topo, mix, c, int(cfg.seed), app_patterns=by_app or None)
 
 
 def _speedup_runtimes(scenario: Any, seed: int, jobs: Any) -> Any:

@@ -169,6 +169,13 @@ def replay(
                         usable=None if capacity == topo.n_nodes or kind is not None else usable,
                         runtime_at_start=at_start, kind=kind, kind_nodes=kind_nodes)
     out, exposed = _outputs(prepared, schedule, topo, cols[3])
+    # Appended last (earlier outputs' columns keep their positions): the workload's application
+    # names, and with the bandwidth model each job's pattern and slowdown at its start.
+    if "app" in prepared.columns:
+        out = out.with_columns(prepared["app"].alias("app"))
+    if runtime_model is not None and hasattr(runtime_model, "job_patterns"):
+        out = out.with_columns(pl.Series("pattern", runtime_model.job_patterns(), dtype=pl.String),
+                               pl.Series("slowdown", np.asarray(runtime_model.slowdown, np.float64)))
     util = metrics.utilization(out, capacity)
     summary = metrics.summary(
         out,
