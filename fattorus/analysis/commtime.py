@@ -307,9 +307,9 @@ class ModelRuntimes:
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self._busy_ns = self._useful_ns = self._completed_ns = 0.0
-        self._ideal: dict[tuple[str, int], float] = {}
-        self._keyless: dict[tuple[str, int], patterns.Traffic] = {}
-        self._ideal_routes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._ideal: dict[tuple[Any, ...], float] = {}
+        self._keyless: dict[tuple[Any, ...], patterns.Traffic] = {}
+        self._ideal_routes: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._ideal_routes_bytes = 0
         self._placements: dict[int, tuple[np.ndarray, ...]] = {}
         self._capacity = solver_capacity(self.topo)
