@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import polars as pl
 
 from fattorus.analysis import patterns
 from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, step_time
@@ -542,6 +543,12 @@ class ModelRuntimes:
     def job_patterns(self) -> list[str]:
         """Each bound job's pattern (:func:`describe_pattern`), in the replay's order."""
         return [describe_pattern(spec) for spec in zip(self._names, self._params)]
+
+    def job_columns(self) -> dict[str, Any]:
+        """The columns the replay appends to ``jobs.parquet`` (replay order): each job's
+        ``pattern`` and its ``slowdown`` at its start."""
+        return {"pattern": pl.Series(self.job_patterns(), dtype=pl.String),
+                "slowdown": np.asarray(self.slowdown, np.float64)}
 
     @property
     def busy_node_s(self) -> float:

@@ -151,7 +151,8 @@ def replay(
       runtime_model: optional ``model(prepared) -> runtime_at_start`` (e.g.
         :class:`fattorus.analysis.commtime.ModelRuntimes`): each job's run time is decided
         as it starts (the engine's ``runtime_at_start``); the jobs table then holds the run
-        times the jobs ran for, and the model's own counts go into the summary.
+        times the jobs ran for and ends with the model's per-job columns (``job_columns()``),
+        and the model's own counts (``summary()``) go into the summary.
     """
     wall0 = time.perf_counter()
     pol = policy_mod.make(policy, topo, policy_params, seed)
@@ -168,14 +169,7 @@ def replay(
     schedule = simulate(*cols, topo, pol, sched, progress=progress,
                         usable=None if capacity == topo.n_nodes or kind is not None else usable,
                         runtime_at_start=at_start, kind=kind, kind_nodes=kind_nodes)
-    out, exposed = _outputs(prepared, schedule, topo, cols[3])
-    # Appended last (earlier outputs' columns keep their positions): the workload's application
-    # names, and with the bandwidth model each job's pattern and slowdown at its start.
-    if "app" in prepared.columns:
-        out = out.with_columns(prepared["app"].alias("app"))
-    if runtime_model is not None and hasattr(runtime_model, "job_patterns"):
-        out = out.with_columns(pl.Series("pattern", runtime_model.job_patterns(), dtype=pl.String),
-                               pl.Series("slowdown", np.asarray(runtime_model.slowdown, np.float64)))
+    out, exposed = _outputs(prepared, schedule, topo, cols[3], runtime_model)
     util = metrics.utilization(out, capacity)
     summary = metrics.summary(
         out,
@@ -279,14 +273,21 @@ def _jobs_table(prepared: pl.DataFrame, schedule: Schedule, topo: Any) -> pl.Dat
     )
 
 
-def _outputs(prepared: pl.DataFrame, schedule: Schedule, topo: Any, nodes: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+def _outputs(prepared: pl.DataFrame, schedule: Schedule, topo: Any, nodes: np.ndarray,
+             runtime_model: Any = None) -> tuple[pl.DataFrame, np.ndarray]:
     """The jobs table with every per-job figure, and the exposure flags."""
     out = _jobs_table(prepared, schedule, topo)
     exposed = metrics.exposed(out, topo)
     # Appended last so that the columns of earlier outputs keep their positions.
     out = out.with_columns(pl.Series("exposed", exposed),
                            _per_size(nodes, lambda n: float(ideal_aph(topo, n)), pl.Float64).alias("ideal_aph"))
-    return out.with_columns(_shape_columns(schedule.alloc, topo)), exposed
+    out = out.with_columns(_shape_columns(schedule.alloc, topo))
+    # Then the workload's application names, and the run-time model's per-job columns.
+    if "app" in prepared.columns:
+        out = out.with_columns(prepared["app"].alias("app"))
+    if runtime_model is not None:
+        out = out.with_columns(pl.Series(name, values) for name, values in runtime_model.job_columns().items())
+    return out, exposed
 
 
 def _shape_columns(alloc: list[np.ndarray], topo: Any) -> list[pl.Series]:
