@@ -9,6 +9,7 @@ counts by reason in ``summary.json``. The cases run two at a time (one per core)
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import gzip
 import json
@@ -61,10 +62,6 @@ STUDY_HEAD = ("study: s\ncommon: [workload=file, workload.path=log.swf, workload
 W = ("workload=file", "workload.cores_per_node=1", "workload.path=log.swf", "+topo=ft6x6", "progress=false")
 
 
-def dirty(id: str, line: str, reason: str, *more: str) -> Case:
-    return Case(id, W + more, 0, reason, {reason: 1}, files={"log.swf": _log(line)})
-
-
 def bad(id: str, words: str, *args: str, rc: int = 2, files: dict | None = None, cli: str = "sweep",
         setup: str = "") -> Case:
     base = W if cli == "sweep" and not any(a.startswith("workload=") for a in args) else ()
@@ -72,26 +69,37 @@ def bad(id: str, words: str, *args: str, rc: int = 2, files: dict | None = None,
                 setup=setup)
 
 
+#: Dirty lines of a log, each alone: (id, line, the reason it is skipped for). Each is read
+#: in-process (:func:`test_a_dirty_line_is_skipped_for_its_reason`); all of them together go
+#: through the command line once (the ``all_dirty_lines`` case): the reader is the same, so
+#: one run checks the report, the counts by reason and that the run goes on.
+DIRTY = [
+    ("u32_runtime", swf_line(99, 500, 4294967295.0, 2), "unsigned -1 (4294967295)"),
+    ("u32_procs", swf_line(99, 500, 50, 4294967295.0), "unsigned -1 (4294967295)"),
+    ("u32_submit", swf_line(99, 4294967295.0, 50, 2), "unsigned -1 (4294967295)"),
+    ("runtime_ceiling", swf_line(98, 500, CEILING_S + 1.0, 2, req=CEILING_S + 1.0), "run time beyond ceiling"),
+    ("requested_ceiling", swf_line(98, 500, 50, 2, req=9e11), "requested time beyond ceiling"),
+    ("absurd_submit", swf_line(96, 9e18, 50, 2), "absurd submit time"),
+    ("procs_overflow", swf_line(97, 500, 50, 9e15), "integer out of range"),
+    ("jobid_overflow", swf_line(10**20, 500, 50, 2), "integer out of range"),
+    ("user_overflow", swf_line(95, 500, 50, 2, user=1e19), "integer out of range"),
+    ("status_overflow", swf_line(94, 500, 50, 2, status=9e10), "integer out of range"),
+    ("nan_field", swf_line(93, 500, "nan", 2), "non-numeric field"),
+    ("inf_field", swf_line(93, 500, "inf", 2), "non-numeric field"),
+    ("word_field", swf_line(93, 500, "abc", 2), "non-numeric field"),
+    ("short_line", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n", "wrong field count"),
+    ("long_line", "1 " * 19 + "\n", "wrong field count"),
+    ("fraction_id", swf_line(1.5, 500, 50, 2), "non-integer field"),
+    ("fraction_procs", swf_line(92, 500, 50, 2.5), "non-integer field"),
+    ("nul_byte", "7\x00 1 2\n", "wrong field count"),
+]
+
+
 CASES = [
     # Dirty lines in a log: skipped, counted by reason, the run goes on.
-    dirty("u32_runtime", swf_line(99, 500, 4294967295.0, 2), "unsigned -1 (4294967295)"),
-    dirty("u32_procs", swf_line(99, 500, 50, 4294967295.0), "unsigned -1 (4294967295)"),
-    dirty("u32_submit", swf_line(99, 4294967295.0, 50, 2), "unsigned -1 (4294967295)"),
-    dirty("runtime_ceiling", swf_line(98, 500, CEILING_S + 1.0, 2, req=CEILING_S + 1.0), "run time beyond ceiling"),
-    dirty("requested_ceiling", swf_line(98, 500, 50, 2, req=9e11), "requested time beyond ceiling"),
-    dirty("absurd_submit", swf_line(96, 9e18, 50, 2), "absurd submit time"),
-    dirty("procs_overflow", swf_line(97, 500, 50, 9e15), "integer out of range"),
-    dirty("jobid_overflow", swf_line(10**20, 500, 50, 2), "integer out of range"),
-    dirty("user_overflow", swf_line(95, 500, 50, 2, user=1e19), "integer out of range"),
-    dirty("status_overflow", swf_line(94, 500, 50, 2, status=9e10), "integer out of range"),
-    dirty("nan_field", swf_line(93, 500, "nan", 2), "non-numeric field"),
-    dirty("inf_field", swf_line(93, 500, "inf", 2), "non-numeric field"),
-    dirty("word_field", swf_line(93, 500, "abc", 2), "non-numeric field"),
-    dirty("short_line", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n", "wrong field count"),
-    dirty("long_line", "1 " * 19 + "\n", "wrong field count"),
-    dirty("fraction_id", swf_line(1.5, 500, 50, 2), "non-integer field"),
-    dirty("fraction_procs", swf_line(92, 500, 50, 2.5), "non-integer field"),
-    dirty("nul_byte", "7\x00 1 2\n", "wrong field count"),
+    Case("all_dirty_lines", W, 0, "unsigned -1 (4294967295)",
+         dict(collections.Counter(reason for _, _, reason in DIRTY)),
+         files={"log.swf": _log(*(line for _, line, _ in DIRTY))}),
     Case("custom_ceiling", W + ("workload.max_runtime_s=40",), 0, "run time beyond ceiling",
          {"run time beyond ceiling": 1}, files={"log.swf": HEADER + swf_line(1, 0, 30, 1, req=30) + swf_line(2, 5, 60, 1, req=30)}),
     # Logs that are not logs, or hold no job: one line, exit 2.
@@ -305,6 +313,21 @@ def test_case(results, case: Case):
         assert summary["counts"]["read"] == (1 if case.id == "custom_ceiling" else len(GOOD))
     elif case.cli == "sweep":  # the other command lines write no summary.json
         assert r["summaries"], r["stderr"][-2000:]
+
+
+@pytest.mark.parametrize("line, reason", [(line, reason) for _, line, reason in DIRTY], ids=[d[0] for d in DIRTY])
+def test_a_dirty_line_is_skipped_for_its_reason(tmp_path, line: str, reason: str):
+    """Each dirty line alone in a clean log: skipped for its reason, at its line, every clean
+    job read (the command line's report of the same reader: the ``all_dirty_lines`` case)."""
+    from fattorus import workload
+
+    path = tmp_path / "log.swf"
+    path.write_text(_log(line))
+    wl = workload.load(path, cores_per_node=1)
+    assert wl.skipped.counts == {reason: 1}
+    (entry,) = wl.skipped.entries
+    assert entry.reason == reason and entry.line == 3 + len(GOOD) and entry.file == str(path)
+    assert wl.jobs.height == len(GOOD)
 
 
 def test_paths_with_separators_stay_inside_their_directory(results):

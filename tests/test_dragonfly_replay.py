@@ -56,20 +56,32 @@ def test_placements_replay_a_log_on_edison(name, thunder_on_edison):
     alloc = [np.asarray(a) for a in got.alloc]
     assert all(len(np.unique(a)) == n and a.min() >= 0 and a.max() < EDISON.n_nodes for a, n in zip(alloc, cols[3]))
     end = got.start + cols[1]
-    pairs = 0
-    for a, b in _concurrent(got.start, end):
-        pairs += 1
-        assert not np.intersect1d(alloc[a], alloc[b]).size
-    assert pairs > 500
+    assert sum(1 for _ in _concurrent(got.start, end)) > 500
+    # No node in two running jobs: each node's jobs (those that run a while), by start, each
+    # ending before the next starts. (As a sweep over nodes: the same check as intersecting the
+    # node sets of every concurrent pair, without 20,000 set intersections.)
+    ran = [j for j in range(len(alloc)) if end[j] > got.start[j]]
+    node = np.concatenate([alloc[j] for j in ran])
+    t0 = np.repeat(got.start[ran], [len(alloc[j]) for j in ran])
+    t1 = np.repeat(end[ran], [len(alloc[j]) for j in ran])
+    order = np.lexsort((t0, node))
+    node, t0, t1 = node[order], t0[order], t1[order]
+    same = node[1:] == node[:-1]
+    assert (t0[1:][same] >= t1[:-1][same]).all(), name
     # No placement is more compact than the ideal (the spec's "most compact possible placement"):
-    # each job's APH from its router histogram against the distance table. Before session 17
-    # the ideal was the first n node ids, and 124 of 1,778 audited placements beat it.
+    # each job's APH from its router histogram against the distance table, all jobs in one
+    # product. Before session 17 the ideal was the first n node ids, and 124 of 1,778 audited
+    # placements beat it.
     D = EDISON.router_distance.astype(np.float64)
-    for a in alloc:
-        n = len(a)
-        if n > 1:
-            h = np.bincount(a // EDISON.nodes_per_router, minlength=EDISON.n_routers).astype(np.float64)
-            assert h @ D @ h / (n * (n - 1)) >= EDISON.ideal_aph(n) - 1e-9, (name, n)
+    many = [a for a in alloc if len(a) > 1]
+    H = np.zeros((len(many), EDISON.n_routers))
+    rows = np.repeat(np.arange(len(many)), [len(a) for a in many])
+    np.add.at(H, (rows, np.concatenate(many) // EDISON.nodes_per_router), 1.0)
+    n = np.array([len(a) for a in many], np.float64)
+    aph = ((H @ D) * H).sum(axis=1) / (n * (n - 1))
+    ideal = {k: EDISON.ideal_aph(k) for k in np.unique(n).astype(int)}
+    below = [(int(k), a) for k, a in zip(n, aph) if a < ideal[int(k)] - 1e-9]
+    assert not below, (name, below[:5])
 
 
 def test_compact_keeps_a_group_sized_job_in_one_group(thunder_on_edison):

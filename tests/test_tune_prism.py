@@ -38,12 +38,15 @@ MIX = "stencil4d=1,unstructured_mesh=1,random_pairs=1,subcomm_a2a=1"
 
 @pytest.fixture(scope="module")
 def study_dir(tmp_path_factory) -> Path:
+    """The study, run in this process (``--jobs 1``: worker processes would each import and
+    compile the bandwidth model again; tests/test_tune.py and test_tune_postgres.py check
+    parallel workers, which take trials the same way whatever the policy)."""
     d = tmp_path_factory.mktemp("tune_prism")
     (d / "conf" / "workload").mkdir(parents=True)
     (d / "conf" / "workload" / "tiny_torus.yaml").write_text(yaml.safe_dump(WORKLOAD))
     tune.main(["--name", "p", "--topo", "torus8", "--workload", str(d / "conf" / "workload" / "tiny_torus.yaml"),
                "--scale", "1", "--train", "0:0.15", "--test", "0.15:0.3", "--policy", "prism", "--speedup", "model",
-               "--objective", "system_efficiency", "--trials", "3", "--jobs", "2", "--seed", "2", "--sampler", "random",
+               "--objective", "system_efficiency", "--trials", "3", "--jobs", "1", "--seed", "2", "--sampler", "random",
                "--storage", f"sqlite:///{d}/p.db", "--export", str(d / "conf" / "policy" / "prism_tuned_p.yaml"),
                "--out", str(d / "out")])
     return d
