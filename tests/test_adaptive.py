@@ -10,6 +10,22 @@ import pytest
 from fattorus import topology
 from fattorus.kernels.adaptive import adaptive_loads, adaptive_loads_full, adaptive_numpy, hot_index, valiant_paths
 
+#: Flows of every random case below. The dragonfly routes with eager ``jax.numpy`` code that
+#: compiles each operation anew for every batch shape (seconds a shape on CPU), and the solvers
+#: compile per input shape, so the cases share one flow count (and, where a test only needs
+#: random flows, the very paths another test solved: its solve is then already compiled).
+F = 300
+
+
+def _dragonfly_case(seed: int) -> tuple[topology.Topology, np.ndarray, np.ndarray, np.ndarray]:
+    """``(df, src, dst, paths)``: F random flows between distinct nodes of the small
+    dragonfly, each with its minimal route and two Valiant routes (seeded)."""
+    df = topology.load("dragonfly_small")
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, df.n_nodes, F)
+    dst = (src + rng.integers(1, df.n_nodes, F)) % df.n_nodes
+    return df, src, dst, valiant_paths(df, src, dst, k=2, seed=seed)
+
 
 def test_two_flows_share_a_hot_link_by_hand():
     # Flows A and B both take link 0 minimally; A may detour over link 1, B over link 2.
@@ -31,12 +47,8 @@ def test_a_flow_without_alternatives_stays_minimal():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_on_a_dragonfly_max_load_never_rises_and_bytes_are_conserved(seed):
-    df = topology.load("dragonfly_small")
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, df.n_nodes, 300)
-    dst = (src + rng.integers(1, df.n_nodes, 300)) % df.n_nodes
-    nbytes = rng.uniform(1, 10, 300).astype(np.float32)
-    paths = valiant_paths(df, src, dst, k=2, seed=seed)
+    df, src, dst, paths = _dragonfly_case(seed)
+    nbytes = np.random.default_rng(100 + seed).uniform(1, 10, F).astype(np.float32)
     assert np.array_equal(paths[:, 0, :df.max_route_links], np.asarray(df.routes(src, dst)))
     bw = np.asarray(df.link_bandwidth, np.float32)
     got = adaptive_loads(jnp.asarray(paths), jnp.asarray(nbytes), jnp.asarray(bw))
@@ -52,15 +64,11 @@ def test_on_a_dragonfly_max_load_never_rises_and_bytes_are_conserved(seed):
 
 
 def test_batches_of_placements_equal_single_solves():
-    df = topology.load("dragonfly_small")
-    rng = np.random.default_rng(5)
-    batch = []
-    for _ in range(3):
-        src = rng.integers(0, df.n_nodes, 100)
-        dst = (src + rng.integers(1, df.n_nodes, 100)) % df.n_nodes
-        batch.append(valiant_paths(df, src, dst, k=2))
-    paths = jnp.asarray(np.stack(batch))
-    nbytes, bw = jnp.ones(100), jnp.asarray(np.asarray(df.link_bandwidth, np.float32))
+    # Three placements of random flows: the dragonfly test's (distinct random paths each).
+    cases = [_dragonfly_case(seed) for seed in range(3)]
+    df = cases[0][0]
+    paths = jnp.asarray(np.stack([case[3] for case in cases]))
+    nbytes, bw = jnp.ones(F), jnp.asarray(np.asarray(df.link_bandwidth, np.float32))
     many = jax.vmap(lambda p: adaptive_loads_full(p, nbytes, bw).max_cost)(paths)
     for b in range(3):
         assert float(many[b]) == pytest.approx(float(adaptive_loads_full(paths[b], nbytes, bw).max_cost))
@@ -71,13 +79,11 @@ def test_batches_of_placements_equal_single_solves():
 def test_job_traffic_splits_the_joint_traffic_by_owner():
     from fattorus.kernels.adaptive import _traffic, job_traffic
 
-    df = topology.load("dragonfly_small")
+    df, _, _, paths = _dragonfly_case(0)
+    paths = jnp.asarray(paths)
     rng = np.random.default_rng(9)
-    src = rng.integers(0, df.n_nodes, 200)
-    dst = (src + rng.integers(1, df.n_nodes, 200)) % df.n_nodes
-    owner = rng.integers(0, 3, 200)
-    nbytes = jnp.asarray(rng.uniform(1, 5, 200), jnp.float32)
-    paths = jnp.asarray(valiant_paths(df, src, dst, k=2))
+    owner = rng.integers(0, 3, F)
+    nbytes = jnp.asarray(rng.uniform(1, 5, F), jnp.float32)
     got = adaptive_loads(paths, nbytes, jnp.asarray(np.asarray(df.link_bandwidth, np.float32)))
     rows = np.asarray(job_traffic(paths, got.split, nbytes, jnp.asarray(owner), 3, df.n_links))
     assert np.allclose(rows.sum(axis=0), np.asarray(got.traffic), rtol=1e-5, atol=1e-3)
@@ -86,7 +92,7 @@ def test_job_traffic_splits_the_joint_traffic_by_owner():
         assert np.allclose(rows[j], np.asarray(alone), rtol=1e-5, atol=1e-3)
 
 
-def _random_case(seed, F=400, black_first=True):
+def _random_case(seed, black_first=True):
     df = topology.load("dragonfly_small")
     rng = np.random.default_rng(seed)
     src = rng.integers(0, df.n_nodes, F)
@@ -97,12 +103,17 @@ def _random_case(seed, F=400, black_first=True):
 
 
 def test_hot_index_lists_every_flow_crossing_each_counted_link():
-    df, paths, _, _, counted = _random_case(0, F=150)
+    df, paths, _, _, counted = _random_case(0)
     flow, start = hot_index(paths, counted, df.n_links)
+    crossing: dict[int, list[int]] = {e: [] for e in range(df.n_links)}  # one pass over every path
+    for f in range(len(paths)):
+        for p in range(paths.shape[1]):
+            for link in paths[f, p].tolist():
+                if link >= 0:
+                    crossing[link].append(f)
     for e in range(df.n_links):
         got = sorted(flow[start[e]:start[e + 1]].tolist())
-        want = sorted(f for f in range(len(paths)) for p in range(paths.shape[1])
-                      for link in paths[f, p] if link == e) if counted[e] else []
+        want = sorted(crossing[e]) if counted[e] else []
         assert got == want, e
 
 
@@ -121,7 +132,7 @@ def test_incremental_iteration_equals_the_plain_numpy_one(seed):
 
 
 def test_chunk_size_changes_the_work_not_the_result():
-    df, paths, nbytes, bw, counted = _random_case(7)
+    df, paths, nbytes, bw, counted = _random_case(3)  # the wide solve: incremental[3]'s, compiled
     wide = adaptive_loads(paths, nbytes, bw, counted=counted)
     for chunk in (1, 7):  # many chunks per iteration, one incidence or a few at a time
         tight = adaptive_loads(paths, nbytes, bw, counted=counted, chunk=chunk)
@@ -136,7 +147,9 @@ def test_black_first_candidates_lower_an_in_group_hot_spot():
     df = topology.load("dragonfly_small")
     src, dst, nbytes = np.array([0, 2]), np.array([10, 10]), np.array([1.0, 1.0])
     bw, counted = np.ones(df.n_links), np.asarray(df.link_class) > 0
-    paths = valiant_paths(df, src, dst, k=0, black_first=True)
+    # Routed in a batch of F (the two flows repeated; a flow's paths do not depend on the
+    # others', k = 0 draws nothing): the batch shape the other tests' routing compiled.
+    paths = valiant_paths(df, np.resize(src, F), np.resize(dst, F), k=0, black_first=True)[:2]
     assert (paths[1, 1] == -1).all() and (paths[0, 1] >= 0).any()
     minimal = adaptive_loads(paths[:, :1], nbytes, bw, counted=counted)
     both = adaptive_loads(paths, nbytes, bw, counted=counted, min_step=1e-4, max_iters=2000)

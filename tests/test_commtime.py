@@ -119,7 +119,7 @@ def test_on_a_torus_the_ideal_is_the_best_of_its_compact_placements():
 
     torus = topology.load("torus8")
     key = jax.random.PRNGKey(5)
-    for n in (6, 40, 128):
+    for n in (6, 128):  # a job of a few routers and one of an eighth of the machine
         places = torus.ideal_placements(n)
         assert np.array_equal(places[0], torus._ball(n))  # the APH ideal may be a box; the model's list is as before
         assert any(np.array_equal(p, torus.ordering("O2")[:n]) for p in places)
@@ -140,7 +140,9 @@ def test_on_a_torus_the_ideal_is_the_best_of_its_compact_placements():
 def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(monkeypatch):
     """On tori with long routes (>= SPARSE_ROUTE_SLOTS slots) the model solves from compact
     crossing lists; step times, slowdowns and a replay's run times are those of the padded
-    routes bit for bit (the reference: the same calls with the switch off)."""
+    routes bit for bit (the reference: the same calls with the switch off). Two scattered jobs
+    (a structured and a random pattern, sharing links) make the slowdowns' solves: each solve
+    compiles per flow and crossing count, and more jobs only add compilations of the same code."""
     from fattorus import topology
     from fattorus.analysis import interference
     from fattorus.topology.torus3d import Torus3D
@@ -151,16 +153,18 @@ def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(mon
     rng = np.random.default_rng(4)
     key = jax.random.PRNGKey(2)
     jobs = [Job(rng.choice(torus.n_nodes, n, replace=False), patterns.make(p, jax.random.fold_in(key, k), n))
-            for k, (p, n) in enumerate([("stencil4d", 96), ("random_pairs", 200), ("unstructured_mesh", 64),
-                                        ("subcomm_a2a", 40)])]
+            for k, (p, n) in enumerate([("stencil4d", 96), ("random_pairs", 200)])]
     sparse = commtime.slowdowns(torus, jobs)
-    # The replay's goal solves too: slowdowns of a short replay on the same torus.
+    assert np.all(sparse.together > sparse.alone)  # the two jobs do share links
+    # The replay's goal solves too: slowdowns of a short replay on the same torus (jobs of at
+    # most 32 nodes: first fit still puts some beside each other, slowed, and each job size
+    # is more solver compilations, in both runs).
     from fattorus import workload
     from fattorus.sched import replay as rp
 
     wl, _ = workload.from_config({"name": "s", "path": None, "format": "synthetic", "cores_per_node": 1, "scale": 1,
                                   "window_start_days": 0, "window_days": None,
-                                  "synthetic": {"seed": 1, "n_jobs": 10, "arrival_rate_per_h": 40.0, "max_nodes": 128,
+                                  "synthetic": {"seed": 1, "n_jobs": 10, "arrival_rate_per_h": 40.0, "max_nodes": 32,
                                                 "size_dist": "pow2", "pow2_fraction": 0.75, "runtime_median_s": 1800.0,
                                                 "runtime_sigma": 1.0, "runtime_max_s": 7200.0,
                                                 "overestimate_max": 3.0, "n_users": 5}},

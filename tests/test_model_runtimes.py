@@ -20,7 +20,7 @@ MIX = interference.parse_mix(interference.DEFAULT_MIX)
 
 @pytest.fixture(scope="module")
 def jobs():
-    """Two busy days of Thunder on ft6x6 (216 nodes): long queues, many concurrent jobs."""
+    """Two busy days of Thunder on ft6x6 (54 nodes): long queues, many concurrent jobs."""
     ft = fattree.load("ft6x6")
     jobs = workload.load(TRACES / "LLNL-Thunder-2007-1.1-cln.swf.gz", cores_per_node=4).jobs
     scaled, _ = workload.scale_nodes(jobs, 1, ft.n_nodes)
@@ -29,11 +29,15 @@ def jobs():
 
 @pytest.fixture(scope="module")
 def runs(jobs):
+    """The model's runs of :func:`jobs` under ``to`` and ``ta`` (seed 3), made once for every
+    test that reads them, on the CPU device (:func:`on_cpu`: the shortcut tests compare them
+    bit for bit with runs that take no shortcut)."""
     ft = fattree.load("ft6x6")
     out = {}
-    for pol in ("to", "ta"):
-        model = commtime.ModelRuntimes(ft, MIX, comm_fraction=0.5, seed=3)
-        out[pol] = (replay.replay(jobs, ft, pol, "easy", runtime_model=model), model)
+    with jax.default_device(jax.devices("cpu")[0]):
+        for pol in ("to", "ta"):
+            model = commtime.ModelRuntimes(ft, MIX, comm_fraction=0.5, seed=3)
+            out[pol] = (replay.replay(jobs, ft, pol, "easy", runtime_model=model), model)
     return ft, out
 
 
@@ -132,7 +136,9 @@ def _pairs(n: int):
     return patterns.Traffic(src, (src + 1) % n, np.full(n, 1.0))
 
 
-def test_same_seed_same_run_and_the_seed_matters(jobs):
+def test_same_seed_same_run_and_the_seed_matters(jobs, on_cpu):
+    # On the CPU device as the module's runs (:func:`runs`), whose compiled solves it reuses
+    # (JAX keys its compilations by the default device too).
     ft = fattree.load("ft6x6")
     small = jobs.head(120)
     runs = [replay.replay(small, ft, "to", "easy", runtime_model=commtime.ModelRuntimes(ft, MIX, 0.5, seed)).jobs
@@ -184,17 +190,18 @@ def on_cpu():
 
 
 @pytest.mark.parametrize("pol", ["to", "ta"])
-def test_shortcuts_change_no_runtime(jobs, pol, on_cpu):
+def test_shortcuts_change_no_runtime(jobs, runs, pol, on_cpu):
     # The one-router shortcut (slowdown 1 without a solve, flows left out of later solves),
     # the per-(pattern, size) ideal cache of key-free patterns, solving only the jobs
     # connected to the starting one through shared links, and slowdown 1 without a solve for
     # a job alone whose placement is the ideal one with links renamed are exact: every start,
-    # end and slowdown equals the run that solves every job with every running job.
-    ft = fattree.load("ft6x6")
+    # end and slowdown equals the run that solves every job with every running job. The run
+    # with the shortcuts is the module's (:func:`runs`: the same jobs, model and seed, on the CPU).
+    ft, out = runs
     assert commtime._local_routes_use_node_links_only(ft)
-    fast = commtime.ModelRuntimes(ft, MIX, comm_fraction=0.5, seed=3)
+    result, fast = out[pol]
     slow = _NoShortcuts(ft, MIX, comm_fraction=0.5, seed=3)
-    a = replay.replay(jobs, ft, pol, "easy", runtime_model=fast).jobs
+    a = result.jobs
     b = replay.replay(jobs, ft, pol, "easy", runtime_model=slow).jobs
     _assert_same_runs(a, b, fast, slow)
     one_router = [len(np.unique(np.asarray(x) // ft.nodes_per_leaf)) == 1 for x in a["alloc"].to_list()]
@@ -207,13 +214,15 @@ def test_shortcuts_change_no_runtime(jobs, pol, on_cpu):
 @pytest.mark.parametrize("machine,pol", [("torus8", "prism"), ("dragonfly_small", "compact")])
 def test_shortcuts_change_no_runtime_on_other_families(machine, pol, on_cpu):
     """The same on a torus and a dragonfly (families without a node-level renaming rule:
-    the route-level one and the others still apply), on six hours of Thunder."""
+    the route-level one and the others still apply), on three hours of Thunder: ~140 jobs, with
+    jobs slowed (and sped up) by others on both machines and renamed placements on the
+    dragonfly, so a shortcut that changed a number would show."""
     from fattorus import topology
 
     topo = topology.load(machine)
     log = workload.load(TRACES / "LLNL-Thunder-2007-1.1-cln.swf.gz", cores_per_node=4).jobs
     scaled, _ = workload.scale_nodes(log, 1, topo.n_nodes)
-    day = workload.first_days(scaled, 0.25, 10.0)
+    day = workload.first_days(scaled, 0.125, 10.0)
     fast = commtime.ModelRuntimes(topo, MIX, comm_fraction=0.5, seed=1)
     slow = _NoShortcuts(topo, MIX, comm_fraction=0.5, seed=1)
     a = replay.replay(day, topo, pol, "easy", runtime_model=fast).jobs
@@ -259,6 +268,7 @@ def test_fat_tree_renamed_placements_are_renamed_networks():
     cap = np.asarray(ft.link_bandwidth)
     every = np.arange(ft.n_nodes)
     answers = {True: 0, False: 0}
+    said_yes = []  # (trial, ideal, nodes) of each yes, checked below
     for trial in range(800):
         n = int(rng.integers(2, 30))
         ideal = ft.ideal_allocation(n)
@@ -285,10 +295,14 @@ def test_fat_tree_renamed_placements_are_renamed_networks():
         said = ft.routes_renamed(ideal, nodes)
         answers[said] += 1
         if said:
-            src, dst = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-            a = np.asarray(ft.routes(ideal[src.ravel()], ideal[dst.ravel()]))
-            b = np.asarray(ft.routes(nodes[src.ravel()], nodes[dst.ravel()]))
-            assert commtime.same_network(a, b, cap), (trial, ideal, nodes)
+            said_yes.append((trial, ideal, nodes))
+    # The routes of every yes, both placements, from one call (``routes`` compiles once per
+    # batch shape: one compilation instead of one per job size), then each yes checked alone.
+    src, dst = zip(*(np.meshgrid(x, x, indexing="ij") for _, ideal, nodes in said_yes for x in (ideal, nodes)))
+    routes = np.asarray(ft.routes(np.concatenate([s.ravel() for s in src]), np.concatenate([d.ravel() for d in dst])))
+    routes = np.split(routes, np.cumsum([s.size for s in src])[:-1])
+    for k, (trial, ideal, nodes) in enumerate(said_yes):
+        assert commtime.same_network(routes[2 * k], routes[2 * k + 1], cap), (trial, ideal, nodes)
     assert answers[True] > 30 and answers[False] > 30
     assert not ft.routes_renamed(np.arange(3), np.arange(4))
 
@@ -306,15 +320,26 @@ def test_one_router_routes_stay_on_node_links_in_every_family():
         topo = topology.load(name)
         router = np.asarray(topo.group_of(0, np.arange(topo.n_nodes)))
         cls, bw = np.asarray(topo.link_class), np.asarray(topo.link_bandwidth)
+        assert commtime._local_routes_use_node_links_only(topo), name
+        # Every ordered pair of 40 routers' nodes, routed in batches as long as the check's own
+        # call (one pair per router of two or more nodes): the torus's and the dragonfly's
+        # ``routes`` are eager JAX, which compiles every operation once per batch shape.
+        first = np.flatnonzero(np.r_[True, router[1:] != router[:-1]])
+        second = np.minimum(first + 1, topo.n_nodes - 1)
+        batch = int(((first + 1 < topo.n_nodes) & (router[second] == router[first])).sum())
+        src, dst = [], []
         for r in rng.choice(np.unique(router), size=min(40, len(np.unique(router))), replace=False):
             nodes = np.flatnonzero(router == r)
-            src, dst = np.meshgrid(nodes, nodes, indexing="ij")
-            off = src.ravel() != dst.ravel()
-            links = np.asarray(topo.routes(src.ravel()[off], dst.ravel()[off]))
-            assert (links >= 0).any(axis=1).all(), name  # node -> router -> node
-            assert (cls[links[links >= 0]] == 0).all(), name
+            s, d = (x.ravel() for x in np.meshgrid(nodes, nodes, indexing="ij"))
+            src.append(s[s != d])
+            dst.append(d[s != d])
+        src, dst = np.concatenate(src), np.concatenate(dst)
+        size = -(-len(src) // batch) * batch  # padded with the first pairs again
+        links = np.concatenate([np.asarray(topo.routes(a, b)) for a, b in
+                                zip(np.resize(src, size).reshape(-1, batch), np.resize(dst, size).reshape(-1, batch))])
+        assert (links >= 0).any(axis=1).all(), name  # node -> router -> node
+        assert (cls[links[links >= 0]] == 0).all(), name
         assert np.ptp(bw[cls == 0]) == 0, name
-        assert commtime._local_routes_use_node_links_only(topo), name
         # Where the precondition fails, the check must say so.
         fields = {k: getattr(topo, k) for k in ("group_of", "n_nodes", "routes")}
         uneven = bw.astype(float).copy()

@@ -105,37 +105,49 @@ def test_on_the_flow_model_a_critical_process_is_never_lowered():
     # Run Algorithm 1 on the small system and watch every accepted assignment: the levels of
     # the processes that set their job's step time (the slowest) never go down between two
     # accepted assignments (a restart to the default level aside), nor does any other level.
+    # Two placements with four levels (the default one and three to give): 7 accepted
+    # assignments checked, 6 times with a critical process among the prioritised ones (one
+    # placement with 16 levels: 4 and 5). At most four levels in use keep the rate solver to
+    # three padded shapes, each a JAX compilation (16 levels would add the one for eight).
     from omegaconf import OmegaConf
 
-    from fattorus.analysis import qos
+    from fattorus.analysis import bsp, qos
+    from fattorus.kernels.service_levels import service_level_rates
     from fattorus.paths import config_file
     from fattorus.topology.fattree import FatTree
 
     cfg = OmegaConf.to_container(OmegaConf.load(config_file("qos", "small")))
-    cfg.update(iterations=60, noise=0.0)
+    cfg.update(iterations=60, noise=0.0, num_sls=4)
     exp = qos.experiment_from(cfg)
     topo = FatTree("small", **cfg["system"])
-    rng = np.random.default_rng(1)
-    mix = qos.build_mix(topo, exp, rng)
-    net = qos.Network(topo, mix, qos.static_routes(topo, mix), exp.bandwidth, exp.params.num_sls)
-    t_iso = qos._transfer(mix.nbytes, net.isolated_rates())
-    comm = np.zeros(len(mix.patterns))
-    np.maximum.at(comm, mix.flow_job, t_iso)
-    from fattorus.analysis import bsp
-
-    compute = np.concatenate([bsp.compute_times("uniform", exp.processes, bsp.compute_scale(0.65, c), rng) for c in comm])
-    fb, prev_best, checked = qf.start(), (), 0
-    for _ in range(exp.iterations):
-        done, steps = qos._steps(mix, compute, qos._transfer(mix.nbytes, net.rates(fb.assignments)))
-        critical = {int(p) for p in np.flatnonzero(done >= steps[mix.job_of] * (1 - 1e-12))}
-        fb = qf.observe(fb, exp.period_s / steps, exp.period_s / done, mix.job_of, exp.params)
-        if fb.best != prev_best and fb.mode != qf.DEFAULT:
-            old, new = dict(prev_best), dict(fb.best)
-            assert all(new.get(p, 0.0) >= w for p, w in old.items())
-            assert all(new.get(p, 0.0) >= old.get(p, 0.0) for p in critical)
-            checked += 1
-        prev_best = fb.best
-    assert checked >= 1  # the run did accept assignments
+    for seed in (1, 5):
+        rng = np.random.default_rng(seed)
+        mix = qos.build_mix(topo, exp, rng)
+        net = qos.Network(topo, mix, qos.static_routes(topo, mix), exp.bandwidth, exp.params.num_sls)
+        # Each job alone on the machine (as ``net.isolated_rates()``, to within 1e-9): its
+        # flows active, the others inactive, over the mix's own routes. Slicing the routes per
+        # job, as that method does, pads to three other flow counts, each a compilation; the
+        # mask keeps the one shape the run below compiles anyway.
+        alone = np.empty(len(mix.src))
+        for j in range(len(mix.patterns)):
+            sel = mix.flow_job == j
+            alone[sel] = np.asarray(service_level_rates(net.routes, net.capacity, active=sel).rate)[sel]
+        comm = np.zeros(len(mix.patterns))
+        np.maximum.at(comm, mix.flow_job, qos._transfer(mix.nbytes, alone))
+        compute = np.concatenate([bsp.compute_times("uniform", exp.processes, bsp.compute_scale(0.65, c), rng)
+                                  for c in comm])
+        fb, prev_best, checked = qf.start(), (), 0
+        for _ in range(exp.iterations):
+            done, steps = qos._steps(mix, compute, qos._transfer(mix.nbytes, net.rates(fb.assignments)))
+            critical = {int(p) for p in np.flatnonzero(done >= steps[mix.job_of] * (1 - 1e-12))}
+            fb = qf.observe(fb, exp.period_s / steps, exp.period_s / done, mix.job_of, exp.params)
+            if fb.best != prev_best and fb.mode != qf.DEFAULT:
+                old, new = dict(prev_best), dict(fb.best)
+                assert all(new.get(p, 0.0) >= w for p, w in old.items())
+                assert all(new.get(p, 0.0) >= old.get(p, 0.0) for p in critical)
+                checked += 1
+            prev_best = fb.best
+        assert checked >= 1, seed  # the run did accept assignments
 
 
 # The default performance over N periods (the paper's Sections 6.2 and 6.8: "we observe the

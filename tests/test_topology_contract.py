@@ -27,8 +27,30 @@ def topo(conf_topo):
     return conf_topo
 
 
+#: Pairs per ``topo.routes`` call in this file. The torus and dragonfly route with eager
+#: ``jax.numpy`` code that compiles every operation anew for each batch shape (~2 s a shape
+#: and machine on CPU), so every route batch is padded to a multiple of this one width.
+ROUTE_BATCH = 300
+
+
 def _sample(topo, n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).choice(topo.n_nodes, size=min(n, topo.n_nodes), replace=False)
+
+
+def _padded(src, dst) -> tuple[np.ndarray, np.ndarray]:
+    """``src``, ``dst`` extended with pairs ``0 -> 0`` (an empty route) to a multiple of
+    :data:`ROUTE_BATCH`; callers keep the first ``len(src)`` rows of what they compute."""
+    src, dst = np.asarray(src).ravel(), np.asarray(dst).ravel()
+    pad = -len(src) % ROUTE_BATCH
+    return np.concatenate([src, np.zeros(pad, src.dtype)]), np.concatenate([dst, np.zeros(pad, dst.dtype)])
+
+
+def _routes(topo, src, dst) -> np.ndarray:
+    """``topo.routes(src, dst)`` (flat pairs), called in batches of :data:`ROUTE_BATCH` pairs."""
+    n = np.size(src)
+    s, d = _padded(src, dst)
+    return np.concatenate([np.asarray(topo.routes(s[i:i + ROUTE_BATCH], d[i:i + ROUTE_BATCH]))
+                           for i in range(0, len(s), ROUTE_BATCH)])[:n]
 
 
 def test_hops_are_a_metric_bounded_by_max_hops(topo):
@@ -40,11 +62,11 @@ def test_hops_are_a_metric_bounded_by_max_hops(topo):
 
 def test_routes_walk_existing_links_and_count_hops(topo):
     src, dst = _sample(topo, 200, 1), _sample(topo, 200, 2)
-    routes = np.asarray(topo.routes(src, dst))
+    routes = _routes(topo, src, dst)
     ends = np.asarray(topo.link_ends)
     names = topo.link_class_names
     is_hop = np.array([names[c] in topo.hop_classes for c in np.asarray(topo.link_class)])
-    hops = np.asarray(topo.hops(src, dst))
+    hops = np.asarray(topo.hops(*_padded(src, dst)))[:len(src)]
     for s, d, r, h in zip(src, dst, routes, hops):
         links = r[r >= 0]
         if s == d:
@@ -64,7 +86,11 @@ def test_hop_sum_kernel_equals_pairwise_sums(topo):
               for _ in range(64)]
     padded = aph.pad(allocs, width=64)
     fast = np.asarray(aph.hop_sums(topo, padded))
-    slow = [int(np.asarray(topo.hops(a[:, None], a[None, :])).sum()) for a in allocs]
+    # The pairwise sums, all 64 allocations in one (64, 64, 64) ``hops`` call (one shape to
+    # compile rather than one per size), then each summed over its own n x n block.
+    nodes = np.where(padded >= 0, padded, 0)
+    h = np.asarray(topo.hops(nodes[:, :, None], nodes[:, None, :]), np.int64)
+    slow = [int(h[i, :len(a), :len(a)].sum()) for i, a in enumerate(allocs)]
     assert fast.tolist() == slow
 
 
@@ -105,7 +131,7 @@ def test_compiled_routes_equal_the_familys_routes(topo):
     rng = np.random.default_rng(11)
     src, dst = rng.integers(0, topo.n_nodes, 300), rng.integers(0, topo.n_nodes, 300)
     dst[:20] = src[:20]
-    assert np.array_equal(np.asarray(route_links(topo, src, dst)), np.asarray(topo.routes(src, dst)))
+    assert np.array_equal(np.asarray(route_links(topo, src, dst)), _routes(topo, src, dst))
 
 
 def test_config_round_trips_and_the_value_is_static(topo):
@@ -123,13 +149,13 @@ def test_orderings_are_permutations(topo):
 
 
 def test_job_links_cover_every_route_between_the_job_nodes(topo):
+    hop_class = np.array([topo.link_class_names[c] in topo.hop_classes for c in np.asarray(topo.link_class)])
     for seed, n in ((4, 3), (5, 12), (6, min(30, topo.n_nodes))):
         nodes = _sample(topo, n, seed)
         mask = topo.job_links(nodes)
         src, dst = np.meshgrid(nodes, nodes, indexing="ij")
-        r = np.asarray(topo.routes(src.ravel(), dst.ravel()))
+        r = _routes(topo, src, dst)
         used = np.unique(r[r >= 0])
-        hop_class = np.array([topo.link_class_names[c] in topo.hop_classes for c in np.asarray(topo.link_class)])
         assert mask[used[hop_class[used]]].all()
 
 
@@ -149,8 +175,8 @@ def test_a_renamed_placement_has_renamed_routes(topo):
         shift = int(rng.integers(0, topo.n_nodes))
         for nodes in ((ideal + shift) % topo.n_nodes, _sample(topo, n, seed), ideal):
             if topo.routes_renamed(ideal, nodes):
-                a = np.asarray(topo.routes(ideal[src.ravel()], ideal[dst.ravel()]))
-                b = np.asarray(topo.routes(nodes[src.ravel()], nodes[dst.ravel()]))
+                a = _routes(topo, ideal[src], ideal[dst])
+                b = _routes(topo, nodes[src], nodes[dst])
                 assert same_network(a, b, cap)
                 checked += 1
     if type(topo).routes_renamed is Topology.routes_renamed:
@@ -163,13 +189,18 @@ def test_a_renamed_placement_has_renamed_routes(topo):
 def test_flow_loads_equal_the_scatter_of_the_routes(topo):
     from fattorus.kernels import linkload
 
-    src, dst = _sample(topo, 300, 7), _sample(topo, 300, 8)
+    # ROUTE_BATCH random pairs on every machine, the width the other route checks compile
+    # (on the small machines pairs repeat and some are src == dst: flows that share links,
+    # and flows that cross none).
+    rng = np.random.default_rng(7)
+    src, dst = rng.integers(0, topo.n_nodes, ROUTE_BATCH), rng.integers(0, topo.n_nodes, ROUTE_BATCH)
     nbytes = np.random.default_rng(9).integers(1, 1000, len(src)).astype(np.float32)
     fused = np.asarray(linkload.flow_link_loads(topo, src, dst, nbytes))
-    plain = np.asarray(linkload.link_loads(topo.routes(src, dst), nbytes, topo.n_links))
+    routes = _routes(topo, src, dst)
+    plain = np.asarray(linkload.link_loads(routes, nbytes, topo.n_links))
     np.testing.assert_allclose(fused, plain, rtol=1e-6)
     # every byte crosses each link of its route once
-    lengths = (np.asarray(topo.routes(src, dst)) >= 0).sum(axis=1)
+    lengths = (routes >= 0).sum(axis=1)
     assert fused.sum() == pytest.approx(float((nbytes * lengths).sum()), rel=1e-5)
 
 
@@ -190,17 +221,20 @@ def test_link_bundles_join_parallel_links_of_one_class_and_bandwidth(topo):
     same two ends — one class, one bandwidth — its first link the lowest id, its count the
     bundle's size (checked by grouping ``link_ends`` directly); elsewhere no two links may
     join the same two vertices in one direction (nothing to pool)."""
-    ends = [tuple(e) for e in np.asarray(topo.link_ends).tolist()]
-    groups: dict = {}
-    for e, key in enumerate(ends):
-        groups.setdefault(key, []).append(e)
+    # Grouped with NumPy (one scalar key per (from, to) pair) rather than a Python loop over
+    # the 10^5 links of the big machines: ``group`` numbers each link's ends, ``lowest`` and
+    # ``size`` are each group's least link id and its number of links.
+    ends = np.asarray(topo.link_ends, np.int64)
+    _, group, size = np.unique(ends[:, 0] * (ends.max() + 1) + ends[:, 1], return_inverse=True, return_counts=True)
+    lowest = np.full(len(size), len(ends))
+    np.minimum.at(lowest, group, np.arange(len(ends)))
     bundles = topo.link_bundles()
     if bundles is None:
-        assert all(len(g) == 1 for g in groups.values())
+        assert (size == 1).all()
         return
     first, count = (np.asarray(x) for x in bundles)
     cls, bw = np.asarray(topo.link_class), np.asarray(topo.link_bandwidth)
-    assert any(len(g) > 1 for g in groups.values())
-    for g in groups.values():
-        assert (first[g] == g[0]).all() and (count[g] == len(g)).all()
-        assert len(set(cls[g].tolist())) == 1 and len(set(bw[g].tolist())) == 1
+    assert (size > 1).any()
+    assert (first == lowest[group]).all() and (count == size[group]).all()
+    # one class and one bandwidth a group: each link's equal its group's lowest link's
+    assert (cls == cls[lowest[group]]).all() and (bw == bw[lowest[group]]).all()
