@@ -256,7 +256,10 @@ def adaptive_loads(paths, nbytes, bandwidth, step: float = 0.5, min_step: float 
     flow, start = hot_index(paths, None if counted is None else np.asarray(counted, bool), E)
     if paths.shape[0] == 0:  # no flow: no traffic
         return Adaptive(np.zeros((0, paths.shape[1])), np.zeros(E), 0.0, 0.0, 0)
-    flow = np.r_[flow, 0].astype(np.int32)  # one spare entry: never read as a flow, keeps the gather non-empty
+    # Padded with at least one spare entry (never read as a flow; keeps the gather non-empty) to
+    # a power of two: the incidence count depends on the data, and each new length would
+    # compile the iteration again (~1-2 s); reads stop at the real incidences (inc_start).
+    flow = np.r_[flow, np.zeros((1 << len(flow).bit_length()) - len(flow), flow.dtype)].astype(np.int32)
     with jax.enable_x64(True):
         got = _incremental(jnp.asarray(paths), jnp.asarray(nbytes, jnp.float64), jnp.asarray(bandwidth),
                            jnp.asarray(weight), jnp.asarray(flow), jnp.asarray(start), step, min_step, tol,
