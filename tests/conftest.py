@@ -28,12 +28,13 @@ from fattorus.topology import Topology
 TOPO_CONFIGS: list[str] = paths.config_names("topo")
 
 
-#: The slowest test files (each 50-210 s of CPU on a 2-core machine, session 19), run first:
+#: The slowest test files (each 25-80 s on a 2-core machine, session 22), run first:
 #: pytest-xdist's ``--dist loadfile`` hands whole files to the workers in collection order, so a
 #: long file collected late keeps one worker busy while the other idles at the end.
-SLOW_FIRST = ("test_qos_study.py", "test_bad_inputs.py", "test_sweep.py", "test_batched.py", "test_model_runtimes.py",
-              "test_tune_prism.py", "test_commtime.py", "test_dragonfly_replay.py", "test_trials.py",
-              "test_tune_postgres.py", "test_tune.py", "test_replay.py")
+SLOW_FIRST = ("test_sweep.py", "test_qos_study.py", "test_bad_inputs.py", "test_batched.py", "test_model_runtimes.py",
+              "test_prism.py", "test_study_cli.py", "test_tune_prism.py", "test_replay.py", "test_model_apps.py",
+              "test_aph.py", "test_node_kinds.py", "test_adaptive.py", "test_network_study.py", "test_commtime.py",
+              "test_tune.py", "test_tune_postgres.py", "test_trials.py", "test_dragonfly_replay.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
