@@ -308,6 +308,11 @@ def test_per_application_speedups_over_the_reference(tmp_path):
     assert "### w x1 on t: per application, speedup over first_fit ordering=O2" in text
     assert "| A | 2 | 2.00 |" in text and "| B | 1 | 0.50 |" in text and "| C |" not in text
     assert "| mean over applications | | 1.25 |" in text
+    # The same arm run twice (one label, two trials): a column each, means included.
+    trial("2y_again", "2Y", ["A", "B", "A"], [1.0, 3.0, 1.0])
+    assert compare.main([str(tmp_path)]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    assert "| A | 2 | 2.00 | 2.00 |" in text and "| mean over applications | | 1.25 | 1.25 |" in text
     other = tmp_path / "plain"
     other.mkdir()
     _trial(other / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False], app_eff=0.5)

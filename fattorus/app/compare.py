@@ -121,9 +121,9 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
         "exposed": float(jobs["exposed"].mean()),
         "bbox_fill": float(jobs["bbox_fill"].mean()) if "bbox_fill" in jobs.columns else float("nan"),
     }
-    app = (summary.get("runtime_model") or {}).get("application_efficiency")
-    row["system_eff"] = row["util"] * float(app) if app is not None else None
     model = summary.get("runtime_model") or {}
+    app = model.get("application_efficiency")
+    row["system_eff"] = row["util"] * float(app) if app is not None else None
     if {"app", "slowdown"} <= set(jobs.columns) and model.get("comm_fraction") is not None:
         # Each application's mean run-time factor (1 - c) + c * slowdown over its jobs: the
         # speed its placements gave it, before any cut at the estimate.
@@ -265,19 +265,17 @@ def app_table(rows: list[dict[str, Any]], reference: str | None) -> str:
             continue
         others = [r for r in group if all(r is not x for x in refs)]
         apps = sorted(set.intersection(*(set(r["apps"]) for r in group)))
+        if not apps:
+            continue
         out += [f"### {wl}: per application, speedup over {reference}", "",
                 "| application | jobs | " + " | ".join(r["policy"] for r in others) + " |",
                 "|---|---:|" + "---:|" * len(others)]
-        speedups: dict[str, list[float]] = {r["policy"]: [] for r in others}
-        for app in apps:
-            cells = []
-            for r in others:
-                mine = next((x for x in refs if x.get("seed") == r.get("seed")), refs[0])
-                s = mine["apps"][app][0] / r["apps"][app][0]
-                speedups[r["policy"]].append(s)
-                cells.append(f"{s:.2f}")
-            out.append(f"| {app} | {refs[0]['apps'][app][1]} | " + " | ".join(cells) + " |")
-        out.append("| mean over applications | | " + " | ".join(f"{sum(v) / len(v):.2f}" for v in speedups.values()) + " |")
+        # One column per row (two rows may share a label: the same arm and seed run twice).
+        mine = [next((x for x in refs if x.get("seed") == r.get("seed")), refs[0]) for r in others]
+        speedups = [[m["apps"][app][0] / r["apps"][app][0] for app in apps] for m, r in zip(mine, others)]
+        for k, app in enumerate(apps):
+            out.append(f"| {app} | {refs[0]['apps'][app][1]} | " + " | ".join(f"{col[k]:.2f}" for col in speedups) + " |")
+        out.append("| mean over applications | | " + " | ".join(f"{sum(v) / len(v):.2f}" for v in speedups) + " |")
         out.append("")
     return "\n".join(out)
 
