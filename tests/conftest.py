@@ -27,6 +27,14 @@ from fattorus.topology import Topology
 #: Names of the machine configs in ``conf/topo`` (file stems, sorted).
 TOPO_CONFIGS: list[str] = paths.config_names("topo")
 
+# Commands that tests start (``python -m fattorus...``) import the checkout under test first,
+# and keep what else the caller's PYTHONPATH held (packages installed beside it, as on a
+# machine that carries its dependencies in a folder of their own). Set once here, inherited by
+# every child through ``os.environ``.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(paths.repo_root())] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                if p and p != str(paths.repo_root())])
+
 
 #: The slowest test files (each 25-80 s on a 2-core machine, session 22), run first:
 #: pytest-xdist's ``--dist loadfile`` hands whole files to the workers in collection order, so a

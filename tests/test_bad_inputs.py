@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 CEILING_S = 366 * 86400
 HEADER = "; MaxNodes: 54\n; MaxProcs: 54\n"
 
@@ -257,7 +256,7 @@ def run_case(case: Case, base: Path) -> dict:
     cwd.mkdir()
     args, kwargs = _prepare(case, cwd)
     before_cwd, before_base = _snapshot(cwd), {p.name for p in base.iterdir()}
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HYDRA_FULL_ERROR": "1"}
+    env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
     prefix = kwargs.pop("prefix", [])
     out = subprocess.run([*prefix, sys.executable, "-m", f"fattorus.{case.cli}", *args], cwd=cwd, capture_output=True,
                          text=True, timeout=600, env=env, **kwargs)
@@ -356,7 +355,7 @@ def test_a_path_component_holds_no_separator():
 
 
 def _sweep(cwd: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     return subprocess.run([sys.executable, "-m", "fattorus.sweep", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600, env=env, **kwargs)
 
@@ -364,7 +363,7 @@ def _sweep(cwd: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
 def test_two_single_runs_in_the_same_second_keep_both_results(tmp_path):
     (tmp_path / "log.swf").write_text(_log())
     args = [a.replace("workload.path=log", f"workload.path={tmp_path}/log") for a in W]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     procs = [subprocess.Popen([sys.executable, "-m", "fattorus.sweep", *args], cwd=tmp_path, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -15,7 +14,6 @@ import pytest
 from fattorus import topology
 from fattorus.app import network_study as ns
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ta_packing_is_disjoint_in_range_and_leaves_no_room():
@@ -48,7 +46,7 @@ def test_a_job_alone_on_the_machine_meets_no_interference(ft6x6):
 
 
 def _cli(tmp_path, *args):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     return subprocess.run([sys.executable, "-m", "fattorus.app.network_study", *args], cwd=tmp_path,
                           capture_output=True, text=True, env=env, timeout=600)
 

@@ -20,7 +20,6 @@ from fattorus.paths import config_file
 from fattorus.topology import fattree_routing as fr
 from fattorus.topology.fattree import FatTree
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def small(**changes):
@@ -103,7 +102,7 @@ def test_experiment_settings_are_checked_with_the_field_named():
 
 
 def run_app(tmp_path, *args):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     # Options first: argparse takes the first run of overrides as all of them.
     options = [a for a in args if a.startswith("--")]
     args = [a for a in args if not a.startswith("--")]
@@ -266,7 +265,7 @@ def test_the_checks_hold_with_hydra_flags_after_the_overrides(tmp_path):
     # Ordinary Hydra usage puts --multirun last; the checks must neither break that command
     # line nor be skipped by it (the bad trial is still refused before any runs).
     sweep_dir = tmp_path / "sweep"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     out = subprocess.run([sys.executable, "-m", "fattorus.qos", "progress=false", *TINY, "qos.threshold=0.5,5",
                           f"hydra.sweep.dir={sweep_dir}", "hydra.launcher.n_jobs=1", "--multirun"], cwd=tmp_path,
                          capture_output=True, text=True, env=env, timeout=600)

@@ -266,7 +266,7 @@ def test_study_file_mistakes_are_one_line(tmp_path: Path, monkeypatch: pytest.Mo
 def test_cfg_job_through_the_real_command_line(tmp_path: Path):
     """The reported fault end to end: one line, exit 2, nothing written, and the command the
     line offers instead prints the first trial's config without writing anything either."""
-    env = {**os.environ, "PYTHONPATH": str(paths.repo_root())}
+    env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     run = lambda *args: subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, capture_output=True,  # noqa: E731
                                        text=True, timeout=300, env=env)
     out = run("fattorus.study", str(SMOKE), "--cfg", "job")

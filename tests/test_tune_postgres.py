@@ -26,7 +26,6 @@ from optuna.trial import TrialState
 
 from fattorus.app import tune
 
-REPO = Path(__file__).resolve().parents[1]
 ARGS = ["--topo", "cab", "--workload", "atlas", "--scale", "2", "--train", "9:11,11:13", "--test", "none",
         "--heartbeat", "1", "--seed", "5"]
 
@@ -82,7 +81,7 @@ def test_two_workers_one_killed_mid_trial_then_resume(postgres_url, tmp_path):
     name = "pgkill"
     argv = [*ARGS, "--name", name, "--storage", postgres_url, "--export", str(tmp_path / "ta_tuned.yaml"),
             "--out", str(tmp_path / "out")]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     first = subprocess.Popen([sys.executable, "-m", "fattorus.tune", *argv, "--trials", "6", "--jobs", "2"],
                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed_trial = None
