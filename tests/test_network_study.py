@@ -45,6 +45,21 @@ def test_a_job_alone_on_the_machine_meets_no_interference(ft6x6):
     assert rows["step_to_alone"][0] == rows["step_to"][0] and rows["interference"][0] == 1.0
 
 
+def test_fluid_steps_on_a_small_study(ft6x6, tmp_path, monkeypatch):
+    """``--completion fluid``: recorded with the results; a job alone still meets no
+    interference; the same jobs and placements as the steady study, other step times."""
+    rows = pl.DataFrame(ns.workload_rows(ft6x6, "t", 0, 32, 32, 1.0, seed=1, completion="fluid"))
+    assert rows.height == 1 and rows["interference"][0] == 1.0
+    monkeypatch.chdir(tmp_path)
+    small = ["--machine", "ft6x6", "--sizes", "4,30", "--workloads", "1"]
+    assert ns.main([*small, "--name", "steady"]) == 0 and ns.main([*small, "--completion", "fluid", "--name", "fluid"]) == 0
+    base = tmp_path / "results" / "network_study"
+    assert json.loads((base / "fluid" / "summary.json").read_text())["completion"] == "fluid"
+    steady, fluid = (pl.read_parquet(base / name / "jobs.parquet") for name in ("steady", "fluid"))
+    assert steady.select("nodes", "pattern", "aph_ta", "aph_to").equals(fluid.select("nodes", "pattern", "aph_ta", "aph_to"))
+    assert not np.allclose(steady["step_to"], fluid["step_to"])
+
+
 def _cli(tmp_path, *args):
     env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     return subprocess.run([sys.executable, "-m", "fattorus.app.network_study", *args], cwd=tmp_path,
@@ -148,7 +163,8 @@ def test_a_folder_with_results_of_other_settings_is_refused(tmp_path, monkeypatc
     before = {p.name: p.read_bytes() for p in base.iterdir()}
     capsys.readouterr()
     for other, words in ((["--seed", "1"], "seed: 0 there, 1 now"), (["--oblivious", "to_random"], "oblivious"),
-                         (["--workloads", "2"], "2 workloads"), (["--churn", "0"], "churn: 5 there, 0 now")):
+                         (["--workloads", "2"], "2 workloads"), (["--churn", "0"], "churn: 5 there, 0 now"),
+                         (["--completion", "fluid"], "completion: 'steady' there, 'fluid' now")):
         assert ns.main([*small, *other]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("network_study: error:") and words in err[0] and "--name" in err[0]

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
-from fattorus.analysis import patterns
+from fattorus.analysis import fluid, patterns
 from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, step_time
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
@@ -146,12 +146,28 @@ def _sparse_incidences(topo: Topology, route_ids: np.ndarray) -> tuple[jax.Array
     return tuple(jnp.asarray(x) for x in flow_incidences(route_ids))
 
 
-def step_times(topo: Topology, jobs: Sequence[Job]) -> np.ndarray:
-    """Step time of each job when all of ``jobs`` run at once, ``(J,)``."""
+#: How a step's flows finish (:func:`step_times`): at the rates of the moment they all start,
+#: or draining, the rates solved again as flows finish (:mod:`fattorus.analysis.fluid`).
+COMPLETIONS = ("steady", "fluid")
+
+
+def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady") -> np.ndarray:
+    """Step time of each job when all of ``jobs`` run at once, ``(J,)`` (s when link
+    bandwidths are bytes/s): with ``completion="steady"`` its slowest flow's bytes over that
+    flow's max-min rate when all flows start; with ``"fluid"`` its last flow's finish time
+    when the rates are solved again each time flows finish (:mod:`fattorus.analysis.fluid`)."""
+    if completion not in COMPLETIONS:
+        raise ValueError(f"completion {completion!r}: choices {list(COMPLETIONS)}")
     route_ids, nbytes, owner = _flows(topo, jobs)
     F = len(nbytes)
     if F == 0:
         return np.zeros(len(jobs))
+    if completion == "fluid":
+        finish, _ = fluid.finish_times(route_ids, solver_capacity(topo).astype(np.float32), nbytes,
+                                       sparse=topo.max_route_links >= SPARSE_ROUTE_SLOTS)
+        out = np.zeros(len(jobs))
+        np.maximum.at(out, owner, finish)
+        return out
     pad = _bucket(F) - F  # one compilation of the solver per bucket, not per flow count
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]

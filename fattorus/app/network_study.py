@@ -1,8 +1,8 @@
 """The fat-tree paper's network study on the flow model (issue 14, item 4).
 
 ``python -m fattorus.app.network_study [--paper] [--machine ft44] [--sizes 512,4096]
-[--workloads 15] [--comm-fraction 1] [--a2a-dims 2] [--oblivious to] [--churn 5] [--seed 0]
-[--name NAME]``
+[--workloads 15] [--comm-fraction 1] [--a2a-dims 2] [--oblivious to] [--churn 5]
+[--completion steady] [--seed 0] [--name NAME]``
 
 A workload packs jobs of random sizes onto an empty machine until the interference-free
 policy ``ta`` cannot place the next one (20 draws in a row). Sizes (:func:`job_sizes`, seeded)
@@ -25,6 +25,10 @@ step of communication and communication is ``--comm-fraction`` of the run time u
 Its **interference-only** speedup takes the run time alone in the oblivious placement instead
 of under ``ta``: what the other jobs cost it, apart from its placement's own routes (which,
 for sparse patterns such as Pairs, can be luckier or unluckier than ``ta``'s).
+``--completion``: ``steady`` (default) times a step at the max-min rates of the moment all flows
+start; ``fluid`` lets them drain, the rates solved again each time flows finish
+(:mod:`fattorus.analysis.fluid`; tens to hundreds of solves per step instead of one, so minutes
+per case on Cab and far more on ft44).
 
 ``--paper`` runs the paper's four cases: ft44 with 512–4,096-node jobs (15 workloads, Sub-a2a
 along two dimensions, as the paper's simulations); Cab with 4–512 and 4–128 nodes; and 4–128
@@ -190,8 +194,9 @@ def oblivious(topo: Any, sizes: Sequence[int], name: str, seed: int, churn: int 
 
 def workload_rows(topo: Any, case: str, w: int, lo: int, hi: int, c: float, seed: int,
                   oblivious_policy: str = "to", a2a_dims: int = DEFAULT_A2A_DIMS,
-                  churn: int = DEFAULT_CHURN) -> list[dict]:
-    """One workload: pack, draw patterns, time both placements; a row per job."""
+                  churn: int = DEFAULT_CHURN, completion: str = "steady") -> list[dict]:
+    """One workload: pack, draw patterns, time both placements (step times by ``completion``,
+    :func:`fattorus.analysis.commtime.step_times`); a row per job."""
     rng = np.random.default_rng([seed, w])
     ta_alloc = pack(topo, lo, hi, rng)
     sizes = [len(a) for a in ta_alloc]
@@ -201,11 +206,12 @@ def workload_rows(topo: Any, case: str, w: int, lo: int, hi: int, c: float, seed
     params = {"grid_a2a": {"along": a2a_dims}}
     traffic = [patterns.make(name, jax.random.fold_in(key, j), n, **params.get(name, {}))
                for j, (name, n) in enumerate(zip(names, sizes))]
-    t_ta = commtime.step_times(topo, [commtime.Job(a, t) for a, t in zip(ta_alloc, traffic)])
-    t_to = commtime.step_times(topo, [commtime.Job(a, t) for a, t in zip(to_alloc, traffic)])
+    t_ta = commtime.step_times(topo, [commtime.Job(a, t) for a, t in zip(ta_alloc, traffic)], completion)
+    t_to = commtime.step_times(topo, [commtime.Job(a, t) for a, t in zip(to_alloc, traffic)], completion)
     # Each job alone in its oblivious placement: splits the speedup into the placement's own
     # routes (alone / ta) and the interference of the others (together / alone).
-    t_alone = np.array([commtime.step_times(topo, [commtime.Job(a, t)])[0] for a, t in zip(to_alloc, traffic)])
+    t_alone = np.array([commtime.step_times(topo, [commtime.Job(a, t)], completion)[0]
+                        for a, t in zip(to_alloc, traffic)])
     # Run time = compute + communication, communication = c of the run time under ta.
     compute = t_ta * (1 - c) / c if c > 0 else np.zeros_like(t_ta)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -267,6 +273,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--churn", type=int, default=DEFAULT_CHURN,
                     help=f"job ends per workload job on the machine the oblivious placements start on (default {DEFAULT_CHURN}; "
                          "0: the empty machine)")
+    ap.add_argument("--completion", choices=commtime.COMPLETIONS, default="steady",
+                    help="step times at the rates all flows start with (steady), or draining, the rates "
+                         "solved again as flows finish (fluid; far slower)")
     ap.add_argument("--name", default=None, help="results/network_study/NAME (default: paper or the case)")
     return ap.parse_args(argv)
 
@@ -306,7 +315,7 @@ def settings(args: argparse.Namespace, todo: Sequence[tuple]) -> dict[str, Any]:
     runs = [{"case": case, "machine": m, "sizes": [lo, hi], "workloads": n_wl, "comm_fraction": c, "a2a_dims": dims}
             for case, m, lo, hi, n_wl, c, dims in todo]
     return {"seed": args.seed, "oblivious": args.oblivious, "churn": args.churn, "workload_model": WORKLOAD_MODEL,
-            "runs": runs}
+            "completion": args.completion, "runs": runs}
 
 
 def _show(value: Any) -> str:
@@ -330,9 +339,11 @@ def settings_conflict(out: Path, now: dict[str, Any]) -> str | None:
     old = stored_summary(out)
     if not isinstance(old, dict):
         return old
-    recorded = {k: old[k] for k in ("seed", "oblivious", "churn", "workload_model", "runs") if k in old}
-    # Before session 19 no model version was recorded: those folders hold version 1.
+    recorded = {k: old[k] for k in ("seed", "oblivious", "churn", "workload_model", "completion", "runs") if k in old}
+    # Before session 19 no model version was recorded: those folders hold version 1; before
+    # session 23 every study timed steps at steady rates.
     recorded.setdefault("workload_model", 1)
+    recorded.setdefault("completion", "steady")
     current = dict(now)
     if "runs" not in old and isinstance(old.get("cases"), dict):
         recorded["cases"] = sorted(old["cases"])
@@ -376,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for case, m, lo, hi, n_wl, c, dims in todo:
         for w in range(n_wl):
-            rows.extend(workload_rows(machines[m], case, w, lo, hi, c, args.seed, args.oblivious, dims, args.churn))
+            rows.extend(workload_rows(machines[m], case, w, lo, hi, c, args.seed, args.oblivious, dims, args.churn,
+                                      args.completion))
             print(f"[network_study] {case}: workload {w + 1}/{n_wl}", file=sys.stderr, flush=True)
     table = pl.DataFrame(rows)
     summary = summarize(table)

@@ -1,0 +1,104 @@
+"""Flow finish times in a fluid model: max-min rates re-solved each time flows finish.
+
+The steady-rate step time of :func:`fattorus.kernels.maxmin.step_time` gives every flow the
+max-min rate of the moment all flows start and keeps it to the end: a flow that finishes
+early never hands its bandwidth on, so a flow sharing a link with many short flows is timed
+as if they never left (docs/bandwidth-model.md: why Pairs loses most there). Here the flows
+drain instead. All start at time 0 with their bytes; the weighted max-min rates of the flows
+still open are solved (:func:`fattorus.kernels.maxmin.maxmin_rates`, the same solver); time
+advances to the earliest finish; the flows that finish then leave, and the rates are solved
+again — one event per distinct finish time, at most one per flow. This is what flow-level
+network simulators do between packet-level detail and a single steady state.
+
+Flows that would finish within :data:`SAME_EVENT` (relative) of the earliest finish finish
+with it: rates are float32, so flows with the same bytes and bottleneck would otherwise part
+by rounding into events of their own; their last bytes (at most that share) are dropped.
+
+A flow's finish time is not bounded by its steady-rate time either way: a flow leaving can
+lower another flow's max-min rate (it frees one link, whose other flows then grow and take
+from a second link), so some flows finish later than their steady rates say.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fattorus.kernels.maxmin import flow_incidences, maxmin_rates
+
+#: Flows finishing within this share of the earliest finish time finish at it (module docstring).
+SAME_EVENT = 1e-5
+
+
+def finish_times(route_ids: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray,
+                 active: np.ndarray | None = None, sparse: bool = False) -> tuple[np.ndarray, int]:
+    """Each flow's finish time (s when capacities are bytes/s) when all start at once and the
+    max-min rates are solved again whenever flows finish (module docstring), and the number
+    of solves.
+
+    Args:
+      route_ids: ``(F, L)`` link ids per flow, ``-1`` padded.
+      capacity: ``(E,)`` link capacities (> 0).
+      nbytes: ``(F,)`` bytes per flow (>= 0).
+      active: ``(F,)`` flows that exist (default all; the others get 0, as padding).
+      sparse: solve from compact crossing lists (:func:`fattorus.kernels.maxmin.flow_incidences`;
+        faster on long routes, same rates).
+
+    Returns:
+      ``(finish, solves)``: ``finish`` ``(F,)`` float64 — 0 for flows without bytes, without
+      links, or inactive; ``inf`` for a flow that no link lets through (rate 0).
+    """
+    route_ids = np.asarray(route_ids)
+    remaining = np.asarray(nbytes, np.float64).copy()
+    F = len(remaining)
+    live = remaining > 0 if active is None else (np.asarray(active, bool) & (remaining > 0))
+    finish = np.zeros(F)
+    cap = jnp.asarray(capacity)
+    t, solves, held = 0.0, 0, None
+    while live.any():
+        if held is None or _bucket(int(np.count_nonzero(live))) <= len(held[0]) // 4:
+            # The open flows, compacted into a power-of-two bucket (one compilation per size):
+            # late events solve a few flows, not the whole problem's arrays.
+            held = _held(route_ids, np.flatnonzero(live), sparse)
+        which, ids, inc = held
+        real = which < F
+        got = np.asarray(maxmin_rates(ids, cap, active=jnp.asarray(np.r_[live, False][which]), incidences=inc).rate,
+                         np.float64)
+        rate = np.zeros(F)
+        rate[which[real]] = got[real]
+        solves += 1
+        nolink = live & np.isinf(rate)  # crosses no link (both ends on one node): nothing holds it
+        finish[nolink], remaining[nolink], live[nolink] = t, 0.0, False
+        idx = np.flatnonzero(live)
+        if len(idx) == 0:
+            break
+        with np.errstate(divide="ignore"):
+            left = np.where(rate[idx] > 0, remaining[idx] / rate[idx], np.inf)
+        step = left.min()
+        if not np.isfinite(step):  # only starved flows are left
+            finish[idx] = np.inf
+            break
+        done = idx[left <= step * (1 + SAME_EVENT)]
+        t += step
+        remaining[idx] -= rate[idx] * step
+        finish[done], remaining[done], live[done] = t, 0.0, False
+    return finish, solves
+
+
+def _held(route_ids: np.ndarray, flows: np.ndarray,
+          sparse: bool) -> tuple[np.ndarray, jax.Array, tuple[jax.Array, jax.Array] | None]:
+    """The routes of ``flows`` padded to a power of two (at least 64): ``(which, ids, inc)``,
+    ``which`` the flow id of each row (``F``, out of range, for padding rows)."""
+    F = route_ids.shape[0]
+    size = _bucket(len(flows))
+    which = np.r_[flows, np.full(size - len(flows), F)]
+    rows = np.full((size, route_ids.shape[1]), -1, route_ids.dtype)
+    rows[:len(flows)] = route_ids[flows]
+    inc = tuple(jnp.asarray(x) for x in flow_incidences(rows)) if sparse else None
+    return which, jnp.asarray(rows), inc
+
+
+def _bucket(n: int) -> int:
+    """Rows for ``n`` open flows: the next power of two, at least 64."""
+    return max(64, 1 << max(0, n - 1).bit_length())

@@ -1,0 +1,106 @@
+"""Flow finish times in the fluid model (fattorus.analysis.fluid): hand-worked examples, an
+independent event loop over the NumPy progressive filling on random networks, and the bounds
+no schedule of bytes can beat (a link moves at most its capacity; a flow at most its slowest
+link's)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from fattorus import topology
+from fattorus.analysis import commtime, fluid, patterns
+from fattorus.kernels.maxmin import maxmin_rates_numpy
+
+
+def _routes(*flows: list[int]) -> np.ndarray:
+    width = max(len(f) for f in flows)
+    return np.array([f + [-1] * (width - len(f)) for f in flows], np.int32)
+
+
+def test_a_short_flow_hands_its_share_on():
+    # One link of 1: both flows at 1/2 until the 1-byte one finishes at 2; the other has 2 of
+    # its 3 bytes left and takes the whole link: 2 + 2 = 4 (its steady rate would say 6).
+    finish, solves = fluid.finish_times(_routes([0], [0]), np.array([1.0], np.float32), np.array([1.0, 3.0]))
+    assert np.allclose(finish, [2, 4], rtol=1e-6)
+    assert solves == 2
+
+
+def test_a_flow_leaving_can_slow_another_by_hand():
+    # Link 0 (1) carries A and B; link 1 (1) carries B, C, D. Rates: B = C = D = 1/3 (link 1),
+    # A = 2/3. D (1/6 byte) finishes at 1/2. Then link 1 holds B and C: everything at 1/2 —
+    # A slows from 2/3 to 1/2 and finishes at 1/2 + (2/3)/(1/2) = 11/6, later than its
+    # steady 3/2. B and C then have 1/6 left at 1/2 each: 11/6 + 1/3 = 13/6.
+    routes = _routes([0], [0, 1], [1], [1])
+    finish, _ = fluid.finish_times(routes, np.array([1.0, 1.0], np.float32), np.array([1.0, 1.0, 1.0, 1 / 6]))
+    assert np.allclose(finish, [11 / 6, 13 / 6, 13 / 6, 1 / 2], rtol=1e-5)
+
+
+def test_idle_flows_take_no_time():
+    # No bytes, no link (both ends on one node), or inactive: 0; the others as if alone.
+    routes = _routes([0], [-1], [0], [0])
+    finish, _ = fluid.finish_times(routes, np.array([4.0], np.float32), np.array([8.0, 5.0, 0.0, 8.0]),
+                                   active=np.array([True, True, True, False]))
+    assert np.allclose(finish, [2, 0, 0, 0])
+
+
+def _reference(routes: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """Event loop over the NumPy progressive filling, in float64, solving the open flows'
+    routes alone each time; a flow finishes when its bytes run out (relative 1e-9)."""
+    remaining = nbytes.astype(np.float64).copy()
+    finish = np.zeros(len(nbytes))
+    open_ = remaining > 0
+    t = 0.0
+    while open_.any():
+        idx = np.flatnonzero(open_)
+        rate, _ = maxmin_rates_numpy(routes[idx], capacity)
+        left = remaining[idx] / rate
+        step = left.min()
+        t += step
+        remaining[idx] -= rate * step
+        done = idx[left <= step * (1 + 1e-9)]
+        finish[done] = t
+        open_[done] = False
+    return finish
+
+
+@pytest.mark.parametrize("n_flows,sparse", [(40, False), (300, True)])
+def test_random_networks_match_an_event_loop_and_respect_capacity(n_flows, sparse):
+    rng = np.random.default_rng(n_flows)
+    E = 12
+    capacity = rng.uniform(1, 4, E).astype(np.float32)
+    hops = rng.integers(1, 5, n_flows)
+    routes = _routes(*[list(rng.choice(E, h, replace=False)) for h in hops])
+    nbytes = rng.uniform(0.5, 20, n_flows).round(3)
+    finish, solves = fluid.finish_times(routes, capacity, nbytes, sparse=sparse)
+    assert 1 < solves <= n_flows
+    # 300 flows of distinct sizes drain one by one: the solves run on compacted arrays.
+    assert np.allclose(finish, _reference(routes, capacity.astype(np.float64), nbytes), rtol=2e-4)
+    # No flow beats its slowest link alone; no link moves more than its capacity per second.
+    slowest = np.where(routes >= 0, capacity[np.maximum(routes, 0)], np.inf).min(axis=1)
+    assert (finish >= nbytes / slowest * (1 - 1e-5)).all()
+    for e in range(E):
+        on = (routes == e).any(axis=1)
+        if on.any():
+            assert finish[on].max() >= nbytes[on].sum() / capacity[e] * (1 - 1e-5)
+
+
+def test_step_times_fluid_is_each_jobs_last_finish_on_a_fat_tree():
+    # Two jobs on ft6x6 (all-to-all and Pairs, interleaved node ids so they share leaf links):
+    # each job's fluid step is the last finish of its flows by the reference loop. Pairs'
+    # few big flows meet the all-to-all's many small ones: steady, they keep their small
+    # share to the end (step 9.0e6 in ft6x6's bandwidth units); draining, they take the links
+    # back (3.1e6).
+    ft = topology.load("ft6x6")
+    jobs = [commtime.Job(np.arange(0, 54, 2), patterns.make("all_to_all", None, 27)),
+            commtime.Job(np.arange(1, 54, 2), patterns.make("random_pairs", jax.random.PRNGKey(3), 27))]
+    route_ids, nbytes, owner = commtime._flows(ft, jobs)
+    finish = _reference(route_ids, commtime.solver_capacity(ft), nbytes)
+    want = [finish[owner == j].max() for j in range(2)]
+    got = commtime.step_times(ft, jobs, completion="fluid")
+    assert np.allclose(got, want, rtol=2e-4)
+    steady = commtime.step_times(ft, jobs)
+    assert np.isclose(got[0], steady[0], rtol=1e-5) and got[1] < 0.5 * steady[1]
+    with pytest.raises(ValueError, match="completion"):
+        commtime.step_times(ft, jobs, completion="packet")
