@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from fattorus.analysis import fluid, patterns
-from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, step_time
+from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
 
@@ -93,7 +93,7 @@ def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray,
         return np.zeros((0, topo.max_route_links), np.int32), np.zeros(0), np.zeros(0, np.int32)
     # Padded to a bucket so that a family's jit-compiled routing compiles once per bucket, not
     # once per flow count (the pad rows are node 0 to itself, dropped).
-    pad = _bucket(F) - F
+    pad = bucket_size(F) - F
     src, dst = np.r_[src, np.zeros(pad, src.dtype)], np.r_[dst, np.zeros(pad, dst.dtype)]
     # Compiled routing (kernels.routes.route_links): one compilation per bucket, not one per
     # operation of an eager family router.
@@ -168,7 +168,7 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady") 
         out = np.zeros(len(jobs))
         np.maximum.at(out, owner, finish)
         return out
-    pad = _bucket(F) - F  # one compilation of the solver per bucket, not per flow count
+    pad = bucket_size(F) - F  # one compilation of the solver per bucket, not per flow count
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]
     cap = jnp.asarray(solver_capacity(topo).astype(np.float32))
@@ -269,12 +269,6 @@ def describe_pattern(spec: PatternSpec) -> str:
     return name if not params else f"{name}({', '.join(f'{k}={v}' for k, v in params)})"
 
 
-def _bucket(n: int) -> int:
-    """Flow-array length for ``n`` flows: the next power of two (at least 64), so that one
-    compilation of the solver serves every instant of a replay with as many flows."""
-    return max(64, 1 << max(0, int(n) - 1).bit_length())
-
-
 @dataclasses.dataclass
 class ModelRuntimes:
     """``speedup=model``: each job's run time decided as it starts, from the flow model.
@@ -367,7 +361,7 @@ class ModelRuntimes:
         """Step time of the first ``own`` flows when all flows run together."""
         if own == 0:
             return 0.0
-        F = _bucket(len(nbytes))
+        F = bucket_size(len(nbytes))
         pad = F - len(nbytes)
         r = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
         active = np.arange(F) < len(nbytes)

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus.kernels.maxmin import flow_incidences, maxmin_rates
+from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates
 
 #: Flows finishing within this share of the earliest finish time finish at it (module docstring).
 SAME_EVENT = 1e-5
@@ -57,7 +57,7 @@ def finish_times(route_ids: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray
     cap = jnp.asarray(capacity)
     t, solves, held = 0.0, 0, None
     while live.any():
-        if held is None or _bucket(int(np.count_nonzero(live))) <= len(held[0]) // 4:
+        if held is None or bucket_size(int(np.count_nonzero(live))) <= len(held[0]) // 4:
             # The open flows, compacted into a power-of-two bucket (one compilation per size):
             # late events solve a few flows, not the whole problem's arrays.
             held = _held(route_ids, np.flatnonzero(live), sparse)
@@ -91,14 +91,9 @@ def _held(route_ids: np.ndarray, flows: np.ndarray,
     """The routes of ``flows`` padded to a power of two (at least 64): ``(which, ids, inc)``,
     ``which`` the flow id of each row (``F``, out of range, for padding rows)."""
     F = route_ids.shape[0]
-    size = _bucket(len(flows))
+    size = bucket_size(len(flows))
     which = np.r_[flows, np.full(size - len(flows), F)]
     rows = np.full((size, route_ids.shape[1]), -1, route_ids.dtype)
     rows[:len(flows)] = route_ids[flows]
     inc = tuple(jnp.asarray(x) for x in flow_incidences(rows)) if sparse else None
     return which, jnp.asarray(rows), inc
-
-
-def _bucket(n: int) -> int:
-    """Rows for ``n`` open flows: the next power of two, at least 64."""
-    return max(64, 1 << max(0, n - 1).bit_length())

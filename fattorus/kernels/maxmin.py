@@ -63,6 +63,12 @@ class Rates(NamedTuple):
 DUMP = 64
 
 
+def bucket_size(n: int) -> int:
+    """Array length for ``n`` flows or crossings: the next power of two, at least 64, so that
+    one compilation of the solver serves every problem of that bucket."""
+    return max(64, 1 << max(0, int(n) - 1).bit_length())
+
+
 def flow_incidences(route_ids: np.ndarray, bucket: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Host-side compact incidence lists of padded routes, for :func:`maxmin_rates`:
     ``(inc_flow, inc_link)`` int32, one entry per (flow, link) crossing, in flow order.
@@ -74,7 +80,7 @@ def flow_incidences(route_ids: np.ndarray, bucket: bool = True) -> tuple[np.ndar
     flow = np.repeat(np.arange(route_ids.shape[0], dtype=np.int32), valid.sum(axis=1))  # flow order
     link = route_ids[valid]
     n = len(flow)
-    size = max(64, 1 << max(0, n - 1).bit_length()) if bucket else n
+    size = bucket_size(n) if bucket else n
     pad = size - n
     return (np.r_[flow, np.zeros(pad, flow.dtype)].astype(np.int32),
             np.r_[link, -1 - (np.arange(pad) % DUMP)].astype(np.int32))
