@@ -11,7 +11,6 @@ import pytest
 
 from fattorus import topology
 from fattorus.analysis import commtime, fluid, patterns
-from fattorus.kernels.maxmin import maxmin_rates_numpy
 
 
 def _routes(*flows: list[int]) -> np.ndarray:
@@ -46,23 +45,16 @@ def test_idle_flows_take_no_time():
 
 
 def _reference(routes: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
-    """Event loop over the NumPy progressive filling, in float64, solving the open flows'
-    routes alone each time; a flow finishes when its bytes run out (relative 1e-9)."""
-    remaining = nbytes.astype(np.float64).copy()
-    finish = np.zeros(len(nbytes))
-    open_ = remaining > 0
-    t = 0.0
-    while open_.any():
-        idx = np.flatnonzero(open_)
-        rate, _ = maxmin_rates_numpy(routes[idx], capacity)
-        left = remaining[idx] / rate
-        step = left.min()
-        t += step
-        remaining[idx] -= rate * step
-        done = idx[left <= step * (1 + 1e-9)]
-        finish[done] = t
-        open_[done] = False
-    return finish
+    """The plain NumPy drain (float64, the open flows' routes alone each solve, no padding or
+    compaction), with flows leaving together only within 1e-9; checked by hand below."""
+    return fluid.finish_times_numpy(routes, capacity, nbytes, same_event=1e-9)[0]
+
+
+def test_the_numpy_reference_by_hand():
+    assert np.allclose(_reference(_routes([0], [0]), np.array([1.0]), np.array([1.0, 3.0])), [2, 4])
+    routes = _routes([0], [0, 1], [1], [1], [-1])
+    got = _reference(routes, np.array([1.0, 1.0]), np.array([1.0, 1.0, 1.0, 1 / 6, 5.0]))
+    assert np.allclose(got, [11 / 6, 13 / 6, 13 / 6, 1 / 2, 0])
 
 
 @pytest.mark.parametrize("n_flows,sparse", [(40, False), (300, True)])

@@ -11,6 +11,12 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
 * ``ft44_stencil4d``: one 4,096-node 4D stencil (8 neighbours, 4 MiB) on ft44, on 4,096
   nodes drawn at random (seeded; a scattered, topology-oblivious placement).
 
+* ``fluid_cab_instant``: the jobs of ``cab_instant`` drained (:func:`fattorus.analysis.fluid.finish_times`:
+  max-min rates solved again each time flows finish) against the same drain in NumPy
+  (:func:`~fattorus.analysis.fluid.finish_times_numpy`: float64, the open flows alone each
+  solve); ``rounds`` / ``numpy_rounds`` are the solves here, ``repeats`` timed drains each
+  (interleaved, after one untimed JAX drain that compiles: ``compile_s``).
+
 * ``replay_model``: the replay of the first ``MONTH`` days of Atlas x2 on Cab (``to``/EASY)
   with ``speedup=model`` (run times from the flow model at every job start, its patterns and
   communication fraction from ``conf/speedup/model.yaml`` as in a sweep) next to the same
@@ -51,7 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fattorus import topology, workload
-from fattorus.analysis import commtime, interference, patterns
+from fattorus.analysis import commtime, fluid, interference, patterns
 from fattorus.bench.replay import trace_path
 from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, maxmin_rates_numpy
 from fattorus.sched import policy, replay
@@ -139,13 +145,39 @@ def _case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
             "max_rel_diff": diff, "repeats": len(times)}
 
 
+def _fluid_case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
+    """Drained finish times of ``jobs``' flows: JAX (compacting) against NumPy, interleaved."""
+    route_ids, nbytes, _ = commtime._flows(topo, jobs)
+    cap = commtime.solver_capacity(topo).astype(np.float32)
+    t0 = time.perf_counter()
+    fluid.finish_times(route_ids, cap, nbytes)
+    first_s = time.perf_counter() - t0
+    times, ref_times = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        got, solves = fluid.finish_times(route_ids, cap, nbytes)
+        times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ref, ref_solves = fluid.finish_times_numpy(route_ids, cap, nbytes)
+        ref_times.append(time.perf_counter() - t0)
+    med, ref_med = statistics.median(times), statistics.median(ref_times)
+    pos = ref > 0
+    diff = float(np.max(np.abs(got[pos] - ref[pos]) / ref[pos])) if pos.any() else 0.0
+    _log(f"{name}: {len(nbytes)} flows, {solves} solves, jax {med:.3f} s, numpy {ref_med:.3f} s")
+    return {"case": name, "machine": topo.name, "flows": len(nbytes), "rounds": solves, "numpy_rounds": ref_solves,
+            "compile_s": first_s - med, "median_s": med, "incidences_s": None, "after_other_s": None,
+            "numpy_s": ref_med, "speedup": ref_med / med, "speedup_after_other": None, "max_rel_diff": diff,
+            "repeats": len(times)}
+
+
 def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[dict]:
-    """Both cases (module docstring)."""
+    """Every case (module docstring)."""
     repeats = repeats or (QUICK_REPEATS if quick else REPEATS)
     rows = []
     label, jobs = cab_instant(QUICK_DAYS if quick else DAYS, seed)
     _log(label)
     rows.append(_case("cab_instant", topology.load("cab"), jobs, repeats))
+    rows.append(_fluid_case("fluid_cab_instant", topology.load("cab"), jobs, repeats))
     ft44 = topology.load("ft44")
     key = jax.random.PRNGKey(seed)
     alloc = np.random.default_rng(seed).choice(ft44.n_nodes, 4096, replace=False)
