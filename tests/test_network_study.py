@@ -15,7 +15,6 @@ from fattorus import topology
 from fattorus.app import network_study as ns
 
 
-
 def test_ta_packing_is_disjoint_in_range_and_leaves_no_room():
     ft = topology.load("ft6x6")
     allocs = ns.pack(ft, 4, 20, np.random.default_rng(0))

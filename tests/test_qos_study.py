@@ -21,7 +21,6 @@ from fattorus.topology import fattree_routing as fr
 from fattorus.topology.fattree import FatTree
 
 
-
 def small(**changes):
     cfg = OmegaConf.to_container(OmegaConf.load(config_file("qos", "small")))
     cfg.update(changes)

@@ -10,9 +10,10 @@ advances to the earliest finish; the flows that finish then leave, and the rates
 again — one event per distinct finish time, at most one per flow. This is what flow-level
 network simulators do between packet-level detail and a single steady state.
 
-Flows that would finish within :data:`SAME_EVENT` (relative) of the earliest finish finish
-with it: rates are float32, so flows with the same bytes and bottleneck would otherwise part
-by rounding into events of their own; their last bytes (at most that share) are dropped.
+Flows that would finish within :data:`SAME_EVENT` of the earliest finish — relative to the
+time from the last event to it — finish with it: rates are float32, so flows with the same
+bytes and bottleneck would otherwise part by rounding into events of their own; their last
+bytes (at most that share of what they held at the last event) are dropped.
 
 A flow's finish time is not bounded by its steady-rate time either way: a flow leaving can
 lower another flow's max-min rate (it frees one link, whose other flows then grow and take
@@ -27,7 +28,7 @@ import numpy as np
 
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, maxmin_rates_numpy
 
-#: Flows finishing within this share of the earliest finish time finish at it (module docstring).
+#: Flows finishing within this share of the time to the earliest finish finish with it (module docstring).
 SAME_EVENT = 1e-5
 
 
@@ -52,6 +53,9 @@ def finish_times(route_ids: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray
     route_ids = np.asarray(route_ids)
     remaining = np.asarray(nbytes, np.float64).copy()
     F = len(remaining)
+    if route_ids.ndim != 2 or route_ids.shape[0] != F or (active is not None and np.shape(active) != (F,)):
+        raise ValueError(f"finish_times: route_ids {route_ids.shape}, nbytes ({F},) and active "
+                         f"{None if active is None else np.shape(active)} must describe the same flows")
     live = remaining > 0 if active is None else (np.asarray(active, bool) & (remaining > 0))
     finish = np.zeros(F)
     cap = jnp.asarray(capacity)

@@ -27,8 +27,8 @@ of under ``ta``: what the other jobs cost it, apart from its placement's own rou
 for sparse patterns such as Pairs, can be luckier or unluckier than ``ta``'s).
 ``--completion``: ``steady`` (default) times a step at the max-min rates of the moment all flows
 start; ``fluid`` lets them drain, the rates solved again each time flows finish
-(:mod:`fattorus.analysis.fluid`; tens to hundreds of solves per step instead of one, so minutes
-per case on Cab and far more on ft44).
+(:mod:`fattorus.analysis.fluid`; hundreds to thousands of solves per placement instead of one:
+1-3 minutes per case on Cab, about an hour on ft44 on 2 CPUs).
 
 ``--paper`` runs the paper's four cases: ft44 with 512–4,096-node jobs (15 workloads, Sub-a2a
 along two dimensions, as the paper's simulations); Cab with 4–512 and 4–128 nodes; and 4–128
