@@ -59,6 +59,37 @@ def test_fluid_steps_on_a_small_study(ft6x6, tmp_path, monkeypatch):
     assert not np.allclose(steady["step_to"], fluid["step_to"])
 
 
+def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    small = ["--machine", "ft6x6", "--sizes", "4,30", "--workloads", "2"]
+    assert ns.main([*small, "--name", "whole"]) == 0
+    real, calls = ns.workload_rows, []
+
+    def interrupted_at_the_second(*args, **kwargs):
+        calls.append(args[2])  # the workload
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ns, "workload_rows", interrupted_at_the_second)
+    capsys.readouterr()
+    assert ns.main([*small, "--name", "cut"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("network_study: interrupted; 1 of 2 workloads kept") and "re-run" in err[-1]
+    base = tmp_path / "results" / "network_study"
+    assert not (base / "cut" / "jobs.parquet").exists()
+    # Other settings may not finish it (its first workload was drawn with seed 0) ...
+    assert ns.main([*small, "--name", "cut", "--seed", "1"]) == 2
+    assert "unfinished study" in capsys.readouterr().err
+    # ... the same command does, drawing only the workload that was cut.
+    calls.clear()
+    monkeypatch.setattr(ns, "workload_rows", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    assert ns.main([*small, "--name", "cut"]) == 0
+    assert calls == [1] and "kept from an earlier run" in capsys.readouterr().err
+    assert pl.read_parquet(base / "cut" / "jobs.parquet").equals(pl.read_parquet(base / "whole" / "jobs.parquet"))
+    assert sorted(p.name for p in (base / "cut").iterdir()) == ["jobs.parquet", "summary.json"]
+
+
 def _cli(tmp_path, *args):
     env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     return subprocess.run([sys.executable, "-m", "fattorus.app.network_study", *args], cwd=tmp_path,

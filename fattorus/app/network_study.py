@@ -39,6 +39,8 @@ so it takes none of ``--machine``, ``--sizes``, ``--workloads``, ``--comm-fracti
 ``summary.json``: the settings and per-case, per-pattern mean and max speedups), written atomically, and a
 table is printed. A folder that holds results made with other settings (seed, oblivious
 policy, cases) is refused before any work: use another ``--name`` or the original options.
+Each finished workload is kept in ``workloads/`` there until the study ends: an interrupted
+study (Ctrl-C) resumes after its last finished workload when the same command runs again.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import argparse
 import functools
 import json
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -355,6 +358,28 @@ def settings_conflict(out: Path, now: dict[str, Any]) -> str | None:
     return f"{out} holds results made with other settings ({'; '.join(diff)}); use another --name or the original options"
 
 
+#: Folder of a study's finished workloads (one parquet each) and its settings while it runs.
+PARTS = "workloads"
+
+
+def unfinished_conflict(out: Path, now: dict[str, Any]) -> str | None:
+    """Why ``out`` must not resume the unfinished study it holds (its workloads were made with
+    other settings than ``now``), or ``None`` (none there, or the same settings: resumed)."""
+    path = out / PARTS / "settings.json"
+    try:
+        old = json.loads(path.read_text())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, ValueError) as err:
+        return f"{path} cannot be read ({getattr(err, 'strerror', None) or err}); use another --name"
+    now = json.loads(json.dumps(now))  # tuples and ints as JSON reads them back
+    if old == now:
+        return None
+    diff = [f"{k}: {_show(old.get(k))} there, {_show(now.get(k))} now" for k in now if old.get(k) != now[k]]
+    return (f"{out} holds an unfinished study made with other settings ({'; '.join(diff) or 'another record'}); "
+            "re-run it with its own options to finish it, or use another --name")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -380,27 +405,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     record = settings(args, todo)
-    conflict = settings_conflict(paths.results_dir() / "network_study" / name, record)
+    out = paths.results_dir() / "network_study" / name
+    conflict = settings_conflict(out, record) or unfinished_conflict(out, record)
     if conflict:  # before the (minutes of) work, so nothing is computed only to be refused
         print(f"network_study: error: {conflict}", file=sys.stderr)
         return 2
-    rows = []
-    for case, m, lo, hi, n_wl, c, dims in todo:
-        for w in range(n_wl):
-            rows.extend(workload_rows(machines[m], case, w, lo, hi, c, args.seed, args.oblivious, dims, args.churn,
-                                      args.completion))
-            print(f"[network_study] {case}: workload {w + 1}/{n_wl}", file=sys.stderr, flush=True)
-    table = pl.DataFrame(rows)
-    summary = summarize(table)
-    out = paths.results_dir() / "network_study" / name
-    meta = {**record, "cases": summary}
+    parts = out / PARTS
+    n_all, rows, done = sum(n_wl for *_, n_wl, _, _ in todo), [], 0
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        parts.mkdir(parents=True, exist_ok=True)
+        atomic_write(parts / "settings.json", json.dumps(record, indent=1))
+        for case, m, lo, hi, n_wl, c, dims in todo:
+            for w in range(n_wl):
+                # One file per finished workload: an interrupted study resumes after the last.
+                part = parts / f"{case}_w{w}.parquet"
+                kept = part.exists()
+                if kept:
+                    new = pl.read_parquet(part, glob=False).to_dicts()
+                else:
+                    new = workload_rows(machines[m], case, w, lo, hi, c, args.seed, args.oblivious, dims, args.churn,
+                                        args.completion)
+                    atomic_write(part, lambda p: pl.DataFrame(new).write_parquet(p))
+                rows.extend(new)
+                done += 1
+                print(f"[network_study] {case}: workload {w + 1}/{n_wl}{' (kept from an earlier run)' if kept else ''}",
+                      file=sys.stderr, flush=True)
+        table = pl.DataFrame(rows)
+        summary = summarize(table)
+        meta = {**record, "cases": summary}
         atomic_write(out / "jobs.parquet", lambda p: table.write_parquet(p))
         atomic_write(out / "summary.json", json.dumps(meta, indent=1))
+        shutil.rmtree(parts)  # jobs.parquet holds every workload now
     except OSError as err:
         print(f"network_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"network_study: interrupted; {done} of {n_all} workloads kept in {parts}, "
+              "re-run the same command to resume", file=sys.stderr)
+        return 130
     print("\n".join(report(summary)))
     print(f"-> {out}")
     return 0
