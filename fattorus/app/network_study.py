@@ -351,8 +351,7 @@ def settings_conflict(out: Path, now: dict[str, Any]) -> str | None:
     if "runs" not in old and isinstance(old.get("cases"), dict):
         recorded["cases"] = sorted(old["cases"])
         current["cases"] = sorted(r["case"] for r in now["runs"])
-    current = json.loads(json.dumps(current))  # tuples and ints as JSON reads them back
-    diff = [f"{k}: {_show(recorded[k])} there, {_show(current[k])} now" for k in recorded if recorded[k] != current.get(k)]
+    diff = _differences(recorded, current)
     if not diff:
         return None
     return f"{out} holds results made with other settings ({'; '.join(diff)}); use another --name or the original options"
@@ -365,19 +364,21 @@ PARTS = "workloads"
 def unfinished_conflict(out: Path, now: dict[str, Any]) -> str | None:
     """Why ``out`` must not resume the unfinished study it holds (its workloads were made with
     other settings than ``now``), or ``None`` (none there, or the same settings: resumed)."""
-    path = out / PARTS / "settings.json"
-    try:
-        old = json.loads(path.read_text())
-    except (FileNotFoundError, NotADirectoryError):
+    old = stored_summary(out / PARTS, "settings.json")
+    if not isinstance(old, dict):
+        return old
+    diff = _differences({**dict.fromkeys(now), **old}, now)
+    if not diff:
         return None
-    except (OSError, ValueError) as err:
-        return f"{path} cannot be read ({getattr(err, 'strerror', None) or err}); use another --name"
-    now = json.loads(json.dumps(now))  # tuples and ints as JSON reads them back
-    if old == now:
-        return None
-    diff = [f"{k}: {_show(old.get(k))} there, {_show(now.get(k))} now" for k in now if old.get(k) != now[k]]
-    return (f"{out} holds an unfinished study made with other settings ({'; '.join(diff) or 'another record'}); "
+    return (f"{out} holds an unfinished study made with other settings ({'; '.join(diff)}); "
             "re-run it with its own options to finish it, or use another --name")
+
+
+def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """``key: value there, value now`` for every recorded setting that ``now`` does not
+    share (``now`` compared as JSON reads it back: tuples as lists)."""
+    now = json.loads(json.dumps(now))
+    return [f"{k}: {_show(recorded[k])} there, {_show(now.get(k))} now" for k in recorded if recorded[k] != now.get(k)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

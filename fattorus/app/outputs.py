@@ -62,11 +62,12 @@ def is_complete(run_dir: str | os.PathLike[str]) -> bool:
     return check_complete(run_dir) is None
 
 
-def stored_summary(out_dir: str | os.PathLike[str]) -> dict | str | None:
-    """The ``summary.json`` a study folder already holds (a dict), None when it holds none
-    yet, or why its settings cannot be known (one line ending in "use another --name", for a
-    refusal): the studies that refuse to overwrite results of other settings read it first."""
-    path = Path(out_dir) / "summary.json"
+def stored_summary(out_dir: str | os.PathLike[str], file: str = "summary.json") -> dict | str | None:
+    """The ``summary.json`` (or other settings ``file``) a study folder already holds (a dict),
+    None when it holds none yet, or why its settings cannot be known (one line ending in "use
+    another --name", for a refusal): the studies that refuse to overwrite results of other
+    settings read it first."""
+    path = Path(out_dir) / file
     try:
         old = json.loads(path.read_text())
     except (FileNotFoundError, NotADirectoryError):
