@@ -42,6 +42,33 @@ def test_a_flow_no_link_lets_through_never_finishes_and_holds_no_one_up():
     assert finish[0] == pytest.approx(2.0) and np.isinf(finish[1])
 
 
+def test_flows_finishing_within_same_event_leave_together_and_no_others():
+    # Three flows share one link of 1 (1/3 each): bytes 1, 1 + 1e-7 and 1 + 1e-4. The second
+    # would finish 1e-7 of the time later than the first, inside SAME_EVENT (1e-5): it leaves
+    # with it. The third, 1e-4 later, is past the window: it has 1e-4 bytes left, alone on the
+    # link at rate 1, and finishes 1e-4 later. Two solves.
+    assert fluid.SAME_EVENT == 1e-5
+    finish, solves = fluid.finish_times(_routes([0], [0], [0]), np.array([1.0], np.float32),
+                                        np.array([1.0, 1.0 + 1e-7, 1.0 + 1e-4]))
+    assert solves == 2 and finish[0] == finish[1] == pytest.approx(3.0, rel=1e-6)
+    assert finish[2] - finish[0] == pytest.approx(1e-4, rel=1e-3)
+
+
+def test_late_events_solve_compacted_arrays(monkeypatch):
+    # 300 flows, each alone on its own link of 1, bytes 1..300: one finishes per event, each at
+    # its bytes (alone on its link). The open flows move into ever shorter power-of-two arrays
+    # (compaction) once they fit one a quarter as long: 512 rows while more than 128 flows are
+    # open (172 events), then 128 (64 would need a bucket of 32, below the smallest).
+    n = 300
+    rows = []
+    real = fluid.maxmin_rates
+    monkeypatch.setattr(fluid, "maxmin_rates", lambda ids, *a, **k: rows.append(ids.shape[0]) or real(ids, *a, **k))
+    finish, solves = fluid.finish_times(_routes(*[[e] for e in range(n)]), np.ones(n, np.float32),
+                                        np.arange(1.0, n + 1))
+    assert solves == n and np.allclose(finish, np.arange(1.0, n + 1), rtol=1e-5)
+    assert rows == [512] * (n - 128) + [128] * 128
+
+
 def test_flows_must_match_their_routes():
     with pytest.raises(ValueError, match="same flows"):
         fluid.finish_times(_routes([0], [0]), np.array([1.0], np.float32), np.ones(2), active=np.ones(1, bool))
@@ -107,3 +134,14 @@ def test_step_times_fluid_is_each_jobs_last_finish_on_a_fat_tree():
     assert np.isclose(got[0], steady[0], rtol=1e-5) and got[1] < 0.5 * steady[1]
     with pytest.raises(ValueError, match="completion"):
         commtime.step_times(ft, jobs, completion="packet")
+
+
+def test_step_times_fluid_pool_parallel_cables():
+    # dragonfly_small: jobs A (nodes 0 <-> 8) and B (1 <-> 9), 4 bytes each way, on the same
+    # black cable of a two-cable bundle (tests/test_commtime.py works it by hand). Pooled, the
+    # bundle carries 10.5 and each flow runs at its node link's 5.25 to the end: 4 / 5.25,
+    # draining or not. On one cable of 5.25 they would take twice as long.
+    t = topology.load("dragonfly_small")
+    pairs = patterns.Traffic(np.array([0, 1]), np.array([1, 0]), np.array([4.0, 4.0]))
+    jobs = [commtime.Job(np.array([0, 8]), pairs), commtime.Job(np.array([1, 9]), pairs)]
+    np.testing.assert_allclose(commtime.step_times(t, jobs, completion="fluid"), 4.0 / 5.25, rtol=1e-6)

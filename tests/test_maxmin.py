@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fattorus import topology
-from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, maxmin_rates_numpy, step_time
+from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, maxmin_rates_numpy, step_time
 
 
 def _routes(*flows: list[int]) -> np.ndarray:
@@ -163,3 +163,12 @@ def test_a_goal_solve_gives_the_goal_flows_step_time_of_the_full_filling(seed):
                 assert int(got.rounds) <= full_rounds
                 fewer += int(got.rounds) < full_rounds
     assert fewer > 0, "a goal never shortened the filling"
+
+
+def test_bucket_size_is_the_next_power_of_two_from_64():
+    # The one rule commtime, fluid and flow_incidences pad by: a replay compiles the solver
+    # once per bucket, so a bucket must hold its problem and be a power of two, at least 64.
+    assert [bucket_size(n) for n in (0, 1, 63, 64, 65, 128, 129, 1000)] == [64, 64, 64, 64, 128, 128, 256, 1024]
+    for n in range(0, 5000):
+        b = bucket_size(n)
+        assert b >= max(n, 64) and b & (b - 1) == 0 and (b == 64 or b < 2 * n)

@@ -62,6 +62,26 @@ def test_fluid_steps_on_a_small_study(ft6x6, tmp_path, monkeypatch):
     steady, fluid = (pl.read_parquet(base / name / "jobs.parquet") for name in ("steady", "fluid"))
     assert steady.select("nodes", "pattern", "aph_ta", "aph_to").equals(fluid.select("nodes", "pattern", "aph_ta", "aph_to"))
     assert not np.allclose(steady["step_to"], fluid["step_to"])
+    # A finished study of the other completion is refused; one from before completions were
+    # recorded (no key) holds steady steps.
+    assert ns.main([*small, "--name", "fluid"]) == 2
+    old = json.loads((base / "steady" / "summary.json").read_text())
+    del old["completion"]
+    (base / "steady" / "summary.json").write_text(json.dumps(old))
+    assert ns.main([*small, "--completion", "fluid", "--name", "steady"]) == 2
+
+
+def test_each_case_keeps_its_own_workloads(tmp_path, monkeypatch):
+    # Two cases of one workload each on ft6x6 (as --paper runs its four): each draws its own
+    # jobs, in its own size range.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(ns, "PAPER_CASES", (("a", "ft6x6", 4, 12, 1, 1.0, 2), ("b", "ft6x6", 16, 30, 1, 1.0, 2)))
+    assert ns.main(["--paper", "--name", "two"]) == 0
+    jobs = pl.read_parquet(tmp_path / "results" / "network_study" / "two" / "jobs.parquet")
+    assert jobs["case"].unique().sort().to_list() == ["a", "b"]
+    for case, lo, hi in (("a", 4, 12), ("b", 16, 30)):
+        nodes = jobs.filter(pl.col("case") == case)["nodes"]
+        assert nodes.min() >= lo and nodes.max() <= hi
 
 
 def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path, monkeypatch, capsys):
@@ -83,9 +103,13 @@ def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path,
     assert err[-1].startswith("network_study: interrupted; 1 of 2 workloads kept") and "re-run" in err[-1]
     base = tmp_path / "results" / "network_study"
     assert not (base / "cut" / "jobs.parquet").exists()
-    # Other settings may not finish it (its first workload was drawn with seed 0) ...
-    assert ns.main([*small, "--name", "cut", "--seed", "1"]) == 2
-    assert "unfinished study" in capsys.readouterr().err
+    # Other settings may not finish it (its first workload was drawn with seed 0 ...) ...
+    for other, key in ((["--seed", "1"], "seed:"), (["--completion", "fluid"], "completion:"),
+                       (["--churn", "0"], "churn:"), (["--oblivious", "to_random"], "oblivious:"),
+                       (["--comm-fraction", "0.3"], "runs:"), (["--workloads", "3"], "runs:")):
+        assert ns.main([*small, "--name", "cut", *other]) == 2, other
+        err = capsys.readouterr().err
+        assert "unfinished study" in err and key in err, (other, err)
     # ... the same command does, drawing only the workload that was cut.
     calls.clear()
     monkeypatch.setattr(ns, "workload_rows", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
