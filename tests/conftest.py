@@ -31,9 +31,14 @@ TOPO_CONFIGS: list[str] = paths.config_names("topo")
 # and keep what else the caller's PYTHONPATH held (packages installed beside it, as on a
 # machine that carries its dependencies in a folder of their own). Set once here, inherited by
 # every child through ``os.environ``.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(paths.repo_root())] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                                if p and p != str(paths.repo_root())])
+def child_pythonpath(existing: str, checkout: str) -> str:
+    """``PYTHONPATH`` for the commands tests start: ``checkout`` first, then every other
+    entry of ``existing`` in its order (empty ones and ``checkout`` itself dropped)."""
+    return os.pathsep.join([checkout] + [p for p in existing.split(os.pathsep) if p and p != checkout])
+
+
+CALLER_PYTHONPATH = os.environ.get("PYTHONPATH", "")
+os.environ["PYTHONPATH"] = child_pythonpath(CALLER_PYTHONPATH, str(paths.repo_root()))
 
 
 #: The slowest test files (each 25-80 s on a 2-core machine, session 22), run first:

@@ -91,6 +91,8 @@ DIRTY = [
     ("fraction_id", swf_line(1.5, 500, 50, 2), "non-integer field"),
     ("fraction_procs", swf_line(92, 500, 50, 2.5), "non-integer field"),
     ("nul_byte", "7\x00 1 2\n", "wrong field count"),
+    ("u32_jobid", swf_line(4294967295.0, 500, 50, 2), "unsigned -1 (4294967295)"),
+    ("fraction_status", swf_line(91, 500, 50, 2, status=1.5), "non-integer field"),
 ]
 
 
@@ -327,6 +329,29 @@ def test_a_dirty_line_is_skipped_for_its_reason(tmp_path, line: str, reason: str
     (entry,) = wl.skipped.entries
     assert entry.reason == reason and entry.line == 3 + len(GOOD) and entry.file == str(path)
     assert wl.jobs.height == len(GOOD)
+
+
+def test_times_at_the_ceiling_are_read(tmp_path):
+    """The ceiling is the longest time a clean line may hold (366 days by default): a run
+    time and a requested time of exactly that are read; one second more is skipped
+    (``runtime_ceiling`` above)."""
+    from fattorus import workload
+
+    path = tmp_path / "log.swf"
+    path.write_text(_log(swf_line(90, 500, CEILING_S, 2, req=CEILING_S)))
+    wl = workload.load(path, cores_per_node=1)
+    assert wl.skipped.counts == {} and wl.jobs.height == len(GOOD) + 1
+
+
+def test_a_log_without_header_whose_first_line_is_dirty_is_still_a_log(tmp_path):
+    """A headerless log is recognised from its lines, not its first line alone: a garbled
+    first line is one counted skip, and every clean line after it is read."""
+    from fattorus import workload
+
+    path = tmp_path / "log.swf"
+    path.write_text("garbled first line\n" + "".join(GOOD))
+    wl = workload.load(path, cores_per_node=1)
+    assert wl.skipped.counts == {"wrong field count": 1} and wl.jobs.height == len(GOOD)
 
 
 def test_paths_with_separators_stay_inside_their_directory(results):

@@ -7,6 +7,7 @@ find the root) and by the behaviour of its users (``topology.load`` by name and 
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,22 @@ def test_paths_imports_nothing_from_the_package():
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not any(m == "fattorus" or m.startswith("fattorus.") for m in imported)
+
+
+def test_commands_tests_start_import_the_checkout_and_keep_the_callers_path():
+    """tests/conftest.py: a command a test starts imports the checkout under test (not an
+    installed copy), and still finds the packages the caller's PYTHONPATH held."""
+    import subprocess
+    import sys
+
+    from conftest import CALLER_PYTHONPATH, child_pythonpath
+
+    sep = os.pathsep
+    assert child_pythonpath(f"/a{sep}{sep}/r{sep}/b", "/r") == f"/r{sep}/a{sep}/b"
+    assert child_pythonpath("", "/r") == "/r"
+    assert os.environ["PYTHONPATH"] == child_pythonpath(CALLER_PYTHONPATH, str(paths.repo_root()))
+    out = subprocess.run([sys.executable, "-c", "import fattorus, os; print(os.environ['PYTHONPATH']); "
+                          "print(fattorus.__file__)"], capture_output=True, text=True, check=True, timeout=120)
+    pythonpath, where = out.stdout.splitlines()
+    assert pythonpath.split(sep)[0] == str(paths.repo_root())
+    assert Path(where).resolve().is_relative_to(paths.repo_root().resolve())
