@@ -110,11 +110,14 @@ def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path,
         assert ns.main([*small, "--name", "cut", *other]) == 2, other
         err = capsys.readouterr().err
         assert "unfinished study" in err and key in err, (other, err)
-    # ... the same command does, drawing only the workload that was cut.
+    # ... the same command does, drawing only the workload that was cut (a damaged file in its
+    # place, say copied half, is reported and drawn again).
+    (base / "cut" / "workloads" / "ft6x6_4-30_w1.parquet").write_bytes(b"PAR1 half a file")
     calls.clear()
     monkeypatch.setattr(ns, "workload_rows", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
     assert ns.main([*small, "--name", "cut"]) == 0
-    assert calls == [1] and "kept from an earlier run" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert calls == [1] and "kept from an earlier run" in err and "w1.parquet cannot be read" in err
     assert pl.read_parquet(base / "cut" / "jobs.parquet").equals(pl.read_parquet(base / "whole" / "jobs.parquet"))
     assert sorted(p.name for p in (base / "cut").iterdir()) == ["jobs.parquet", "summary.json"]
 

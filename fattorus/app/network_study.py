@@ -422,8 +422,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 part = parts / f"{case}_w{w}.parquet"
                 kept = part.exists()
                 if kept:
-                    new = pl.read_parquet(part, glob=False).to_dicts()
-                else:
+                    try:
+                        new = pl.read_parquet(part, glob=False).to_dicts()
+                    except (OSError, pl.exceptions.PolarsError) as err:
+                        # Damaged (e.g. copied half): the workload is a function of the settings,
+                        # so it is drawn again, the same as it was, rather than ending the study.
+                        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                        print(f"[network_study] {case}: workload {w + 1}/{n_wl}: {part} cannot be read ({reason}); "
+                              "drawn again", file=sys.stderr, flush=True)
+                        kept = False
+                if not kept:
                     new = workload_rows(machines[m], case, w, lo, hi, c, args.seed, args.oblivious, dims, args.churn,
                                         args.completion)
                     atomic_write(part, lambda p: pl.DataFrame(new).write_parquet(p))
