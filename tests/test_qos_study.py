@@ -366,6 +366,22 @@ def test_an_unfinished_run_resumes_identically_without_hydras_copy_of_its_config
         assert pl.read_parquet(run_dir / name).equals(pl.read_parquet(made / name)), name
 
 
+def test_a_kept_placement_that_cannot_be_read_is_made_again(tmp_path, tiny_runs):
+    # An unfinished run whose placement 1 was kept damaged (half a file): one warning line,
+    # and the placement made again, the same as in the run that finished.
+    made = tiny_runs["single"]
+    run_dir = copy_of(made, tmp_path / "results" / "qos" / "r")
+    for name in ("jobs.parquet", "summary.json"):
+        (run_dir / name).unlink()
+    (run_dir / "placements" / "p1.parquet").write_bytes(b"PAR1 half a file")
+    out = run_app(tmp_path, *TINY, f"hydra.run.dir={run_dir}")
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if "cannot be read" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("fattorus.qos: warning: placement 1:"), out.stderr
+    for name in ("jobs.parquet", "placements/p1.parquet"):
+        assert pl.read_parquet(run_dir / name).equals(pl.read_parquet(made / name)), name
+
+
 def test_a_ctrl_c_inside_a_jax_callback_is_the_one_interrupted_line(capsys):
     """A Ctrl-C that lands in a JAX host callback (the sparse solves) reaches Python as a
     ValueError naming CpuCallback and KeyboardInterrupt: the app says `interrupted` in one

@@ -160,9 +160,18 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         part = out_dir / "placements" / f"p{k}.parquet"
         hist = out_dir / "placements" / f"h{k}.parquet"
         if part.exists() and hist.exists():
-            rows += pl.read_parquet(part, glob=False).to_dicts()
-            history.append(pl.read_parquet(hist, glob=False))
-            continue
+            try:
+                kept_rows, kept_hist = pl.read_parquet(part, glob=False).to_dicts(), pl.read_parquet(hist, glob=False)
+            except (OSError, pl.exceptions.PolarsError) as err:
+                # Damaged (e.g. copied half): a placement is a function of the settings and its
+                # seed, so it is made again, the same as it was, rather than ending the run.
+                reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                print(f"fattorus.qos: warning: placement {k}: kept results cannot be read ({reason}); made again",
+                      file=sys.stderr, flush=True)
+            else:
+                rows += kept_rows
+                history.append(kept_hist)
+                continue
         bar = _bar(cfg, exp.iterations, f"{cfg.qos.name} placement {k + 1}/{placements}")
         mix, res = qos.run_placement(topo, exp, _placement_seed(seed, k),
                                      progress=(lambda _i: bar.update(1)) if bar is not None else None)
