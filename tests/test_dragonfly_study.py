@@ -208,3 +208,51 @@ def test_many_to_many_sub_communicators_leave_their_router():
     assert nbytes[group[src] != group[dst]].sum() > 0
     # Every rank sends 32 KiB to each of the 31 other members of its communicator.
     assert nbytes.sum() == pytest.approx(32_768 * 31 * 32 * 1024, rel=1e-9)
+
+
+def test_an_interrupted_study_resumes_after_its_last_finished_solve(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    base = tmp_path / "results" / "dragonfly_study"
+    run = ["--workloads", "WD 4,WD 3", *SMALL]
+    assert dragonfly_study.main([*run, "--name", "whole"]) == 0
+    real, calls = dragonfly_study.solve, []
+
+    def interrupted_at_the_second(topo, wd, *rest):
+        calls.append(wd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(topo, wd, *rest)
+
+    monkeypatch.setattr(dragonfly_study, "solve", interrupted_at_the_second)
+    capsys.readouterr()
+    assert dragonfly_study.main([*run, "--name", "cut"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("dragonfly_study: interrupted; 1 of 2 solves kept") and "re-run" in err[-1]
+    assert not (base / "cut" / "summary.json").exists()
+    # Other settings may not finish it ...
+    for other, key in ((["--seed", "1"], "seed:"), (["--valiant", "1"], "valiant:"), (["--workloads", "WD 4"], "workloads:")):
+        assert dragonfly_study.main([*run, "--name", "cut", *other]) == 2, other
+        err = capsys.readouterr().err
+        assert "unfinished study" in err and key in err, (other, err)
+    # ... the same command does, solving only what was cut.
+    calls.clear()
+    monkeypatch.setattr(dragonfly_study, "solve", lambda topo, wd, *rest: calls.append(wd) or real(topo, wd, *rest))
+    assert dragonfly_study.main([*run, "--name", "cut"]) == 0
+    assert calls == ["WD 3"] and "kept from an earlier run" in capsys.readouterr().err
+    for name in ("totals.parquet", "jobs.parquet", "hot_links.parquet"):
+        assert pl.read_parquet(base / "cut" / name).equals(pl.read_parquet(base / "whole" / name)), name
+    assert sorted(p.name for p in (base / "cut").iterdir()) == sorted(p.name for p in (base / "whole").iterdir())
+
+
+def test_a_kept_solve_that_cannot_be_read_is_solved_again(tmp_path, capsys):
+    part, png = tmp_path / "WD4_x.json", tmp_path / "WD4_x.png"
+    png.write_bytes(b"map")
+    part.write_text(json.dumps([[{"a": 1}], [], [{"b": 2.5}]]))
+    assert dragonfly_study._kept(part, png) == ([{"a": 1}], [], [{"b": 2.5}])
+    assert dragonfly_study._kept(part, tmp_path / "missing.png") is None  # its maps gone: solved again
+    for damaged in ('[[{"a": 1}], [', '{"a": 1}', "[[], []]"):
+        part.write_text(damaged)
+        capsys.readouterr()
+        assert dragonfly_study._kept(part, png) is None
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "cannot be read" in err[0] and "solved again" in err[0]

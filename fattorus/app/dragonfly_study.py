@@ -24,8 +24,10 @@ empty or repeated), the jobs fitting every machine, ``--valiant`` at most the ma
 candidates would only be empty padding), and that ``NAME`` does not hold results made with
 other settings (those recorded in ``summary.json``: seed, ranks, ranks per node, valiant,
 black first, max iterations, workloads, cables): use another ``--name`` or the original
-options. A run into a folder left without ``summary.json`` (an interrupted run) removes that
-run's maps that it does not redraw.
+options. Each finished solve (a workload on a machine) is kept in ``NAME/solves/`` until the
+study ends: Ctrl-C is one line (exit 130) and the same command resumes with the next solve; an
+unfinished study of other settings is refused the same way. A run into a folder left without
+``summary.json`` removes the maps there that it does not draw.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -182,6 +185,32 @@ def settings_conflict(out: Path, now: dict) -> str | None:
     old = stored_summary(out)
     if not isinstance(old, dict):
         return old
+    diff = _differences(old, now)
+    if not diff:
+        return None
+    return f"{out} holds results made with other settings ({'; '.join(diff)}); use another --name or the original options"
+
+
+#: Folder of a study's finished solves (one JSON file each) and its settings while it runs.
+PARTS = "solves"
+
+
+def unfinished_conflict(out: Path, now: dict) -> str | None:
+    """Why ``out`` must not resume the unfinished study it holds (its solves were made with
+    other settings than ``now``), or ``None`` (none there, or the same settings: resumed)."""
+    old = stored_summary(out / PARTS, "settings.json")
+    if not isinstance(old, dict):
+        return old
+    diff = _differences(old, now)
+    if not diff:
+        return None
+    return (f"{out} holds an unfinished study made with other settings ({'; '.join(diff)}); "
+            "re-run it with its own options to finish it, or use another --name")
+
+
+def _differences(old: dict, now: dict) -> list[str]:
+    """``key: value there, value now`` for every setting recorded in ``old`` (a summary or an
+    unfinished study's settings) that ``now`` does not share."""
     recorded = {k: old[k] for k in SETTINGS if k in old}
     if "parallel_cables" not in old:  # written before the option existed: cables were static
         recorded["parallel_cables"] = "static"
@@ -194,10 +223,7 @@ def settings_conflict(out: Path, now: dict) -> str | None:
             recorded[key] = sorted({name(t[column]) for t in totals
                                     if isinstance(t, dict) and isinstance(t.get(column), str)})
     current = {**now, "workloads": sorted(now["workloads"]), "cables": sorted(now["cables"])}
-    diff = [f"{k}: {recorded[k]!r} there, {current[k]!r} now" for k in recorded if recorded[k] != current[k]]
-    if not diff:
-        return None
-    return f"{out} holds results made with other settings ({'; '.join(diff)}); use another --name or the original options"
+    return [f"{k}: {recorded[k]!r} there, {current[k]!r} now" for k in recorded if recorded[k] != current[k]]
 
 
 def _write(out: Path, tot: pl.DataFrame, jobs: list[dict], hot: list[dict], record: dict, pngs: set[str]) -> None:
@@ -212,6 +238,23 @@ def _write(out: Path, tot: pl.DataFrame, jobs: list[dict], hot: list[dict], reco
     machines = [p.stem for p in (conf_dir() / "topo").glob("*.yaml")]
     for name in {png_name(wd, m) for wd in pw.WORKLOADS for m in machines} - pngs:
         (out / name).unlink(missing_ok=True)
+
+
+def _kept(part: Path, png: Path) -> tuple[list[dict], list[dict], list[dict]] | None:
+    """The rows of a solve an interrupted run of the same settings finished (``part``, with its
+    maps ``png``), or None: not there, or unreadable (reported in one line; solved again, the
+    same: a solve is a function of the settings)."""
+    if not (part.exists() and png.exists()):
+        return None
+    try:
+        got = json.loads(part.read_text())
+        if not (isinstance(got, list) and len(got) == 3 and all(isinstance(rows, list) for rows in got)):
+            raise ValueError("not three lists of rows")
+    except (OSError, ValueError) as err:
+        print(f"[dragonfly_study] {part} cannot be read ({getattr(err, 'strerror', None) or err}); solved again",
+              file=sys.stderr, flush=True)
+        return None
+    return got[0], got[1], got[2]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -244,27 +287,42 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(f"--ranks {args.ranks} at {args.ranks_per_node} per node: {n_jobs} jobs of "
                                  f"{per_job} nodes do not fit {m.name} ({m.n_nodes} nodes)")
         record = settings(args, wds, [m.name for m in machines])
-        conflict = settings_conflict(out, record)
+        conflict = settings_conflict(out, record) or unfinished_conflict(out, record)
         if conflict:
             raise ValueError(conflict)
     except (ValueError, FileNotFoundError) as err:
         print(f"dragonfly_study: error: {err}", file=sys.stderr)
         return 2
     totals, jobs, hot = [], [], []
-    for wd in wds:
-        for topo in machines:
-            try:
-                t, j, h = solve(topo, wd, args, out)
-            except ValueError as err:  # the jobs do not fit the machine
-                print(f"dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
-                return 2
-            except OSError as err:  # e.g. results/ is not a writable directory
-                print(f"dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
-                return 1
-            totals += t
-            jobs += j
-            hot += h
-            print(f"[dragonfly_study] {wd} on {topo.name} done", file=sys.stderr, flush=True)
+    parts, n_all, done = out / PARTS, len(wds) * len(machines), 0
+    try:
+        parts.mkdir(parents=True, exist_ok=True)
+        atomic_write(parts / "settings.json", json.dumps(record, indent=1))
+        for wd in wds:
+            for topo in machines:
+                part = parts / f"{Path(png_name(wd, topo.name)).stem}.json"
+                got = _kept(part, out / png_name(wd, topo.name))
+                kept = got is not None
+                if got is None:
+                    got = solve(topo, wd, args, out)
+                    atomic_write(part, json.dumps(got))
+                t, j, h = got
+                totals += t
+                jobs += j
+                hot += h
+                done += 1
+                print(f"[dragonfly_study] {wd} on {topo.name} done ({done}/{n_all}"
+                      f"{', kept from an earlier run' if kept else ''})", file=sys.stderr, flush=True)
+    except ValueError as err:  # the jobs do not fit the machine
+        print(f"dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # e.g. results/ is not a writable directory
+        print(f"dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"dragonfly_study: interrupted; {done} of {n_all} solves kept in {parts}, "
+              "re-run the same command to resume", file=sys.stderr)
+        return 130
     tot = pl.DataFrame(totals)
     base = tot.filter(pl.col("cables") == "DEF").select("workload", "class", pl.col("max_MB").alias("_def"))
     if len(base):
@@ -272,6 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
     try:
         _write(out, tot, jobs, hot, record, {png_name(wd, m.name) for wd in wds for m in machines})
+        shutil.rmtree(parts)  # the tables hold every solve now
     except OSError as err:
         print(f"dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
         return 1
