@@ -129,3 +129,17 @@ def reader_that_leaves(repo_root: Path) -> Callable[..., tuple[list[str], str, i
         return read, err, proc.wait(timeout=120)
 
     return run
+
+
+@pytest.fixture
+def on_cpu():
+    """Compute on the CPU device, which every JAX has, for a test whose claim is exactness to
+    the bit (a shortcut, a resumed run against an uninterrupted one). Why: where every
+    per-link sum adds in one order (the CPU) the same problem gives the same float twice; a
+    GPU's atomic scatter-adds sum in an order of their own, so two solves of one problem may
+    differ by float32 rounding (seen on an H200: a model replay's start times, a resumed
+    dragonfly study's per-job traffic). What such a test claims is not a device's rounding."""
+    import jax
+
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield

@@ -210,7 +210,8 @@ def test_many_to_many_sub_communicators_leave_their_router():
     assert nbytes.sum() == pytest.approx(32_768 * 31 * 32 * 1024, rel=1e-9)
 
 
-def test_an_interrupted_study_resumes_after_its_last_finished_solve(tmp_path, monkeypatch, capsys):
+def test_an_interrupted_study_resumes_after_its_last_finished_solve(tmp_path, monkeypatch, capsys, on_cpu):
+    # On the CPU device (conftest.on_cpu): the resumed tables equal the uninterrupted ones to the bit.
     monkeypatch.chdir(tmp_path)
     base = tmp_path / "results" / "dragonfly_study"
     run = ["--workloads", "WD 4,WD 3", *SMALL]

@@ -179,17 +179,6 @@ def _assert_same_runs(a, b, fast, slow):
     assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
 
 
-@pytest.fixture
-def on_cpu():
-    """Solve on the CPU device, which every JAX has. Why: the shortcuts are exact to the bit
-    where every per-link sum adds in one order (the CPU). A GPU's atomic scatter-adds sum in an
-    order of their own, so the two runs' slowdowns may differ by float32 rounding, and one such
-    difference moves an end time and every later start (seen on an H200: ``to`` start times
-    differed). What the test claims is the shortcuts' exactness, not a device's rounding."""
-    with jax.default_device(jax.devices("cpu")[0]):
-        yield
-
-
 @pytest.mark.parametrize("pol", ["to", "ta"])
 def test_shortcuts_change_no_runtime(jobs, runs, pol, on_cpu):
     # The one-router shortcut (slowdown 1 without a solve, flows left out of later solves),

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import jax
 import numpy as np
 import polars as pl
 import pytest
@@ -37,22 +36,21 @@ def test_rows_follow_the_run_time_formula(ft6x6):
         assert (rows["step_to_alone"] > 0).all()
 
 
-def test_a_job_alone_on_the_machine_meets_no_interference(ft6x6):
+def test_a_job_alone_on_the_machine_meets_no_interference(ft6x6, on_cpu):
     """Jobs of 32 nodes on the 54-node ft6x6: the second never fits, so the workload is one job.
     Together is then alone in the same placement, whatever its routes: interference exactly 1
-    (on the CPU device: a GPU's atomic sums may round the two solves apart)."""
-    with jax.default_device(jax.devices("cpu")[0]):
-        rows = pl.DataFrame(ns.workload_rows(ft6x6, "t", 0, 32, 32, 1.0, seed=1))
+    (on the CPU device, conftest.on_cpu: a GPU's atomic sums may round the two solves apart)."""
+    rows = pl.DataFrame(ns.workload_rows(ft6x6, "t", 0, 32, 32, 1.0, seed=1))
     assert rows.height == 1
     assert rows["step_to_alone"][0] == rows["step_to"][0] and rows["interference"][0] == 1.0
 
 
-def test_fluid_steps_on_a_small_study(ft6x6, tmp_path, monkeypatch):
+def test_fluid_steps_on_a_small_study(ft6x6, tmp_path, monkeypatch, on_cpu):
     """``--completion fluid``: recorded with the results; a job alone still meets no
-    interference (exactly, on the CPU device: on an H200 the two drains' atomic sums rounded
-    it to 0.9999999999999998); the same jobs and placements as the steady study, other step times."""
-    with jax.default_device(jax.devices("cpu")[0]):
-        rows = pl.DataFrame(ns.workload_rows(ft6x6, "t", 0, 32, 32, 1.0, seed=1, completion="fluid"))
+    interference (exactly, on the CPU device, conftest.on_cpu: on an H200 the two drains' atomic
+    sums rounded it to 0.9999999999999998); the same jobs and placements as the steady study,
+    other step times."""
+    rows = pl.DataFrame(ns.workload_rows(ft6x6, "t", 0, 32, 32, 1.0, seed=1, completion="fluid"))
     assert rows.height == 1 and rows["interference"][0] == 1.0
     monkeypatch.chdir(tmp_path)
     small = ["--machine", "ft6x6", "--sizes", "4,30", "--workloads", "1"]
