@@ -1,8 +1,13 @@
 """``python -m fattorus.interference``: entry point kept for users; the code is :mod:`fattorus.analysis.interference`."""
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.interference")
+
 import sys
 
 from fattorus.analysis.interference import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupt.run("fattorus.interference", main))

@@ -37,6 +37,11 @@ black, blue).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.interference")
+
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -396,4 +401,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupt.run("fattorus.interference", main))

@@ -106,8 +106,10 @@ def is_interrupt(err: BaseException) -> bool:
 def _interrupted(note: Any, prog: str, kept: str, exit_at_once: bool) -> NoReturn:
     """Say the run was interrupted (``kept``: what stays) and leave with status 130 (see
     :func:`run_main`'s ``exit_at_once``)."""
+    from fattorus import interrupt
+
     sys.stderr = note.stream
-    sys.stderr.write(f"{prog}: interrupted; {kept}, re-run to resume\n")
+    interrupt.say(f"{prog}: interrupted; {kept}, re-run to resume")
     if exit_at_once:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -127,6 +129,9 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from fattorus import interrupt
+
+    interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
     # Let Hydra's exceptions reach us instead of its multi-line reports.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     note = _TrialNote(sys.stderr)
@@ -161,3 +166,4 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         _interrupted(note, prog, interrupted, exit_at_once)
     finally:
         sys.stderr = note.stream
+    interrupt.finished(0)  # done: a Ctrl-C while the workers are joined at exit changes nothing

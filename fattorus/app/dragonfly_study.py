@@ -32,6 +32,11 @@ unfinished study of other settings is refused the same way. A run into a folder 
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("dragonfly_study")
+
 import argparse
 import json
 import re
@@ -341,4 +346,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.armed()
+    interrupt.exit_with(main())

@@ -45,6 +45,11 @@ study (Ctrl-C) resumes after its last finished workload when the same command ru
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("network_study")
+
 import argparse
 import functools
 import json
@@ -458,4 +463,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.armed()
+    interrupt.exit_with(main())

@@ -24,6 +24,11 @@ trial whose results, finished or not, were made with other settings is redone, w
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.qos")
+
 import json
 import logging
 import sys

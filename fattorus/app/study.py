@@ -25,7 +25,14 @@ instead of a failure after earlier blocks have run.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.study")
+
+import os
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -330,8 +337,30 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
                     raise StudyError(f"{blame}: {why}")
 
 
+def _wait(block: subprocess.Popen) -> int:
+    """The exit status of ``block`` (a multirun). A Ctrl-C meanwhile is passed on to it and
+    re-raised once it has stopped (keeping its finished trials). Why not ``subprocess.call``:
+    its wait blocks in ``waitpid``, and a SIGINT sent to this process alone (``kill -INT``, a
+    job manager, ``timeout -s INT``) is taken by one of the threads JAX and Polars start, so
+    the wait went on until the whole block had run; a wait with a timeout polls, and the main
+    thread sees the interrupt at once. A Ctrl-C at a terminal reaches the block as well (same
+    process group), which then stops on its own."""
+    try:
+        return block.wait(timeout=10**9)
+    except KeyboardInterrupt:
+        try:
+            block.send_signal(signal.SIGINT)
+            block.wait(timeout=120)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired, OSError):
+            block.kill()
+        raise
+
+
 def main() -> None:
     """Run every multirun of a study file, with a status line per block."""
+    from fattorus import interrupt
+
+    interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
     args = sys.argv[1:]
     if any(a in ("-h", "--help") for a in args):  # anywhere, as argparse does; Hydra's app help is the app's
         print(USAGE)
@@ -355,7 +384,8 @@ def main() -> None:
         shown = " ".join(cmd[3:])
         print(f"[study {study['study']}] block {i}/{len(cmds)} ({time.perf_counter() - t0:.0f} s): {shown}", flush=True)
         try:
-            code = subprocess.call(cmd)
+            # The block leaves a Ctrl-C's line to the study (one line, from the command run).
+            code = _wait(subprocess.Popen(cmd, env={**os.environ, interrupt.QUIET: "1"}))
         except KeyboardInterrupt:
             sys.stderr.write("fattorus.study: interrupted; finished trials are kept, re-run to resume\n")
             sys.exit(130)

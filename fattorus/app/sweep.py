@@ -15,6 +15,11 @@ and exit code 2, never a stack trace.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.sweep")
+
 import json
 import logging
 import os

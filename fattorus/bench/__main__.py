@@ -8,6 +8,11 @@ information (CPUs, load, JAX backend and devices, versions, git commit) heads th
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.bench")
+
 import datetime as dt
 import importlib
 import importlib.util
@@ -236,4 +241,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(interrupt.run("fattorus.bench", main))

@@ -9,6 +9,11 @@ the scheduler replay exists: APH of random allocations against the ideal, by siz
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.kernels.montecarlo")
+
 import sys
 from functools import partial
 
@@ -142,4 +147,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(interrupt.run(PROG, main))

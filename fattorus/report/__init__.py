@@ -58,6 +58,11 @@ Notebook use::
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.report")
+
 import argparse
 import os
 import sys
@@ -188,4 +193,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_piped(main))  # quiet, exit 141, when stdout's reader closes early
+    sys.exit(run_piped(lambda: interrupt.run("fattorus.report", main)))  # quiet, exit 141, when stdout's reader closes early

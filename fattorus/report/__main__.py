@@ -1,7 +1,12 @@
 """``python -m fattorus.report RESULTS_DIR``: see :func:`fattorus.report.main`."""
 
-import sys
+from fattorus import interrupt
 
-from fattorus.report import main, run_piped
+interrupt.on_start("fattorus.report")  # first: a Ctrl-C while the imports below load is one line
 
-sys.exit(run_piped(main))  # quiet, exit 141, when stdout's reader closes early (| head -1)
+import sys  # noqa: E402 - after the handler above
+
+from fattorus.report import main, run_piped  # noqa: E402
+
+# quiet, exit 141, when stdout's reader closes early (| head -1); one line, exit 130, on Ctrl-C
+sys.exit(run_piped(lambda: interrupt.run("fattorus.report", main)))

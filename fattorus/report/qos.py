@@ -17,6 +17,11 @@ cannot be written (one line, as ``fattorus.report``); 141 the reader of stdout w
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.report.qos")
+
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -147,4 +152,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_piped(main))  # quiet, exit 141, when stdout's reader closes early (| head -1)
+    sys.exit(run_piped(lambda: interrupt.run("fattorus.report.qos", main)))  # quiet, exit 141, when stdout's reader closes early (| head -1)

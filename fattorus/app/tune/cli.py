@@ -254,6 +254,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: ``python -m fattorus.tune --name NAME [options]`` (see ``--help``)."""
+    from fattorus import interrupt
+
+    interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
     try:
         opts = parse_args(argv)
         run(opts)

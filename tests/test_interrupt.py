@@ -1,0 +1,116 @@
+"""Ctrl-C on the command line (fattorus.interrupt): one line, exit 130, never a traceback; an
+interrupt is never lost in a garbage-collection hook; a study passes it on to its block.
+Each case runs in a process of its own, the signal sent by the process to itself at a set
+point (no timing)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from fattorus import interrupt
+
+
+def _python(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_a_ctrl_c_while_starting_is_one_line_and_130():
+    out = _python("""
+        import os, signal, time
+        from fattorus import interrupt
+        interrupt.on_start("fattorus.x")
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+        print("ran on")
+    """)
+    assert out.returncode == 130 and out.stdout == ""
+    assert out.stderr == "fattorus.x: interrupted while starting; nothing was run\n"
+
+
+def test_a_command_started_by_a_study_leaves_the_line_to_it():
+    out = _python("""
+        import os, signal, time
+        from fattorus import interrupt
+        interrupt.on_start("fattorus.x")
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+    """, env={interrupt.QUIET: "1"})
+    assert out.returncode == 130 and out.stderr == ""
+
+
+def test_run_turns_a_ctrl_c_into_one_line():
+    out = _python("""
+        import os, signal, sys, time
+        from fattorus import interrupt
+        def main():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        sys.exit(interrupt.run("fattorus.x", main))
+    """)
+    assert out.returncode == 130 and out.stderr == "fattorus.x: interrupted\n"
+
+
+def test_an_interrupt_that_lands_in_a_gc_hook_is_not_lost():
+    # Python only notes an exception raised in a gc hook ("Exception ignored in ...") and the
+    # command runs on (seen with JAX's hook). Armed, the interrupt is sent again after the hook.
+    code = """
+        import gc, os, signal, time
+        from fattorus import interrupt
+        {arm}
+        fired = []
+        def hook(phase, info):
+            if not fired:
+                fired.append(1)
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(100000):  # the handler runs here, inside the hook
+                    pass
+        gc.callbacks.append(hook)
+        try:
+            gc.collect()
+            time.sleep(5)
+            print("ran on")
+        except KeyboardInterrupt:
+            print("interrupted")
+    """
+    assert _python(code.format(arm="interrupt.armed()")).stdout == "interrupted\n"
+    # Python's own handler, for contrast: the interrupt is lost.
+    plain = _python(code.format(arm="signal.signal(signal.SIGINT, signal.default_int_handler)"))
+    assert plain.stdout == "ran on\n" and "Exception ignored" in plain.stderr
+
+
+def test_a_study_passes_a_ctrl_c_on_to_its_block_and_stops():
+    # The block stands in for a multirun: it exits 7 on SIGINT. The study's wait passes the
+    # interrupt on (not a kill: the block keeps its finished trials) and re-raises it.
+    out = _python("""
+        import os, signal, subprocess, sys, threading
+        from fattorus import interrupt
+        from fattorus.app.study import _wait
+        interrupt.armed()
+        block = subprocess.Popen([sys.executable, "-c", "import signal, sys, time; "
+                                  "signal.signal(signal.SIGINT, lambda *a: sys.exit(7)); print('ready', flush=True); "
+                                  "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+        block.stdout.readline()
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            _wait(block)
+        except KeyboardInterrupt:
+            print("interrupted", block.returncode)
+    """)
+    assert out.stdout == "interrupted 7\n", out.stderr
+
+
+def test_a_finished_command_leaves_quietly_on_a_late_ctrl_c():
+    out = _python("""
+        import os, signal, time
+        from fattorus import interrupt
+        interrupt.finished(0)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+    """)
+    assert out.returncode == 0 and out.stderr == ""
+    assert interrupt.INTERRUPTED == 130
