@@ -14,3 +14,13 @@ Layers (imports point down; see docs/architecture.md):
 """
 
 __version__ = "0.1.0"
+
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"]:
+    # ``python -m fattorus....`` while Python locates the module (argv[0] is "-m" then): its
+    # packages' imports (Polars, JAX) come before the module's own ``on_start``, so a Ctrl-C
+    # during them is one line from here (docs/decisions.md, session 24).
+    from fattorus import interrupt as _interrupt
+
+    _interrupt.on_start("fattorus")

@@ -56,11 +56,19 @@ def leave(code: int) -> NoReturn:
     os._exit(code)
 
 
+#: Whether this process is a command started from the command line (:func:`on_start` ran):
+#: only then do :func:`armed` and :func:`finished` touch its signal handlers, so that a
+#: command's ``main`` called in-process (by a test) leaves the caller's handlers alone.
+_command = False
+
+
 def on_start(prog: str) -> None:
     """Until :func:`armed`: a Ctrl-C prints ``PROG: interrupted while starting; nothing was
     run`` and leaves with :data:`INTERRUPTED`."""
+    global _command
     if not _main_thread():
         return
+    _command = True
 
     def _leave(signum: int, frame: Any) -> None:
         try:
@@ -98,7 +106,7 @@ RETRY_S = 0.05
 def armed() -> None:
     """From here a Ctrl-C raises ``KeyboardInterrupt`` again, for the command to catch (never
     inside a garbage-collection hook, where it would be lost: :func:`_raise`)."""
-    if _main_thread():
+    if _command and _main_thread():
         signal.signal(signal.SIGINT, _raise)
 
 
@@ -106,7 +114,7 @@ def finished(code: int = 0) -> None:
     """The command's work is done and written: a Ctrl-C from here on (while the interpreter
     tears down, e.g. joins a worker pool) leaves quietly with ``code`` instead of a traceback
     from inside the teardown."""
-    if _main_thread():
+    if _command and _main_thread():
         signal.signal(signal.SIGINT, lambda signum, frame: leave(code))
 
 

@@ -77,7 +77,7 @@ def test_an_interrupt_that_lands_in_a_gc_hook_is_not_lost():
         except KeyboardInterrupt:
             print("interrupted")
     """
-    assert _python(code.format(arm="interrupt.armed()")).stdout == "interrupted\n"
+    assert _python(code.format(arm='interrupt.on_start("x"); interrupt.armed()')).stdout == "interrupted\n"
     # Python's own handler, for contrast: the interrupt is lost.
     plain = _python(code.format(arm="signal.signal(signal.SIGINT, signal.default_int_handler)"))
     assert plain.stdout == "ran on\n" and "Exception ignored" in plain.stderr
@@ -90,6 +90,7 @@ def test_a_study_passes_a_ctrl_c_on_to_its_block_and_stops():
         import os, signal, subprocess, sys, threading
         from fattorus import interrupt
         from fattorus.app.study import _wait
+        interrupt.on_start("x")
         interrupt.armed()
         block = subprocess.Popen([sys.executable, "-c", "import signal, sys, time; "
                                   "signal.signal(signal.SIGINT, lambda *a: sys.exit(7)); print('ready', flush=True); "
@@ -108,6 +109,7 @@ def test_a_finished_command_leaves_quietly_on_a_late_ctrl_c():
     out = _python("""
         import os, signal, time
         from fattorus import interrupt
+        interrupt.on_start("x")
         interrupt.finished(0)
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(30)

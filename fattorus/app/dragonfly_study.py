@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
-from fattorus import topology
+from fattorus import interrupt, topology
 from fattorus.analysis import parallel_workloads as pw
 from fattorus.analysis.commtime import on_bundles, solver_capacity
 from fattorus.app.outputs import stored_summary
@@ -300,6 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     totals, jobs, hot = [], [], []
     parts, n_all, done = out / PARTS, len(wds) * len(machines), 0
+    interrupt.armed()  # a command-line run: from here a Ctrl-C keeps the finished solves
     try:
         parts.mkdir(parents=True, exist_ok=True)
         atomic_write(parts / "settings.json", json.dumps(record, indent=1))
@@ -318,6 +319,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 done += 1
                 print(f"[dragonfly_study] {wd} on {topo.name} done ({done}/{n_all}"
                       f"{', kept from an earlier run' if kept else ''})", file=sys.stderr, flush=True)
+        tot = pl.DataFrame(totals)
+        base = tot.filter(pl.col("cables") == "DEF").select("workload", "class", pl.col("max_MB").alias("_def"))
+        if len(base):
+            tot = tot.join(base, on=["workload", "class"], how="left").with_columns(
+                (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
+        _write(out, tot, jobs, hot, record, {png_name(wd, m.name) for wd in wds for m in machines})
+        shutil.rmtree(parts)  # the tables hold every solve now
     except ValueError as err:  # the jobs do not fit the machine
         print(f"dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
         return 2
@@ -328,17 +336,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dragonfly_study: interrupted; {done} of {n_all} solves kept in {parts}, "
               "re-run the same command to resume", file=sys.stderr)
         return 130
-    tot = pl.DataFrame(totals)
-    base = tot.filter(pl.col("cables") == "DEF").select("workload", "class", pl.col("max_MB").alias("_def"))
-    if len(base):
-        tot = tot.join(base, on=["workload", "class"], how="left").with_columns(
-            (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
-    try:
-        _write(out, tot, jobs, hot, record, {png_name(wd, m.name) for wd in wds for m in machines})
-        shutil.rmtree(parts)  # the tables hold every solve now
-    except OSError as err:
-        print(f"dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
-        return 1
     with pl.Config(tbl_rows=200, tbl_cols=10):
         print(tot)
     print(f"-> {out}")
@@ -346,5 +343,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    interrupt.armed()
     interrupt.exit_with(main())

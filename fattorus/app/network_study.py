@@ -64,7 +64,7 @@ import jax
 import numpy as np
 import polars as pl
 
-from fattorus import paths, topology
+from fattorus import interrupt, paths, topology
 from fattorus.analysis import commtime, patterns
 from fattorus.app.outputs import stored_summary
 from fattorus.kernels import aph
@@ -418,6 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     parts = out / PARTS
     n_all, rows, done = sum(n_wl for *_, n_wl, _, _ in todo), [], 0
+    interrupt.armed()  # a command-line run: from here a Ctrl-C keeps the finished workloads
     try:
         parts.mkdir(parents=True, exist_ok=True)
         atomic_write(parts / "settings.json", json.dumps(record, indent=1))
@@ -463,5 +464,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    interrupt.armed()
     interrupt.exit_with(main())

@@ -353,6 +353,7 @@ def _wait(block: subprocess.Popen) -> int:
             block.wait(timeout=120)
         except (KeyboardInterrupt, subprocess.TimeoutExpired, OSError):
             block.kill()
+            block.wait()
         raise
 
 
@@ -388,6 +389,7 @@ def main() -> None:
             code = _wait(subprocess.Popen(cmd, env={**os.environ, interrupt.QUIET: "1"}))
         except KeyboardInterrupt:
             sys.stderr.write("fattorus.study: interrupted; finished trials are kept, re-run to resume\n")
+            interrupt.finished(130)  # a second Ctrl-C while it leaves changes nothing
             sys.exit(130)
         if code != 0:
             sys.stderr.write(f"fattorus.study: block {i} failed (exit {code}): {shown}\n")

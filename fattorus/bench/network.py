@@ -19,7 +19,13 @@ behind a fast one.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.bench.network")
+
 import statistics
+import sys
 import time
 from collections.abc import Callable
 
@@ -147,4 +153,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(interrupt.run("fattorus.bench.network", main))

@@ -9,6 +9,11 @@ differing trial and a final count; exits 1 when any trial differs or is missing.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.bench.same_jobs")
+
 import sys
 from pathlib import Path
 
@@ -63,4 +68,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupt.run("fattorus.bench.same_jobs", main))

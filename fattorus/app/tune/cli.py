@@ -13,8 +13,10 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from fattorus import paths
+from fattorus.app.cli import is_interrupt
 from fattorus.app.tune.choose import PICKS
 from fattorus.app.tune.errors import PROG, TuneError, WorkerError
 from fattorus.app.tune.objective import MODEL_OBJECTIVES, OBJECTIVES, SPEEDUPS
@@ -270,10 +272,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         where = f" {err.filename}" if err.filename else ""
         sys.stderr.write(f"{PROG}: error: cannot write{where}: {err.strerror or err}\n")
         sys.exit(1)
+    except Exception as err:
+        # Optuna's trial bookkeeping can turn a Ctrl-C into another error (seen: an
+        # UnboundLocalError from its own cleanup, the KeyboardInterrupt as its context).
+        if not is_interrupt(err):
+            raise
+        _interrupted()
     except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG}: interrupted; finished trials are kept in the storage, re-run the same "
-                         "command to add more (--trials 0: only export and compare)\n")
-        sys.exit(130)
+        _interrupted()
+
+
+def _interrupted() -> NoReturn:
+    """The tuner's one line after a Ctrl-C, exit 130."""
+    sys.stderr.write(f"{PROG}: interrupted; finished trials are kept in the storage, re-run the same "
+                     "command to add more (--trials 0: only export and compare)\n")
+    sys.exit(130)
 
 
 __all__ = ["Options", "build_parser", "main", "parse_args"]

@@ -12,11 +12,16 @@ trials depends on timing, so only each worker's own draws are reproducible.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fattorus import interrupt
+from fattorus.app.cli import is_interrupt
 from fattorus.app.tune.display import StatusLine
 from fattorus.app.tune.errors import PROG, TuneError, WorkerError
 from fattorus.app.tune.objective import make_objective
@@ -67,11 +72,21 @@ def _worker(opts: Options, remaining: Any, worker: int, n_existing: int, deadlin
             remaining.value -= 1
             return True
 
+    # Started with SIGINT ignored (run_parallel: its imports are not interrupted); from here
+    # a Ctrl-C (the terminal's, or the one the tuner passes on) ends the worker's trials.
+    interrupt.on_start(PROG)
+    interrupt.armed()
     try:
         setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, (), opts.cores_per_node, opts.policy,
                            opts.speedup)
         optimize(opts, setup, take, worker, n_existing, True, deadline)
     except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as err:
+        # Optuna's trial bookkeeping can turn a Ctrl-C into another error (seen: an
+        # UnboundLocalError from its own cleanup, the KeyboardInterrupt as its context).
+        if not is_interrupt(err):
+            raise
         sys.exit(130)
     except TuneError as err:
         sys.stderr.write(f"{PROG}: error (worker {worker}): {err}\n")
@@ -79,12 +94,22 @@ def _worker(opts: Options, remaining: Any, worker: int, n_existing: int, deadlin
 
 
 def _join(procs: list[Any]) -> None:
-    """Wait for the workers; on Ctrl-C give them a minute to mark their trial failed."""
+    """Wait for the workers; on Ctrl-C pass it on to them and give them a minute to mark their
+    trial failed. The wait polls: a plain ``join`` blocks in ``waitpid``, and a SIGINT sent to
+    the tuner alone (``kill -INT``) taken by another thread was only seen after every trial
+    had run (the study's block wait had the same fault: docs/decisions.md, session 24)."""
     try:
         for p in procs:
-            p.join()
+            while p.is_alive():
+                p.join(timeout=0.2)
     except KeyboardInterrupt:
-        for p in procs:  # they got the same SIGINT; let them mark their trial failed and exit
+        for p in procs:
+            p.join(timeout=1)  # a terminal's Ctrl-C reached them too: most leave at once
+            if p.is_alive():
+                try:
+                    os.kill(p.pid, signal.SIGINT)
+                except OSError:  # gone meanwhile
+                    pass
             p.join(timeout=60)
             if p.is_alive():
                 p.terminate()
@@ -102,8 +127,16 @@ def run_parallel(opts: Options, n_trials: int, n_existing: int, deadline: float 
     # _worker is named by its module (fattorus.app.tune.workers), so the spawned child imports it.
     procs = [ctx.Process(target=_worker, args=(opts, remaining, i, n_existing, deadline), name=f"tune-worker-{i}")
              for i in range(min(opts.jobs, n_trials))]
-    for p in procs:
-        p.start()
+    # Each worker starts with SIGINT ignored (kept across spawn's exec) so that a Ctrl-C while
+    # it imports is no traceback; it arms itself once its imports are done (_worker).
+    main_thread = threading.current_thread() is threading.main_thread()  # where handlers can be set
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, ignored)
     _join(procs)
     bad = [(p.name, p.exitcode) for p in procs if p.exitcode not in (0, None)]
     if any(code == 130 for _, code in bad):
