@@ -17,12 +17,13 @@ The lowest layer: imports nothing from the package.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 #: The exit status of an interrupted command (128 + SIGINT, as a shell reports it).
@@ -118,6 +119,19 @@ def finished(code: int = 0) -> None:
         signal.signal(signal.SIGINT, lambda signum, frame: leave(code))
 
 
+@contextlib.contextmanager
+def ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile (in the main thread): child processes started here inherit
+    it (across exec), so a Ctrl-C while they import is no traceback; they arm themselves
+    (:func:`on_start`, :func:`armed`) once ready."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+    try:
+        yield
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGINT, before)
+
+
 def run(prog: str, main: Callable[[], int | None]) -> int:
     """``main()``'s exit status (``None`` counts as 0), armed; a Ctrl-C during it prints
     ``PROG: interrupted`` and leaves with :data:`INTERRUPTED`."""
@@ -140,4 +154,4 @@ def exit_with(code: int | None) -> NoReturn:
     sys.exit(code)
 
 
-__all__ = ["INTERRUPTED", "QUIET", "armed", "exit_with", "finished", "leave", "on_start", "run", "say"]
+__all__ = ["INTERRUPTED", "QUIET", "armed", "exit_with", "finished", "ignored", "leave", "on_start", "run", "say"]

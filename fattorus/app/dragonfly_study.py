@@ -53,7 +53,7 @@ import polars as pl
 from fattorus import interrupt, topology
 from fattorus.analysis import parallel_workloads as pw
 from fattorus.analysis.commtime import on_bundles, solver_capacity
-from fattorus.app.outputs import stored_summary
+from fattorus.app import outputs
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
@@ -187,7 +187,7 @@ def settings_conflict(out: Path, now: dict) -> str | None:
     orders the table). Results written before the lists were recorded give them by their
     totals. A folder without ``summary.json`` holds no finished study and is reused.
     """
-    old = stored_summary(out)
+    old = outputs.stored_summary(out)
     if not isinstance(old, dict):
         return old
     diff = _differences(old, now)
@@ -203,14 +203,7 @@ PARTS = "solves"
 def unfinished_conflict(out: Path, now: dict) -> str | None:
     """Why ``out`` must not resume the unfinished study it holds (its solves were made with
     other settings than ``now``), or ``None`` (none there, or the same settings: resumed)."""
-    old = stored_summary(out / PARTS, "settings.json")
-    if not isinstance(old, dict):
-        return old
-    diff = _differences(old, now)
-    if not diff:
-        return None
-    return (f"{out} holds an unfinished study made with other settings ({'; '.join(diff)}); "
-            "re-run it with its own options to finish it, or use another --name")
+    return outputs.unfinished_conflict(out, PARTS, now, _differences)
 
 
 def _differences(old: dict, now: dict) -> list[str]:

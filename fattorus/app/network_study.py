@@ -66,7 +66,7 @@ import polars as pl
 
 from fattorus import interrupt, paths, topology
 from fattorus.analysis import commtime, patterns
-from fattorus.app.outputs import stored_summary
+from fattorus.app import outputs
 from fattorus.kernels import aph
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
@@ -344,7 +344,7 @@ def settings_conflict(out: Path, now: dict[str, Any]) -> str | None:
     the settings were recorded (no ``runs``) are compared on what they hold: seed, policy
     and case names. A folder without ``summary.json`` holds no finished study and is reused.
     """
-    old = stored_summary(out)
+    old = outputs.stored_summary(out)
     if not isinstance(old, dict):
         return old
     recorded = {k: old[k] for k in ("seed", "oblivious", "churn", "workload_model", "completion", "runs") if k in old}
@@ -368,15 +368,8 @@ PARTS = "workloads"
 
 def unfinished_conflict(out: Path, now: dict[str, Any]) -> str | None:
     """Why ``out`` must not resume the unfinished study it holds (its workloads were made with
-    other settings than ``now``), or ``None`` (none there, or the same settings: resumed)."""
-    old = stored_summary(out / PARTS, "settings.json")
-    if not isinstance(old, dict):
-        return old
-    diff = _differences({**dict.fromkeys(now), **old}, now)
-    if not diff:
-        return None
-    return (f"{out} holds an unfinished study made with other settings ({'; '.join(diff)}); "
-            "re-run it with its own options to finish it, or use another --name")
+    other settings than ``now``; a setting it did not record counts as None), or ``None``."""
+    return outputs.unfinished_conflict(out, PARTS, now, lambda old, new: _differences({**dict.fromkeys(new), **old}, new))
 
 
 def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:

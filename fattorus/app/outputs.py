@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -78,3 +80,18 @@ def stored_summary(out_dir: str | os.PathLike[str], file: str = "summary.json") 
     if not isinstance(old, dict):
         return f"{path} holds no settings; use another --name"
     return old
+
+
+def unfinished_conflict(out: str | os.PathLike[str], parts: str, now: dict[str, Any],
+                        differences: Callable[[dict[str, Any], dict[str, Any]], list[str]]) -> str | None:
+    """Why the study folder ``out`` must not resume the unfinished study it holds (the settings
+    in ``out/parts/settings.json``, which its kept parts were made with, differ from ``now``:
+    ``differences(recorded, now)`` lists them), or None (none there, or the same settings)."""
+    old = stored_summary(Path(out) / parts, "settings.json")
+    if not isinstance(old, dict):
+        return old
+    diff = differences(old, now)
+    if not diff:
+        return None
+    return (f"{out} holds an unfinished study made with other settings ({'; '.join(diff)}); "
+            "re-run it with its own options to finish it, or use another --name")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -129,14 +128,9 @@ def run_parallel(opts: Options, n_trials: int, n_existing: int, deadline: float 
              for i in range(min(opts.jobs, n_trials))]
     # Each worker starts with SIGINT ignored (kept across spawn's exec) so that a Ctrl-C while
     # it imports is no traceback; it arms itself once its imports are done (_worker).
-    main_thread = threading.current_thread() is threading.main_thread()  # where handlers can be set
-    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
-    try:
+    with interrupt.ignored():
         for p in procs:
             p.start()
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGINT, ignored)
     _join(procs)
     bad = [(p.name, p.exitcode) for p in procs if p.exitcode not in (0, None)]
     if any(code == 130 for _, code in bad):
