@@ -12,11 +12,11 @@ import textwrap
 from fattorus import interrupt
 
 
-def _python(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def _python(code: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
     import os
 
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+                          timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def test_a_ctrl_c_while_starting_is_one_line_and_130():
@@ -116,3 +116,54 @@ def test_a_finished_command_leaves_quietly_on_a_late_ctrl_c():
     """)
     assert out.returncode == 0 and out.stderr == ""
     assert interrupt.INTERRUPTED == 130
+
+
+def test_an_interrupted_single_run_says_it_kept_nothing(tmp_path):
+    # A single run's directory is named by the time it starts and its results are written at
+    # its end: "re-run to resume" (a multirun's words) would be untrue.
+    out = _python("""
+        import os, signal, sys, time
+        from fattorus.app import sweep
+        def run(cfg, out_dir):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        sweep.run = run
+        sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false"]
+        sweep.main()
+    """, cwd=tmp_path)
+    assert out.returncode == 130 and "Traceback" not in out.stderr
+    assert out.stderr == "fattorus.sweep: interrupted; a single run writes its results when it ends: nothing was kept\n"
+    assert list((tmp_path / "results" / "runs").iterdir()) == []  # its stub directory is gone
+
+
+def _qos_interrupted(tmp_path, placements: list[str]) -> subprocess.CompletedProcess:
+    """A single QoS run interrupted once ``placements`` (file names) are written."""
+    return _python(f"""
+        import os, signal, sys, time
+        from fattorus.app import qos
+        def run(cfg, out_dir):
+            (out_dir / "placements").mkdir()
+            for name in {placements!r}:
+                (out_dir / "placements" / name).write_text("{{}}")
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        qos.run = run
+        sys.argv = ["fattorus.qos", "qos=small"]
+        qos.main()
+    """, cwd=tmp_path)
+
+
+def test_an_interrupted_single_qos_run_names_the_directory_to_resume(tmp_path):
+    out = _qos_interrupted(tmp_path, ["settings.json", "p0.parquet"])
+    (run_dir,) = (tmp_path / "results" / "qos").iterdir()
+    assert out.returncode == 130
+    assert out.stderr == (f"fattorus.qos: interrupted; finished placements are kept in {run_dir.resolve()}; "
+                          f"re-run with hydra.run.dir={run_dir.resolve()} to resume\n")
+    assert (run_dir / "placements" / "p0.parquet").exists()
+
+
+def test_a_single_qos_run_interrupted_before_a_placement_says_it_kept_nothing(tmp_path):
+    out = _qos_interrupted(tmp_path, ["settings.json"])
+    assert out.returncode == 130
+    assert out.stderr == "fattorus.qos: interrupted; no placement had finished: nothing was kept\n"
+    assert list((tmp_path / "results" / "qos").iterdir()) == []

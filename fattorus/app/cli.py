@@ -103,13 +103,25 @@ def is_interrupt(err: BaseException) -> bool:
             or ("CpuCallback" in str(err) and "KeyboardInterrupt" in str(err)))
 
 
+#: What an interrupted single run says it kept, set by the app once it knows (:func:`kept_on_interrupt`);
+#: None: :func:`run_main`'s ``interrupted`` (a multirun's words: re-running it resumes).
+_kept_note: list[str | None] = [None]
+
+
+def kept_on_interrupt(text: str) -> None:
+    """Set what a Ctrl-C's line says was kept and how to go on (a single run: its directory is
+    named by time, so the same command would not resume it)."""
+    _kept_note[0] = text
+
+
 def _interrupted(note: Any, prog: str, kept: str, exit_at_once: bool) -> NoReturn:
-    """Say the run was interrupted (``kept``: what stays) and leave with status 130 (see
-    :func:`run_main`'s ``exit_at_once``)."""
+    """Say the run was interrupted (``kept``: what stays, unless the app said otherwise with
+    :func:`kept_on_interrupt`) and leave with status 130 (see :func:`run_main`'s
+    ``exit_at_once``)."""
     from fattorus import interrupt
 
     sys.stderr = note.stream
-    interrupt.say(f"{prog}: interrupted; {kept}, re-run to resume")
+    interrupt.say(f"{prog}: interrupted; {_kept_note[0] or kept + ', re-run to resume'}")
     if exit_at_once:
         sys.stdout.flush()
         sys.stderr.flush()

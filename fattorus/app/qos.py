@@ -31,6 +31,7 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 
 import json
 import logging
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -253,6 +254,10 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     except KeyboardInterrupt:
         if not multirun:  # interrupted before its first placement was written: no empty run directory
             _discard_unstarted(out_dir)
+            # Its directory is named by time: the same command would start afresh, not resume.
+            cli.kept_on_interrupt(f"finished placements are kept in {out_dir}; re-run with "
+                                  f"{shlex.quote(f'hydra.run.dir={out_dir}')} to resume" if out_dir.exists()
+                                  else "no placement had finished: nothing was kept")
         raise
     except UserError as err:
         if multirun:

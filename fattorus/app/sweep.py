@@ -411,6 +411,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     except KeyboardInterrupt:
         if not multirun:  # its results are written at the end: nothing but stubs to keep
             cli.discard_stub(out_dir, "runs")
+            cli.kept_on_interrupt("a single run writes its results when it ends: nothing was kept")
         raise
     except (UserError, RunError, TopologyError, SpeedupError, WorkloadError, ValueError, OSError) as err:
         error = err if isinstance(err, (UserError, RunError)) else (
