@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from fattorus import interrupt
 
 
@@ -136,8 +138,9 @@ def test_an_interrupted_single_run_says_it_kept_nothing(tmp_path):
     assert list((tmp_path / "results" / "runs").iterdir()) == []  # its stub directory is gone
 
 
-def _qos_interrupted(tmp_path, placements: list[str]) -> subprocess.CompletedProcess:
-    """A single QoS run interrupted once ``placements`` (file names) are written."""
+def _qos_interrupted(tmp_path, placements: list[str], in_callback: bool = False) -> subprocess.CompletedProcess:
+    """A single QoS run interrupted once ``placements`` (file names) are written; with
+    ``in_callback`` the Ctrl-C arrives as JAX reports one that landed in a host callback."""
     return _python(f"""
         import os, signal, sys, time
         from fattorus.app import qos
@@ -145,6 +148,8 @@ def _qos_interrupted(tmp_path, placements: list[str]) -> subprocess.CompletedPro
             (out_dir / "placements").mkdir()
             for name in {placements!r}:
                 (out_dir / "placements" / name).write_text("{{}}")
+            if {in_callback!r}:
+                raise ValueError("INTERNAL: CpuCallback error calling callback: KeyboardInterrupt")
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(30)
         qos.run = run
@@ -153,8 +158,9 @@ def _qos_interrupted(tmp_path, placements: list[str]) -> subprocess.CompletedPro
     """, cwd=tmp_path)
 
 
-def test_an_interrupted_single_qos_run_names_the_directory_to_resume(tmp_path):
-    out = _qos_interrupted(tmp_path, ["settings.json", "p0.parquet"])
+@pytest.mark.parametrize("in_callback", [False, True])
+def test_an_interrupted_single_qos_run_names_the_directory_to_resume(tmp_path, in_callback):
+    out = _qos_interrupted(tmp_path, ["settings.json", "p0.parquet"], in_callback)
     (run_dir,) = (tmp_path / "results" / "qos").iterdir()
     assert out.returncode == 130
     assert out.stderr == (f"fattorus.qos: interrupted; finished placements are kept in {run_dir.resolve()}; "

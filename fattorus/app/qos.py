@@ -251,14 +251,6 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     t0 = time.perf_counter()
     try:
         summary = run(cfg, out_dir)
-    except KeyboardInterrupt:
-        if not multirun:  # interrupted before its first placement was written: no empty run directory
-            _discard_unstarted(out_dir)
-            # Its directory is named by time: the same command would start afresh, not resume.
-            cli.kept_on_interrupt(f"finished placements are kept in {out_dir}; re-run with "
-                                  f"{shlex.quote(f'hydra.run.dir={out_dir}')} to resume" if out_dir.exists()
-                                  else "no placement had finished: nothing was kept")
-        raise
     except UserError as err:
         if multirun:
             # The launcher collects the error and main() prints it in one line; Hydra made the
@@ -270,6 +262,11 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         cli.discard_stub(out_dir, "qos")
         sys.stderr.write(f"fattorus.qos: error: {_squash(err)}\n")
         sys.exit(2)
+    except (KeyboardInterrupt, Exception) as err:
+        # A Ctrl-C, also one that landed in the solver's host callback (a ValueError naming it).
+        if not multirun and (isinstance(err, KeyboardInterrupt) or cli.is_interrupt(err)):
+            _single_run_interrupted(out_dir)
+        raise
     prefix = "[done]" if multirun else "done:"
     print(f"{prefix} {_one_line(summary)} in {time.perf_counter() - t0:.1f} s -> {out_dir}", flush=True)
     return summary
@@ -346,6 +343,16 @@ def _another_run(out_dir: Path, why: str) -> UserError:
     wording of :func:`fattorus.app.sweep._claim`)."""
     return UserError(f"{out_dir} already holds another run ({why}); not writing into it: choose another "
                      "hydra.run.dir")
+
+
+def _single_run_interrupted(out_dir: Path) -> None:
+    """An interrupted single run: its directory goes if no placement had finished
+    (:func:`_discard_unstarted`); the Ctrl-C line says what was kept and, since the directory
+    is named by time (the same command would start afresh), the override that resumes it."""
+    _discard_unstarted(out_dir)
+    cli.kept_on_interrupt(f"finished placements are kept in {out_dir}; re-run with "
+                          f"{shlex.quote(f'hydra.run.dir={out_dir}')} to resume" if out_dir.exists()
+                          else "no placement had finished: nothing was kept")
 
 
 def _discard_unstarted(out_dir: Path) -> None:
