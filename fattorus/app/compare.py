@@ -315,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry; one-line errors: exit 2 for a usage or input mistake, 1 when
     ``compare.md`` cannot be written (see the module's exit statuses)."""
     p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="compare",
-                      description=__doc__.splitlines()[0])
+                      description="Compare the policies of a study, per workload: one table per workload, "
+                                  "printed and written to compare.md in the results directory.")
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
     p.add_argument("--reference", default=None, help="policy label to compare against (default: "

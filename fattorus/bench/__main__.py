@@ -1,4 +1,4 @@
-"""``python -m fattorus.bench [--only kernels,replay,network] [--quick]`` (``make bench``).
+"""``python -m fattorus.bench [--only SECTION,...] [--quick]`` (``make bench``).
 
 Runs the benchmark sections, prints one aligned table per section, and writes the tables to
 ``results/bench/bench-<UTC timestamp>.md`` and ``results/bench/latest.md`` and the raw rows
@@ -194,7 +194,9 @@ def check_out_dir(out: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the chosen sections and write the report (module docstring); a bad option or an
     unusable ``--out`` is one line on stderr and a non-zero exit, before any section runs."""
-    parser = OneLineParser(prog="python -m fattorus.bench", error_prefix=PROG, description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m fattorus.bench", error_prefix=PROG,
+                           description="The benchmark tables (make bench): each section's median timings beside a "
+                                       "simple reference measured in the same run, written to results/bench/.")
     parser.add_argument("--only", default=None,
                         help=f"comma-separated sections (default: every available one of {','.join(SECTIONS)})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run, not a measurement")
