@@ -204,7 +204,14 @@ def test_help_anywhere_prints_the_usage_and_runs_nothing(monkeypatch: pytest.Mon
     args = [flag] if where else [str(SMOKE), flag]
     code, out, err, launched = _main(monkeypatch, capsys, *args)
     assert (code, err, launched) == (0, "", [])
-    assert out == study.USAGE + "\n"
+    assert out.startswith(study.USAGE + "\n")
+    # Every shipped study is listed, once, with the start of its own header comment.
+    listed = dict(line.strip().split(": ", 1) for line in out.splitlines() if line.startswith("  sweeps/"))
+    shipped = sorted(SMOKE.parent.glob("*.yaml"))
+    assert sorted(listed) == [f"sweeps/{f.name}" for f in shipped]
+    for f in shipped:
+        header = " ".join(ln.lstrip("#").strip() for ln in f.read_text().splitlines()[:3] if ln.startswith("#"))
+        assert header.startswith(listed[f"sweeps/{f.name}"].removesuffix(" …")), f.name
 
 
 def _bad_file(kind: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -36,6 +36,7 @@ import signal
 import stat
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -357,6 +358,27 @@ def _wait(block: subprocess.Popen) -> int:
         raise
 
 
+def help_text() -> str:
+    """``--help``: the usage line, what a study does, and the shipped studies (``sweeps/*.yaml``
+    of this checkout), each with the first sentence of its header comment."""
+    from fattorus import paths
+
+    lines = [USAGE, "", "Runs a ready-made study: one Hydra multirun per (case, arm) block into results/sweeps/<study>/;",
+             "finished trials are skipped, so re-running an interrupted study resumes it.", "", "Shipped studies:"]
+    for path in sorted((paths.repo_root() / "sweeps").glob("*.yaml")):
+        try:
+            header = []
+            for line in path.read_text().splitlines():
+                if not line.startswith("#"):
+                    break
+                header.append(line.lstrip("#").strip())
+        except OSError:
+            continue
+        first = re.split(r"\. |: ", " ".join(header))[0].rstrip(".")
+        lines.append(f"  sweeps/{path.name}: {textwrap.shorten(first, 100, placeholder=' …')}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Run every multirun of a study file, with a status line per block."""
     from fattorus import interrupt
@@ -364,7 +386,7 @@ def main() -> None:
     interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
     args = sys.argv[1:]
     if any(a in ("-h", "--help") for a in args):  # anywhere, as argparse does; Hydra's app help is the app's
-        print(USAGE)
+        print(help_text())
         sys.exit(0)
     try:
         if not args:
