@@ -309,3 +309,17 @@ def test_a_refused_multirun_trial_leaves_no_directory(tmp_path):
     assert out.returncode != 0 and "seed=-1: choose an integer" in out.stderr
     (trial,) = [d.name for d in (tmp_path / "sweep").iterdir() if d.is_dir()]
     assert trial.startswith("+topo=ft6x6,seed=0,")
+
+
+@pytest.mark.parametrize("app", ["fattorus.sweep", "fattorus.qos"])
+def test_help_says_what_the_app_does_before_hydras_lists(app: str):
+    """``--help`` opens with the app's own usage and summary (Hydra's default said only "sweep is
+    powered by Hydra"), then Hydra's groups; the replay's names the README's main command."""
+    out = subprocess.run([sys.executable, "-m", app, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout.startswith(f"python -m {app} ")
+    assert out.stdout.index("results/") < out.stdout.index("== Configuration groups ==")
+    assert "powered by Hydra" not in out.stdout
+    if app == "fattorus.sweep":
+        main_command = re.search(r"python -m fattorus\.sweep \+topo=\S+ \+speedup=\S+", (ROOT / "README.md").read_text())
+        assert main_command and main_command.group(0) in out.stdout
