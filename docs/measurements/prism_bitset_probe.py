@@ -51,10 +51,10 @@ def zmasks(blocked):
     return out
 
 @numba.njit(cache=False)
-def starts_kernel(zm, Z, ut, a, b, c, nx, ny, nz, n):
+def dilated_yz(zm, Z, b, c, ny):
+    """Per (x, y start): the z starts whose b x c window (cyclic) in y and z holds a blocked router."""
     X, Y = zm.shape
     full = (np.uint64(1) << np.uint64(Z)) - np.uint64(1)
-    # z: a start z is blocked if any of z..z+c-1 (cyclic) is
     dz = np.empty((X, Y), np.uint64)
     for x in range(X):
         for y in range(Y):
@@ -71,6 +71,13 @@ def starts_kernel(zm, Z, ut, a, b, c, nx, ny, nz, n):
             for k in range(b):
                 d |= dz[x, (y + k) % Y]
             dy[x, y] = d
+    return dy, full
+
+
+@numba.njit(cache=False)
+def starts_kernel(zm, Z, ut, a, b, c, nx, ny, nz, n):
+    X = zm.shape[0]
+    dy, full = dilated_yz(zm, Z, b, c, ny)
     at = np.empty(nx * ny * nz, np.int64)
     av = np.empty(nx * ny * nz, np.int64)
     cnt = 0
@@ -135,24 +142,8 @@ print(f"numba {statistics.median(a):.3f} s; numpy {statistics.median(b):.3f} s (
 
 @numba.njit(cache=False)
 def clear_only(zm, Z, a, b, c, nx, ny, nz):
-    X, Y = zm.shape
-    full = (np.uint64(1) << np.uint64(Z)) - np.uint64(1)
-    dz = np.empty((X, Y), np.uint64)
-    for x in range(X):
-        for y in range(Y):
-            w = zm[x, y]
-            w2 = w | (w << np.uint64(Z))
-            d = np.uint64(0)
-            for k in range(c):
-                d |= w2 >> np.uint64(k)
-            dz[x, y] = d & full
-    dy = np.empty((X, ny), np.uint64)
-    for x in range(X):
-        for y in range(ny):
-            d = np.uint64(0)
-            for k in range(b):
-                d |= dz[x, (y + k) % Y]
-            dy[x, y] = d
+    X = zm.shape[0]
+    dy, full = dilated_yz(zm, Z, b, c, ny)
     mask = (np.uint64(1) << np.uint64(nz)) - np.uint64(1)
     cnt = 0
     for x in range(nx):
