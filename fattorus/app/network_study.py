@@ -426,7 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     except (OSError, pl.exceptions.PolarsError) as err:
                         # Damaged (e.g. copied half): the workload is a function of the settings,
                         # so it is drawn again, the same as it was, rather than ending the study.
-                        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                        reason = outputs.first_line(err)
                         print(f"[network_study] {case}: workload {w + 1}/{n_wl}: {part} cannot be read ({reason}); "
                               "drawn again", file=sys.stderr, flush=True)
                         kept = False

@@ -59,6 +59,12 @@ def check_complete(run_dir: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def first_line(err: BaseException) -> str:
+    """The first line of ``err``'s message, or its type's name when it has none: why a kept
+    file could not be read, in a one-line report (polars' errors run to several lines)."""
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
 def is_complete(run_dir: str | os.PathLike[str]) -> bool:
     """True when ``run_dir`` holds a finished run (:func:`check_complete`)."""
     return check_complete(run_dir) is None

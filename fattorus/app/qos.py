@@ -45,7 +45,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from fattorus import paths
-from fattorus.app import cli
+from fattorus.app import cli, outputs
 from fattorus.app import config as config_mod
 from fattorus.files import atomic_write
 
@@ -171,7 +171,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             except (OSError, pl.exceptions.PolarsError) as err:
                 # Damaged (e.g. copied half): a placement is a function of the settings and its
                 # seed, so it is made again, the same as it was, rather than ending the run.
-                reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                reason = outputs.first_line(err)
                 print(f"fattorus.qos: warning: placement {k}: kept results cannot be read ({reason}); made again",
                       file=sys.stderr, flush=True)
             else:
