@@ -215,7 +215,7 @@ def test_counts_cover_only_the_window(tmp_path):
          "workload.window_days=2", "progress=false"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "2 job(s) in the window pushed past the 18 usable nodes dropped" in out.stdout
+    assert "2 job(s) of the window dropped, scaled past the 18 usable nodes" in out.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["config"]["workload"]["scale_factor"] == 2.0
     assert summary["config"]["workload"]["outside_window"] == 6

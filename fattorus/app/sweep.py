@@ -275,8 +275,8 @@ def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> 
     factor = counts.get("scale_factor", 1.0)
     how = {"fit": f"fit: {usable} usable nodes / the log's machine"}.get(wl_cfg.get("scale"), "")
     return (f"workload {wl_cfg.get('name')}: node counts x{factor:.4g}{f' ({how})' if how else ''}, "
-            f"nodes' = ceil(nodes x factor); {counts.get('dropped_by_scaling', 0)} job(s) in the window pushed "
-            f"past the {usable} usable nodes dropped")
+            f"nodes' = ceil(nodes x factor); {counts.get('dropped_by_scaling', 0)} job(s) of the window dropped, "
+            f"scaled past the {usable} usable nodes")
 
 
 def _check_batched(cfg: DictConfig, topo: Any) -> None:
