@@ -310,6 +310,8 @@ def test_case(results, case: Case):
         assert first["reason"] == case.words and first["line"] >= 3 and first["file"].endswith("log.swf")
         skip_lines = [line for line in err_lines if "dirty line" in line]
         assert len(skip_lines) == 1 and case.words in skip_lines[0]
+        assert f"skipped {sum(case.skips.values())} dirty line(s): " in skip_lines[0]
+        assert all(f"{n} {reason}" in skip_lines[0] for reason, n in case.skips.items())  # each reason, counted
         # The dirty line is not replayed: every clean job is read.
         assert summary["counts"]["read"] == (1 if case.id == "custom_ceiling" else len(GOOD))
     elif case.cli == "sweep":  # the other command lines write no summary.json

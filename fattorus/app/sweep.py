@@ -108,7 +108,7 @@ def _skip_line(wl: Any, prog: str = "fattorus.sweep") -> str | None:
     sk = wl.skipped
     if not sk.total:
         return None
-    reasons = ", ".join(f"{r} {n}" for r, n in sorted(sk.counts.items()))
+    reasons = ", ".join(f"{n} {r}" for r, n in sorted(sk.counts.items()))  # "2 non-numeric field, ..."
     first = f"; first: line {sk.entries[0].line} ({sk.entries[0].reason})" if sk.entries else ""
     return f"{prog}: {wl.path}: skipped {sk.total} dirty line(s): {reasons}{first}"
 
