@@ -319,3 +319,16 @@ def test_per_application_speedups_over_the_reference(tmp_path):
     _trial(other / "b", "prism", {}, 0.7, [0.0, 1.0], [False, False], app_eff=0.9)
     assert compare.main([str(other)]) == 0
     assert "per application" not in (other / "compare.md").read_text()
+
+
+def test_a_metric_without_a_value_is_a_dash_not_nan(tmp_path):
+    """Fat-tree jobs have no bounding-box fill, and a study without large jobs has no large-job
+    APH: those cells read "–", not "nan" (which would read as a result)."""
+    for name, policy in (("a", "to"), ("b", "ta")):
+        _trial(tmp_path / name, policy, {}, 0.8, [0.0], [False])  # one 1-node job: nothing >= 1024 nodes
+        jobs = pl.read_parquet(tmp_path / name / "jobs.parquet").drop("bbox_fill")
+        jobs.write_parquet(tmp_path / name / "jobs.parquet")
+    assert compare.main([str(tmp_path), "--reference", "to"]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    assert "nan" not in text
+    assert "| ta | 1 | 0.00 | 80.0% | 0.00 | – | – | 0.0% | – | 1.000 |" in text

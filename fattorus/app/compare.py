@@ -48,6 +48,7 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
     interrupt.on_start("compare")
 
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -199,6 +200,12 @@ def _seed_order(r: dict[str, Any]) -> tuple[bool, Any]:
     return (not isinstance(seed, int), seed if isinstance(seed, int) else 0)
 
 
+def _cell(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec``, or "–" where it has no value (NaN: no job of that size,
+    or a metric the machine's family does not define, e.g. bounding-box fill off a torus)."""
+    return "–" if value is None or math.isnan(value) else format(value, spec)
+
+
 def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
     """The Markdown tables, one per workload, with the break-even speedup against ``reference``.
 
@@ -229,8 +236,8 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
         for r in group:
             eff = "" if not modelled else (" – |" if r.get("system_eff") is None else f" {r['system_eff']:.1%} |")
             line = (f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
-                    f"{r['aph_large']:.2f} | {r['max_hops_large']:.1f} | {r['exposed']:.1%} | "
-                    f"{r['bbox_fill']:.2f} |")
+                    f"{_cell(r['aph_large'], '.2f')} | {_cell(r['max_hops_large'], '.1f')} | {r['exposed']:.1%} | "
+                    f"{_cell(r['bbox_fill'], '.2f')} |")
             if ref:
                 mine = next((x for x in refs if x.get("seed") == r.get("seed")), None)
                 mark = ""
@@ -238,10 +245,10 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
                     mine, mark = ref, "†" if len(refs) > 1 else ""
                     fallback |= bool(mark)
                 even = mine["util"] / r["util"] if r["util"] > 0 else float("nan")
-                line += f" {even:.3f}{mark} |"
+                line += f" {_cell(even, '.3f')}{mark} |"
                 if steady:
                     even = mine["steady_util"] / r["steady_util"] if r["steady_util"] > 0 else float("nan")
-                    line += f" {r['steady_util']:.1%} | {even:.3f}{mark} |"
+                    line += f" {r['steady_util']:.1%} | {_cell(even, '.3f')}{mark} |"
             out.append(line)
         if fallback:
             out += ["", f"† against the reference's seed={ref.get('seed')} run: it has no run of the row's seed."]
