@@ -200,6 +200,11 @@ def _seed_order(r: dict[str, Any]) -> tuple[bool, Any]:
     return (not isinstance(seed, int), seed if isinstance(seed, int) else 0)
 
 
+#: What ``--help`` says the command does.
+DESCRIPTION = ("Compare the policies of a study, per workload: one table per workload, printed and written to "
+               "compare.md in the results directory.")
+
+
 def _cell(value: float, spec: str) -> str:
     """``value`` formatted by ``spec``, or "–" where it has no value (NaN: no job of that size,
     or a metric the machine's family does not define, e.g. bounding-box fill off a torus)."""
@@ -322,8 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry; one-line errors: exit 2 for a usage or input mistake, 1 when
     ``compare.md`` cannot be written (see the module's exit statuses)."""
     p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="compare",
-                      description="Compare the policies of a study, per workload: one table per workload, "
-                                  "printed and written to compare.md in the results directory.")
+                      description=DESCRIPTION)
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
     p.add_argument("--reference", default=None, help="policy label to compare against (default: "
