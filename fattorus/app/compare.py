@@ -205,9 +205,10 @@ DESCRIPTION = ("Compare the policies of a study, per workload: one table per wor
                "compare.md in the results directory.")
 
 
-def _cell(value: float, spec: str) -> str:
-    """``value`` formatted by ``spec``, or "–" where it has no value (NaN: no job of that size,
-    or a metric the machine's family does not define, e.g. bounding-box fill off a torus)."""
+def _cell(value: float | None, spec: str) -> str:
+    """``value`` formatted by ``spec``, or "–" where it has no value (None, e.g. no system
+    efficiency without the bandwidth model; NaN: no job of that size, or a metric the machine's
+    family does not define, e.g. bounding-box fill off a torus)."""
     return "–" if value is None or math.isnan(value) else format(value, spec)
 
 
@@ -239,7 +240,7 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
                 f"|---|---:|---:|---:|{eff_rule}---:|---:|---:|---:|---:|{even_rule}"]
         fallback = False
         for r in group:
-            eff = "" if not modelled else (" – |" if r.get("system_eff") is None else f" {r['system_eff']:.1%} |")
+            eff = f" {_cell(r.get('system_eff'), '.1%')} |" if modelled else ""
             line = (f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
                     f"{_cell(r['aph_large'], '.2f')} | {_cell(r['max_hops_large'], '.1f')} | {r['exposed']:.1%} | "
                     f"{_cell(r['bbox_fill'], '.2f')} |")
