@@ -157,7 +157,8 @@ def test_arms_of_one_policy_with_other_settings_get_their_own_labels(tmp_path):
 
 def test_arms_of_one_policy_under_other_speedup_scenarios_are_other_rows(tmp_path, capsys):
     """`ta` under `none` and under `v2` (sweeps/smoke.yaml runs both) are two arms, named by the
-    scenario, not one arm run twice; a scenario all runs of a policy share is not shown."""
+    scenario, not one arm run twice; where the table holds several scenarios every row names
+    its own (`to speedup=none`)."""
     _trial(tmp_path / "a", "ta", {}, 0.5, [0.0, 1.0], [False, False], speedup="none")
     _trial(tmp_path / "b", "ta", {}, 0.8, [0.0, 1.0], [False, False], speedup="v2")
     _trial(tmp_path / "c", "to", {}, 0.8, [0.0, 1.0], [True, False], speedup="none")
@@ -165,9 +166,46 @@ def test_arms_of_one_policy_under_other_speedup_scenarios_are_other_rows(tmp_pat
     text = (tmp_path / "compare.md").read_text()
     rows = [line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
             if line.startswith("| ") and not line.startswith("| policy")]
-    assert sorted(rows) == ["ta speedup=none", "ta speedup=v2", "to"]
+    assert sorted(rows) == ["ta speedup=none", "ta speedup=v2", "to speedup=none"]
     assert text.split("| ta speedup=none |")[1].splitlines()[0].endswith(" 1.600 |")  # 0.8 / 0.5, by hand
     assert "several trials" not in capsys.readouterr().err
+
+
+def test_every_row_names_its_scenario_where_the_table_holds_several(tmp_path, capsys):
+    """`ta` run only under V2 beside `to` under none: both rows name their scenario (the `ta` row
+    read as plain `ta` before), and `--reference to` is the only arm whose label starts with
+    `to`; a start several labels share names no one arm and is refused in one line."""
+    _trial(tmp_path / "a", "ta", {}, 0.5, [0.0, 1.0], [False, False], speedup="v2")
+    _trial(tmp_path / "b", "to", {}, 0.8, [0.0, 1.0], [True, False], speedup="none")
+    assert compare.main([str(tmp_path), "--reference", "to"]) == 0
+    err = capsys.readouterr().err
+    assert "reference 'to' is the arm 'to speedup=none'" in err
+    text = (tmp_path / "compare.md").read_text()
+    assert "break-even vs to speedup=none |" in text
+    assert text.split("| ta speedup=v2 |")[1].splitlines()[0].endswith(" 1.600 |")  # 0.8 / 0.5, by hand
+    assert "| to speedup=none |" in text
+    assert compare.main([str(tmp_path), "--reference", "t"]) == 2  # "t" is no label, nor the start of one
+    _trial(tmp_path / "c", "ta", {}, 0.6, [0.0, 1.0], [False, False], speedup="none")
+    assert compare.main([str(tmp_path), "--reference", "ta"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("compare: error: --reference 'ta' names 2 arms; labels present: "), err
+    assert "'ta speedup=none', 'ta speedup=v2', 'to speedup=none'" in err[-1]
+
+
+def test_a_tuned_configs_runs_are_named_by_the_config(tmp_path):
+    """A run of `policy=ta_tuned_x` records `policy_config` (its policy is still `ta`): its row is
+    `ta_tuned_x`, not `ta` with every heuristic spelled out beside the defaults' `ta`."""
+    _trial(tmp_path / "a", "ta", {"relax_after_s": None, "tie": "low_id"}, 0.5, [0.0, 1.0], [False, False])
+    _trial(tmp_path / "b", "ta", {"relax_after_s": 605.3, "tie": "low_id"}, 0.8, [0.0, 1.0], [False, False])
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    summary["config"]["policy_config"] = "ta_tuned_x"
+    (tmp_path / "b" / "summary.json").write_text(json.dumps(summary))
+    assert compare.main([str(tmp_path), "--reference", "ta"]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    rows = sorted(line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
+                  if line.startswith("| ") and not line.startswith("| policy"))
+    assert rows == ["ta", "ta_tuned_x"]
+    assert text.split("| ta_tuned_x |")[1].splitlines()[0].endswith(" 0.625 |")  # 0.5 / 0.8, by hand
 
 
 def test_model_runs_get_the_total_system_efficiency(tmp_path):

@@ -117,6 +117,7 @@ def test_main_command_form_and_documented_defaults(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     c = check_run_dir(tmp_path / "defaults")["config"]
     assert (c["topo"], c["speedup"], c["policy"], c["sched"]) == ("cab", "none", "ta", "easy")
+    assert "policy_config" not in c  # only a named variant (a tuned config) records one
 
 
 @pytest.mark.parametrize(
@@ -200,6 +201,9 @@ def test_run_directory_names_the_scale_used_and_a_tuned_policy_config(tmp_path):
     assert re.fullmatch(r"[0-9_-]+_pinot-ta_tuned_atlas2x_cab-easy-atlas-x3-none-s0-p[0-9]+", run.name), run.name
     summary = check_run_dir(run)
     assert summary["config"]["policy"] == "ta" and summary["config"]["workload"]["scale_factor"] == 3
+    # ... and its summary and done line name the config too (compare and the report read it).
+    assert summary["config"]["policy_config"] == "ta_tuned_atlas2x_cab"
+    assert "done: pinot ta_tuned_atlas2x_cab/easy " in out.stdout, out.stdout[-500:]
     # Without +topo the default machine's load (Cab: x2 in conf/topo/cab.yaml); a topology
     # without a default_scale: x1; a number or fit as given.
     from fattorus.app.config import policy_label, resolved_scale

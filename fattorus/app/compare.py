@@ -26,7 +26,8 @@ trials' jobs carry submit, start and end times, the tables also give the **stead
 utilization** — over :func:`fattorus.analysis.metrics.steady_window`, from a quarter into the
 submission span to the last submission: the paper's "steady state scheduling efficiency",
 without the empty machine's fill-up and the final drain — and the break-even speedup from it.
-The reference must be one of the study's arms: a ``--reference`` that names no arm is refused
+The reference must be one of the study's arms, named by its label or by the start of the only
+label that begins with it (``to`` for ``to speedup=none``): a ``--reference`` that names no arm, or several, is refused
 (exit 2, the labels present listed); when the default reference (a torus label) names no arm,
 as in every fat-tree study, the tables have no break-even column and one note on stderr says
 how to pick one. A workload without the reference arm gets no break-even column either.
@@ -65,12 +66,19 @@ DEFAULT_REFERENCE = "first_fit ordering=O2"
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
 
 
+def policy_name(config: dict[str, Any]) -> str:
+    """A trial's policy as its run named it: the tuned config chosen (``ta_tuned_atlas2x_cab``,
+    ``summary.json``'s ``policy_config``) where the run used one, else the policy."""
+    return str(config.get("policy_config") or config["policy"])
+
+
 def label(config: dict[str, Any]) -> str:
-    """One trial's ``policy`` plus its ``ordering`` if it has one (``first_fit ordering=2Y``);
-    the rows' labels, which tell arms apart by every differing setting, are :func:`arm_labels`."""
+    """One trial's policy (:func:`policy_name`) plus its ``ordering`` if it has one (``first_fit
+    ordering=2Y``); the rows' labels, which tell arms apart by every differing setting, are
+    :func:`arm_labels`."""
     params = config.get("policy_params") or {}
     shown = " ".join(f"{k}={v}" for k, v in sorted(params.items()) if k == "ordering")
-    return f"{config['policy']} {shown}".strip()
+    return f"{policy_name(config)} {shown}".strip()
 
 
 def arm_labels(summaries: list[dict[str, Any]]) -> list[str]:
@@ -80,10 +88,27 @@ def arm_labels(summaries: list[dict[str, Any]]) -> list[str]:
     (:func:`fattorus.report.load.with_arm_settings`): two ``ta`` arms with other heuristics
     are two rows, and ``--reference`` names one of them. The speedup scenario counts as such a
     setting (``ta speedup=v2`` beside ``ta speedup=none``): a study may run one policy under
-    several, and those runs are other arms, not seeds of one."""
+    several, and those runs are other arms, not seeds of one; and where the trials ran under
+    several scenarios, every row shows its own (``to speedup=none`` beside ``ta speedup=v2``).
+    A tuned config's run is named by its config (``ta_tuned_atlas2x_cab``), not by its
+    heuristics."""
     settings = [{**arm_settings(s), **({"speedup": str(s["config"]["speedup"])} if "speedup" in s["config"] else {})}
                 for s in summaries]
-    return with_arm_settings([s["config"]["policy"] for s in summaries], settings, always=("ordering",))
+    # Where the table holds runs of several scenarios, every row names its own: a `ta` run only
+    # under V2 beside a `to` run under none read as plain `ta` against `to` (session 26 review).
+    scenarios = {setting["speedup"] for setting in settings if "speedup" in setting}
+    always = ("ordering", "speedup") if len(scenarios) > 1 else ("ordering",)
+    return with_arm_settings([policy_name(s["config"]) for s in summaries], settings, always=always)
+
+
+def resolve_reference(arms: list[str], reference: str) -> str | None:
+    """The arm ``reference`` names: the arm of exactly that label, else the only arm whose label
+    is ``reference`` followed by settings (``to`` for ``to speedup=none`` where the table shows
+    every run's scenario); None if it names no arm, or several."""
+    if reference in arms:
+        return reference
+    longer = {arm for arm in arms if arm.startswith(reference + " ")}
+    return longer.pop() if len(longer) == 1 else None
 
 
 def workload_label(config: dict[str, Any]) -> str:
@@ -331,8 +356,10 @@ def main(argv: list[str] | None = None) -> int:
                       description=DESCRIPTION)
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
-    p.add_argument("--reference", default=None, help="policy label to compare against (default: "
-                   f"'{DEFAULT_REFERENCE}', first fit over the ALPS default ordering, where the study has that arm)")
+    p.add_argument("--reference", default=None,
+                   help="the arm to compare against: its label, or the start of the only label that begins with it "
+                        f"(default: '{DEFAULT_REFERENCE}', first fit over the ALPS default ordering, where the study "
+                        "has that arm)")
     p.add_argument("--large", type=int, default=1024, help="jobs of at least this many nodes count as large (>= 1)")
     a = p.parse_args(argv)
     if a.large < 1:
@@ -360,10 +387,16 @@ def main(argv: list[str] | None = None) -> int:
     workloads = workload_labels([summary for _, summary in found])
     trials = [(trial, summary, lab, wl) for (trial, summary), lab, wl in zip(found, labels, workloads)]
     reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
-    if given and trials and all(lab != reference for _, _, lab, _ in trials):
-        print(f"compare: error: --reference '{reference}' matches no arm; labels present: "
-              f"{_quoted(lab for _, _, lab, _ in trials)}", file=sys.stderr)
+    arms = sorted(set(labels))
+    named = resolve_reference(arms, reference)
+    if given and trials and named is None:
+        several = [arm for arm in arms if arm.startswith(reference + " ")]
+        why = f"names {len(several)} arms" if several else "matches no arm"
+        print(f"compare: error: --reference '{reference}' {why}; labels present: {_quoted(arms)}", file=sys.stderr)
         return 2
+    if named is not None and named != reference:
+        print(f"compare: note: reference '{reference}' is the arm '{named}'", file=sys.stderr)
+        reference = named
     rows = []
     for trial, summary, lab, wl in trials:
         try:

@@ -69,7 +69,7 @@ def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, ru
     mode = wandb_mode(logger_cfg)
     summary = result.summary
     c = summary["config"]
-    name = f"{c['topo']}-{c['policy']}-{c['sched']}-{c['workload']['name']}x{c['workload']['scale']}-{c['speedup']}-s{c['seed']}"
+    name = f"{c['topo']}-{c.get('policy_config') or c['policy']}-{c['sched']}-{c['workload']['name']}x{c['workload']['scale']}-{c['speedup']}-s{c['seed']}"
     run = wandb.init(
         project=logger_cfg.get("project") or "fattorus",
         entity=logger_cfg.get("entity"),

@@ -228,9 +228,11 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
 def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dict[str, Any], wl: Any,
                  transform_counts: dict[str, Any], ft: Any) -> dict[str, Any]:
     """The run's key choices for ``summary.json`` ``config``."""
+    variant = _policy_variant(cfg)
     return {
         "topo": topo_name,
         "policy": str(cfg.policy.name),
+        **({"policy_config": variant} if variant else {}),
         "policy_params": OmegaConf.to_container(cfg.policy.params, resolve=True),
         "sched": str(cfg.sched.name),
         "speedup": speedup_name,
@@ -249,6 +251,25 @@ def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dic
             "node_kind": wl_cfg.get("node_kind") or ft.default_job_kind,
         },
     }
+
+
+def _policy_variant(cfg: DictConfig) -> str | None:
+    """The tuned config the run chose (``policy=ta_tuned_atlas2x_cab``: a named variant of its
+    policy, :func:`fattorus.app.config.policy_label`), else None. Recorded in ``summary.json`` as
+    ``policy_config`` so that the run's line, ``compare`` and the report name it as its directory
+    does: its ``name`` is the policy's (``ta``)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        choice = HydraConfig.get().runtime.choices.get("policy")
+    except (ValueError, AttributeError):  # not inside a Hydra run
+        return None
+    if choice is None:
+        return None
+    from fattorus.app.config import policy_label
+
+    shown = policy_label(cfg.policy.name, choice)
+    return shown if shown != str(cfg.policy.name) else None
 
 
 def _load_workload(wl_cfg: dict[str, Any], topo_cfg: dict[str, Any], ft: Any) -> tuple[Any, dict[str, Any]]:
@@ -372,7 +393,7 @@ def _one_line(summary: dict[str, Any]) -> str:
     skipped = (f" ({sum(left_out.values())} not replayed: " + ", ".join(f"{r} {n}" for r, n in left_out.items()) + ")"
                if left_out else "")
     return (
-        f"{c['topo']} {c['policy']}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
+        f"{c['topo']} {c.get('policy_config') or c['policy']}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
         f"workload={wl['name']} x{scale}: "
         f"{summary['counts']['replayed']} jobs{skipped}, mean wait {summary['wait_s']['mean'] / 3600:.2f} h, "
         f"utilization {summary['utilization']['mean']:.1%}, makespan {summary['makespan_s'] / 86400:.1f} d, "
