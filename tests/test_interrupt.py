@@ -173,3 +173,46 @@ def test_a_single_qos_run_interrupted_before_a_placement_says_it_kept_nothing(tm
     assert out.returncode == 130
     assert out.stderr == "fattorus.qos: interrupted; no placement had finished: nothing was kept\n"
     assert list((tmp_path / "results" / "qos").iterdir()) == []
+
+
+@pytest.mark.parametrize("app, argv, line", [
+    ("sweep", [], "a single run writes its results when it ends: nothing was kept"),
+    ("sweep", ["-m"], "finished runs are kept, re-run to resume"),
+    ("qos", [], "no placement had finished: nothing was kept"),
+    ("qos", ["--multirun"], "finished placements are kept, re-run to resume"),
+])
+def test_a_ctrl_c_before_the_app_knows_more_tells_a_single_run_from_a_multirun(tmp_path, app, argv, line):
+    # In its first second (Hydra composing the config) the app has said nothing yet of what a
+    # run keeps: a single run kept nothing, and the same command would not resume it.
+    out = _python(f"""
+        import os, signal, sys, time
+        from fattorus.app import {app} as m
+        def _app():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        m._app = _app
+        sys.argv = ["fattorus.{app}", *{argv!r}]
+        m.main()
+    """, cwd=tmp_path)
+    assert out.returncode == 130 and out.stderr == f"fattorus.{app}: interrupted; {line}\n", out.stderr
+
+
+def test_a_ctrl_c_after_a_single_run_finished_names_its_results(tmp_path):
+    # Between the results written and the run's last line: the run had finished, and says where.
+    out = _python("""
+        import os, signal, sys, time
+        from fattorus.app import sweep
+        def run(cfg, out_dir):
+            (out_dir / "summary.json").write_text("{}")
+            return {}
+        def one_line(summary):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        sweep.run, sweep._one_line = run, one_line
+        sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false"]
+        sweep.main()
+    """, cwd=tmp_path)
+    (run_dir,) = (tmp_path / "results" / "runs").iterdir()
+    assert out.returncode == 130
+    assert out.stderr == f"fattorus.sweep: interrupted; the run had finished: its results are in {run_dir.resolve()}\n"
+    assert (run_dir / "summary.json").exists()

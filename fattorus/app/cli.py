@@ -114,13 +114,26 @@ def kept_on_interrupt(text: str) -> None:
     _kept_note[0] = text
 
 
-def _interrupted(note: Any, prog: str, kept: str, exit_at_once: bool) -> NoReturn:
-    """Say the run was interrupted (``kept``: what stays, unless the app said otherwise with
-    :func:`kept_on_interrupt`) and leave with status 130 (see :func:`run_main`'s
-    ``exit_at_once``)."""
+def finished_note(out_dir: Any) -> str:
+    """A single run's Ctrl-C line once its results are written (its last line may not be out)."""
+    return f"the run had finished: its results are in {out_dir}"
+
+
+def is_multirun(argv: list[str]) -> bool:
+    """Whether a Hydra app's command line asks for a multirun (``-m``, ``--multirun``,
+    ``hydra.mode=MULTIRUN``)."""
+    return any(a in ("-m", "--multirun") or a.replace(" ", "").upper() == "HYDRA.MODE=MULTIRUN" for a in argv)
+
+
+def _interrupted(note: Any, prog: str, kept: str, single: str | None, exit_at_once: bool) -> NoReturn:
+    """Say the run was interrupted (``kept``: what a multirun keeps; ``single``: what a single
+    run keeps; unless the app said otherwise with :func:`kept_on_interrupt`) and leave with
+    status 130 (see :func:`run_main`'s ``exit_at_once``)."""
     from fattorus import interrupt
 
     sys.stderr = note.stream
+    if _kept_note[0] is None and single is not None and not is_multirun(sys.argv[1:]):
+        _kept_note[0] = single  # a Ctrl-C before the app knew more (its first second)
     interrupt.say(f"{prog}: interrupted; {_kept_note[0] or kept + ', re-run to resume'}")
     if exit_at_once:
         sys.stdout.flush()
@@ -131,8 +144,13 @@ def _interrupted(note: Any, prog: str, kept: str, exit_at_once: bool) -> NoRetur
 
 def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],
              run_errors: tuple[type[BaseException], ...] = (), interrupted: str = "finished runs are kept",
-             exit_at_once: bool = False) -> None:
+             exit_at_once: bool = False, single: str | None = None) -> None:
     """Run ``app`` (a ``@hydra.main`` function) with one-line errors (module docstring).
+
+    A Ctrl-C's line says what was kept: ``interrupted`` for a multirun (re-running it resumes),
+    ``single`` for a single run until the app says more (:func:`kept_on_interrupt`): a Ctrl-C
+    in the first second, before the app's own handler, read "re-run to resume" for a run that
+    kept nothing and that the same command would not resume (session 26 review).
 
     ``exit_at_once``: after a Ctrl-C, leave without the interpreter's teardown (``os._exit``,
     streams flushed first). For a single-process app holding JAX work: tearing it down after an
@@ -171,11 +189,11 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.stderr.write(f"{prog}: error: {squash(err.strerror or err)}{where}\n")
         sys.exit(1)
     except KeyboardInterrupt:
-        _interrupted(note, prog, interrupted, exit_at_once)
+        _interrupted(note, prog, interrupted, single, exit_at_once)
     except (ValueError, RuntimeError) as err:
         if not is_interrupt(err):
             raise
-        _interrupted(note, prog, interrupted, exit_at_once)
+        _interrupted(note, prog, interrupted, single, exit_at_once)
     finally:
         sys.stderr = note.stream
     interrupt.finished(0)  # done: a Ctrl-C while the workers are joined at exit changes nothing

@@ -267,6 +267,8 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         if not multirun and (isinstance(err, KeyboardInterrupt) or cli.is_interrupt(err)):
             _single_run_interrupted(out_dir)
         raise
+    if not multirun:  # a Ctrl-C from here on: the run had finished
+        cli.kept_on_interrupt(cli.finished_note(out_dir))
     prefix = "[done]" if multirun else "done:"
     print(f"{prefix} {_one_line(summary)} in {time.perf_counter() - t0:.1f} s -> {out_dir}", flush=True)
     return summary
@@ -345,6 +347,10 @@ def _another_run(out_dir: Path, why: str) -> UserError:
                      "hydra.run.dir")
 
 
+#: A single run's Ctrl-C line when no placement had finished.
+NOTHING_KEPT = "no placement had finished: nothing was kept"
+
+
 def _single_run_interrupted(out_dir: Path) -> None:
     """An interrupted single run: its directory goes if no placement had finished
     (:func:`_discard_unstarted`); the Ctrl-C line says what was kept and, since the directory
@@ -352,7 +358,7 @@ def _single_run_interrupted(out_dir: Path) -> None:
     _discard_unstarted(out_dir)
     cli.kept_on_interrupt(f"finished placements are kept in {out_dir}; re-run with "
                           f"{shlex.quote(f'hydra.run.dir={out_dir}')} to resume" if out_dir.exists()
-                          else "no placement had finished: nothing was kept")
+                          else NOTHING_KEPT)
 
 
 def _discard_unstarted(out_dir: Path) -> None:
@@ -434,7 +440,7 @@ def _squash(text: Any) -> str:
 def main() -> None:
     """Entry point: the Hydra app, every configuration error turned into one line."""
     cli.run_main(_app, "fattorus.qos", (UserError, Refusal), interrupted="finished placements are kept",
-                 exit_at_once=True)
+                 exit_at_once=True, single=NOTHING_KEPT)
 
 
 if __name__ == "__main__":

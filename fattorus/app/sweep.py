@@ -403,6 +403,10 @@ def _one_line(summary: dict[str, Any]) -> str:
 
 # An absolute path: the app runs as `python -m fattorus.sweep` (a shim), so Hydra cannot
 # resolve a path relative to the caller.
+#: A single run's Ctrl-C line: its results are written when it ends.
+NOTHING_KEPT = "a single run writes its results when it ends: nothing was kept"
+
+
 @hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
 def _app(cfg: DictConfig) -> dict[str, Any] | None:
     from fattorus.topology import TopologyError
@@ -432,7 +436,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     except KeyboardInterrupt:
         if not multirun:  # its results are written at the end: nothing but stubs to keep
             cli.discard_stub(out_dir, "runs")
-            cli.kept_on_interrupt("a single run writes its results when it ends: nothing was kept")
+            cli.kept_on_interrupt(NOTHING_KEPT)
         raise
     except (UserError, RunError, TopologyError, SpeedupError, WorkloadError, ValueError, OSError) as err:
         error = err if isinstance(err, (UserError, RunError)) else (
@@ -448,6 +452,8 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
             cli.discard_stub(out_dir, "runs")
         sys.stderr.write(f"fattorus.sweep: error: {_squash(error)}\n")
         sys.exit(1 if isinstance(error, RunError) else 2)
+    if not multirun:  # a Ctrl-C from here on: the run had finished
+        cli.kept_on_interrupt(cli.finished_note(out_dir))
     prefix = "[done]" if multirun else "done:"
     finished = ""
     if multirun:
@@ -492,7 +498,7 @@ def _squash(text: Any) -> str:
 def main() -> None:
     """Entry point: runs the Hydra app and turns every configuration error into one line."""
     devices.use_cpu_cores()  # trials=N splits its batches over them
-    cli.run_main(_app, "fattorus.sweep", (UserError,), (RunError,))
+    cli.run_main(_app, "fattorus.sweep", (UserError,), (RunError,), single=NOTHING_KEPT)
 
 
 if __name__ == "__main__":
