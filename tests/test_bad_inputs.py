@@ -140,6 +140,8 @@ CASES = [
     bad("topo_unknown", "Available options in 'topo'", "+topo=nosuch", "workload=atlas"),
     bad("topo_without_plus", "+topo=cab", "topo=cab", "workload=atlas"),
     bad("speedup_unknown", "Available options in 'speedup'", "+speedup=nosuch"),
+    bad("model_unknown_pattern", "unknown pattern 'foo' in speedup.patterns", "+speedup=model", "speedup.patterns='foo=1'"),
+    bad("model_no_pattern", "speedup.patterns names no pattern", "+speedup=model", "speedup.patterns=','"),
     bad("speedup_class_without_bins", "has no bins", "+speedup=v1", "speedup.classes=[{min_nodes:1,bins:[]}]"),
     bad("speedup_bad_bin", "need 0 <= lo <= hi < 1", "+speedup=v1",
         "speedup.classes=[{min_nodes:1,bins:[{lo:0.5,hi:2.0}]}]"),

@@ -68,23 +68,25 @@ class RunDirError(ValueError):
     """A run directory that cannot be analysed (missing or malformed files)."""
 
 
-def parse_mix(text: str) -> dict[str, float]:
-    """``"a=2,b=1"`` or ``"a,b"`` (weight 1) -> ``{name: weight}``; names checked, weights > 0."""
+def parse_mix(text: str, option: str = "--pattern-mix") -> dict[str, float]:
+    """``"a=2,b=1"`` or ``"a,b"`` (weight 1) -> ``{name: weight}``; names checked, weights > 0.
+    ``option``: the setting the text came from, as its errors name it (``speedup.patterns`` in
+    the replay app)."""
     mix: dict[str, float] = {}
     for item in filter(None, (s.strip() for s in text.split(","))):
         name, _, weight = item.partition("=")
         name = name.strip()
         if name not in patterns.PATTERNS:
-            raise ValueError(f"unknown pattern {name!r} in --pattern-mix; choices: {sorted(patterns.PATTERNS)}")
+            raise ValueError(f"unknown pattern {name!r} in {option}; choices: {sorted(patterns.PATTERNS)}")
         try:
             w = float(weight) if weight else 1.0
         except ValueError:
-            raise ValueError(f"bad weight {weight!r} for pattern {name!r} in --pattern-mix") from None
+            raise ValueError(f"bad weight {weight!r} for pattern {name!r} in {option}") from None
         if not w > 0:
-            raise ValueError(f"weight of pattern {name!r} must be > 0, got {w}")
+            raise ValueError(f"weight of pattern {name!r} in {option} must be > 0, got {w}")
         mix[name] = mix.get(name, 0.0) + w
     if not mix:
-        raise ValueError("--pattern-mix names no pattern")
+        raise ValueError(f"{option} names no pattern")
     return mix
 
 

@@ -339,7 +339,7 @@ def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
     from fattorus.analysis import commtime, interference
 
     try:
-        mix = interference.parse_mix(str(cfg.speedup.get("patterns", interference.DEFAULT_MIX)))
+        mix = interference.parse_mix(str(cfg.speedup.get("patterns", interference.DEFAULT_MIX)), "speedup.patterns")
         c = float(cfg.speedup.get("comm_fraction", 0.3))
         apps = cfg.speedup.get("app_patterns")
         if apps is not None and not isinstance(apps, DictConfig):
