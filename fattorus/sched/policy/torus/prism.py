@@ -108,8 +108,11 @@ class PrismParams:
         except (TypeError, ValueError):
             raise ValueError(f"policy 'prism': weights and slack must be numbers, internal, block_other_kinds and "
                              f"internal_ends_first true/false, got {dict(params)}") from None
-        if out.slack < 1 or min(out.fill, out.bisection, out.contact) < 0:
-            raise ValueError(f"policy 'prism': weights must be >= 0 and slack >= 1, got {dict(params)}")
+        numbers = (out.fill, out.bisection, out.contact, out.slack)
+        # NaN compares false with everything, so it passed the bounds (and broke the scoring).
+        if not all(math.isfinite(v) for v in numbers) or out.slack < 1 or min(out.fill, out.bisection, out.contact) < 0:
+            raise ValueError(f"policy 'prism': weights must be finite numbers >= 0 and slack a finite number >= 1, "
+                             f"got {dict(params)}")
         return out
 
     @classmethod
