@@ -381,8 +381,10 @@ def test_feature_takes_the_first_feature_with_enough_idle_nodes():
     small = pol.place(state, 3)  # below min_nodes: first fit in id order
     assert small.tolist() == np.flatnonzero(state.free)[:3].tolist()
     assert pol.place(state, 33) is not None and pol.size_class(33) == 2 and pol.size_class(20) == 1
-    with pytest.raises(ValueError, match="features"):
+    with pytest.raises(ValueError, match=r"features\[0\] shape \[5, 1, 1\] must be 1..\[4, 4, 4\]"):
         Feature(T4, [{"origin": [0, 0, 0], "shape": [5, 1, 1]}])
+    with pytest.raises(ValueError, match=r"three coordinates each\), got origin \[0, 0\] and shape \[4, 4, 4\]"):
+        Feature(T4, [{"origin": [0, 0], "shape": [4, 4, 4]}])  # the origin is wrong, not the shape
 
 
 def test_feature_jobs_stay_in_one_feature_on_a_real_log():

@@ -56,7 +56,10 @@ class Feature(Policy):
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"policy 'feature': features[{i}] needs origin [x, y, z] and shape [a, b, c]") from None
         dims = self.topo.dims
-        if len(origin) != 3 or len(shape) != 3 or not all(1 <= s <= d for s, d in zip(shape, dims)):
+        if len(origin) != 3 or len(shape) != 3:
+            raise ValueError(f"policy 'feature': features[{i}] needs origin [x, y, z] and shape [a, b, c] (three "
+                             f"coordinates each), got origin {origin} and shape {shape}")
+        if not all(1 <= s <= d for s, d in zip(shape, dims)):
             raise ValueError(f"policy 'feature': features[{i}] shape {shape} must be 1..{list(dims)} per dimension")
         X, Y, Z = dims
         xs, ys, zs = ((o + np.arange(s)) % d for o, s, d in zip(origin, shape, dims))
