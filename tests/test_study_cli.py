@@ -116,6 +116,32 @@ def test_a_refused_study_launches_no_block(tmp_path: Path, monkeypatch: pytest.M
     assert line.startswith(f"fattorus.study: error: {path}: arms[2][0]: Could not override 'sede'")
 
 
+def test_a_study_renamed_on_the_command_line_says_where_its_results_are(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]):
+    """`study=quick` after the file renames the study: each block runs with it alone (not the
+    file's name and then the override), and the status lines name it and its folder."""
+    path = _study(tmp_path, "study: s\ncommon: [+topo=cab]\ncases: [[policy=to]]\narms: [[seed=0], [seed=1]]\n")
+    launched: list[list[str]] = []
+
+    class Block:
+        def __init__(self, cmd, **_):
+            launched.append(cmd)
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Block)
+    monkeypatch.setattr(sys, "argv", ["fattorus.study", str(path), "study=quick", "seed=3"])
+    study.main()
+    out = capsys.readouterr().out.splitlines()
+    assert len(launched) == 2 and all([a for a in cmd if a.startswith("study=")] == ["study=quick"] for cmd in launched)
+    assert all(cmd[-1] == "seed=3" for cmd in launched)
+    assert out[0].startswith("[study quick] block 1/2")
+    assert out[-1].startswith("[study quick] all 2 blocks done") and out[-1].endswith("results in results/sweeps/quick")
+    assert study.named_by_overrides({"study": "s"}, ["x=1"]) == ({"study": "s"}, ["x=1"])
+
+
 def test_extra_arguments_are_checked_and_hydra_flags_refused(tmp_path: Path):
     path = _study(tmp_path, "study: s\ncases: [[policy=to]]\narms: [[seed=0]]\n")
     data = study.load(path)

@@ -223,6 +223,16 @@ def first_trial(study: dict[str, Any], extra: list[str]) -> list[str]:
     return [text for _, text in _combinations(block)[0]]
 
 
+def named_by_overrides(study: dict[str, Any], extra: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The study as the command line names it: a trailing ``study=NAME`` (the last one, as Hydra
+    reads it) renames it — where its results go and what its status lines say — and leaves the
+    overrides; without one, the study and overrides as given."""
+    names = [o.split("=", 1)[1] for o in extra if o.split("=", 1)[0].lstrip("+") == "study" and "=" in o]
+    if not names:
+        return study, extra
+    return {**study, "study": names[-1]}, [o for o in extra if o.split("=", 1)[0].lstrip("+") != "study"]
+
+
 def commands(study: dict[str, Any], extra: list[str]) -> list[list[str]]:
     """The ``--multirun`` command line of every (case, arm) pair (of ``fattorus.sweep``, or of
     the app the study file names in ``app:``)."""
@@ -401,7 +411,8 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("fattorus.study: interrupted while checking the study; nothing was run\n")
         sys.exit(130)
-    cmds = commands(study, args[1:])
+    study, extra = named_by_overrides(study, args[1:])
+    cmds = commands(study, extra)
     t0 = time.perf_counter()
     for i, cmd in enumerate(cmds, 1):
         shown = " ".join(cmd[3:])
