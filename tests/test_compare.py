@@ -320,6 +320,16 @@ def test_break_even_from_the_steady_window(tmp_path):
     assert "| steady utilization | break-even (steady) |" in text
     assert "| 1.600 | 33.3% | 3.000 |" in text  # prism: whole run 0.8 / 0.5, steady 1 / (1/3)
     assert "| 1.000 | 100.0% | 1.000 |" in text
+    # Without a reference arm the steady utilization is still shown (it needs none); a window
+    # too short for a steady part (NaN) is a dash, not `nan%`.
+    (tmp_path / "compare.md").unlink()
+    (tmp_path / "a" / "summary.json").rename(tmp_path / "a" / "kept.json")  # no first_fit O2 arm now
+    short = tmp_path / "b" / "jobs.parquet"
+    pl.read_parquet(short).with_columns(submit_s=pl.Series([0.0, 0.0])).write_parquet(short)
+    assert compare.main([str(tmp_path)]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    assert "| bbox fill | steady utilization |" in text and "break-even" not in text
+    assert text.splitlines()[4].endswith("| 1.00 | – |"), text  # prism's row: steady window empty
 
 
 def test_per_application_speedups_over_the_reference(tmp_path):

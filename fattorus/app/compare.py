@@ -255,8 +255,10 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
         same_seed = " (same seed)" if len(refs) > 1 else ""
         steady = all(r.get("steady_util") is not None for r in group)
         even_head, even_rule = (f" break-even vs {reference}{same_seed} |", "---:|") if ref else ("", "")
-        if ref and steady:
-            even_head, even_rule = even_head + " steady utilization | break-even (steady) |", even_rule + "---:|---:|"
+        if steady:  # needs no reference: a study without one (a dragonfly study's) shows it too
+            even_head, even_rule = even_head + " steady utilization |", even_rule + "---:|"
+            if ref:
+                even_head, even_rule = even_head + " break-even (steady) |", even_rule + "---:|"
         modelled = any(r.get("system_eff") is not None for r in group)
         eff_head, eff_rule = (" system efficiency |", "---:|") if modelled else ("", "")
         out += [f"### {wl}", "",
@@ -269,21 +271,23 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
             line = (f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
                     f"{_cell(r['aph_large'], '.2f')} | {_cell(r['max_hops_large'], '.1f')} | {r['exposed']:.1%} | "
                     f"{_cell(r['bbox_fill'], '.2f')} |")
+            mine, mark = None, ""
             if ref:
                 mine = next((x for x in refs if x.get("seed") == r.get("seed")), None)
-                mark = ""
                 if mine is None:  # no reference run of this seed: its first seed's, marked
                     mine, mark = ref, "†" if len(refs) > 1 else ""
                     fallback |= bool(mark)
                 even = mine["util"] / r["util"] if r["util"] > 0 else float("nan")
                 line += f" {_cell(even, '.3f')}{mark} |"
-                if steady:
+            if steady:
+                line += f" {_cell(r['steady_util'], '.1%')} |"  # NaN: a window too short to have a steady part
+                if mine is not None:
                     even = mine["steady_util"] / r["steady_util"] if r["steady_util"] > 0 else float("nan")
-                    line += f" {r['steady_util']:.1%} | {_cell(even, '.3f')}{mark} |"
+                    line += f" {_cell(even, '.3f')}{mark} |"
             out.append(line)
         if fallback:
             out += ["", f"† against the reference's seed={ref.get('seed')} run: it has no run of the row's seed."]
-        if ref and steady:
+        if steady:
             out += ["", f"Steady utilization: the window from {metrics.STEADY_WARMUP:.0%} into the submission span to the "
                         "last submission (no fill-up, no drain; `metrics.steady_window`)."]
         out.append("")
