@@ -161,6 +161,8 @@ CASES = [
     # Other command lines.
     bad("interference_not_a_run", "not a directory", "nosuchdir", cli="interference"),
     bad("interference_other_topo", "another machine", "RUN", "--topo", "cab", cli="interference", setup="run_dir"),
+    bad("interference_unknown_topo", "--topo: unknown topology 'nosuch'", "RUN", "--topo", "nosuch", cli="interference",
+        setup="run_dir"),
     bad("interference_bad_mix", "names no pattern", "RUN", "--pattern-mix", ",", cli="interference", setup="run_dir"),
     bad("study_file_missing", "nosuch.yaml", "nosuch.yaml", cli="study"),
     bad("report_not_results", "not a directory", "nosuchdir", cli="report"),

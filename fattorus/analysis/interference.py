@@ -109,8 +109,14 @@ def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[Topology, pl
     if not run.is_dir():
         raise RunDirError(f"{run}: not a directory")
     jobs_path, summary_path = run / "jobs.parquet", run / "summary.json"
-    if topo is not None and summary_path.is_file():
-        _check_same_machine(summary_path, topo)
+    given = topo is not None
+    if given:  # first whether it names a machine at all: a typo is an unknown topology, not another machine
+        try:
+            topology_mod.load(topo)
+        except topology_mod.TopologyError as err:
+            raise RunDirError(f"--topo: {err}") from None
+        if summary_path.is_file():
+            _check_same_machine(summary_path, topo)
     if topo is None:
         if not summary_path.is_file():
             raise RunDirError(f"{summary_path}: missing (is {run} a replay run directory?)")
@@ -378,7 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"comma-separated NAME[=WEIGHT] (default {DEFAULT_MIX}); names: {', '.join(patterns.PATTERNS)}")
     parser.add_argument("--seed", type=int, default=0, help="seed of pattern assignment, traffic and instants")
     parser.add_argument("--instants", type=int, default=16, help="number of sampled instants (default 16)")
-    parser.add_argument("--topo", default=None, help="topology name overriding summary.json's config.topo")
+    parser.add_argument("--topo", default=None, help="the run's machine as a topology name or YAML file (default: "
+                        "summary.json's config.topo); one other than the run's is refused")
     parser.add_argument("--out", default=None, help=f"output .parquet file in the run directory or under a "
                         f"results/ directory (default RUN_DIR/{OUTPUT})")
     args = parser.parse_args(argv)
