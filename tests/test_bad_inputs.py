@@ -207,6 +207,7 @@ CASES = [
     bad("usage_network_study", "argument --workloads: invalid int value: 'many'", "--workloads", "many",
         cli="app.network_study"),
     bad("usage_dragonfly_study", "unrecognized arguments: --nosuch", "--nosuch", cli="app.dragonfly_study"),
+    bad("dragonfly_study_negative_valiant", "--valiant -1: must be >= 0", "--valiant", "-1", cli="app.dragonfly_study"),
     bad("usage_tune", "the following arguments are required", cli="tune"),
     bad("usage_bench", "unrecognized arguments: --nosuch", "--nosuch", cli="bench"),
 ]

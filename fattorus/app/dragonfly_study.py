@@ -1,4 +1,4 @@
-"""The dragonfly paper's study: WD 1–4 on Edison under each cable configuration (issue 13).
+"""The dragonfly paper's study: WD 1–4 on Edison under each cable configuration.
 
 ``python -m fattorus.app.dragonfly_study [--workloads "WD 2,WD 4"] [--cables edison,edison_k]
 [--ranks 32768] [--ranks-per-node 24] [--valiant 2] [--no-black-first] [--max-iters 3000]
@@ -141,10 +141,12 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = OneLineParser(prog="python -m fattorus.app.dragonfly_study", error_prefix="dragonfly_study",
                        description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workloads", default=",".join(pw.WORKLOADS))
-    ap.add_argument("--cables", default=",".join(CABLES), help="topology configs (conf/topo)")
-    ap.add_argument("--ranks", type=int, default=32_768)
-    ap.add_argument("--ranks-per-node", type=int, default=24)
+    ap.add_argument("--workloads", default=",".join(pw.WORKLOADS),
+                    help="comma-separated workloads, quoted: names hold a space (default: \"%(default)s\")")
+    ap.add_argument("--cables", default=",".join(CABLES), help="topology configs (conf/topo; default: %(default)s)")
+    ap.add_argument("--ranks", type=int, default=32_768,
+                    help="MPI ranks of each job (each workload runs four jobs; default: %(default)s)")
+    ap.add_argument("--ranks-per-node", type=int, default=24, help="ranks per node (default: %(default)s)")
     ap.add_argument("--valiant", type=int, default=2,
                     help="Valiant paths per flow besides the minimal one "
                          "(at most groups - 1 of the largest machine: 14 on Edison)")
@@ -152,12 +154,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="the other minimal route (local parts black, then green) as a candidate too")
     # 3000: every run of the paper's study reaches its steady state (at most ~1,100 iterations
     # with pooled cables, session 18); at 200, 8 of its 20 joint solves stopped short.
-    ap.add_argument("--max-iters", type=int, default=3000, help="adaptive iterations at most")
+    ap.add_argument("--max-iters", type=int, default=3000, help="adaptive iterations at most (default: %(default)s)")
     ap.add_argument("--parallel-cables", choices=("pooled", "static"), default="pooled",
                     help="pooled: a router pair's parallel cables share its traffic (one link of k times the "
                          "bandwidth); static: each hop on cable (src + dst) mod k, as before session 18")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--name", default="paper")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the jobs' placements (default: %(default)s)")
+    ap.add_argument("--name", default="paper",
+                    help="the results folder, results/dragonfly_study/NAME (default: %(default)s)")
     return ap.parse_args(argv)
 
 
@@ -266,8 +269,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         cables = _list("--cables", args.cables, f"e.g. {','.join(CABLES)}")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
             raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
-        if args.ranks < 1 or args.ranks_per_node < 1 or args.valiant < 0 or args.max_iters < 0 or args.seed < 0:
-            raise ValueError("--ranks, --ranks-per-node must be >= 1, --valiant, --max-iters and --seed >= 0")
+        bounds = (("--ranks", args.ranks, 1), ("--ranks-per-node", args.ranks_per_node, 1), ("--valiant", args.valiant, 0),
+                  ("--max-iters", args.max_iters, 0), ("--seed", args.seed, 0))
+        for option, value, least in bounds:
+            if value < least:
+                raise ValueError(f"{option} {value}: must be >= {least}")
         machines = [topology.load(c) for c in cables]
         if any(m.kind != "dragonfly" for m in machines):
             raise ValueError("--cables: dragonfly configurations only (e.g. edison, edison_k)")
