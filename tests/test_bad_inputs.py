@@ -139,6 +139,8 @@ CASES = [
     bad("sched_unknown", "Available options in 'sched'", "sched=nosuch"),
     bad("topo_unknown", "Available options in 'topo'", "+topo=nosuch", "workload=atlas"),
     bad("topo_without_plus", "+topo=cab", "topo=cab", "workload=atlas"),
+    bad("default_policy_on_a_torus", "(policy 'ta' is the default: choose one with policy=NAME)", "+topo=torus8",
+        "workload=atlas"),
     bad("speedup_unknown", "Available options in 'speedup'", "+speedup=nosuch"),
     bad("model_unknown_pattern", "unknown pattern 'foo' in speedup.patterns", "+speedup=model", "speedup.patterns='foo=1'"),
     bad("model_no_pattern", "speedup.patterns names no pattern", "+speedup=model", "speedup.patterns=','"),
@@ -206,6 +208,8 @@ CASES = [
     bad("usage_compare", "the following arguments are required: results", cli="app.compare"),
     bad("usage_network_study", "argument --workloads: invalid int value: 'many'", "--workloads", "many",
         cli="app.network_study"),
+    bad("network_study_on_a_torus", "--machine bluewaters: a torus3d machine; the network study compares ta with to on "
+        "fat-trees only", "--machine", "bluewaters", cli="app.network_study"),
     bad("usage_dragonfly_study", "unrecognized arguments: --nosuch", "--nosuch", cli="app.dragonfly_study"),
     bad("dragonfly_study_negative_valiant", "--valiant -1: must be >= 0", "--valiant", "-1", cli="app.dragonfly_study"),
     bad("usage_tune", "the following arguments are required", cli="tune"),

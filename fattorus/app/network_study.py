@@ -268,7 +268,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = OneLineParser(prog="python -m fattorus.app.network_study", error_prefix="network_study",
                        description=__doc__.split("\n\n")[0])
     ap.add_argument("--paper", action="store_true", help="the paper's four cases")
-    ap.add_argument("--machine", default=None, help="machine (conf/topo; default ft44)")
+    ap.add_argument("--machine", default=None, help="a fat-tree machine (conf/topo; default ft44)")
     ap.add_argument("--sizes", default=None, help=f"min,max job nodes (default {DEFAULT_SIZES})")
     ap.add_argument("--workloads", type=int, default=None, help=f"workloads (default {DEFAULT_WORKLOADS})")
     ap.add_argument("--comm-fraction", type=float, default=None,
@@ -388,7 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--churn must be >= 0, got {args.churn}")
         todo = cases(args)
         machines = {m: topology.load(m) for _, m, *_ in todo}
-        for topo in machines.values():  # both policies compared must serve the machine
+        for m, topo in machines.items():  # both policies compared must serve the machine
+            if topo.kind != "fattree":  # ta, the paper's interference-free policy, is the fat-tree's
+                raise ValueError(f"--machine {m}: a {topo.kind} machine; the network study compares ta with "
+                                 f"{args.oblivious} on fat-trees only (conf/topo: ft44, cab, pinot, ...)")
             for name in ("ta", args.oblivious):
                 policy_mod.make(name, topo)
     except (ValueError, FileNotFoundError) as err:

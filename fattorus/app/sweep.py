@@ -176,7 +176,13 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
             topologies[key] = ft
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
     policy_params = OmegaConf.to_container(cfg.policy.params, resolve=True)
-    policy.make(cfg.policy.name, ft, policy_params)  # a wrong family or parameter: one-line ValueError
+    try:
+        policy.make(cfg.policy.name, ft, policy_params)  # a wrong family or parameter: one-line ValueError
+    except ValueError as err:
+        if "does not support" in str(err) and not _chose("policy"):
+            # The user chose a machine only: say where the policy came from (conf/config.yaml's default).
+            raise ValueError(f"{err} (policy '{cfg.policy.name}' is the default: choose one with policy=NAME)") from None
+        raise
     runtime_model = _runtime_model(cfg, ft)
     if int(cfg.get("trials", 1)) > 1:
         _check_batched(cfg, ft)
@@ -251,6 +257,17 @@ def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dic
             "node_kind": wl_cfg.get("node_kind") or ft.default_job_kind,
         },
     }
+
+
+def _chose(group: str) -> bool:
+    """Whether the command line sets ``group`` (``policy=...``); True outside a Hydra run."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        overrides = HydraConfig.get().overrides.task
+    except (ValueError, AttributeError):  # not inside a Hydra run
+        return True
+    return any(o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] == group for o in overrides)
 
 
 def _policy_variant(cfg: DictConfig) -> str | None:
