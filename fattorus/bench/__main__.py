@@ -178,7 +178,12 @@ def _os_error(err: OSError, out: Path) -> NoReturn:
 
 def check_out_dir(out: Path) -> None:
     """Create ``out`` (and its parents) and check a file can be written there, so a bad
-    ``--out`` is refused before the sections run rather than after minutes of them."""
+    ``--out`` is refused before the sections run rather than after minutes of them. It must be
+    a ``results/`` directory or lie under one (nothing is written outside the results; the
+    rule of ``interference --out``)."""
+    resolved = out.resolve()
+    if not any(p.name == "results" for p in (resolved, *resolved.parents)):
+        _fail(f"--out {out}: must be a results/ directory or lie under one", 2)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -200,7 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default=None,
                         help=f"comma-separated sections (default: every available one of {','.join(SECTIONS)})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run, not a measurement")
-    parser.add_argument("--out", default=str(paths.results_dir() / "bench"), help="output directory")
+    parser.add_argument("--out", default=str(paths.results_dir() / "bench"),
+                        help="output directory: a results/ directory or one under it (default: %(default)s)")
     args = parser.parse_args(argv)
     devices.use_cpu_cores()  # the batched section splits its trials over them
 
