@@ -241,6 +241,9 @@ def test_bad_objective_is_one_line_and_exit_2():
         (["--train", "900:914"], "holds no jobs"),
         (["--topo", "nope"], "nope"),
         (["--topo", "torus8"], "does not support torus3d"),
+        (["--scale", "huge"], "--scale huge: give a positive number, fit or machine"),
+        (["--scale", "0"], "--scale 0: give a positive number, fit or machine"),
+        (["--scale", "nan"], "--scale nan: give a positive number, fit or machine"),
     ],
 )
 def test_user_mistakes_are_one_line(capsys, tmp_path, args, needle):
@@ -285,6 +288,20 @@ def test_dirty_lines_of_the_log_are_reported(capsys):
     load_setup("cab", "atlas", 2.0, parse_windows("0:1", "--train"), [])
     err = capsys.readouterr().err
     assert "fattorus.tune:" in err and "skipped 1 dirty line(s)" in err and "line 3322" in err
+
+
+def test_scale_as_the_study_app_reads_it(cab):
+    """`--scale machine` (the default) is the machine's default load as the sweep's
+    `workload.scale=machine` (Cab: x2; a torus: fit, Atlas' 1,152 nodes to torus8's 1,024: by
+    hand 1024/1152); `fit` and numbers as given; the setup keeps the factor used."""
+    from fattorus.app.tune import cli
+    from fattorus.app.tune.windows import load_setup, parse_windows
+
+    train = parse_windows("0:1", "--train")
+    assert cli.build_parser().parse_args(["--name", "x"]).scale == "machine"
+    assert [load_setup("cab", "atlas", s, train, []).scale for s in ("machine", 3.0)] == [2.0, 3.0]
+    on_torus = load_setup("torus8", "atlas", "machine", train, [], policy="prism")
+    assert on_torus.scale == pytest.approx(1024 / 1152) == load_setup("torus8", "atlas", "fit", train, [], policy="prism").scale
 
 
 def test_an_unwritable_results_directory_is_one_line(capsys, tmp_path, monkeypatch):

@@ -45,8 +45,10 @@ def _add_study_args(p: argparse.ArgumentParser) -> None:
                    "or a job log (SWF or sacct dump)")
     p.add_argument("--cores-per-node", type=int, default=None,
                    help="for a job-log path: cores per node (default: the log's header)")
-    p.add_argument("--scale", type=float, default=2.0, help="node-count multiplier (Aug-2x: 2); jobs pushed "
-                   "past the machine are dropped")
+    p.add_argument("--scale", default="machine", help="node-count multiplier, as the study app's workload.scale: a "
+                   "number (Aug-2x: 2), fit (the log's machine scaled to this one) or machine (this machine's "
+                   "default load, conf/topo's default_scale: x2 on Cab, fit on the tori and dragonflies; the "
+                   "default); jobs pushed past the machine are dropped")
     p.add_argument("--train", default="0:14,14:28", help="training windows START:END in days from the first "
                    "submission, comma-separated; each window is one pruning stage, in order")
     p.add_argument("--test", default="28:42", help="held-out windows for the final comparison ('none': skip it)")
@@ -117,7 +119,7 @@ class Options:
     topo: str
     workload: str
     cores_per_node: int | None
-    scale: float
+    scale: float | str  # a factor, "fit" or "machine" (the setup keeps the factor used)
     train: tuple[Window, ...]
     test: tuple[Window, ...]
     objectives: tuple[str, ...]
@@ -171,14 +173,26 @@ def _check_policy(a: argparse.Namespace, objectives: Sequence[str]) -> None:
         raise TuneError(f"objective {needs[0]} needs run times from the bandwidth model: add --speedup model")
 
 
+def scale_option(text: str | float) -> float | str:
+    """``--scale``: ``fit``, ``machine`` or a positive finite number; else a :class:`TuneError`."""
+    if text in ("fit", "machine"):
+        return str(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise TuneError(f"--scale {text}: give a positive number, fit or machine")
+    return value
+
+
 def _check_numbers(a: argparse.Namespace) -> None:
     """Counts, scale and times in range; the first mistake is a :class:`TuneError`."""
     if a.trials < 0:
         raise TuneError(f"--trials {a.trials}: must be >= 0")
     if a.jobs < 1:
         raise TuneError(f"--jobs {a.jobs}: must be >= 1")
-    if not (a.scale > 0 and math.isfinite(a.scale)):
-        raise TuneError(f"--scale {a.scale}: must be a positive number")
+    a.scale = scale_option(a.scale)
     if a.timeout is not None and not a.timeout > 0:
         raise TuneError(f"--timeout {a.timeout}: must be a positive number of seconds")
     if not (a.heartbeat > 0 and math.isfinite(a.heartbeat)):
@@ -247,7 +261,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     out = Path(a.out) if a.out else paths.results_dir() / "tune" / a.name
     _check_paths(export, out if test else None, a.name, a.policy)  # --test none: nothing is written under --out
     return Options(
-        name=a.name, topo=a.topo, workload=a.workload, cores_per_node=a.cores_per_node, scale=float(a.scale),
+        name=a.name, topo=a.topo, workload=a.workload, cores_per_node=a.cores_per_node, scale=a.scale,
         train=train, test=test, objectives=objectives, pick=a.pick, trials=a.trials, jobs=a.jobs,
         storage=storage, sampler=a.sampler, seed=a.seed, timeout=a.timeout, export=export, out=out,
         heartbeat=float(a.heartbeat), policy=a.policy, speedup=a.speedup,

@@ -87,7 +87,7 @@ def _announce(opts: Options, setup: Setup, before: dict[str, int]) -> None:
     what = ", ".join(f"{o} ({OBJECTIVES[o][0][:3]})" for o in opts.objectives)
     model = ", run times from the bandwidth model" if setup.speedup == "model" else ""
     print(f"[tune {opts.name}] policy {setup.policy}{model}; {mask(opts.storage)}: {before['total']} trial(s) so far "
-          f"({before['complete']} complete, {before['pruned']} pruned); adding {opts.trials} with "
+          f"({before['complete']} complete, {before['pruned']} pruned, {before['fail']} failed); adding {opts.trials} with "
           f"{opts.jobs} worker(s); objective {what}; training jobs per window {{{sizes}}}", flush=True)
 
 
@@ -132,7 +132,8 @@ def run(opts: Options) -> dict[str, Any]:
 
     quiet_optuna()
     t_start = time.perf_counter()
-    print(f"[tune {opts.name}] loading {opts.workload} x{opts.scale:g} on {opts.topo} ...", flush=True)
+    scale = f"scale={opts.scale}" if isinstance(opts.scale, str) else f"x{opts.scale:g}"
+    print(f"[tune {opts.name}] loading {opts.workload} {scale} on {opts.topo} ...", flush=True)
     setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, opts.test, opts.cores_per_node,
                        opts.policy, opts.speedup)
     storage = open_storage(opts.storage, opts.heartbeat)

@@ -146,6 +146,15 @@ def workload_config(spec: str, cores_per_node: int | None) -> dict[str, Any]:
     return dict(cfg)
 
 
+def _default_scale(topo: str) -> float | str:
+    """The machine's default load (``conf/topo``'s ``default_scale``: a number or ``fit``; 1
+    without one), for ``--scale machine``."""
+    from omegaconf import OmegaConf
+
+    path = Path(topo) if Path(topo).suffix else paths.config_file("topo", topo)
+    return OmegaConf.load(path).get("default_scale", 1)  # the machine loaded from it already
+
+
 def _load_topology(topo: str, tuned: str = "ta") -> Topology:
     """``--topo``: a ``conf/topo`` name or a YAML path; errors become :class:`TuneError`."""
     from fattorus import topology
@@ -178,9 +187,13 @@ def _cut(jobs: pl.DataFrame, ws: Sequence[Window], option: str) -> tuple[pl.Data
     return tuple(tables)
 
 
-def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Window], test: Sequence[Window],
+def load_setup(topo: str, workload_spec: str, scale: float | str, train: Sequence[Window], test: Sequence[Window],
                cores_per_node: int | None = None, policy: str = "ta", speedup: str = "none") -> Setup:
     """Load the machine and the workload, scale it, and cut the windows.
+
+    ``scale``: a number, ``fit`` or ``machine`` (the machine's ``default_scale``), as the study
+    app's ``workload.scale``; the setup keeps the factor it came to (what the study is keyed on
+    and its held-out runs replay with).
 
     Windows are cut exactly as the study app does (``workload.scale=S
     workload.window_start_days=A workload.window_days=B-A``): scale first, then count days
@@ -200,7 +213,7 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
     except TopologyError as err:
         raise TuneError(f"--workload {workload_spec}: node_kind: {err}") from None
     try:
-        wl, _counts = workload.from_config(cfg, machine_nodes=usable)
+        wl, counts = workload.from_config(cfg, machine_nodes=usable, machine_scale=_default_scale(topo))
     except (OSError, ValueError) as err:  # WorkloadError is a ValueError
         raise TuneError(f"--workload {workload_spec}: {' '.join(str(err).split())}") from None
     jobs = workload.with_estimate(wl.jobs)
@@ -208,7 +221,7 @@ def load_setup(topo: str, workload_spec: str, scale: float, train: Sequence[Wind
         topo=machine,
         workload=str(cfg.get("name", workload_spec)),
         sha256=wl.sha256,
-        scale=float(scale),
+        scale=float(counts.get("scale_factor", scale)),
         train=tuple(train),
         test=tuple(test),
         train_tables=_cut(jobs, train, "--train"),
