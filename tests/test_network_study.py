@@ -132,7 +132,7 @@ def _cli(tmp_path, *args):
     (["--machine", "ft6", "--sizes", "4,100"], "do not fit"),
     (["--machine", "ft6", "--sizes", "2,4", "--name", "../x"], "--name"),
     (["--machine", "ft6", "--sizes", "2,4", "--seed", "-1"], "--seed"),
-    (["--machine", "torus4", "--sizes", "2,4"], "does not support"),
+    (["--machine", "torus4", "--sizes", "2,4"], "fat-trees only"),
     (["--paper", "--machine", "ft6"], "drop --machine"),
     (["--machine", "ft6", "--sizes", "5,5"], "near-cubic"),
     (["--machine", "ft6", "--sizes", "2,4", "--churn", "-1"], "--churn"),
