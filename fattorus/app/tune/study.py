@@ -88,7 +88,7 @@ def _announce(opts: Options, setup: Setup, before: dict[str, int]) -> None:
     model = ", run times from the bandwidth model" if setup.speedup == "model" else ""
     print(f"[tune {opts.name}] policy {setup.policy}{model}; {mask(opts.storage)}: {before['total']} trial(s) so far "
           f"({before['complete']} complete, {before['pruned']} pruned, {before['fail']} failed); adding {opts.trials} with "
-          f"{opts.jobs} worker(s); objective {what}; training jobs per window {{{sizes}}}", flush=True)
+          f"{opts.jobs} worker(s); objective {what}; jobs read per training window (before the replay's skips) {{{sizes}}}", flush=True)
 
 
 def _optimized(opts: Options, study: optuna.Study, before: dict[str, int], opt_wall: float) -> None:
