@@ -86,9 +86,10 @@ def _announce(opts: Options, setup: Setup, before: dict[str, int]) -> None:
     sizes = ", ".join(f"{window_label(w)}: {t.height}" for w, t in zip(setup.train, setup.train_tables))
     what = ", ".join(f"{o} ({OBJECTIVES[o][0][:3]})" for o in opts.objectives)
     model = ", run times from the bandwidth model" if setup.speedup == "model" else ""
+    so_far = f"{before['complete']} complete, {before['pruned']} pruned, {before['fail']} failed"
     print(f"[tune {opts.name}] policy {setup.policy}{model}; {mask(opts.storage)}: {before['total']} trial(s) so far "
-          f"({before['complete']} complete, {before['pruned']} pruned, {before['fail']} failed); adding {opts.trials} with "
-          f"{opts.jobs} worker(s); objective {what}; jobs read per training window (before the replay's skips) {{{sizes}}}", flush=True)
+          f"({so_far}); adding {opts.trials} with {opts.jobs} worker(s); objective {what}; jobs read per training "
+          f"window (before the replay's skips) {{{sizes}}}", flush=True)
 
 
 def _optimized(opts: Options, study: optuna.Study, before: dict[str, int], opt_wall: float) -> None:
