@@ -167,6 +167,14 @@ CASES = [
         setup="run_dir"),
     bad("interference_bad_mix", "names no pattern", "RUN", "--pattern-mix", ",", cli="interference", setup="run_dir"),
     bad("study_file_missing", "nosuch.yaml", "nosuch.yaml", cli="study"),
+    # Slurm's launcher off a cluster (no srun here, nor in CI), or on a single run: one line,
+    # before Hydra makes a folder.
+    bad("slurm_without_srun", "hydra/launcher=slurm needs a Slurm cluster, and this machine has no srun", "--multirun",
+        "hydra/launcher=slurm", "study=s"),
+    bad("slurm_single_run", "hydra/launcher=slurm launches a multirun's trials: add --multirun",
+        "hydra/launcher=slurm"),
+    bad("study_slurm_without_srun", "needs a Slurm cluster", "s.yaml", "hydra/launcher=slurm", cli="study",
+        files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n"}),
     bad("report_not_results", "not a directory", "nosuchdir", cli="report"),
     # A study is checked whole before its first block runs (nothing may run: see test_case).
     bad("study_typo_in_last_arm", "s.yaml: arms[1][0]: Could not override 'sede'", "s.yaml", cli="study",

@@ -9,6 +9,7 @@ Ctrl-C exits 130 with a line saying that finished work is kept.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -114,6 +115,23 @@ def kept_on_interrupt(text: str) -> None:
     _kept_note[0] = text
 
 
+def launcher_problem(argv: list[str]) -> str | None:
+    """Why ``hydra/launcher=slurm`` cannot run here, or None: it launches a multirun's trials as
+    a Slurm job array, so a single run would replay here regardless, and without ``srun`` on
+    the PATH submitit fails inside Hydra with a traceback, after Hydra has made the sweep's
+    folder (session 26 review). Checked before Hydra starts."""
+    chosen = [a.split("=", 1)[1] for a in argv if "=" in a and a.split("=", 1)[0].lstrip("+~") == "hydra/launcher"]
+    shows_only = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help"}  # Hydra prints, runs nothing
+    if not chosen or chosen[-1] != "slurm" or shows_only & set(argv):
+        return None
+    if not is_multirun(argv):
+        return "hydra/launcher=slurm launches a multirun's trials: add --multirun (a single run replays here)"
+    if shutil.which("srun") is None:
+        return ("hydra/launcher=slurm needs a Slurm cluster, and this machine has no srun: run it on a Slurm login "
+                "node, or drop it (the trials then run here, one per core)")
+    return None
+
+
 def finished_note(out_dir: Any) -> str:
     """A single run's Ctrl-C line once its results are written (its last line may not be out)."""
     return f"the run had finished: its results are in {out_dir}"
@@ -162,6 +180,10 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
     from fattorus import interrupt
 
     interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
+    problem = launcher_problem(sys.argv[1:])
+    if problem:
+        sys.stderr.write(f"{prog}: error: {problem}\n")
+        sys.exit(2)
     # Let Hydra's exceptions reach us instead of its multi-line reports.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     note = _TrialNote(sys.stderr)

@@ -404,6 +404,11 @@ def main() -> None:
         if args[0].startswith("-"):  # a flag before the file: refused as a flag, not as a missing file
             raise StudyError(flag_error(args) or "")
         study = load(args[0])
+        from fattorus.app.cli import launcher_problem
+
+        problem = launcher_problem(["--multirun", *args[1:]])  # every block is a multirun
+        if problem:
+            raise StudyError(problem)
         check_blocks(study, args[1:], args[0])  # a typo in the last block costs no replay
     except StudyError as err:
         sys.stderr.write(f"fattorus.study: error: {err}\n")
