@@ -322,13 +322,14 @@ def test_an_unwritable_results_directory_is_one_line(capsys, tmp_path, monkeypat
         (["--out", "{d}/empty.yaml/sub"], "--out {d}/empty.yaml/sub: {d}/empty.yaml is not a directory"),
         (["--export", "{d}/somedir"], "--export {d}/somedir: is a directory"),
         (["--export", "{d}/empty.yaml/ta.yaml"], "--export {d}/empty.yaml/ta.yaml: {d}/empty.yaml is not a directory"),
+        (["--export", "{d}/empty.yaml"], "--export {d}/empty.yaml: exists and was not written by fattorus.tune"),
         (["--seed", "-5"], "--seed -5: must be an integer from 0 to 4294967295"),
         (["--seed", str(2**32)], f"--seed {2**32}: must be an integer from 0 to"),
         (["--storage", "bogus://x"], "--storage bogus://x: unknown database or driver 'bogus'"),
         (["--storage", "postgresql+nodriver://u:secret@h/db"], "--storage postgresql+nodriver://u:***@h/db: unknown"),
         (["--storage", "not a url"], "--storage not a url:"),
     ],
-    ids=["out-is-a-file", "out-under-a-file", "export-is-a-dir", "export-under-a-file", "seed-negative",
+    ids=["out-is-a-file", "out-under-a-file", "export-is-a-dir", "export-under-a-file", "export-not-tuned", "seed-negative",
          "seed-too-big", "storage-unknown-kind", "storage-unknown-driver", "storage-not-a-url"],
 )
 def test_settings_refused_later_are_refused_before_the_workload_loads(capsys, tmp_path, monkeypatch, args, needle):
@@ -353,9 +354,9 @@ def test_settings_refused_later_are_refused_before_the_workload_loads(capsys, tm
 
 def test_usable_paths_seeds_and_storage_urls_are_accepted(tmp_path):
     # The checks refuse only what the run could not do: an existing --out directory and an
-    # existing --export file (overwritten) are fine, --out is not checked when no test window
-    # will write there, and the ends of the seed range are valid.
-    (tmp_path / "empty.yaml").write_text("")
+    # existing --export file an earlier tuning wrote (overwritten) are fine, --out is not
+    # checked when no test window will write there, and the ends of the seed range are valid.
+    (tmp_path / "empty.yaml").write_text("# Tuned `ta` heuristics written by fattorus.tune (python -m fattorus.tune)\n")
     (tmp_path / "outdir").mkdir()
     common = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/new/x.db", "--export", str(tmp_path / "empty.yaml")]
     opts = tune.parse_args([*common, "--out", str(tmp_path / "outdir"), "--seed", str(2**32 - 1)])

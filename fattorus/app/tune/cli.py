@@ -216,6 +216,18 @@ def _first_existing_parent(path: Path) -> Path:
     return Path(path.absolute().anchor)  # unreachable in practice: the root exists
 
 
+def _written_by_tune(path: Path) -> bool:
+    """Whether ``path`` is a policy config an earlier run of the tuner exported (its first line
+    is the header :func:`fattorus.app.tune.export.export_header` writes): only those are
+    replaced by ``--export``."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+    except OSError:
+        return False
+    return first.startswith("# Tuned `") and "written by fattorus.tune" in first
+
+
 def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY) -> None:
     """Refuse an ``--export`` or ``--out`` path the run could only fail to write, after all
     its trials: a :class:`TuneError` naming the option, the path and what is wrong.
@@ -229,6 +241,10 @@ def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY
     if export.is_dir():
         raise TuneError(f"--export {export}: is a directory; give the policy config file to write, "
                         f"e.g. {export / f'{policy}_tuned_{name}.yaml'}")
+    if export.is_file() and not _written_by_tune(export):
+        # A shipped config (policy=to would run the tuned ta from then on) or a user's own file.
+        raise TuneError(f"--export {export}: exists and was not written by fattorus.tune; not replacing it: give "
+                        f"another file, e.g. {export.parent / f'{policy}_tuned_{name}.yaml'}")
     checks = [("--export", export)]
     if out is not None:
         if out.exists() and not out.is_dir():
