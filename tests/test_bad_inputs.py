@@ -142,6 +142,8 @@ CASES = [
     bad("default_policy_on_a_torus", "(policy 'ta' is the default: choose one with policy=NAME)", "+topo=torus8",
         "workload=atlas"),
     bad("speedup_unknown", "Available options in 'speedup'", "+speedup=nosuch"),
+    bad("fit_log_nodes_zero", "workload.log_nodes=0: give the log's machine size", "workload.scale=fit",
+        "workload.log_nodes=0"),
     bad("model_unknown_pattern", "unknown pattern 'foo' in speedup.patterns", "+speedup=model", "speedup.patterns='foo=1'"),
     bad("model_no_pattern", "speedup.patterns names no pattern", "+speedup=model", "speedup.patterns=','"),
     bad("speedup_class_without_bins", "has no bins", "+speedup=v1", "speedup.classes=[{min_nodes:1,bins:[]}]"),

@@ -736,6 +736,9 @@ def fit_factor(wl: Workload, machine_nodes: int | None, log_nodes: int | None, n
         raise WorkloadError(f"workload {name!r}: scale=fit needs the machine's size")
     size = log_nodes if log_nodes is not None else log_machine_nodes(wl, cores_per_node)
     if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0:
+        if log_nodes is not None:  # the user's setting is wrong, whatever the header says
+            raise WorkloadError(f"workload {name!r}: workload.log_nodes={log_nodes!r}: give the log's machine size, "
+                                "a whole number of nodes >= 1 (or leave it unset to read the log's header)")
         raise WorkloadError(f"workload {name!r}: scale=fit needs the log's machine size: its header has no "
                             f"MaxNodes/MaxProcs; set workload.log_nodes=N (got {size!r})")
     return int(machine_nodes) / int(size)
