@@ -309,8 +309,8 @@ class ModelRuntimes:
         self.by_app = 0  # jobs whose pattern their application named
         if self.app_patterns:
             if "app" not in prepared.columns:
-                raise ValueError("speedup.app_patterns needs the workload's app column (e.g. the waves generator's); "
-                                 "this workload has none")
+                raise ValueError("this speedup scenario draws each job's pattern from its application, and this workload's jobs "
+                                 "name none (an app column, as workload=bluewaters_table2 has): use +speedup=model")
             for j, app in enumerate(prepared["app"].to_list()):
                 if app in self.app_patterns:
                     self._names[j], self._params[j] = self.app_patterns[app]

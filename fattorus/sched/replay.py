@@ -213,8 +213,8 @@ def job_kinds(jobs: pl.DataFrame, topo: Any) -> tuple[np.ndarray, np.ndarray]:
     each (``(K, N)`` bool, :meth:`Topology.usable`); one-line ``ValueError`` for a table
     without the column, a job without a kind or a kind the machine lacks."""
     if "node_kind" not in jobs.columns:
-        raise ValueError(f"node_kind={BY_JOB} needs the workload's node_kind column (e.g. the waves generator's); "
-                         f"this workload has none")
+        raise ValueError(f"node_kind={BY_JOB} needs a workload whose jobs name their node kind (a node_kind column, as "
+                         f"workload=bluewaters_table2 has); this workload has none")
     if jobs["node_kind"].null_count():
         raise ValueError(f"node_kind={BY_JOB}: {jobs['node_kind'].null_count()} job(s) name no node kind")
     kinds = np.array(sorted(str(k) for k in jobs["node_kind"].unique().to_list()))

@@ -396,7 +396,7 @@ def _parse_swf(text: str, file: str, cores_per_node: int | None,
     if cpn is None:
         raise WorkloadError(
             f"{file}: cannot determine cores per node from the header (MaxProcs={header.get('MaxProcs')!r}, "
-            f"MaxNodes={header.get('MaxNodes')!r}); pass cores_per_node"
+            f"MaxNodes={header.get('MaxNodes')!r}); set workload.cores_per_node=N (--cores-per-node N for the tuner)"
         )
     jobs = _swf_columns(good, cpn)
     return jobs, header, n_lines, skipped
