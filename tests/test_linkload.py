@@ -359,3 +359,23 @@ def test_cli_topology_described_in_summary(tmp_path):
     assert interference.main([str(run), "--pattern-mix", "all_to_all", "--instants", "1"]) == 0
     table = pl.read_parquet(run / "interference.parquet").sort("job_id")
     assert table["shared_links"].to_list() == [2, 2]
+
+
+def test_the_summary_gives_no_mean_over_no_exposed_job_instant():
+    """Means over exposed job-instants only where there are some: with none the line says so
+    (it printed 0.000, a value); with one, its own numbers (by hand: 3 links, share 0.25)."""
+    from fattorus.analysis import interference
+
+    def table(exposed: list[bool]) -> pl.DataFrame:
+        n = len(exposed)
+        return pl.DataFrame({"instant": [0] * n, "job_id": list(range(n)), "exposed": exposed, "pattern": ["a"] * n,
+                             "instant_shared_core": [3] * n, "shared_core": [3 if e else 0 for e in exposed],
+                             "shared_links": [3 if e else 0 for e in exposed],
+                             "shared_share": [0.25 if e else 0.0 for e in exposed]})
+
+    quiet = interference.summary_lines(table([False, False]))
+    assert "shared links and their traffic share: none (no job-instant was exposed)" in quiet
+    assert not any("mean over exposed" in line for line in quiet)
+    loud = interference.summary_lines(table([True, False]))
+    assert "shared links per exposed job-instant (mean): total 3.0, core 3.0" in loud
+    assert "traffic share on shared links (mean over exposed job-instants): 0.250" in loud

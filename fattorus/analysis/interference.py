@@ -335,9 +335,14 @@ def summary_lines(table: pl.DataFrame) -> list[str]:
         f"job-instants exposed: {exposed}/{rows} ({exposed / rows:.1%}); "
         f"jobs exposed at least once: {jobs_exposed}/{jobs}",
         f"links shared by >1 job per instant: {by_class}",
-        f"shared links per exposed job-instant (mean): total {_mean_exposed(table, 'shared_links'):.1f}, {per_job}",
-        f"traffic share on shared links (mean over exposed job-instants): {_mean_exposed(table, 'shared_share'):.3f}",
     ]
+    if exposed:
+        lines += [
+            f"shared links per exposed job-instant (mean): total {_mean_exposed(table, 'shared_links'):.1f}, {per_job}",
+            f"traffic share on shared links (mean over exposed job-instants): {_mean_exposed(table, 'shared_share'):.3f}",
+        ]
+    else:  # a mean over no job-instant has no value (it printed 0)
+        lines.append("shared links and their traffic share: none (no job-instant was exposed)")
     by_pattern = (
         table.group_by("pattern")
         .agg(pl.len().alias("n"), pl.col("exposed").mean().alias("exposed"), pl.col("shared_share").mean().alias("share"))
