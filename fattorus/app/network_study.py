@@ -1,4 +1,4 @@
-"""The fat-tree paper's network study on the flow model (issue 14, item 4).
+"""The fat-tree paper's network study on the flow model (docs/bandwidth-model.md, "network study").
 
 ``python -m fattorus.app.network_study [--paper] [--machine ft44] [--sizes 512,4096]
 [--workloads 15] [--comm-fraction 1] [--a2a-dims 2] [--oblivious to] [--churn 5]
@@ -270,12 +270,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--paper", action="store_true", help="the paper's four cases")
     ap.add_argument("--machine", default=None, help="a fat-tree machine (conf/topo; default ft44)")
     ap.add_argument("--sizes", default=None, help=f"min,max job nodes (default {DEFAULT_SIZES})")
-    ap.add_argument("--workloads", type=int, default=None, help=f"workloads (default {DEFAULT_WORKLOADS})")
+    ap.add_argument("--workloads", type=int, default=None, help=f"number of random workloads (default {DEFAULT_WORKLOADS})")
     ap.add_argument("--comm-fraction", type=float, default=None,
                     help=f"communication share of the run time under ta, in (0, 1] (default {DEFAULT_COMM_FRACTION:g})")
     ap.add_argument("--a2a-dims", type=int, default=None, choices=(1, 2, 3),
                     help=f"Sub-a2a: all-to-all along this many dimensions of a 3D grid (default {DEFAULT_A2A_DIMS})")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the workloads' job sizes and patterns (default 0)")
     ap.add_argument("--oblivious", choices=("to", "to_random"), default="to",
                     help="the topology-oblivious placement: to (first fit by node id) or to_random (any free nodes)")
     ap.add_argument("--churn", type=int, default=DEFAULT_CHURN,
@@ -397,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"network_study: error: {err}", file=sys.stderr)
         return 2
-    name = args.name or ("paper" if args.paper else todo[0][0])
+    name = args.name if args.name is not None else ("paper" if args.paper else todo[0][0])  # "" is refused below
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
         print(f"network_study: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
