@@ -188,7 +188,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 def test_report_files_and_html(results: Path, capsys):
-    out = results.parent / "out"
+    out = results / "out"
     assert report.main([str(results), "--out", str(out)]) == 0
     assert "report.html" in capsys.readouterr().out
     for stem, _ in report.FIGURES:
@@ -253,10 +253,10 @@ def test_runs_of_another_log_or_node_kind_are_not_averaged(results: Path, key, v
 
 def test_unreadable_run_is_one_line_error(results: Path, capsys):
     (results / "sweepA" / "1" / "jobs.parquet").write_bytes(b"not parquet")
-    assert report.main([str(results), "--out", str(results.parent / "out")]) == 2
+    assert report.main([str(results), "--out", str(results / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "sweepA/1" in err and "Traceback" not in err
-    assert report.main([str(results), "--out", str(results.parent / "out"), "--skip-bad"]) == 0
+    assert report.main([str(results), "--out", str(results / "out"), "--skip-bad"]) == 0
     assert "skipped" in capsys.readouterr().err
 
 
@@ -278,7 +278,7 @@ def test_old_outputs_without_ideal_aph_warn_once_and_draw_no_ideal(tmp_path: Pat
     write_run(root / "a", "to", "none", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 2.5, 3.2],
               util=[0.5, 0.6], old_format=True)  # fmt: skip
     write_run(root / "b", "ta", "none", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 1.0, 1.9], util=[0.5, 0.6])
-    assert report.main([str(root), "--out", str(tmp_path / "out")]) == 0
+    assert report.main([str(root), "--out", str(root / "out")]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "ideal_aph" in line]
     assert len(warnings) == 1 and "1 of 2 runs" in warnings[0] and "first a" in warnings[0]
     runs = report.load_runs(root)
@@ -350,7 +350,7 @@ def test_damaged_run_is_refused_before_any_file(results: Path, capsys, table, ch
     """A run lacking a column the report reads, or with fewer rows than its summary records, is a
     damaged run: refused in one line naming it before anything is written, or skipped and counted."""
     _rewrite(results / "sweepA" / "1" / table, change)
-    out = results.parent / "out"
+    out = results / "out"
     assert report.main([str(results), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sweepA/1" in err[0] and why in err[0] and "Traceback" not in err[0], err
@@ -369,7 +369,7 @@ def test_row_count_recorded_under_files_is_checked(results: Path, capsys):
     summary = json.loads(path.read_text())
     summary["files"] = {"jobs.parquet": {"rows": 3}, "utilization.parquet": {"rows": 806}}
     path.write_text(json.dumps(summary))
-    assert report.main([str(results), "--out", str(results.parent / "out")]) == 2
+    assert report.main([str(results), "--out", str(results / "out")]) == 2
     err = capsys.readouterr().err
     assert "sweepA/2: damaged run: utilization.parquet has 4 rows, summary.json says 806" in err
 
@@ -377,7 +377,7 @@ def test_row_count_recorded_under_files_is_checked(results: Path, capsys):
 def test_unwritable_output_is_one_line(results: Path, capsys):
     """Output that cannot be written is the environment: one line, exit 1 (as the studies; 2 is
     for usage and input mistakes)."""
-    out = results.parent / "out"
+    out = results / "out"
     (out / "table1.md").mkdir(parents=True)  # a file's place taken by a directory
     assert report.main([str(results), "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -385,7 +385,7 @@ def test_unwritable_output_is_one_line(results: Path, capsys):
 
 
 def test_output_folder_that_cannot_be_made_exits_1(results: Path, capsys):
-    blocker = results.parent / "a_file"
+    blocker = results / "a_file"
     blocker.write_text("not a folder")
     assert report.main([str(results), "--out", str(blocker / "report")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -396,7 +396,7 @@ def test_closed_stdout_ends_quietly(results: Path, reader_that_leaves):
     """``python -m fattorus.report DIR | head -0``: the reader closes the pipe before the one line
     comes; the report ends quietly with exit 141 (128 + SIGPIPE), every file written. Before, the
     interpreter's final flush raised BrokenPipeError ("Exception ignored ...", exit 120)."""
-    out = results.parent / "out"
+    out = results / "out"
     # lines=0: closed long before the report prints (it takes seconds): no reader left
     _, err, code = reader_that_leaves("fattorus.report", str(results), "--out", str(out), lines=0)
     assert code == EXIT_BROKEN_PIPE, err
@@ -438,10 +438,10 @@ def test_runs_differing_in_a_policy_setting_are_separate_arms(tmp_path: Path, ca
     assert table["PRISM"] == pytest.approx(0.5) and table["PRISM n"] == 2
     assert table["PRISM model comm_fraction=0.1"] == pytest.approx(0.1)
 
-    assert report.main([str(root), "--out", str(tmp_path / "out")]) == 0
+    assert report.main([str(root), "--out", str(root / "out")]) == 0
     err = capsys.readouterr().err
     assert "have seed" not in err, err  # no arm is taken for a re-run of another
-    assert " FIRST_FIT ordering=2Y |" in (tmp_path / "out" / "table1.md").read_text()
+    assert " FIRST_FIT ordering=2Y |" in (root / "out" / "table1.md").read_text()
 
 
 def test_label_arms_marks_a_setting_a_run_does_not_record():
@@ -453,3 +453,12 @@ def test_label_arms_marks_a_setting_a_run_does_not_record():
                "runtime_model": {"comm_fraction": 0.25, "patterns": {"a2a": 1}, "mean_slowdown": 1.5}}
     assert report.arm_settings(summary) == {"ordering": "2Y", "w.a": "2", "comm_fraction": "0.25",
                                             "patterns": '{"a2a":1}'}  # fmt: skip
+
+
+def test_output_outside_the_results_is_refused(results: Path, tmp_path: Path, capsys):
+    """--out must lie in RESULTS_DIR or under a results/ directory (nothing is written outside
+    the results), checked before anything is read or written."""
+    elsewhere = tmp_path / "elsewhere" / "report"
+    assert report.main([str(results), "--out", str(elsewhere)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"fattorus.report: error: --out {elsewhere}: must lie in {results}") and not elsewhere.parent.exists()

@@ -216,7 +216,7 @@ def browser(tmp_path_factory):
 @pytest.fixture
 def built(results: Path) -> Path:  # noqa: F811 - the imported study fixture
     """``report.html`` of the hand-made study."""
-    out = results.parent / "out"
+    out = results / "out"
     assert report.main([str(results), "--out", str(out)]) == 0
     return out / "report.html"
 
