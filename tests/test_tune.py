@@ -54,7 +54,7 @@ def win(jobs: pl.DataFrame, w: tuple[float, float]) -> pl.DataFrame:
 
 def argv(d: Path, name: str, *extra: str) -> list[str]:
     return [*COMMON, "--name", name, "--storage", f"sqlite:///{d}/{name}.db",
-            "--export", str(d / "conf" / "policy" / f"ta_tuned_{name}.yaml"), "--out", str(d / "out" / name), *extra]
+            "--export", str(d / "conf" / "policy" / f"ta_tuned_{name}.yaml"), "--out", str(d / "results" / "out" / name), *extra]
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_export_and_comparison_match_independent_replays(study_dir, cab, jobs):
     params, sched = tune.decode(study.best_trial.params)
     assert exported["params"] == params and set(params) == set(PAPER)
     TAParams(**exported["params"])  # a valid policy config
-    report = json.loads((d / "out" / "t" / "comparison.json").read_text())
+    report = json.loads((d / "results" / "out" / "t" / "comparison.json").read_text())
     rows = {r["arm"]: r for r in report["rows"]}
     assert rows["tuned"]["sched"] == sched and rows["tuned"]["policy_params"] == exported["params"]
     assert rows["paper_default"]["policy_params"] == PAPER and rows["paper_default"]["sched"] == "easy"
@@ -107,7 +107,7 @@ def test_export_and_comparison_match_independent_replays(study_dir, cab, jobs):
         assert row["mean_aph"] == pytest.approx(summary["aph"]["mean"], rel=1e-12)
         assert row["exposure_share"] == pytest.approx(summary["interference"]["exposed_share"], abs=1e-15)
     assert rows["paper_default"]["exposure_share"] == 0.0  # the paper's policy is interference-free
-    md = (d / "out" / "t" / "comparison.md").read_text()
+    md = (d / "results" / "out" / "t" / "comparison.md").read_text()
     assert "| mean wait |" in md and "| exposure share |" in md
     assert report["paper_default"]["train_values"] == [study.trials[0].value]
 
@@ -115,7 +115,7 @@ def test_export_and_comparison_match_independent_replays(study_dir, cab, jobs):
 def test_exported_config_runs_in_the_app(study_dir):
     d, _ = study_dir
     exported = yaml.safe_load((d / "conf" / "policy" / "ta_tuned_t.yaml").read_text())
-    report = json.loads((d / "out" / "t" / "comparison.json").read_text())
+    report = json.loads((d / "results" / "out" / "t" / "comparison.json").read_text())
     tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
     run_dir = d / "app_run"
     proc = subprocess.run(
@@ -175,7 +175,7 @@ def test_multi_objective_exports_the_best_wait_no_more_exposed_than_the_paper(tm
     exported = yaml.safe_load((tmp_path / "conf" / "policy" / "ta_tuned_m.yaml").read_text())["params"]
     chosen = [t for t in done if tune.decode(t.params)[0] == exported]
     assert chosen and chosen[0].values[0] == best_wait and chosen[0].values[1] <= base.values[1]
-    assert not (tmp_path / "out" / "m" / "comparison.json").exists()  # --test none
+    assert not (tmp_path / "results" / "out" / "m" / "comparison.json").exists()  # --test none
 
 
 def test_pareto_picks_on_a_hand_made_front():
@@ -320,6 +320,7 @@ def test_an_unwritable_results_directory_is_one_line(capsys, tmp_path, monkeypat
     [
         (["--out", "{d}/empty.yaml"], "--out {d}/empty.yaml: exists and is not a directory"),
         (["--out", "{d}/empty.yaml/sub"], "--out {d}/empty.yaml/sub: {d}/empty.yaml is not a directory"),
+        (["--out", "{d}/elsewhere"], "--out {d}/elsewhere: must lie under a results/ directory"),
         (["--export", "{d}/somedir"], "--export {d}/somedir: is a directory"),
         (["--export", "{d}/empty.yaml/ta.yaml"], "--export {d}/empty.yaml/ta.yaml: {d}/empty.yaml is not a directory"),
         (["--export", "{d}/empty.yaml"], "--export {d}/empty.yaml: exists and was not written by fattorus.tune"),
@@ -329,7 +330,7 @@ def test_an_unwritable_results_directory_is_one_line(capsys, tmp_path, monkeypat
         (["--storage", "postgresql+nodriver://u:secret@h/db"], "--storage postgresql+nodriver://u:***@h/db: unknown"),
         (["--storage", "not a url"], "--storage not a url:"),
     ],
-    ids=["out-is-a-file", "out-under-a-file", "export-is-a-dir", "export-under-a-file", "export-not-tuned", "seed-negative",
+    ids=["out-is-a-file", "out-under-a-file", "out-outside-results", "export-is-a-dir", "export-under-a-file", "export-not-tuned", "seed-negative",
          "seed-too-big", "storage-unknown-kind", "storage-unknown-driver", "storage-not-a-url"],
 )
 def test_settings_refused_later_are_refused_before_the_workload_loads(capsys, tmp_path, monkeypatch, args, needle):
@@ -344,7 +345,7 @@ def test_settings_refused_later_are_refused_before_the_workload_loads(capsys, tm
     (tmp_path / "empty.yaml").write_text("")
     (tmp_path / "somedir").mkdir()
     base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/x.db", "--trials", "1",
-            "--export", str(tmp_path / "x.yaml"), "--out", str(tmp_path / "out")]
+            "--export", str(tmp_path / "x.yaml"), "--out", str(tmp_path / "results" / "out")]
     err = one_line_error(capsys, [*base, *(a.format(d=tmp_path) for a in args)])
     assert needle.format(d=tmp_path) in err
     assert "secret" not in err
@@ -357,12 +358,13 @@ def test_usable_paths_seeds_and_storage_urls_are_accepted(tmp_path):
     # existing --export file an earlier tuning wrote (overwritten) are fine, --out is not
     # checked when no test window will write there, and the ends of the seed range are valid.
     (tmp_path / "empty.yaml").write_text("# Tuned `ta` heuristics written by fattorus.tune (python -m fattorus.tune)\n")
-    (tmp_path / "outdir").mkdir()
+    (tmp_path / "results" / "outdir").mkdir(parents=True)
     common = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/new/x.db", "--export", str(tmp_path / "empty.yaml")]
-    opts = tune.parse_args([*common, "--out", str(tmp_path / "outdir"), "--seed", str(2**32 - 1)])
-    assert opts.out == tmp_path / "outdir" and opts.export == tmp_path / "empty.yaml" and opts.seed == 2**32 - 1
+    opts = tune.parse_args([*common, "--out", str(tmp_path / "results" / "outdir"), "--seed", str(2**32 - 1)])
+    assert opts.out == tmp_path / "results" / "outdir" and opts.export == tmp_path / "empty.yaml" and opts.seed == 2**32 - 1
     opts = tune.parse_args([*common, "--out", str(tmp_path / "empty.yaml"), "--test", "none", "--seed", "0"])
     assert opts.test == () and opts.seed == 0
-    opts = tune.parse_args([*common, "--out", str(tmp_path / "a" / "b"), "--storage", "sqlite://"])
+    opts = tune.parse_args([*common, "--out", str(tmp_path / "results" / "a" / "b"), "--storage", "sqlite://"])
     assert opts.storage == "sqlite://"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.yaml", "outdir"]  # checking wrote nothing
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.yaml", "results"]  # checking wrote nothing
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["outdir"]

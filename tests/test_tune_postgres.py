@@ -80,7 +80,7 @@ def _workers(pid: int) -> list[int]:
 def test_two_workers_one_killed_mid_trial_then_resume(postgres_url, tmp_path):
     name = "pgkill"
     argv = [*ARGS, "--name", name, "--storage", postgres_url, "--export", str(tmp_path / "ta_tuned.yaml"),
-            "--out", str(tmp_path / "out")]
+            "--out", str(tmp_path / "results" / "out")]
     env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     first = subprocess.Popen([sys.executable, "-m", "fattorus.tune", *argv, "--trials", "6", "--jobs", "2"],
                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

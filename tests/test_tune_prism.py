@@ -48,7 +48,7 @@ def study_dir(tmp_path_factory) -> Path:
                "--scale", "1", "--train", "0:0.15", "--test", "0.15:0.3", "--policy", "prism", "--speedup", "model",
                "--objective", "system_efficiency", "--trials", "3", "--jobs", "1", "--seed", "2", "--sampler", "random",
                "--storage", f"sqlite:///{d}/p.db", "--export", str(d / "conf" / "policy" / "prism_tuned_p.yaml"),
-               "--out", str(d / "out")])
+               "--out", str(d / "results" / "out")])
     return d
 
 
@@ -89,7 +89,7 @@ def test_export_and_comparison_match_independent_replays(study_dir):
     exported = yaml.safe_load((d / "conf" / "policy" / "prism_tuned_p.yaml").read_text())
     assert exported["name"] == "prism"
     PrismParams.from_mapping(exported["params"])  # a valid policy config
-    report = json.loads((d / "out" / "comparison.json").read_text())
+    report = json.loads((d / "results" / "out" / "comparison.json").read_text())
     assert report["setup"]["policy"] == "prism" and report["setup"]["speedup"] == "model"
     for row in report["rows"]:
         summary = model_run(row["policy_params"], row["sched"], TEST)
@@ -99,13 +99,13 @@ def test_export_and_comparison_match_independent_replays(study_dir):
         assert row["application_efficiency"] == pytest.approx(app, rel=1e-12)
         assert row["system_efficiency"] == pytest.approx(summary["utilization"]["mean"] * app, rel=1e-12)
         assert row["exposure_share"] == 0.0  # prism: no two running jobs share a link
-    md = (d / "out" / "comparison.md").read_text()
+    md = (d / "results" / "out" / "comparison.md").read_text()
     assert "| system efficiency |" in md and "Policy `prism`" in md and "bandwidth model" in md
 
 
 def test_exported_config_runs_in_the_app_with_the_model(study_dir):
     d = study_dir
-    report = json.loads((d / "out" / "comparison.json").read_text())
+    report = json.loads((d / "results" / "out" / "comparison.json").read_text())
     tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
     run_dir = d / "app_run"
     proc = subprocess.run(

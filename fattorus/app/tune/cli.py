@@ -85,7 +85,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="seconds of optimisation after which no new trial starts (default: no limit)")
     p.add_argument("--export", default=None,
                    help="policy config to write (default: conf/policy/<policy>_tuned_<name>.yaml in the repository)")
-    p.add_argument("--out", default=None, help="comparison directory (default: results/tune/<name>)")
+    p.add_argument("--out", default=None, help="comparison directory, under a results/ directory (default: "
+                   "results/tune/<name>)")
     p.add_argument("--heartbeat", type=float, default=60.0,
                    help="seconds between a running trial's heartbeats in the storage; a trial silent for 3 "
                    "heartbeats (its worker died) is failed and retried when the study resumes")
@@ -237,6 +238,8 @@ def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY
     there, no test windows), so it must not be a file. For both, the nearest existing
     ancestor must be a directory, or the folders on the way cannot be created. Permissions
     are not checked here (``os.access`` says yes to root); the file system reports those.
+    ``--out`` must lie under a ``results/`` directory; ``--export`` replaces only a config an
+    earlier tuning wrote (:func:`_written_by_tune`).
     ``name`` (the study's) only makes the example in the ``--export`` message concrete."""
     if export.is_dir():
         raise TuneError(f"--export {export}: is a directory; give the policy config file to write, "
@@ -255,6 +258,10 @@ def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY
         parent = _first_existing_parent(path)
         if not parent.is_dir():
             raise TuneError(f"{option} {path}: {parent} is not a directory, so it cannot hold {path.name!r}")
+    if out is not None and not any(p.name == "results" for p in (out.resolve(), *out.resolve().parents)):
+        # As bench's and report's --out: nothing is written outside the results but the exported config.
+        raise TuneError(f"--out {out}: must lie under a results/ directory (nothing is written outside the "
+                        "results but the exported config)")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Options:
