@@ -116,7 +116,8 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
             "settled", "settled_best", "settled_worst", "improved"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
-        cells = [str(r[h]) if h in ("run", "system", "pattern", "jobs") else f"{r[h]:+.1%}" for h in head]
+        # + 0.0: a change that rounds to zero reads +0.0%, not -0.0% (a negative zero's sign).
+        cells = [str(r[h]) if h in ("run", "system", "pattern", "jobs") else f"{round(r[h], 3) + 0.0:+.1%}" for h in head]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
