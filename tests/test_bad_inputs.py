@@ -177,6 +177,8 @@ CASES = [
         "hydra/launcher=slurm"),
     bad("study_slurm_without_srun", "needs a Slurm cluster", "s.yaml", "hydra/launcher=slurm", cli="study",
         files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n"}),
+    bad("study_file_slurm_without_srun", "needs a Slurm cluster", "s.yaml", cli="study",
+        files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0, hydra/launcher=slurm]\n"}),
     bad("report_not_results", "not a directory", "nosuchdir", cli="report"),
     # A study is checked whole before its first block runs (nothing may run: see test_case).
     bad("study_typo_in_last_arm", "s.yaml: arms[1][0]: Could not override 'sede'", "s.yaml", cli="study",

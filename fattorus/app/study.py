@@ -406,7 +406,8 @@ def main() -> None:
         study = load(args[0])
         from fattorus.app.cli import launcher_problem
 
-        problem = launcher_problem(["--multirun", *args[1:]])  # every block is a multirun
+        entries = [str(e) for group in (study["common"], *study["cases"], *study["arms"]) for e in group]
+        problem = launcher_problem(["--multirun", *entries, *args[1:]])  # every block is a multirun
         if problem:
             raise StudyError(problem)
         check_blocks(study, args[1:], args[0])  # a typo in the last block costs no replay
