@@ -74,6 +74,15 @@ def check_settings(cfg: DictConfig) -> None:
     trials = cfg.get("trials", 1)
     if not isinstance(trials, int) or not 1 <= trials <= TRIALS_MAX or int(seed) + trials - 1 > SEED_MAX:
         raise UserError(f"trials={trials}: choose an integer between 1 and {TRIALS_MAX} (seed + trials - 1 <= {SEED_MAX})")
+    # Checked here too, not only where a run meets them (the results path, the log's window):
+    # fattorus.study's check of every block before the first then refuses them in one line.
+    from fattorus import workload
+
+    try:
+        schema.safe_name(cfg.study, "study")
+        workload.check_window(OmegaConf.to_container(cfg.workload, resolve=True))
+    except ValueError as err:
+        raise UserError(str(err)) from None
     bins = [int(b) for b in cfg.bins]
     if not bins or bins[0] < 1 or any(b >= c for b, c in zip(bins, bins[1:])):
         raise UserError(f"bins={bins}: give job-size bin edges (nodes) as a non-empty, strictly increasing list of "

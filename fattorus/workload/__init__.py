@@ -797,6 +797,12 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
     return rooted if rooted.exists() or not p.exists() else p.resolve()
 
 
+def check_window(cfg: Any) -> None:
+    """One-line :class:`WorkloadError` if a workload config's window (``window_start_days``,
+    ``window_days``) can mean no window, before any log is read."""
+    _window_days(cfg)
+
+
 def _window_days(cfg: Any) -> tuple[float, float | None]:
     """``(window_start_days, window_days)`` of a workload config, checked."""
     start, days = _get(cfg, "window_start_days", 0.0), _get(cfg, "window_days")
