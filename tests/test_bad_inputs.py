@@ -182,6 +182,9 @@ CASES = [
     bad("study_nan_window", "argument 'workload.window_days=nan': workload.window_days must be a positive number",
         "s.yaml", "workload.window_days=nan", cli="study",
         files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n"}),
+    bad("study_plus_topo_again", "argument '+topo=ft6': the study file adds topo already (+topo=...); override it with "
+        "topo=ft6 (no '+')", "s.yaml", "+topo=ft6", cli="study",
+        files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n"}),
     bad("study_file_slurm_without_srun", "needs a Slurm cluster", "s.yaml", cli="study",
         files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0, hydra/launcher=slurm]\n"}),
     bad("report_not_results", "not a directory", "nosuchdir", cli="report"),

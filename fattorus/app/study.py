@@ -407,6 +407,13 @@ def main() -> None:
         from fattorus.app.cli import launcher_problem
 
         entries = [str(e) for group in (study["common"], *study["cases"], *study["arms"]) for e in group]
+        added = {e.split("=", 1)[0][1:] for e in entries if e.startswith("+") and not e.startswith("++") and "=" in e}
+        for arg in args[1:]:
+            key = arg.split("=", 1)[0]
+            if key.startswith("+") and not key.startswith("++") and key[1:] in added:
+                # Hydra: "Multiple values for topo. To override a value use 'override topo: ...'".
+                raise StudyError(f"argument {arg!r}: the study file adds {key[1:]} already ({key}=...); override it "
+                                 f"with {key[1:]}={arg.split('=', 1)[1] if '=' in arg else '...'} (no '+')")
         problem = launcher_problem(["--multirun", *entries, *args[1:]])  # every block is a multirun
         if problem:
             raise StudyError(problem)
