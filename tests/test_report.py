@@ -301,6 +301,16 @@ def test_aph_axis_spans_torus_hop_counts(tmp_path: Path):
     assert "torus8" in report.runs_table_cells(runs)[1][0]  # the topology config is shown, not looked up
 
 
+def test_a_panel_of_zero_waits_starts_at_zero(tmp_path: Path):
+    """Figure 10's wait axis starts at 0 h: a light workload whose jobs never waited showed an
+    axis from -0.04 h."""
+    root = tmp_path / "light"
+    write_run(root / "r", "to", "none", 0, "atlas", 1, "cab", [0.0, 0.0, 0.0], [0.0, 1.0, 2.0], util=[0.1])
+    runs = report.load_runs(root)
+    fig = report.figure_wait(runs, report.wait_by_bin(runs), report.DEFAULT_EDGES)
+    assert fig.axes[0].get_ylim()[0] == 0.0 and fig.axes[0].get_ylim()[1] > 0
+
+
 def _extent(artist, renderer):
     return artist.get_window_extent(renderer)
 

@@ -208,6 +208,8 @@ def figure_wait(runs: pl.DataFrame, stats: pl.DataFrame, edges: Sequence[int]):
         here = stats.filter(pl.col("workload") == workload)
         shown = sorted(here["bin"].unique().to_list())
         draw_bars(ax, here, shown, "bin", [lb for lb in labels if lb in set(here["label"])], colors)
+        # Waits are never negative: a panel of zero waits read -0.04 .. 0.04 h (autoscale).
+        ax.set_ylim(bottom=0.0)
         ax.set_xticks(range(len(shown)), [names[b] for b in shown])
         ax.set(xlabel="nodes requested", ylabel="mean wait (hours)")
         ax.set_title(wrap_title(workload, ax.get_position().width * fig.get_figwidth()))
