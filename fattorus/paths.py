@@ -55,4 +55,13 @@ def results_dir() -> Path:
     return Path("results")
 
 
-__all__ = ["ROOT", "conf_dir", "config_file", "config_names", "data_dir", "repo_root", "results_dir", "traces_dir"]
+def under_results(path: Path, also: Path | None = None) -> bool:
+    """Whether ``path`` is a ``results/`` directory or lies under one (or lies in ``also``):
+    where a command's ``--out`` may write (nothing is written outside the results)."""
+    resolved = Path(path).resolve()
+    around = (resolved, *resolved.parents)
+    return any(p.name == "results" for p in around) or (also is not None and Path(also).resolve() in around)
+
+
+__all__ = ["ROOT", "conf_dir", "config_file", "config_names", "data_dir", "repo_root", "results_dir", "traces_dir",
+           "under_results"]

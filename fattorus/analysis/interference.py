@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
+from fattorus import paths
 from fattorus import topology as topology_mod
 from fattorus.args import OneLineParser
 from fattorus.kernels import linkload
@@ -109,15 +110,14 @@ def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[Topology, pl
     if not run.is_dir():
         raise RunDirError(f"{run}: not a directory")
     jobs_path, summary_path = run / "jobs.parquet", run / "summary.json"
-    given = topo is not None
-    if given:  # first whether it names a machine at all: a typo is an unknown topology, not another machine
+    if topo is not None:  # first whether it names a machine at all: a typo is an unknown topology, not another machine
         try:
-            topology_mod.load(topo)
-        except topology_mod.TopologyError as err:
+            ft = topology_mod.load(topo)
+        except (topology_mod.TopologyError, TypeError) as err:
             raise RunDirError(f"--topo: {err}") from None
         if summary_path.is_file():
             _check_same_machine(summary_path, topo)
-    if topo is None:
+    else:
         if not summary_path.is_file():
             raise RunDirError(f"{summary_path}: missing (is {run} a replay run directory?)")
         try:
@@ -129,10 +129,10 @@ def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[Topology, pl
             topo = topo.get("name")
         if not isinstance(topo, (str, Mapping)):
             raise RunDirError(f"{summary_path}: config.topo must name or describe a topology, got {topo!r}")
-    try:
-        ft = topology_mod.from_config(topo) if isinstance(topo, Mapping) else topology_mod.load(topo)
-    except (topology_mod.TopologyError, TypeError) as err:
-        raise RunDirError(f"{summary_path}: {err}") from None
+        try:
+            ft = topology_mod.from_config(topo) if isinstance(topo, Mapping) else topology_mod.load(topo)
+        except (topology_mod.TopologyError, TypeError) as err:
+            raise RunDirError(f"{summary_path}: {err}") from None
     if not jobs_path.is_file():
         raise RunDirError(f"{jobs_path}: missing (is {run} a replay run directory?)")
     try:
@@ -370,7 +370,7 @@ def _output_path(run_dir: Path, out: str | None) -> Path:
         raise ValueError(f"--out {out}: must be a .parquet file")
     if resolved in {run / name for name in ("jobs.parquet", "utilization.parquet")}:
         raise ValueError(f"--out {out}: would overwrite the run's own {path.name}")
-    if run not in resolved.parents and not any(p.name == "results" for p in resolved.parents):
+    if not paths.under_results(path.parent, also=run_dir):
         raise ValueError(f"--out {out}: must lie in the run directory or under a results/ directory")
     if not resolved.parent.is_dir():
         raise ValueError(f"--out {out}: no such directory {path.parent}")

@@ -60,16 +60,11 @@ import polars as pl
 from fattorus.analysis import metrics
 from fattorus.args import OneLineParser, run_piped
 from fattorus.files import atomic_write
+from fattorus.report.labels import policy_name
 from fattorus.report.load import arm_settings, disambiguate, with_arm_settings
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
-
-
-def policy_name(config: dict[str, Any]) -> str:
-    """A trial's policy as its run named it: the tuned config chosen (``ta_tuned_atlas2x_cab``,
-    ``summary.json``'s ``policy_config``) where the run used one, else the policy."""
-    return str(config.get("policy_config") or config["policy"])
 
 
 def label(config: dict[str, Any]) -> str:
@@ -109,6 +104,23 @@ def resolve_reference(arms: list[str], reference: str) -> str | None:
         return reference
     longer = {arm for arm in arms if arm.startswith(reference + " ")}
     return longer.pop() if len(longer) == 1 else None
+
+
+def _named_reference(arms: list[str], reference: str, given: bool) -> tuple[str, int]:
+    """The arm label ``reference`` resolves to (:func:`resolve_reference`; a note on stderr
+    where it differs) and an exit code: 2, with one line, for a reference the user gave
+    (``given``) that names no arm or several; the default may name none."""
+    named = resolve_reference(arms, reference)
+    if named is None:
+        if not given:
+            return reference, 0
+        several = [arm for arm in arms if arm.startswith(reference + " ")]
+        why = f"names {len(several)} arms" if several else "matches no arm"
+        print(f"compare: error: --reference '{reference}' {why}; labels present: {_quoted(arms)}", file=sys.stderr)
+        return reference, 2
+    if named != reference:
+        print(f"compare: note: reference '{reference}' is the arm '{named}'", file=sys.stderr)
+    return named, 0
 
 
 def workload_label(config: dict[str, Any]) -> str:
@@ -353,9 +365,8 @@ def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> 
     return reference, notes, 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line entry; one-line errors: exit 2 for a usage or input mistake, 1 when
-    ``compare.md`` cannot be written (see the module's exit statuses)."""
+def _parser() -> OneLineParser:
+    """The command line's options (:func:`main`)."""
     p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="compare",
                       description=DESCRIPTION)
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
@@ -365,6 +376,13 @@ def main(argv: list[str] | None = None) -> int:
                         f"(default: '{DEFAULT_REFERENCE}', first fit over the ALPS default ordering, where the study "
                         "has that arm)")
     p.add_argument("--large", type=int, default=1024, help="jobs of at least this many nodes count as large (>= 1)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry; one-line errors: exit 2 for a usage or input mistake, 1 when
+    ``compare.md`` cannot be written (see the module's exit statuses)."""
+    p = _parser()
     a = p.parse_args(argv)
     if a.large < 1:
         p.error(f"--large {a.large}: give a node count >= 1")
@@ -391,16 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     workloads = workload_labels([summary for _, summary in found])
     trials = [(trial, summary, lab, wl) for (trial, summary), lab, wl in zip(found, labels, workloads)]
     reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
-    arms = sorted(set(labels))
-    named = resolve_reference(arms, reference)
-    if given and trials and named is None:
-        several = [arm for arm in arms if arm.startswith(reference + " ")]
-        why = f"names {len(several)} arms" if several else "matches no arm"
-        print(f"compare: error: --reference '{reference}' {why}; labels present: {_quoted(arms)}", file=sys.stderr)
-        return 2
-    if named is not None and named != reference:
-        print(f"compare: note: reference '{reference}' is the arm '{named}'", file=sys.stderr)
-        reference = named
+    reference, code = _named_reference(sorted(set(labels)), reference, given and bool(trials))
+    if code:
+        return code
     rows = []
     for trial, summary, lab, wl in trials:
         try:

@@ -164,6 +164,15 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def check_bounds(args: argparse.Namespace) -> None:
+    """A one-line ``ValueError`` naming the first count option out of its range, and its value."""
+    bounds = (("--ranks", args.ranks, 1), ("--ranks-per-node", args.ranks_per_node, 1), ("--valiant", args.valiant, 0),
+              ("--max-iters", args.max_iters, 0), ("--seed", args.seed, 0))
+    for option, value, least in bounds:
+        if value < least:
+            raise ValueError(f"{option} {value}: must be >= {least}")
+
+
 def _list(option: str, text: str, hint: str) -> list[str]:
     """The comma-separated names of ``option``: at least one, none repeated (a repeat would
     solve and write the same thing twice)."""
@@ -269,11 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cables = _list("--cables", args.cables, f"e.g. {','.join(CABLES)}")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
             raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
-        bounds = (("--ranks", args.ranks, 1), ("--ranks-per-node", args.ranks_per_node, 1), ("--valiant", args.valiant, 0),
-                  ("--max-iters", args.max_iters, 0), ("--seed", args.seed, 0))
-        for option, value, least in bounds:
-            if value < least:
-                raise ValueError(f"{option} {value}: must be >= {least}")
+        check_bounds(args)
         machines = [topology.load(c) for c in cables]
         if any(m.kind != "dragonfly" for m in machines):
             raise ValueError("--cables: dragonfly configurations only (e.g. edison, edison_k)")

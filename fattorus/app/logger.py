@@ -66,10 +66,12 @@ def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, ru
     _keep_wandb_under_results(Path(run_dir))
     import wandb
 
+    from fattorus.report.labels import policy_name
+
     mode = wandb_mode(logger_cfg)
     summary = result.summary
     c = summary["config"]
-    name = f"{c['topo']}-{c.get('policy_config') or c['policy']}-{c['sched']}-{c['workload']['name']}x{c['workload']['scale']}-{c['speedup']}-s{c['seed']}"
+    name = f"{c['topo']}-{policy_name(c)}-{c['sched']}-{c['workload']['name']}x{c['workload']['scale']}-{c['speedup']}-s{c['seed']}"
     run = wandb.init(
         project=logger_cfg.get("project") or "fattorus",
         entity=logger_cfg.get("entity"),

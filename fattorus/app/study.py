@@ -223,6 +223,24 @@ def first_trial(study: dict[str, Any], extra: list[str]) -> list[str]:
     return [text for _, text in _combinations(block)[0]]
 
 
+def check_command_line(study: dict[str, Any], extra: list[str]) -> None:
+    """What Hydra would refuse only inside a block, as one :class:`StudyError`: a ``+key=value``
+    for a key the study file adds already (Hydra's "Multiple values for topo. To override a
+    value use 'override topo: ...'"), and a Slurm launcher that cannot run here."""
+    from fattorus.app.cli import launcher_problem
+
+    entries = [str(e) for group in (study["common"], *study["cases"], *study["arms"]) for e in group]
+    added = {e.split("=", 1)[0][1:] for e in entries if e.startswith("+") and not e.startswith("++") and "=" in e}
+    for arg in extra:
+        key, _, value = arg.partition("=")
+        if key.startswith("+") and not key.startswith("++") and key[1:] in added:
+            raise StudyError(f"argument {arg!r}: the study file adds {key[1:]} already ({key}=...); override it "
+                             f"with {key[1:]}={value or '...'} (no '+')")
+    problem = launcher_problem(["--multirun", *entries, *extra])  # every block is a multirun
+    if problem:
+        raise StudyError(problem)
+
+
 def named_by_overrides(study: dict[str, Any], extra: list[str]) -> tuple[dict[str, Any], list[str]]:
     """The study as the command line names it: a trailing ``study=NAME`` (the last one, as Hydra
     reads it) renames it — where its results go and what its status lines say — and leaves the
@@ -404,19 +422,7 @@ def main() -> None:
         if args[0].startswith("-"):  # a flag before the file: refused as a flag, not as a missing file
             raise StudyError(flag_error(args) or "")
         study = load(args[0])
-        from fattorus.app.cli import launcher_problem
-
-        entries = [str(e) for group in (study["common"], *study["cases"], *study["arms"]) for e in group]
-        added = {e.split("=", 1)[0][1:] for e in entries if e.startswith("+") and not e.startswith("++") and "=" in e}
-        for arg in args[1:]:
-            key = arg.split("=", 1)[0]
-            if key.startswith("+") and not key.startswith("++") and key[1:] in added:
-                # Hydra: "Multiple values for topo. To override a value use 'override topo: ...'".
-                raise StudyError(f"argument {arg!r}: the study file adds {key[1:]} already ({key}=...); override it "
-                                 f"with {key[1:]}={arg.split('=', 1)[1] if '=' in arg else '...'} (no '+')")
-        problem = launcher_problem(["--multirun", *entries, *args[1:]])  # every block is a multirun
-        if problem:
-            raise StudyError(problem)
+        check_command_line(study, args[1:])
         check_blocks(study, args[1:], args[0])  # a typo in the last block costs no replay
     except StudyError as err:
         sys.stderr.write(f"fattorus.study: error: {err}\n")

@@ -99,14 +99,11 @@ def _stderr_line(text: str) -> None:
 def _warn_borrowed_workload(wl_cfg: dict[str, Any]) -> None:
     """One warning line when ``workload.path`` replaces the log of a named workload other than
     ``file``: the run keeps that workload's name, scale and cores per node."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        hc = HydraConfig.get()
-        choice = hc.runtime.choices.get("workload")
-        overridden = any(o.split("=", 1)[0].lstrip("+~") == "workload.path" for o in hc.overrides.task)
-    except (ValueError, AttributeError):  # not inside a Hydra run
+    hc = _hydra()
+    if hc is None:
         return
+    choice = hc.runtime.choices.get("workload")
+    overridden = any(o.split("=", 1)[0].lstrip("+~") == "workload.path" for o in hc.overrides.task)
     if overridden and choice not in (None, "file"):
         _stderr_line(f"fattorus.sweep: warning: workload.path={wl_cfg.get('path')} with workload={choice}: the run "
                      f"keeps {choice}'s name, scale and cores per node; use workload=file for a log of your own")
@@ -188,7 +185,7 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
     try:
         policy.make(cfg.policy.name, ft, policy_params)  # a wrong family or parameter: one-line ValueError
     except ValueError as err:
-        if "does not support" in str(err) and not _chose("policy"):
+        if cfg.policy.name not in policy.supporting(ft) and not _chose("policy"):
             # The user chose a machine only: say where the policy came from (conf/config.yaml's default).
             raise ValueError(f"{err} (policy '{cfg.policy.name}' is the default: choose one with policy=NAME)") from None
         raise
@@ -268,15 +265,18 @@ def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dic
     }
 
 
+def _hydra() -> Any:
+    """This Hydra run's ``HydraConfig``, or None outside one (a test calling the app's functions)."""
+    try:
+        return HydraConfig.get()
+    except ValueError:
+        return None
+
+
 def _chose(group: str) -> bool:
     """Whether the command line sets ``group`` (``policy=...``); True outside a Hydra run."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        overrides = HydraConfig.get().overrides.task
-    except (ValueError, AttributeError):  # not inside a Hydra run
-        return True
-    return any(o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] == group for o in overrides)
+    hc = _hydra()
+    return hc is None or any(o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] == group for o in hc.overrides.task)
 
 
 def _policy_variant(cfg: DictConfig) -> str | None:
@@ -284,12 +284,8 @@ def _policy_variant(cfg: DictConfig) -> str | None:
     policy, :func:`fattorus.app.config.policy_label`), else None. Recorded in ``summary.json`` as
     ``policy_config`` so that the run's line, ``compare`` and the report name it as its directory
     does: its ``name`` is the policy's (``ta``)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        choice = HydraConfig.get().runtime.choices.get("policy")
-    except (ValueError, AttributeError):  # not inside a Hydra run
-        return None
+    hc = _hydra()
+    choice = None if hc is None else hc.runtime.choices.get("policy")
     if choice is None:
         return None
     from fattorus.app.config import policy_label
@@ -409,6 +405,9 @@ def _write(result: Any, out_dir: Path) -> None:
 
 
 def _one_line(summary: dict[str, Any]) -> str:
+    # Here, not at the top: the report package loads matplotlib (~60 ms on every start).
+    from fattorus.report.labels import policy_name
+
     c = summary["config"]
     wl = c["workload"]
     factor = wl.get("scale_factor")
@@ -419,7 +418,7 @@ def _one_line(summary: dict[str, Any]) -> str:
     skipped = (f" ({sum(left_out.values())} not replayed: " + ", ".join(f"{r} {n}" for r, n in left_out.items()) + ")"
                if left_out else "")
     return (
-        f"{c['topo']} {c.get('policy_config') or c['policy']}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
+        f"{c['topo']} {policy_name(c)}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
         f"workload={wl['name']} x{scale}: "
         f"{summary['counts']['replayed']} jobs{skipped}, mean wait {summary['wait_s']['mean'] / 3600:.2f} h, "
         f"utilization {summary['utilization']['mean']:.1%}, makespan {summary['makespan_s'] / 86400:.1f} d, "
@@ -427,12 +426,12 @@ def _one_line(summary: dict[str, Any]) -> str:
     )
 
 
-# An absolute path: the app runs as `python -m fattorus.sweep` (a shim), so Hydra cannot
-# resolve a path relative to the caller.
 #: A single run's Ctrl-C line: its results are written when it ends.
 NOTHING_KEPT = "a single run writes its results when it ends: nothing was kept"
 
 
+# An absolute path: the app runs as `python -m fattorus.sweep` (a shim), so Hydra cannot
+# resolve a path relative to the caller.
 @hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
 def _app(cfg: DictConfig) -> dict[str, Any] | None:
     from fattorus.topology import TopologyError

@@ -181,8 +181,7 @@ def check_out_dir(out: Path) -> None:
     ``--out`` is refused before the sections run rather than after minutes of them. It must be
     a ``results/`` directory or lie under one (nothing is written outside the results; the
     rule of ``interference --out``)."""
-    resolved = out.resolve()
-    if not any(p.name == "results" for p in (resolved, *resolved.parents)):
+    if not paths.under_results(out):
         _fail(f"--out {out}: must be a results/ directory or lie under one", 2)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -69,6 +69,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from fattorus import paths
 from fattorus.args import OneLineParser
 from fattorus.files import atomic_write
 from fattorus.report.aggregate import (
@@ -172,14 +173,6 @@ def parse_edges(text: str) -> tuple[int, ...]:
     return edges
 
 
-def _kept_with_results(out: Path, results_dir: Path) -> bool:
-    """Whether ``--out`` lies in the results it reports on or under a ``results/`` directory
-    (the rule of ``interference --out`` and ``bench --out``)."""
-    resolved = out.resolve()
-    return results_dir.resolve() in (resolved, *resolved.parents) or any(
-        p.name == "results" for p in (resolved, *resolved.parents))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``python -m fattorus.report RESULTS_DIR [--out OUT_DIR] [--bins 18,64,256,1024] [--skip-bad]``."""
     parser = OneLineParser(prog="python -m fattorus.report", error_prefix="fattorus.report",
@@ -190,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bins", type=parse_edges, default=DEFAULT_EDGES, help="size-bin upper edges in nodes")
     parser.add_argument("--skip-bad", action="store_true", help="warn about and skip unreadable runs")
     args = parser.parse_args(argv)
-    if args.out is not None and not _kept_with_results(Path(args.out), Path(args.results_dir)):
+    if args.out is not None and not paths.under_results(Path(args.out), also=Path(args.results_dir)):
         print(f"fattorus.report: error: --out {args.out}: must lie in {args.results_dir} or under a results/ directory "
               "(nothing is written outside the results)", file=sys.stderr)
         return 2

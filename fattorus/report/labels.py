@@ -28,6 +28,12 @@ def scenario_spelling(speedup: str | None) -> str:
     return name
 
 
+def policy_name(config: Mapping[str, Any]) -> str:
+    """A run's policy as the run named it (``summary.json``'s ``config``): the tuned config
+    chosen (``ta_tuned_atlas2x_cab``, its ``policy_config``) where it used one, else the policy."""
+    return str(config.get("policy_config") or config["policy"])
+
+
 def run_label(policy: str, speedup: str | None = None) -> str:
     """Column label of a run: ``TO``, ``TA``, ``TA x5``, ``TA V2``, ``TREE_BESTFIT``, ..."""
     base = str(policy).strip().upper()

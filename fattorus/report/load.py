@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from fattorus.report.labels import LABEL_ORDER, run_label, topo_name, workload_label
+from fattorus.report.labels import LABEL_ORDER, policy_name, run_label, topo_name, workload_label
 
 RUN_FILES = ("summary.json", "jobs.parquet", "utilization.parquet")
 SECONDS_PER_HOUR = 3600.0
@@ -243,7 +243,7 @@ def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
     return {
         "run": str(run_dir.relative_to(root)) if run_dir != root else ".",
         "path": str(run_dir.resolve()),
-        "label": run_label(config.get("policy_config") or config["policy"], config.get("speedup")),
+        "label": run_label(policy_name(config), config.get("speedup")),
         "workload": workload_label(config),
         "topo": topo_name(config["topo"]),
         "topo_kind": None if topology is None else str(topology.get("kind", "?")),

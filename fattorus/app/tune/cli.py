@@ -258,7 +258,7 @@ def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY
         parent = _first_existing_parent(path)
         if not parent.is_dir():
             raise TuneError(f"{option} {path}: {parent} is not a directory, so it cannot hold {path.name!r}")
-    if out is not None and not any(p.name == "results" for p in (out.resolve(), *out.resolve().parents)):
+    if out is not None and not paths.under_results(out):
         # As bench's and report's --out: nothing is written outside the results but the exported config.
         raise TuneError(f"--out {out}: must lie under a results/ directory (nothing is written outside the "
                         "results but the exported config)")
