@@ -257,3 +257,14 @@ def test_a_kept_solve_that_cannot_be_read_is_solved_again(tmp_path, capsys):
         assert dragonfly_study._kept(part, png) is None
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "cannot be read" in err[0] and "solved again" in err[0]
+
+
+def test_max_iters_zero_is_recorded_as_capped(tmp_path, monkeypatch, capsys):
+    """``--max-iters 0`` solves minimal routes only: no solve reaches the adaptive steady
+    state, so every total says ``capped`` and stderr says where it stopped (it said
+    ``capped false`` before session 27)."""
+    monkeypatch.chdir(tmp_path)
+    assert dragonfly_study.main(["--workloads", "WD 4", *SMALL, "--max-iters", "0", "--name", "z"]) == 0
+    totals = pl.read_parquet(tmp_path / "results" / "dragonfly_study" / "z" / "totals.parquet")
+    assert totals["iterations"].to_list() == [0] * totals.height and totals["capped"].all()
+    assert "stopped at --max-iters 0 before the steady state" in capsys.readouterr().err

@@ -119,8 +119,10 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
     key = {"workload": wd, "cables": LABEL.get(topo.name, topo.name)}
     traffic = per_cable(joint.traffic)
     iterations = int(joint.iterations)
-    capped = bool(args.max_iters) and iterations >= args.max_iters
-    if capped:  # the steady state was not reached: say so (the table records it too)
+    # Stopped by the cap, not by the stopping rule: the steady state was not reached. With
+    # --max-iters 0 that is every solve (minimal routes only, no adaptive step).
+    capped = iterations >= args.max_iters
+    if capped:  # say so (the table records it too)
         print(f"[dragonfly_study] {wd} on {topo.name}: stopped at --max-iters {args.max_iters} before the "
               f"steady state", file=sys.stderr, flush=True)
     totals = [{**row, "iterations": iterations, "capped": capped} for row in class_rows(topo, traffic, **key)]
