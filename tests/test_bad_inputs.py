@@ -152,6 +152,17 @@ CASES = [
     bad("ta_param_unknown", "policy.params.bogus", "policy.params.bogus=1"),
     bad("ta_order_bad", "t1_pod_order", "policy.params.t1_pod_order=sideways"),
     bad("key_unknown", "nosuchkey", "nosuchkey=1"),
+    # A misspelt key without '+': the closest setting, not Hydra's "use +key=value" (session 27).
+    bad("key_misspelt_without_plus", "unknown setting 'workload.windw_days' (did you mean 'window_days'?)",
+        "workload.windw_days=1"),
+    bad("top_key_misspelt_without_plus", "unknown setting 'polcy' (did you mean 'policy'?)", "polcy=ta"),
+    # A setting of an appended group that is not chosen (was OmegaConf's traceback for speedup).
+    bad("speedup_key_without_speedup", "speedup.comm_fraction=0.5: sets a speedup scenario's setting, and no speedup "
+        "scenario is chosen", "speedup.comm_fraction=0.5"),
+    bad("topo_key_without_topo", "topo.pods=4: sets a machine's setting, and no machine is chosen", "workload=atlas",
+        "topo.pods=4"),
+    bad("study_speedup_key_without_speedup", "no speedup scenario is chosen", "s.yaml", "speedup.comm_fraction=0.5",
+        cli="study", files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n"}),
     bad("topo_radix_cannot_wire", "radix", "topo.pods=40"),
     # Paths that would leave the results root: refused or made one path component.
     bad("study_dotdot", "cannot name a results directory", "--multirun", "study=../../x"),
@@ -189,7 +200,7 @@ CASES = [
         files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0, hydra/launcher=slurm]\n"}),
     bad("report_not_results", "not a directory", "nosuchdir", cli="report"),
     # A study is checked whole before its first block runs (nothing may run: see test_case).
-    bad("study_typo_in_last_arm", "s.yaml: arms[1][0]: Could not override 'sede'", "s.yaml", cli="study",
+    bad("study_typo_in_last_arm", "s.yaml: arms[1][0]: unknown setting 'sede' (did you mean 'seed'?)", "s.yaml", cli="study",
         files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n  - [sede=0]\n"}),
     bad("study_swept_bad_value", "arms[0][1] (seed=abc)", "s.yaml", cli="study",
         files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [policy=to, \"seed=0,abc\"]\n"}),
@@ -405,11 +416,28 @@ def test_paths_with_separators_stay_inside_their_directory(results):
 def test_a_path_component_holds_no_separator():
     from fattorus.app.config import path_component
 
-    assert path_component("a/../b") == "a_.._b"
-    assert path_component("../x") == "_.._x"
-    assert path_component("a\\b") == "a_b"
-    assert path_component(".hidden") == "_.hidden"
-    assert path_component("") == "_"
+    import hashlib
+
+    def tagged(escaped: str, value: str) -> str:  # an escaped value ends in ~ and its hash
+        return escaped + "~" + hashlib.sha256(value.encode()).hexdigest()[:8]
+
+    assert path_component("a/../b") == tagged("a_.._b", "a/../b")
+    assert path_component("../x") == tagged("_.._x", "../x")
+    assert path_component("a\\b") == tagged("a_b", "a\\b")
+    assert path_component(".hidden") == tagged("_.hidden", ".hidden")
+    assert path_component("") == tagged("_", "")
+    assert path_component("seed=0,workload.path=log.swf") == "seed=0,workload.path=log.swf"  # nothing escaped
+
+
+def test_values_that_escape_alike_get_their_own_folders():
+    """``results/dirty/x.swf`` and ``results/dirty_x.swf`` made one folder name: in one
+    multirun one trial's results replaced the other's, and a later run skipped the other log
+    as finished (session 27)."""
+    from fattorus.app.config import path_component
+
+    names = [path_component(v) for v in ("workload.path=d/x.swf", "workload.path=d_x.swf", "workload.path=d\\x.swf",
+                                         ".a", "_.a", "", "_")]
+    assert len(set(names)) == len(names) and not any("/" in n or "\\" in n for n in names)
 
 
 def _sweep(cwd: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:

@@ -283,10 +283,10 @@ def test_trials_of_other_time_windows_are_other_workloads(tmp_path, capsys):
         _trial(tmp_path / f"ta{start}", "ta", {}, u_ta, [0.0, 1.0], [False, False], window=window)
     assert compare.main([str(tmp_path), "--reference", "to"]) == 0
     text = (tmp_path / "compare.md").read_text()
-    assert "### w x2 on t [days 0.0+7.0]" in text and "### w x2 on t [days 7.0+7.0]" in text
-    late = text.split("[days 7.0+7.0]")[1]
+    assert "### w x2 on t [days 0–7]" in text and "### w x2 on t [days 7–14]" in text
+    late = text.split("[days 7–14]")[1]
     assert late.split("| ta |")[1].splitlines()[0].endswith(" 1.000 |")
-    early = text.split("[days 0.0+7.0]")[1].split("###")[0]
+    early = text.split("[days 0–7]")[1].split("###")[0]
     assert early.split("| ta |")[1].splitlines()[0].endswith(" 0.748 |")  # 0.37401 / 0.5
     assert "several trials" not in capsys.readouterr().err
 
@@ -380,3 +380,28 @@ def test_a_metric_without_a_value_is_a_dash_not_nan(tmp_path):
     text = (tmp_path / "compare.md").read_text()
     assert "nan" not in text
     assert "| ta | 1 | 0.00 | 80.0% | 0.00 | – | – | 0.0% | – | 1.000 |" in text
+
+
+def test_a_whole_log_run_beside_windowed_ones_reads_whole_log(tmp_path):
+    """A run without a window beside windowed runs of the same log was labelled ``[?]``; it
+    is the whole log (session 27). A start without an end reads ``days 7.5–end``."""
+    for name, window in (("whole", {"window_start_days": 0, "window_days": None}),
+                         ("first", {"window_start_days": 0, "window_days": 3.0}),
+                         ("late", {"window_start_days": 7.5, "window_days": None})):
+        _trial(tmp_path / name, "to", {}, 0.5, [0.0, 1.0], [True, False], window=window)
+    assert compare.main([str(tmp_path)]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    assert {"### w x2 on t [whole log]", "### w x2 on t [days 0–3]", "### w x2 on t [days 7.5–end]"} <= set(
+        text.splitlines()), text
+
+
+def test_runs_with_another_dirty_line_ceiling_are_another_workload(tmp_path):
+    """``workload.max_runtime_s`` decides which log lines are jobs; a run with another ceiling
+    was averaged with default runs as if another seed (it was not recorded). A run that did
+    not record one reads as the default, 366 days (session 27)."""
+    _trial(tmp_path / "old", "to", {}, 0.5, [0.0, 1.0], [True, False])
+    _trial(tmp_path / "default", "to", {}, 0.5, [0.0, 1.0], [True, False], window={"max_runtime_s": 366 * 86400.0})
+    _trial(tmp_path / "short", "to", {}, 0.4, [0.0, 1.0], [True, False], window={"max_runtime_s": 3600.0})
+    assert compare.main([str(tmp_path)]) == 0
+    heads = {line for line in (tmp_path / "compare.md").read_text().splitlines() if line.startswith("### ")}
+    assert heads == {"### w x2 on t [max_runtime_s=31622400]", "### w x2 on t [max_runtime_s=3600]"}, heads

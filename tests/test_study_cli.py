@@ -113,7 +113,7 @@ def test_a_refused_study_launches_no_block(tmp_path: Path, monkeypatch: pytest.M
         study.main()
     assert exit_.value.code == 2 and launched == []
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"fattorus.study: error: {path}: arms[2][0]: Could not override 'sede'")
+    assert line.startswith(f"fattorus.study: error: {path}: arms[2][0]: unknown setting 'sede' (did you mean 'seed'?)")
 
 
 def test_a_study_renamed_on_the_command_line_says_where_its_results_are(tmp_path: Path,
@@ -145,7 +145,7 @@ def test_a_study_renamed_on_the_command_line_says_where_its_results_are(tmp_path
 def test_extra_arguments_are_checked_and_hydra_flags_refused(tmp_path: Path):
     path = _study(tmp_path, "study: s\ncases: [[policy=to]]\narms: [[seed=0]]\n")
     data = study.load(path)
-    with pytest.raises(study.StudyError, match=r"^argument 'sede=1': Could not override 'sede'"):
+    with pytest.raises(study.StudyError, match=r"^argument 'sede=1': unknown setting 'sede' \(did you mean 'seed'\?\)"):
         study.check_blocks(data, ["sede=1"], path)
     # A flag among the overrides no longer switches their check off: it is refused itself.
     with pytest.raises(study.StudyError) as err:

@@ -242,6 +242,7 @@ def test_rerun_redoes_trials_whose_job_log_changed(tmp_path):
     changed = sweep(*args)
     assert changed.returncode == 0, changed.stderr[-2000:]
     assert changed.stdout.count("[done]") == 1 and "changed since this trial ran" in changed.stderr
+    assert "damaged trial" not in changed.stderr  # it said "damaged trial (None)" too before session 27
     summary = json.loads(next((tmp_path / "sweep").glob("*/summary.json")).read_text())
     assert summary["counts"]["replayed"] == 6
 
@@ -327,3 +328,23 @@ def test_help_says_what_the_app_does_before_hydras_lists(app: str):
     if app == "fattorus.sweep":
         main_command = re.search(r"python -m fattorus\.sweep \+topo=\S+ \+speedup=\S+", (ROOT / "README.md").read_text())
         assert main_command and main_command.group(0) in out.stdout
+
+
+def test_the_dirty_line_notice_names_the_first_ones_field(tmp_path):
+    """The one-line notice names the first dirty line's field and value, not just its reason
+    (it said only "line 3 (non-numeric field)" before session 27)."""
+    from fattorus import workload
+    from fattorus.app.sweep import _skip_line
+
+    path = tmp_path / "log.swf"
+    path.write_text("1 0 -1 50 8 -1 -1 8 60 -1 1 1 1 -1 1 -1 -1 -1\n2 5 -1 12a4 8 -1 -1 8 60 -1 1 1 1 -1 1 -1 -1 -1\n")
+    line = _skip_line(workload.load(path, cores_per_node=1))
+    assert line == f"fattorus.sweep: {path}: skipped 1 dirty line(s): 1 non-numeric field; first: line 2 " \
+                   "(non-numeric field, field 4: 12a4)"
+
+
+def test_the_done_lines_mean_wait_of_seconds_is_in_seconds():
+    """A mean wait of seconds read "0.00 h" (session 27 review); hours from 0.01 h on."""
+    from fattorus.app.sweep import _wait
+
+    assert [_wait(s) for s in (0.0, 5.94, 35.9, 36.0, 7 * 3600 + 36)] == ["0.00 h", "5.94 s", "35.9 s", "0.01 h", "7.01 h"]

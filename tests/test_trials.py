@@ -83,3 +83,21 @@ def test_what_the_batched_engine_cannot_do_is_one_line(tmp_path, args, words):
     assert out.returncode == 2, out.stderr[-2000:]
     lines = [line for line in out.stderr.strip().splitlines() if "error" in line]
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in out.stderr
+
+
+def test_a_trials_run_without_its_trials_table_is_not_finished(runs, tmp_path):
+    """A ``trials=N`` run is finished only with its ``trials.parquet`` of N rows: a re-run
+    skipped a trial whose table was lost as "already holds a finished run" (session 27)."""
+    import shutil
+
+    from fattorus.app import outputs
+
+    run = shutil.copytree(runs["to", 2, 4], tmp_path / "run")
+    assert outputs.check_complete(run) is None
+    one = pl.read_parquet(run / "trials.parquet").head(1)
+    (run / "trials.parquet").unlink()
+    assert outputs.check_complete(run).startswith("trials.parquet is missing or unreadable")
+    one.write_parquet(run / "trials.parquet")
+    assert outputs.check_complete(run) == "trials.parquet has 1 rows, summary.json says 2"
+    single = runs["to", 1, 4]  # trials=1: no table, none expected
+    assert not (single / "trials.parquet").exists() and outputs.check_complete(single) is None

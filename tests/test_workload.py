@@ -215,6 +215,7 @@ def test_counts_cover_only_the_window(tmp_path):
          "workload.window_days=2", "progress=false"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert "(fit: 18 usable nodes / the log's machine of 9)" in out.stdout  # the header's MaxNodes
     assert "2 job(s) of the window dropped, scaled past the 18 usable nodes" in out.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["config"]["workload"]["scale_factor"] == 2.0
@@ -499,9 +500,12 @@ def test_swf_reader_accounts_for_every_line(tmp_path_factory, lines):
         return
     assert wl.lines == _job_lines(text)
     assert wl.jobs.height + wl.skipped.total == wl.lines
-    assert wl.jobs.height >= n_good and wl.skipped.total >= n_bad
     if all(kind != "noise" for kind, _ in lines):
-        assert (wl.jobs.height, wl.skipped.total) == (n_good, n_bad)
+        # A good line whose job id (field 1, >= 0) an earlier good line had is a repeat.
+        ids = [int(line.split()[0]) for kind, line in lines if kind == "good"]
+        repeats = sum(1 for i, x in enumerate(ids) if x >= 0 and x in ids[:i])
+        assert (wl.jobs.height, wl.skipped.total) == (n_good - repeats, n_bad + repeats)
+        assert wl.skipped.counts.get("repeated job id", 0) == repeats
 
 
 @settings(max_examples=40, deadline=None)
@@ -575,7 +579,10 @@ def test_sacct_reader_accounts_for_every_line(tmp_path_factory, lines):
     assert wl.lines == _job_lines(text) - 1  # the header is not a job line
     assert wl.jobs.height + wl.skipped.total + wl.skipped.steps == wl.lines
     if counts["noise"] == 0:
-        assert (wl.jobs.height, wl.skipped.steps, wl.skipped.total) == (counts["good"], counts["step"], counts["bad"])
+        ids = [line.split("|", 1)[0] for kind, line in lines if kind == "good"]
+        repeats = sum(1 for i, x in enumerate(ids) if x in ids[:i])  # an earlier good line's JobID
+        assert (wl.jobs.height, wl.skipped.steps, wl.skipped.total) == (
+            counts["good"] - repeats, counts["step"], counts["bad"] + repeats)
 
 
 # ---------------------------------------------------------------------------------------
@@ -613,12 +620,14 @@ def test_scale_nodes():
 def test_window_and_first_days():
     day = 86400.0
     jobs = _table(submit_s=[5 * day, 5 * day + 1, 6 * day - 1, 6 * day, 7.5 * day, None])
-    assert W.window(jobs, 5 * day, day)["job_id"].to_list() == [1, 2, 3]
-    assert W.window(jobs, 5 * day + 1, None)["job_id"].to_list() == [2, 3, 4, 5]
+    # A job of unknown submit time (6) stays in every window: the replay counts it as
+    # bad_submit, as it does without a window.
+    assert W.window(jobs, 5 * day, day)["job_id"].to_list() == [1, 2, 3, 6]
+    assert W.window(jobs, 5 * day + 1, None)["job_id"].to_list() == [2, 3, 4, 5, 6]
     # Day 0 is the first submit (5 days into the log).
-    assert W.first_days(jobs, 1)["job_id"].to_list() == [1, 2, 3]
-    assert W.first_days(jobs, 2, start_days=1)["job_id"].to_list() == [4, 5]
-    assert W.first_days(jobs, None, start_days=2)["job_id"].to_list() == [5]
+    assert W.first_days(jobs, 1)["job_id"].to_list() == [1, 2, 3, 6]
+    assert W.first_days(jobs, 2, start_days=1)["job_id"].to_list() == [4, 5, 6]
+    assert W.first_days(jobs, None, start_days=2)["job_id"].to_list() == [5, 6]
 
 
 def test_with_estimate():
@@ -629,7 +638,7 @@ def test_with_estimate():
 def test_stray_nul_is_a_dirty_line_and_gzip_sacct_loads(tmp_path):
     good = "1 0 -1 10 8 -1 -1 8 60 -1 1 1 1 -1 -1 -1 -1 -1"
     path = tmp_path / "nul.swf"
-    path.write_bytes(f"{good}\n\x00\x00garbage\n{good}\n".encode())
+    path.write_bytes(f"{good}\n\x00\x00garbage\n2{good[1:]}\n".encode())
     wl = W.load(path, cores_per_node=8)
     assert (wl.jobs.height, wl.skipped.total, wl.skipped.entries[0].line) == (2, 1, 2)
     gz = tmp_path / "sacct.txt.gz"
@@ -725,3 +734,39 @@ def test_waves_config_mistakes_are_one_line(bad, says):
     with pytest.raises(W.WorkloadError, match=says) as e:
         waves.generate(bad)
     assert "\n" not in str(e.value)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path):
+    """A UTF-8 BOM (some editors write one) made an SWF header line a dirty job line and hid
+    a sacct header (session 27): both read as without it."""
+    bom = b"\xef\xbb\xbf"
+    swf = "; MaxNodes: 4\n; MaxProcs: 16\n1 0 -1 50 8 -1 -1 8 60 -1 1 1 1 -1 1 -1 -1 -1\n"
+    (tmp_path / "a.swf").write_bytes(bom + swf.encode())
+    wl = W.load(tmp_path / "a.swf")
+    assert (wl.jobs.height, wl.skipped.total, wl.lines) == (1, 0, 1) and wl.header["MaxNodes"] == "4"
+    (tmp_path / "a.sacct").write_bytes(bom + SACCT.encode())
+    (tmp_path / "b.sacct").write_text(SACCT)
+    with_bom, without = W.load(tmp_path / "a.sacct", fmt="sacct"), W.load(tmp_path / "b.sacct", fmt="sacct")
+    assert with_bom.jobs.equals(without.jobs) and with_bom.jobs.height > 0
+    assert W.load(tmp_path / "a.sacct").jobs.height == without.jobs.height  # found by content, too
+
+
+def test_a_repeated_job_is_a_dirty_line_naming_the_first(tmp_path):
+    """Concatenated or overlapping dumps repeat jobs; each copy was replayed (twice the load,
+    no word). A job id seen on an earlier job line is skipped as ``repeated job id``, naming
+    that line; a dirty line does not count as an id's first (session 27)."""
+    def swf(job, submit):
+        return f"{job} {submit} -1 50 8 -1 -1 8 60 -1 1 1 1 -1 1 -1 -1 -1\n"
+    text = "; MaxNodes: 4\n; MaxProcs: 16\n" + swf(1, 0) + swf(2, 5) + "3 x\n" + swf(1, 0) + swf(3, 9) + swf(2, 7)
+    (tmp_path / "d.swf").write_text(text)
+    wl = W.load(tmp_path / "d.swf")
+    assert wl.jobs["job_id"].to_list() == [1, 2, 3] and wl.jobs["submit_s"].to_list() == [0, 5, 9]
+    assert wl.skipped.counts == {"wrong field count": 1, "repeated job id": 2}
+    repeats = [e for e in wl.skipped.entries if e.reason == "repeated job id"]
+    assert [(e.line, e.detail) for e in repeats] == [(6, "field 1: 1 (as line 3)"), (8, "field 1: 2 (as line 4)")]
+    # sacct: one dump's rows twice (its steps are steps again, not repeats).
+    (tmp_path / "o.sacct").write_text(SACCT)
+    (tmp_path / "d.sacct").write_text(SACCT + SACCT.split("\n", 1)[1])
+    once, doubled = W.load(tmp_path / "o.sacct", fmt="sacct"), W.load(tmp_path / "d.sacct", fmt="sacct")
+    assert doubled.jobs.equals(once.jobs) and doubled.skipped.steps == 2 * once.skipped.steps
+    assert doubled.skipped.counts["repeated job id"] == once.jobs.height

@@ -96,6 +96,52 @@ def unknown_setting(keys: Iterable[Any], known: Sequence[str], where: str) -> st
     return None
 
 
+def hydra_error(err: BaseException) -> str:
+    """One line for a Hydra or OmegaConf error, its cause appended. A misspelt key without '+'
+    (``workload.windw_days=1``) reads as :func:`unknown_setting` does for one with '+' — the
+    closest known setting — instead of Hydra's "To append to your config use
+    +workload.windw_days=1", which would only move the mistake (session 27 review)."""
+    import dataclasses
+    import re
+
+    from fattorus.app import config as schema
+
+    text, cause = str(err), "" if err.__cause__ is None else str(err.__cause__)
+    asked = re.match(r"Could not override '([^']+)'\.\s+To append to your config use \+", text)
+    where = re.search(r"Key '[^']+' not in '(\w+)'", cause)
+    cls = getattr(schema, where.group(1), None) if where else None
+    if asked and dataclasses.is_dataclass(cls):
+        parent, _, leaf = asked.group(1).rpartition(".")
+        why = unknown_setting([leaf], [f.name for f in dataclasses.fields(cls)], parent + "." if parent else "")
+        if why:
+            return why
+    if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
+        return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
+    return f"{squash(err)}{f' ({squash(cause)})' if cause else ''}"
+
+
+#: Config groups of the replay app that a command line appends with '+' (none by default).
+APPENDED_GROUPS = ("topo", "speedup")
+
+
+def unchosen_group(overrides: Iterable[str], groups: Sequence[str] = APPENDED_GROUPS) -> str | None:
+    """Why an override sets a key inside an appended group that no override chooses
+    (``speedup.comm_fraction=0.5`` without ``+speedup=model``), or None. Hydra applies it to a
+    group that is not there: a ``speedup`` key ended in OmegaConf's traceback ("Unexpected
+    type for root: NoneType"), a ``topo`` one in "To append to your config use +topo.pods=4",
+    although the default machine is filled in only after the overrides (session 27 review)."""
+    given = [o for o in overrides if "=" in o and not o.startswith("-")]
+    chosen = {o.split("=", 1)[0].lstrip("+~") for o in given}
+    for o in given:
+        key = o.split("=", 1)[0].lstrip("+~")
+        group = key.split(".", 1)[0]
+        if group in groups and "." in key and group not in chosen:
+            what, example = {"topo": ("machine", "cab"), "speedup": ("speedup scenario", "model")}.get(group, (group, "NAME"))
+            return (f"{o}: sets a {what}'s setting, and no {what} is chosen: choose one with +{group}=NAME first, "
+                    f"e.g. +{group}={example} {o.lstrip('+')}")
+    return None
+
+
 def is_interrupt(err: BaseException) -> bool:
     """Whether ``err`` is a Ctrl-C in disguise: one that landed inside a JAX host callback
     (the QoS model's sparse solves) reaches Python as ``ValueError: INTERNAL: CpuCallback
@@ -202,8 +248,7 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.exit(1)
     except (HydraException, OmegaConfBaseException) as err:  # before OSError: some are IOErrors
         sys.stderr = note.stream
-        cause = f" ({squash(err.__cause__)})" if err.__cause__ is not None else ""
-        sys.stderr.write(f"{prog}: error: {squash(err)}{cause}\n")
+        sys.stderr.write(f"{prog}: error: {hydra_error(err)}\n")
         sys.exit(2)
     except OSError as err:  # e.g. Hydra cannot create the run directory (read-only, disk full)
         sys.stderr = note.stream

@@ -61,7 +61,7 @@ from fattorus.analysis import metrics
 from fattorus.args import OneLineParser, run_piped
 from fattorus.files import atomic_write
 from fattorus.report.labels import policy_name
-from fattorus.report.load import arm_settings, disambiguate, with_arm_settings
+from fattorus.report.load import WORKLOAD_SETTINGS, arm_settings, disambiguate, with_arm_settings, workload_settings
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
@@ -185,25 +185,12 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
 def workload_labels(summaries: list[dict[str, Any]]) -> list[str]:
     """Each trial's workload label (:func:`workload_label`), with the time window, scheduler,
     node kind, cores per node or log appended where trials sharing a label differ in it
-    (``atlas x2 on cab [days 7.0+7.0]``), by the report's own rule
+    (``atlas x2 on cab [days 7–14]``), by the report's own rule
     (:func:`fattorus.report.load.disambiguate`): such trials are other workloads, each with its
     own reference, not seeds of one."""
-    def setting(s: dict[str, Any], key: str) -> Any:
-        return s["config"]["workload"].get(key)
-
-    def days(value: Any) -> float | None:
-        return None if value is None else float(value)
-
-    frame = pl.DataFrame({
-        "workload": [workload_label(s["config"]) for s in summaries],
-        "window_start_days": [days(setting(s, "window_start_days")) for s in summaries],
-        "window_days": [days(setting(s, "window_days")) for s in summaries],
-        "sched": [s["config"].get("sched") for s in summaries],
-        "node_kind": [setting(s, "node_kind") for s in summaries],
-        "cores_per_node": [setting(s, "cores_per_node") for s in summaries],
-        "log_sha256": [setting(s, "sha256") for s in summaries],
-    }, schema={"workload": pl.String, "window_start_days": pl.Float64, "window_days": pl.Float64, "sched": pl.String,
-               "node_kind": pl.String, "cores_per_node": pl.Int64, "log_sha256": pl.String})
+    rows = [{"workload": workload_label(s["config"]), "sched": s["config"].get("sched"),
+             **workload_settings(s["config"]["workload"])} for s in summaries]
+    frame = pl.DataFrame(rows, schema={"workload": pl.String, "sched": pl.String, **WORKLOAD_SETTINGS})
     return disambiguate(frame)["workload"].to_list()
 
 

@@ -129,11 +129,17 @@ MAX_COMPONENT_BYTES = 200
 
 def path_component(value: Any) -> str:
     """``value`` made into ONE path component: separators become ``_``, a leading dot is
-    escaped, so an override value like ``workload.path=../../x`` stays inside its sweep, and a
+    escaped, so an override value like ``workload.path=../../x`` stays inside its sweep (an
+    escaped value ends in ``~`` and 8 hex digits of its hash: one component per value), and a
     name past :data:`MAX_COMPONENT_BYTES` (``bins=[1,2,...,200]``) is cut and ends in ``~`` and
     a hash of the whole name."""
     text = re.sub(r"[/\\\x00]", "_", str(value))
     text = "_" + text if text.startswith(".") or not text else text
+    if text != str(value):
+        # Escaped: ``a/b`` and ``a_b`` would share a folder (one trial's results overwriting
+        # the other's, or a later run skipping a log it never replayed); a hash of the value as
+        # given keeps them apart.
+        text += "~" + hashlib.sha256(str(value).encode()).hexdigest()[:8]
     raw = text.encode()
     if len(raw) > MAX_COMPONENT_BYTES:
         digest = hashlib.sha256(raw).hexdigest()[:16]

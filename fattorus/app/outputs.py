@@ -37,7 +37,8 @@ def check_complete(run_dir: str | os.PathLike[str]) -> str | None:
     """Why ``run_dir`` does not hold a finished run (one line), or None when it does.
 
     Finished means: ``summary.json`` parses, and each table it lists exists, reads, and has
-    the number of rows the summary recorded (``jobs.parquet`` also ``counts.replayed``).
+    the number of rows the summary recorded (``jobs.parquet`` also ``counts.replayed``; a
+    ``trials=N`` run's ``trials.parquet`` N rows).
     """
     run = Path(run_dir)
     if not (run / "summary.json").exists():
@@ -47,6 +48,8 @@ def check_complete(run_dir: str | os.PathLike[str]) -> str | None:
         expected = dict(summary.get("files") or {})
         expected.setdefault("jobs.parquet", {"rows": summary["counts"]["replayed"]})
         expected.setdefault("utilization.parquet", {"rows": None})
+        if summary.get("trials"):  # trials=N: its table is written before the summary, not listed in it
+            expected.setdefault("trials.parquet", {"rows": summary["trials"]["n"]})
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         return f"summary.json is damaged ({type(err).__name__})"
     for name, meta in expected.items():

@@ -321,11 +321,12 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
     config_name = CONFIGS[study["app"]]
 
     def attempt(overrides: list[str]) -> str | None:
+        if study["app"] == "fattorus.sweep" and (why := cli.unchosen_group(overrides)):
+            return why
         try:
             check(compose(config_name=config_name, overrides=overrides))
         except errors as err:
-            cause = f" ({cli.squash(err.__cause__)})" if err.__cause__ is not None else ""
-            return f"{cli.squash(err)}{cause}"
+            return cli.hydra_error(err)
         return None
 
     p = Path(path)

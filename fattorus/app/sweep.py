@@ -115,7 +115,9 @@ def _skip_line(wl: Any, prog: str = "fattorus.sweep") -> str | None:
     if not sk.total:
         return None
     reasons = ", ".join(f"{n} {r}" for r, n in sorted(sk.counts.items()))  # "2 non-numeric field, ..."
-    first = f"; first: line {sk.entries[0].line} ({sk.entries[0].reason})" if sk.entries else ""
+    e = sk.entries[0] if sk.entries else None
+    # The first one's field and value too ("field 4: 12a4"): what to look for at that line.
+    first = f"; first: line {e.line} ({e.reason}{', ' + e.detail if e.detail else ''})" if e else ""
     return f"{prog}: {wl.path}: skipped {sk.total} dirty line(s): {reasons}{first}"
 
 
@@ -240,6 +242,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
 def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dict[str, Any], wl: Any,
                  transform_counts: dict[str, Any], ft: Any) -> dict[str, Any]:
     """The run's key choices for ``summary.json`` ``config``."""
+    from fattorus.workload import DEFAULT_MAX_RUNTIME_S
+
     variant = _policy_variant(cfg)
     return {
         "topo": topo_name,
@@ -258,6 +262,8 @@ def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dic
             "parse_skipped": wl.skipped.total,
             "parse_skipped_by_reason": dict(wl.skipped.counts),
             "parse_skipped_first": [e._asdict() for e in wl.skipped.entries[:5]],
+            # The dirty-line ceiling changes which lines are jobs: the report tells such runs apart.
+            "max_runtime_s": float(wl_cfg.get("max_runtime_s") or DEFAULT_MAX_RUNTIME_S),
             "outside_window": transform_counts.get("outside_window", 0),
             "scale_factor": transform_counts.get("scale_factor", 1.0),
             "node_kind": wl_cfg.get("node_kind") or ft.default_job_kind,
@@ -316,10 +322,13 @@ def _load_workload(wl_cfg: dict[str, Any], topo_cfg: dict[str, Any], ft: Any) ->
 def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> str:
     """The one line that says which load a run used (the scaling is part of the result)."""
     factor = counts.get("scale_factor", 1.0)
-    how = {"fit": f"fit: {usable} usable nodes / the log's machine"}.get(wl_cfg.get("scale"), "")
+    # fit's factor is usable / the log's machine nodes, so the log's size is read back from it.
+    how = {"fit": f"fit: {usable} usable nodes / the log's machine of {round(usable / factor)}"}.get(
+        wl_cfg.get("scale"), "")
+    windowed = wl_cfg.get("window_days") is not None or float(wl_cfg.get("window_start_days") or 0) > 0
     return (f"workload {wl_cfg.get('name')}: node counts x{factor:.4g}{f' ({how})' if how else ''}, "
-            f"nodes' = ceil(nodes x factor); {counts.get('dropped_by_scaling', 0)} job(s) of the window dropped, "
-            f"scaled past the {usable} usable nodes")
+            f"nodes' = ceil(nodes x factor); {counts.get('dropped_by_scaling', 0)} job(s) of the "
+            f"{'window' if windowed else 'log'} dropped, scaled past the {usable} usable nodes")
 
 
 def _check_batched(cfg: DictConfig, topo: Any) -> None:
@@ -404,6 +413,12 @@ def _write(result: Any, out_dir: Path) -> None:
         raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
 
 
+def _wait(seconds: float) -> str:
+    """A mean wait for the done line: hours to two decimals, or seconds under 36 s (a light
+    load's waits of seconds read "0.00 h" beside the trials line's 0.00165 h)."""
+    return f"{seconds / 3600:.2f} h" if seconds >= 36 or seconds == 0 else f"{seconds:.3g} s"
+
+
 def _one_line(summary: dict[str, Any]) -> str:
     # Here, not at the top: the report package loads matplotlib (~60 ms on every start).
     from fattorus.report.labels import policy_name
@@ -420,7 +435,7 @@ def _one_line(summary: dict[str, Any]) -> str:
     return (
         f"{c['topo']} {policy_name(c)}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
         f"workload={wl['name']} x{scale}: "
-        f"{summary['counts']['replayed']} jobs{skipped}, mean wait {summary['wait_s']['mean'] / 3600:.2f} h, "
+        f"{summary['counts']['replayed']} jobs{skipped}, mean wait {_wait(summary['wait_s']['mean'])}, "
         f"utilization {summary['utilization']['mean']:.1%}, makespan {summary['makespan_s'] / 86400:.1f} d, "
         f"replay {summary['replay_wall_s']:.1f} s"
     )
@@ -451,7 +466,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
             return json.loads((out_dir / "summary.json").read_text())
         if stale is not None:
             _stderr_line(f"fattorus.sweep: warning: {out_dir}: {stale}; re-running it")
-        if (out_dir / "summary.json").exists():
+        elif (out_dir / "summary.json").exists():
             _stderr_line(f"fattorus.sweep: warning: {out_dir}: damaged trial ({why}); re-running it")
     t0 = time.perf_counter()
     try:
@@ -522,6 +537,10 @@ def _squash(text: Any) -> str:
 
 def main() -> None:
     """Entry point: runs the Hydra app and turns every configuration error into one line."""
+    problem = cli.unchosen_group(sys.argv[1:])
+    if problem:
+        sys.stderr.write(f"fattorus.sweep: error: {problem}\n")
+        sys.exit(2)
     devices.use_cpu_cores()  # trials=N splits its batches over them
     cli.run_main(_app, "fattorus.sweep", (UserError,), (RunError,), single=NOTHING_KEPT)
 

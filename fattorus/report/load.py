@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from fattorus.report.labels import LABEL_ORDER, policy_name, run_label, topo_name, workload_label
+from fattorus.workload import DEFAULT_MAX_RUNTIME_S
 
 RUN_FILES = ("summary.json", "jobs.parquet", "utilization.parquet")
 SECONDS_PER_HOUR = 3600.0
@@ -253,11 +254,7 @@ def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
         "seed": int(seed) if isinstance(seed, (int, float)) else None,
         "workload_name": str(workload.get("name", "?")),
         "scale": _scale(workload),
-        "window_start_days": workload.get("window_start_days"),
-        "window_days": workload.get("window_days"),
-        "node_kind": workload.get("node_kind"),
-        "cores_per_node": workload.get("cores_per_node"),
-        "log_sha256": workload.get("sha256"),
+        **workload_settings(workload),
         "n_nodes": summary.get("n_nodes"),
         **jobs,
         **util,
@@ -277,7 +274,7 @@ RUNS_SCHEMA = {
     "topo": pl.String, "topo_kind": pl.String, "policy": pl.String, "speedup": pl.String,
     "sched": pl.String, "seed": pl.Int64, "workload_name": pl.String, "scale": pl.Float64,
     "window_start_days": pl.Float64, "window_days": pl.Float64, "node_kind": pl.String,
-    "cores_per_node": pl.Int64, "log_sha256": pl.String, "n_nodes": pl.Int64,
+    "cores_per_node": pl.Int64, "log_sha256": pl.String, "max_runtime_s": pl.Float64, "n_nodes": pl.Int64,
     "jobs": pl.Int64, "wait_mean_h": pl.Float64, "wait_median_h": pl.Float64,
     "makespan_h": pl.Float64, "aph_mean": pl.Float64, "has_ideal_aph": pl.Boolean,
     "util_mean": pl.Float64, "util_median": pl.Float64, "read": pl.Int64, "replayed": pl.Int64,
@@ -305,21 +302,54 @@ def progress(items: Sequence[Any], desc: str, every_s: float = 5.0) -> Iterator[
         yield item
 
 
+#: The workload settings :func:`disambiguate` tells runs apart by (besides the scheduler).
+WORKLOAD_SETTINGS = {"window_start_days": pl.Float64, "window_days": pl.Float64, "node_kind": pl.String,
+                     "cores_per_node": pl.Int64, "log_sha256": pl.String, "max_runtime_s": pl.Float64}
+
+
+def workload_settings(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`WORKLOAD_SETTINGS` of a run from its summary's ``config.workload``."""
+    def number(key: str, default: Any = None) -> float | None:
+        value = workload.get(key, default)
+        return None if value is None else float(value)
+
+    return {"window_start_days": number("window_start_days"), "window_days": number("window_days"),
+            "node_kind": workload.get("node_kind"), "cores_per_node": workload.get("cores_per_node"),
+            "log_sha256": workload.get("sha256"),
+            # Runs from before session 27 did not record it: they read with the default ceiling.
+            "max_runtime_s": number("max_runtime_s", DEFAULT_MAX_RUNTIME_S)}
+
+
+def _short(x: pl.Expr) -> pl.Expr:
+    """A number as short text: ``7`` for 7.0, ``2.5`` as it is."""
+    return x.round(6).cast(pl.String).str.replace(r"\.0$", "")
+
+
+def _window_text() -> pl.Expr:
+    """A run's window of the log: ``whole log`` (no window; a run that recorded none),
+    ``days 0–7``, ``days 7–end`` (a start without an end)."""
+    start, days = pl.col("window_start_days").fill_null(0.0), pl.col("window_days")
+    return (pl.when(days.is_null() & (start == 0)).then(pl.lit("whole log"))
+            .when(days.is_null()).then(pl.format("days {}–end", _short(start)))
+            .otherwise(pl.format("days {}–{}", _short(start), _short(start + days))))
+
+
 def disambiguate(runs: pl.DataFrame) -> pl.DataFrame:
-    """Append the time window, scheduler, node kind, cores per node and/or log to workload labels
-    shared by runs that differ in them (``atlas-2x on cab [fcfs]``, ``file on cab [log 1a2b3c4d5e6f]``).
+    """Append the time window, scheduler, node kind, cores per node, log and/or dirty-line ceiling to workload labels
+    shared by runs that differ in them (``atlas-2x on cab [days 0–7]``, ``atlas-2x on cab [whole
+    log]``, ``atlas-2x on cab [fcfs]``, ``file on cab [log 1a2b3c4d5e6f]``, ``[max_runtime_s=3600]``).
 
     Why the log: every ``workload=file`` run is named ``file``, so two logs would be averaged as
     seeds of one workload; the log's sha256 (its first 12 digits) tells them apart, and a run
     that did not record one reads ``?``. The node kind and cores per node change the jobs replayed.
     """
-    window = pl.format("days {}+{}", pl.col("window_start_days"), pl.col("window_days"))
     extras = (
-        window.fill_null("?"),
+        _window_text(),
         pl.col("sched").fill_null("?"),
         pl.format("node_kind={}", pl.col("node_kind").fill_null("?")),
         pl.format("cores_per_node={}", pl.col("cores_per_node").cast(pl.String).fill_null("?")),
         pl.format("log {}", pl.col("log_sha256").str.slice(0, 12).fill_null("?")),
+        pl.format("max_runtime_s={}", _short(pl.col("max_runtime_s")).fill_null("?")),
     )
     for extra in extras:
         distinct = extra.n_unique().over("workload") > 1

@@ -209,7 +209,9 @@ def _read_text(path: Path) -> tuple[str, str, bool]:
     # A stray NUL in a text log is a dirty line, not a reason to refuse the file; NULs only
     # decide the message when nothing in the file reads as a job.
     binary = b"\x00" in data[:65536]
-    return data.decode("utf-8", errors="replace"), digest, binary
+    # utf-8-sig: a byte-order mark (some Windows editors write one) is not part of the first
+    # line; it made an SWF header line a dirty job line and hid a sacct header.
+    return data.decode("utf-8-sig", errors="replace"), digest, binary
 
 
 # Whitespace is ASCII only (as SWF defines it), so that which lines are blank and how a line
@@ -320,6 +322,20 @@ def _first_failure(checks: list[tuple[pl.Expr, pl.Expr]]) -> tuple[pl.Expr, pl.E
     return reason, detail
 
 
+def _mark_repeated(frame: pl.DataFrame, key: pl.Expr, shown: pl.Expr, eligible: pl.Expr) -> pl.DataFrame:
+    """Mark as dirty (``repeated job id``) every job line of ``frame`` whose ``key`` an earlier
+    job line had: the first line of an id is kept. Why: concatenated or overlapping log dumps
+    repeat jobs, and each copy replayed would double that job's load without a word. Only lines
+    that passed every other check (and are ``eligible``) count as an id's first line."""
+    ok = pl.col("reason").is_null() & eligible & key.is_not_null()
+    first = pl.when(ok).then(pl.col("lineno")).min().over(key)
+    repeated = ok & (pl.col("lineno") != first)
+    return frame.with_columns(
+        reason=pl.when(repeated).then(pl.lit("repeated job id")).otherwise(pl.col("reason")),
+        detail=pl.when(repeated).then(pl.format("{} (as line {})", shown, first)).otherwise(pl.col("detail")),
+    )
+
+
 def _no_jobs(file: str, kind: str, skipped: SkipReport) -> WorkloadError:
     """The error for a file without a single usable job row (nothing to replay)."""
     if not skipped.entries:
@@ -387,6 +403,7 @@ def _parse_swf(text: str, file: str, cores_per_node: int | None,
     checks += _absurd_swf_checks(shown, max_runtime_s)
     reason, detail = _first_failure(checks)
     parsed = parsed.with_columns(reason=reason, detail=detail)
+    parsed = _mark_repeated(parsed, pl.col("f1"), shown(1), pl.col("f1") >= 0)
     skipped = _skip_report(file, parsed.filter(pl.col("reason").is_not_null()))
     good = parsed.filter(pl.col("reason").is_null())
     if good.height == 0:
@@ -584,6 +601,7 @@ def _parse_sacct(text: str, file: str, cores_per_node: int | None,
     # Steps are recognised before any other check: a step is not a job, whatever it holds.
     split = split.with_columns(is_step=step.fill_null(False) & (pl.col("n_fields") == expected))
     split = split.with_columns(reason=pl.when(pl.col("is_step")).then(None).otherwise(reason), detail=detail)
+    split = _mark_repeated(split, job_id, field("jobid"), ~pl.col("is_step"))
     n_steps = int(split["is_step"].sum())
     bad = split.filter(pl.col("reason").is_not_null())
     skipped = _skip_report(file, bad, steps=n_steps)
@@ -740,7 +758,7 @@ def fit_factor(wl: Workload, machine_nodes: int | None, log_nodes: int | None, n
             raise WorkloadError(f"workload {name!r}: workload.log_nodes={log_nodes!r}: give the log's machine size, "
                                 "a whole number of nodes >= 1 (or leave it unset to read the log's header)")
         raise WorkloadError(f"workload {name!r}: scale=fit needs the log's machine size: its header has no "
-                            f"MaxNodes/MaxProcs; set workload.log_nodes=N (got {size!r})")
+                            "MaxNodes/MaxProcs; set workload.log_nodes=N")
     return int(machine_nodes) / int(size)
 
 
@@ -748,12 +766,14 @@ def window(jobs: pl.DataFrame, start_s: float, duration_s: float | None) -> pl.D
     """Jobs submitted in ``[start_s, start_s + duration_s)`` (log seconds; None: no end).
 
     Submit times are left as they are (still seconds from the log's start). Jobs with an
-    unknown submit time are outside every window.
+    unknown submit time are kept: no window can place them, and the replay skips and counts
+    them as ``bad_submit`` with a window or without (they were silently counted as outside
+    the window before session 27).
     """
     inside = pl.col("submit_s") >= start_s
     if duration_s is not None:
         inside &= pl.col("submit_s") < start_s + duration_s
-    return jobs.filter(inside.fill_null(False))
+    return jobs.filter(inside.fill_null(True))
 
 
 def first_days(jobs: pl.DataFrame, days: float | None, start_days: float = 0.0) -> pl.DataFrame:
