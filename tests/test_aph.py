@@ -183,3 +183,24 @@ def test_aph_of_large_blue_waters_jobs_is_exact_past_int32():
     batch = aph.pad(allocs[:1])
     assert int(np.asarray(aph.hop_sums(bw, batch))[0]) == _brute_torus_hop_sum(bw, allocs[0])
     assert float(np.asarray(aph.aph(bw, batch))[0]) == pytest.approx(got[0], rel=1e-12)
+
+
+def test_node_ids_outside_the_machine_are_refused():
+    """A node id past the machine gave a number without a word (JAX drops out-of-range
+    writes): on ft6 (18 nodes, at most 4 hops) [0, 18] read 6 hops, the closed-form and
+    pairwise sums disagreeing (12 and 8). One line now, at every entry point (session 27)."""
+    import jax.numpy as jnp
+
+    from fattorus import topology
+
+    ft = topology.load("ft6")
+    for call, allocs in ((aph.aph, jnp.array([[0, 18]])), (aph.hop_sums, jnp.array([[0, -3]]))):
+        with pytest.raises(ValueError, match=r"node id (18|-3) is not one of the machine's 18 nodes \(0..17; -1 pads\)"):
+            call(ft, allocs)
+    with pytest.raises(ValueError, match="node id -1 is not one of the machine's 18 nodes"):
+        aph.aph_of(ft, [np.array([0, -1])])  # unpadded allocations hold no -1
+    with pytest.raises(ValueError, match="node ids must be whole numbers"):
+        aph.aph_of(ft, [np.array([0, 1.5])])
+    # Two nodes of different pods: 4 hops each way, by hand; padding and an empty job still fine.
+    assert float(aph.aph(ft, jnp.array([[0, 17, -1, -1]]))[0]) == 4.0
+    assert aph.aph_of(ft, [np.array([0, 17]), np.array([], np.int64)]).tolist() == [4.0, 0.0]

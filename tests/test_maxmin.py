@@ -172,3 +172,34 @@ def test_bucket_size_is_the_next_power_of_two_from_64():
     for n in range(0, 5000):
         b = bucket_size(n)
         assert b >= max(n, 64) and b & (b - 1) == 0 and (b == 64 or b < 2 * n)
+
+
+def test_inputs_no_solve_can_mean_are_one_line_errors():
+    """A link id past the capacity vector or a negative weight made the solve loop forever
+    (such a flow never froze); a NaN capacity gave NaN rates. Concrete inputs are refused in
+    one line (session 27 review)."""
+    two = jnp.array([[0], [0]])
+    with pytest.raises(ValueError, match="route_ids: link id 1 past the 1 links of capacity"):
+        maxmin_rates(jnp.array([[0], [1]]), jnp.array([1.0]))
+    with pytest.raises(ValueError, match="weight: every flow's weight must be a positive finite number"):
+        maxmin_rates(two, jnp.array([1.0]), jnp.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="capacity: every link's capacity must be a number >= 0"):
+        maxmin_rates(two, jnp.array([np.nan]))
+    np.testing.assert_allclose(maxmin_rates(two, jnp.array([10.0])).rate, [5.0, 5.0])  # by hand: half each
+
+
+def test_a_traced_solve_on_bad_input_still_ends():
+    """Inside jit the inputs cannot be checked; the rounds are capped at the flow count + 1
+    (each round freezes at least one flow), so the call ends instead of looping forever. In a
+    subprocess with a timeout: without the cap this test would hang the suite."""
+    import subprocess
+    import sys
+
+    code = ("import jax, jax.numpy as jnp\n"
+            "from fattorus.kernels.maxmin import maxmin_rates\n"
+            "f = jax.jit(lambda r, c, w: maxmin_rates(r, c, w).rounds)\n"
+            "print(int(f(jnp.array([[0], [1]]), jnp.array([1.0]), jnp.ones(2))),"
+            " int(f(jnp.array([[0], [0]]), jnp.array([1.0]), jnp.array([1.0, -1.0]))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert all(int(r) <= 3 for r in out.stdout.split())

@@ -442,3 +442,27 @@ def test_kept_releases_follow_every_busy_node(atlas):
     jobs = engine.Jobs.of(*cols, ft.n_nodes)
     engine.run(jobs, ft, Checked(), policy.make("ta", ft), usable=usable)
     assert len(passes) > 500 and max(passes) > 20
+
+
+def test_simulate_refuses_jobs_it_would_replay_wrongly():
+    """Jobs out of submit order started late without a word (a job submitted at 0 to an empty
+    machine started at 20), columns of other lengths failed deep in the loop, and 2.7 nodes
+    became 2 (session 27 review): each is one ValueError now."""
+    import pytest
+
+    from fattorus import topology
+    from fattorus.sched import policy, replay
+
+    t = topology.load("ft6")
+    ten = np.full(2, 10.0)
+
+    def run(submit, nodes, runtime=ten):
+        return replay.simulate(np.asarray(submit, float), runtime, runtime, np.asarray(nodes), t, policy.make("to", t))
+
+    with pytest.raises(ValueError, match="sorted by submit time"):
+        run([20.0, 0.0], [1, 1])
+    with pytest.raises(ValueError, match="nodes must be whole numbers"):
+        run([0.0, 20.0], [2.7, 1])
+    with pytest.raises(ValueError, match="of one length"):
+        run([0.0, 20.0], [1])
+    assert run([0.0, 20.0], [1, 2.0]).start.tolist() == [0.0, 20.0]  # an empty machine: each starts at its submit

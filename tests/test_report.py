@@ -309,6 +309,12 @@ def test_a_panel_of_zero_waits_starts_at_zero(tmp_path: Path):
     runs = report.load_runs(root)
     fig = report.figure_wait(runs, report.wait_by_bin(runs), report.DEFAULT_EDGES)
     assert fig.axes[0].get_ylim()[0] == 0.0 and fig.axes[0].get_ylim()[1] > 0
+    # One run: no "error bar ±1 std" promised (session 27); a second seed brings it back.
+    assert fig._suptitle.get_text() == "Mean wait by job size: one run each"
+    write_run(root / "r1", "to", "none", 1, "atlas", 1, "cab", [0.0, 0.0, 0.0], [0.0, 1.0, 2.0], util=[0.1])
+    runs = report.load_runs(root)
+    fig = report.figure_wait(runs, report.wait_by_bin(runs), report.DEFAULT_EDGES)
+    assert fig._suptitle.get_text() == "Mean wait by job size: mean over seeds, error bar ±1 std"
 
 
 def _extent(artist, renderer):

@@ -16,7 +16,7 @@ its parameters), then:
    :func:`fattorus.kernels.linkload.flow_link_loads`), once per job;
 3. at ``K`` instants drawn uniformly (seeded) between the first start and the last end,
    stacks the loads of the jobs running then (``start_s <= t < end_s``) and computes each
-   job's exposure (:func:`fattorus.linkload.interference`, inter-switch links only);
+   job's exposure (:func:`fattorus.kernels.linkload.interference`, inter-switch links only);
 4. writes ``RUN_DIR/interference.parquet`` atomically (temporary file, then ``os.replace``),
    one row per running job per instant, and prints a summary.
 
@@ -188,7 +188,7 @@ def job_loads(ft: Topology, alloc: np.ndarray, traffic: patterns.Traffic) -> np.
 
 
 def exposure(ft: Topology, loads: Sequence[np.ndarray]) -> linkload.Interference:
-    """:func:`fattorus.linkload.interference` of the given per-job loads, as NumPy arrays.
+    """:func:`fattorus.kernels.linkload.interference` of the given per-job loads, as NumPy arrays.
 
     The job axis is padded with all-zero rows to a power of two (which changes nothing) so
     that instants with different numbers of running jobs share a few compilations.

@@ -8,7 +8,18 @@ Each section is a module with ``run(quick=False) -> list[dict]`` (one dict per t
 * :mod:`fattorus.bench.replay`: jobs per second of the EASY replay engine (``replay.simulate``)
   under ``to`` and ``ta`` on the LLNL-Atlas trace scaled to Cab and Pinot, against the
   count-based pure-Python EASY of :mod:`fattorus.sched.reference`;
-* ``fattorus.bench.network``, where it exists (run only if it exposes ``run``).
+* :mod:`fattorus.bench.network`: D-mod-k routes and link loads (JAX) against NumPy;
+* :mod:`fattorus.bench.batched`: the batched JAX replay engine (``trials=N``) against the NumPy engine;
+* :mod:`fattorus.bench.torus`: the torus hop-sum kernel against NumPy pairwise sums, and the
+  ``prism`` EASY replay beside ``first_fit`` in the same run;
+* :mod:`fattorus.bench.flow`: max-min solves of the flow model against NumPy, and the
+  ``speedup=model`` replays beside the plain ones;
+* :mod:`fattorus.bench.dragonfly`: the adaptive steady state on the Edison dragonfly;
+* :mod:`fattorus.bench.qos`: one iteration of the QoS paper's Algorithm 1 on its large system.
+
+Ratio columns: ``ratio``/``speedup`` = reference time / ours (bigger is faster);
+``vs_to``/``vs_first_fit`` = ours / the other policy's (bigger is slower), as the issues
+state their targets.
 
 Conventions: compile seconds are reported apart from run seconds; run seconds are medians of
 repeated timed calls after warm-up (JAX results wait on ``block_until_ready``); every section

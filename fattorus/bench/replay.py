@@ -22,7 +22,7 @@ run; the benchmark raises otherwise).
 ``replay_s`` (``to`` and ``ta`` rows) is one call (a single run: compare it with ``min_s``) of :func:`fattorus.sched.replay.replay` on the
 unprepared table: prepare + simulate + per-job APH + tables + summary. The APH kernel's
 compilation for that workload's shapes is done beforehand, by a call of
-:func:`fattorus.aph.aph_of` on allocations of the same sizes, and reported apart as
+:func:`fattorus.kernels.aph.aph_of` on allocations of the same sizes, and reported apart as
 ``aph_compile_s`` (first call minus second).
 """
 

@@ -68,9 +68,30 @@ def hop_sums_kernel(topo: Topology, allocs: jax.Array) -> jax.Array:
     return jax.vmap(topo.hop_sum)(safe, valid).astype(int)
 
 
+def check_nodes(topo: Topology, allocs: jax.Array | np.ndarray, padded: bool = True) -> None:
+    """One-line ``ValueError`` unless every entry of ``allocs`` is a node id of ``topo`` (or
+    ``-1``, padding, when ``padded``). Why: JAX drops out-of-range writes and clamps gathers,
+    so a node id past the machine gave a wrong APH without a word (on ft6, ``[0, 18]`` read 6
+    hops, and the two hop-sum kernels disagreed). Traced arrays are the caller's to check."""
+    if isinstance(allocs, jax.core.Tracer):
+        return
+    a = np.asarray(allocs)
+    if a.size == 0:
+        return
+    if not np.issubdtype(a.dtype, np.integer) and not np.array_equal(a, np.round(a)):
+        raise ValueError("allocations: node ids must be whole numbers")
+    lo, hi, n = int(a.min()), int(a.max()), int(topo.n_nodes)
+    if lo < (-1 if padded else 0) or hi >= n:
+        bad = hi if hi >= n else lo
+        raise ValueError(f"allocations: node id {bad} is not one of the machine's {n} nodes (0..{n - 1}"
+                         f"{'; -1 pads' if padded else ''})")
+
+
 def _exact(kernel, topo: Topology, allocs: jax.Array) -> jax.Array:
     """``kernel(topo, allocs)``, under ``jax.enable_x64`` when the padded width could take a
-    hop sum past int32 (the width is static: a check on the shape, not on the data)."""
+    hop sum past int32 (the width is static: a check on the shape, not on the data); node
+    ids checked first (:func:`check_nodes`)."""
+    check_nodes(topo, allocs)
     if int32_exact(topo, int(np.shape(allocs)[-1])):
         return kernel(topo, allocs)
     with jax.enable_x64(True):
@@ -154,6 +175,8 @@ def aph_of(ft: Topology, allocs: list[np.ndarray]) -> np.ndarray:
     more compilation for that bucket.
     """
     sizes = np.array([len(a) for a in allocs], dtype=np.int64)
+    if len(allocs):  # before they become padded rows, where a -1 would read as padding
+        check_nodes(ft, np.concatenate([np.asarray(a).ravel() for a in allocs]), padded=False)
     sums = np.zeros(len(allocs), dtype=np.int64)
     widths = np.array([bucket(max(int(s), 1)) for s in sizes], dtype=np.int64)
     for width in np.unique(widths):

@@ -38,7 +38,7 @@ them and their rate is ``inf``. Inactive flows (``active`` False: padding) get r
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -108,12 +108,13 @@ def _stage_sizes(F: int, C: int, min_flows: int) -> list[tuple[int, int]]:
 GOAL_MARGIN = 1e-5
 
 
-@partial(jax.jit, static_argnames=("rtol", "stage_min_flows"))
 def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | None = None,
                  active: jax.Array | None = None, rtol: float = RTOL,
                  incidences: tuple[jax.Array, jax.Array] | None = None,
                  stage_min_flows: int = STAGE_MIN_FLOWS, goal: jax.Array | None = None) -> Rates:
     """Weighted max-min fair rates of flows over capacitated links (module docstring).
+    Compiled; concrete inputs are checked first (:func:`_check_inputs`: one-line
+    ``ValueError``), traced ones (inside ``jit``/``vmap``) are the caller's to check.
 
     Args:
       route_ids: ``(F, L)`` link ids per flow, ``-1`` padded.
@@ -140,6 +141,15 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
     Returns:
       :class:`Rates`.
     """
+    _check_inputs(route_ids, capacity, weight, incidences)
+    return _maxmin_rates(route_ids, capacity, weight, active, rtol, incidences, stage_min_flows, goal)
+
+
+@partial(jax.jit, static_argnames=("rtol", "stage_min_flows"))
+def _maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | None, active: jax.Array | None,
+                  rtol: float, incidences: tuple[jax.Array, jax.Array] | None, stage_min_flows: int,
+                  goal: jax.Array | None) -> Rates:
+    """:func:`maxmin_rates`, compiled."""
     capacity = jnp.asarray(capacity)
     dtype = capacity.dtype if jnp.issubdtype(capacity.dtype, jnp.floating) else jnp.float32
     capacity = capacity.astype(dtype)
@@ -160,7 +170,7 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
     if incidences is None:  # every stage's crossings are its flows' padded route slots
         L = route_ids.shape[1]
         sizes = [(f, f * L) for f, _ in sizes]
-    ctx = _Solve(E, dtype, rtol, tuple(sizes), incidences is None)
+    ctx = _Solve(E, dtype, rtol, tuple(sizes), incidences is None, F + 1)
     # Inactive flows and flows that cross no link are settled before the first round.
     frozen0 = ~active | (n_links == 0)
     goal = None if goal is None else jnp.where(frozen0, 0, jnp.asarray(goal, dtype))
@@ -168,6 +178,31 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
     load0 = _per_link(ctx, flows, jnp.where(frozen0, 0, weight)[:, None])[:, 0]
     rate, rounds = _stage(ctx, 0, flows, frozen0, capacity, load0, jnp.int32(0), jnp.zeros((), dtype))
     return Rates(jnp.where(active & (n_links == 0), jnp.inf, rate), rounds)
+
+
+def _check_inputs(route_ids: Any, capacity: Any, weight: Any, incidences: Any) -> None:
+    """One-line ``ValueError`` for inputs no max-min solve can mean, where they are concrete
+    (a traced call is the caller's to check): a link id past the capacity vector (such a flow
+    never froze: the solve looped forever), a weight that is not a positive finite number (a
+    negative one looped too), a negative or NaN capacity."""
+    given = [x for x in (route_ids, capacity, weight, *(incidences or ())) if x is not None]
+    if any(isinstance(x, jax.core.Tracer) for x in given):
+        return
+    E = int(np.shape(capacity)[0])
+    routes = np.asarray(route_ids)
+    if routes.ndim != 2:
+        raise ValueError(f"route_ids: an (F, L) array of link ids, got shape {routes.shape}")
+    links = [routes] if incidences is None else [routes, np.asarray(incidences[1])]
+    for name, ids in zip(("route_ids", "incidences"), links):
+        if ids.size and int(ids.max()) >= E:
+            raise ValueError(f"{name}: link id {int(ids.max())} past the {E} links of capacity")
+    cap = np.asarray(capacity, np.float64)
+    if not (cap >= 0).all():  # NaN fails too
+        raise ValueError("capacity: every link's capacity must be a number >= 0")
+    if weight is not None:
+        w = np.asarray(weight, np.float64)
+        if not (np.isfinite(w) & (w > 0)).all():
+            raise ValueError("weight: every flow's weight must be a positive finite number")
 
 
 class _Solve(NamedTuple):
@@ -180,6 +215,10 @@ class _Solve(NamedTuple):
     rtol: float
     sizes: tuple[tuple[int, int], ...]
     padded: bool  # crossings = the flows' route slots, padding included (no compaction needed)
+    # Every round freezes at least the open flows of the tightest link, so F rounds finish any
+    # solve; the cap only keeps a traced call on bad input (checked where concrete) from
+    # looping forever.
+    max_rounds: int
 
 
 class _Flows(NamedTuple):
@@ -251,8 +290,8 @@ def _stage(ctx: _Solve, k: int, flows: _Flows, frozen: jax.Array, residual: jax.
     next_flows, next_crossings = (0, 0) if last else ctx.sizes[k + 1]
 
     def cond(state):
-        frozen, done = state[1], state[-1]
-        go = ~frozen.all() & ~done
+        frozen, rounds, done = state[1], state[6], state[-1]
+        go = ~frozen.all() & ~done & (rounds < ctx.max_rounds)
         if not last:  # go on here until the open flows fit the next stage
             fits = (~frozen).sum() <= next_flows
             if not ctx.padded:  # compact crossings: the open flows' link counts must fit too

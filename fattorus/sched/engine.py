@@ -46,11 +46,24 @@ class Jobs:
 
     @classmethod
     def of(cls, submit, runtime, estimate, nodes, n_nodes: int, kind=None) -> Jobs:
-        """Typed copies of the columns, checked: a NaN time would never compare equal to
-        an event time and stall the loop, so it is refused (one-line ``ValueError``)."""
+        """Typed copies of the columns, checked (one-line ``ValueError``): a NaN time would
+        never compare equal to an event time and stall the loop; columns of other lengths
+        failed deep in the loop; jobs out of submit order started late without a word (the
+        loop takes them in order); a fractional node count was cut down."""
+        columns = {"submit": submit, "runtime": runtime, "estimate": estimate, "nodes": nodes,
+                   **({} if kind is None else {"kind": kind})}
+        lengths = {name: np.shape(c)[0] if np.ndim(c) == 1 else None for name, c in columns.items()}
+        if len(set(lengths.values())) != 1 or None in lengths.values():
+            raise ValueError(f"simulate: submit, runtime, estimate, nodes (and kind) must be 1-D arrays of one length, "
+                             f"got {lengths}")
+        raw_nodes = np.asarray(nodes)
+        if raw_nodes.size and not np.array_equal(raw_nodes, np.round(raw_nodes)):
+            raise ValueError("simulate: nodes must be whole numbers")
         jobs = cls(np.asarray(submit, np.float64), np.asarray(runtime, np.float64),
                    np.asarray(estimate, np.float64), np.asarray(nodes, np.int64),
                    None if kind is None else np.asarray(kind, np.int64))
+        if np.any(np.diff(jobs.submit) < 0):
+            raise ValueError("simulate: jobs must come sorted by submit time (then id), as replay() sorts them")
         ok = (np.all(np.isfinite(jobs.submit)) and np.all(np.isfinite(jobs.runtime)) and np.all(jobs.runtime > 0)
               and np.all(jobs.estimate >= jobs.runtime) and np.all((jobs.nodes >= 1) & (jobs.nodes <= n_nodes)))
         if len(jobs.submit) and not ok:
