@@ -114,6 +114,16 @@ CASES = [
     bad("all_too_large", "no job was replayed", files={"log.swf": HEADER + swf_line(1, 0, 50, 500)}),
     bad("sacct_no_header", "sacct header lacks", "workload.format=sacct",
         files={"log.swf": "JobID|Submit\n1|2024-01-01T00:00:00\n"}),
+    # A setting the run does not read: a warning, the run goes on (session 27).
+    Case("log_nodes_without_fit", W + ("workload.log_nodes=9",), 0,
+         "warning: workload.log_nodes=9 is read only with workload.scale=fit; this run scales by x1",
+         files={"log.swf": _log()}),
+    # A sacct dump with job steps: the steps are recorded, so that the line counts add up.
+    Case("sacct_steps", ("workload=file", "workload.path=log.swf", "+topo=ft6x6", "progress=false"), 0,
+         files={"log.swf": "JobID|Submit|Start|End|Elapsed|Timelimit|NNodes|NCPUS|State\n"
+                           "7|2024-01-02T03:04:05|2024-01-02T03:05:05|2024-01-02T04:05:05|01:00:00|02:00:00|2|2|COMPLETED\n"
+                           "7.batch|2024-01-02T03:05:05|2024-01-02T03:05:05|2024-01-02T04:05:05|01:00:00||1|1|COMPLETED\n"
+                           "7.0|2024-01-02T03:05:05|2024-01-02T03:05:05|2024-01-02T04:05:05|01:00:00||2|2|COMPLETED\n"}),
     # Configuration mistakes: one line, exit 2.
     bad("scale_inf", "positive finite", "workload.scale=inf"),
     bad("scale_nan", "positive finite", "workload.scale=nan"),
@@ -243,6 +253,8 @@ CASES = [
         cli="app.network_study"),
     bad("network_study_on_a_torus", "--machine bluewaters: a torus3d machine; the network study compares ta with to on "
         "fat-trees only", "--machine", "bluewaters", cli="app.network_study"),
+    bad("network_study_unknown_machine", "--machine pinto: unknown machine; the fat-trees of conf/topo: cab, ft44, ",
+        "--machine", "pinto", cli="app.network_study"),
     bad("usage_dragonfly_study", "unrecognized arguments: --nosuch", "--nosuch", cli="app.dragonfly_study"),
     bad("dragonfly_study_negative_valiant", "--valiant -1: must be >= 0", "--valiant", "-1", cli="app.dragonfly_study"),
     bad("usage_tune", "the following arguments are required", cli="tune"),
@@ -358,6 +370,7 @@ def test_case(results, case: Case):
         assert summary["counts"]["read"] == (1 if case.id == "custom_ceiling" else len(GOOD))
     elif case.cli == "sweep":  # the other command lines write no summary.json
         assert r["summaries"], r["stderr"][-2000:]
+        assert case.words in r["stderr"], r["stderr"][-2000:]  # a warning the run gives, where the case names one
 
 
 @pytest.mark.parametrize("line, reason", [(line, reason) for _, line, reason in DIRTY], ids=[d[0] for d in DIRTY])
@@ -481,3 +494,11 @@ def test_resume_reruns_damaged_trials_with_a_warning(tmp_path):
     for t in trials:  # every trial is whole again
         summary = json.loads((t / "summary.json").read_text())
         assert summary["files"]["jobs.parquet"]["rows"] == summary["counts"]["replayed"] == len(GOOD)
+
+
+def test_sacct_steps_are_recorded_so_line_counts_add_up(results):
+    """summary.json records the sacct job-step rows (neither jobs nor dirty lines): lines =
+    jobs read + dirty lines + steps (session 27 review)."""
+    (summary,) = results["sacct_steps"]["summaries"]
+    wl = summary["config"]["workload"]
+    assert (wl["lines"], wl["parse_skipped"], wl["parse_steps"], summary["counts"]["read"]) == (3, 0, 2, 1)

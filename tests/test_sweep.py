@@ -348,3 +348,16 @@ def test_the_done_lines_mean_wait_of_seconds_is_in_seconds():
     from fattorus.app.sweep import _wait
 
     assert [_wait(s) for s in (0.0, 5.94, 35.9, 36.0, 7 * 3600 + 36)] == ["0.00 h", "5.94 s", "35.9 s", "0.01 h", "7.01 h"]
+
+
+def test_the_scale_line_names_jobs_no_window_holds():
+    """With a window, jobs of unknown submit time are left out as outside_window: the scale line
+    says how many (without a window the done line counts them as bad_submit; session 27)."""
+    from fattorus.app.sweep import _scale_line
+
+    counts = {"scale_factor": 2.0, "dropped_by_scaling": 3, "outside_window": 9, "unknown_submit": 4}
+    line = _scale_line({"name": "thunder", "scale": 2, "window_days": 2}, counts, 1296)
+    assert line == ("workload thunder: node counts x2, nodes' = ceil(nodes x factor); 3 job(s) of the window dropped, "
+                    "scaled past the 1296 usable nodes; 4 job(s) of the log have no submit time: no window holds them")
+    plain = _scale_line({"name": "thunder", "scale": 2}, {"scale_factor": 2.0, "dropped_by_scaling": 3}, 1296)
+    assert plain.endswith("3 job(s) of the log dropped, scaled past the 1296 usable nodes")

@@ -620,14 +620,29 @@ def test_scale_nodes():
 def test_window_and_first_days():
     day = 86400.0
     jobs = _table(submit_s=[5 * day, 5 * day + 1, 6 * day - 1, 6 * day, 7.5 * day, None])
-    # A job of unknown submit time (6) stays in every window: the replay counts it as
-    # bad_submit, as it does without a window.
-    assert W.window(jobs, 5 * day, day)["job_id"].to_list() == [1, 2, 3, 6]
-    assert W.window(jobs, 5 * day + 1, None)["job_id"].to_list() == [2, 3, 4, 5, 6]
+    assert W.window(jobs, 5 * day, day)["job_id"].to_list() == [1, 2, 3]
+    assert W.window(jobs, 5 * day + 1, None)["job_id"].to_list() == [2, 3, 4, 5]
     # Day 0 is the first submit (5 days into the log).
-    assert W.first_days(jobs, 1)["job_id"].to_list() == [1, 2, 3, 6]
-    assert W.first_days(jobs, 2, start_days=1)["job_id"].to_list() == [4, 5, 6]
-    assert W.first_days(jobs, None, start_days=2)["job_id"].to_list() == [5, 6]
+    assert W.first_days(jobs, 1)["job_id"].to_list() == [1, 2, 3]
+    assert W.first_days(jobs, 2, start_days=1)["job_id"].to_list() == [4, 5]
+    assert W.first_days(jobs, None, start_days=2)["job_id"].to_list() == [5]
+
+
+def test_jobs_of_unknown_submit_time_are_counted_apart_by_a_window(tmp_path):
+    """Without a window the replay skips a job of unknown submit time as bad_submit; a window
+    (even one holding the whole log) left it out as outside_window without a word. A window
+    still leaves it out (it cannot hold it), and the counts say how many such jobs there are
+    (session 27 review); logs without such jobs get no new count."""
+    log = tmp_path / "l.swf"
+    line = "{} {} -1 50 2 -1 -1 2 60 -1 1 1 1 -1 1 -1 -1 -1\n"
+    log.write_text("; MaxNodes: 4\n; MaxProcs: 4\n" + line.format(1, 0) + line.format(2, -1) + line.format(3, 100)
+                   + line.format(4, -1))
+    cfg = {"path": str(log), "cores_per_node": 1}
+    _, whole = W.from_config(cfg, machine_nodes=4)
+    assert whole == {"dropped_by_scaling": 0, "outside_window": 0, "scale_factor": 1.0}
+    wl, windowed = W.from_config({**cfg, "window_days": 1000}, machine_nodes=4)
+    assert windowed == {"dropped_by_scaling": 0, "outside_window": 2, "scale_factor": 1.0, "unknown_submit": 2}
+    assert wl.jobs["job_id"].to_list() == [1, 3]
 
 
 def test_with_estimate():

@@ -111,8 +111,8 @@ def hydra_error(err: BaseException) -> str:
     where = re.search(r"Key '[^']+' not in '(\w+)'", cause)
     cls = getattr(schema, where.group(1), None) if where else None
     if asked and dataclasses.is_dataclass(cls):
-        parent, _, leaf = asked.group(1).rpartition(".")
-        why = unknown_setting([leaf], [f.name for f in dataclasses.fields(cls)], parent + "." if parent else "")
+        parent, _, name = asked.group(1).rpartition(".")
+        why = unknown_setting([name], [f.name for f in dataclasses.fields(cls)], parent + "." if parent else "")
         if why:
             return why
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
@@ -128,7 +128,7 @@ def unchosen_group(overrides: Iterable[str], groups: Sequence[str] = APPENDED_GR
     """Why an override sets a key inside an appended group that no override chooses
     (``speedup.comm_fraction=0.5`` without ``+speedup=model``), or None. Hydra applies it to a
     group that is not there: a ``speedup`` key ended in OmegaConf's traceback ("Unexpected
-    type for root: NoneType"), a ``topo`` one in "To append to your config use +topo.pods=4",
+    type for root: NoneType"), a ``topo`` one in "To append to your config use +topo.radix=4",
     although the default machine is filled in only after the overrides (session 27 review)."""
     given = [o for o in overrides if "=" in o and not o.startswith("-")]
     chosen = {o.split("=", 1)[0].lstrip("+~") for o in given}

@@ -379,6 +379,21 @@ def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return [f"{k}: {_show(recorded[k])} there, {_show(now.get(k))} now" for k in recorded if recorded[k] != now.get(k)]
 
 
+def _fat_tree(name: str) -> Any:
+    """Machine ``name`` (conf/topo); an unknown name is a ``ValueError`` listing the fat-trees
+    only (the topology loader's list named tori and dragonflies the study then refuses)."""
+    try:
+        return topology.load(name)
+    except topology.TopologyError as err:
+        if not str(err).startswith("unknown topology"):
+            raise ValueError(str(err)) from None
+        import yaml
+
+        trees = [n for n in paths.config_names("topo")
+                 if (yaml.safe_load(paths.config_file("topo", n).read_text()) or {}).get("kind") == "fattree"]
+        raise ValueError(f"--machine {name}: unknown machine; the fat-trees of conf/topo: {', '.join(trees)}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -387,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.churn < 0:
             raise ValueError(f"--churn must be >= 0, got {args.churn}")
         todo = cases(args)
-        machines = {m: topology.load(m) for _, m, *_ in todo}
+        machines = {m: _fat_tree(m) for _, m, *_ in todo}
         for m, topo in machines.items():  # both policies compared must serve the machine
             if topo.kind != "fattree":  # ta, the paper's interference-free policy, is the fat-tree's
                 raise ValueError(f"--machine {m}: a {topo.kind} machine; the network study compares ta with "

@@ -242,8 +242,6 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
 def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dict[str, Any], wl: Any,
                  transform_counts: dict[str, Any], ft: Any) -> dict[str, Any]:
     """The run's key choices for ``summary.json`` ``config``."""
-    from fattorus.workload import DEFAULT_MAX_RUNTIME_S
-
     variant = _policy_variant(cfg)
     return {
         "topo": topo_name,
@@ -262,9 +260,13 @@ def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dic
             "parse_skipped": wl.skipped.total,
             "parse_skipped_by_reason": dict(wl.skipped.counts),
             "parse_skipped_first": [e._asdict() for e in wl.skipped.entries[:5]],
+            # sacct job-step rows (not jobs, not dirty): with them the line counts add up.
+            "parse_steps": wl.skipped.steps,
             # The dirty-line ceiling changes which lines are jobs: the report tells such runs apart.
-            "max_runtime_s": float(wl_cfg.get("max_runtime_s") or DEFAULT_MAX_RUNTIME_S),
+            # As given (null: the default, 366 days), as runs that did not record it read.
+            "max_runtime_s": wl_cfg.get("max_runtime_s"),
             "outside_window": transform_counts.get("outside_window", 0),
+            **({"unknown_submit": transform_counts["unknown_submit"]} if "unknown_submit" in transform_counts else {}),
             "scale_factor": transform_counts.get("scale_factor", 1.0),
             "node_kind": wl_cfg.get("node_kind") or ft.default_job_kind,
         },
@@ -307,6 +309,9 @@ def _load_workload(wl_cfg: dict[str, Any], topo_cfg: dict[str, Any], ft: Any) ->
 
     if wl_cfg.get("scale") == "machine":  # the machine's default load (conf/topo: default_scale)
         wl_cfg["scale"] = topo_cfg.get("default_scale", 1)
+    if wl_cfg.get("log_nodes") is not None and wl_cfg.get("scale") != "fit":
+        _stderr_line(f"fattorus.sweep: warning: workload.log_nodes={wl_cfg['log_nodes']} is read only with "
+                     f"workload.scale=fit; this run scales by x{wl_cfg.get('scale')}")
     from fattorus.sched.replay import BY_JOB, machine_nodes
 
     try:
@@ -326,9 +331,12 @@ def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> 
     how = {"fit": f"fit: {usable} usable nodes / the log's machine of {round(usable / factor)}"}.get(
         wl_cfg.get("scale"), "")
     windowed = wl_cfg.get("window_days") is not None or float(wl_cfg.get("window_start_days") or 0) > 0
+    unknown = counts.get("unknown_submit", 0)
+    # Without a window the replay counts them as bad_submit; a window leaves them out: say so.
+    no_time = f"; {unknown} job(s) of the log have no submit time: no window holds them" if unknown else ""
     return (f"workload {wl_cfg.get('name')}: node counts x{factor:.4g}{f' ({how})' if how else ''}, "
             f"nodes' = ceil(nodes x factor); {counts.get('dropped_by_scaling', 0)} job(s) of the "
-            f"{'window' if windowed else 'log'} dropped, scaled past the {usable} usable nodes")
+            f"{'window' if windowed else 'log'} dropped, scaled past the {usable} usable nodes{no_time}")
 
 
 def _check_batched(cfg: DictConfig, topo: Any) -> None:

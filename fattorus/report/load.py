@@ -19,7 +19,6 @@ from typing import Any
 import polars as pl
 
 from fattorus.report.labels import LABEL_ORDER, policy_name, run_label, topo_name, workload_label
-from fattorus.workload import DEFAULT_MAX_RUNTIME_S
 
 RUN_FILES = ("summary.json", "jobs.parquet", "utilization.parquet")
 SECONDS_PER_HOUR = 3600.0
@@ -309,15 +308,15 @@ WORKLOAD_SETTINGS = {"window_start_days": pl.Float64, "window_days": pl.Float64,
 
 def workload_settings(workload: Mapping[str, Any]) -> dict[str, Any]:
     """The :data:`WORKLOAD_SETTINGS` of a run from its summary's ``config.workload``."""
-    def number(key: str, default: Any = None) -> float | None:
-        value = workload.get(key, default)
+    def number(key: str) -> float | None:
+        value = workload.get(key)
         return None if value is None else float(value)
 
     return {"window_start_days": number("window_start_days"), "window_days": number("window_days"),
             "node_kind": workload.get("node_kind"), "cores_per_node": workload.get("cores_per_node"),
             "log_sha256": workload.get("sha256"),
-            # Runs from before session 27 did not record it: they read with the default ceiling.
-            "max_runtime_s": number("max_runtime_s", DEFAULT_MAX_RUNTIME_S)}
+            # Null: the default ceiling (366 days), also for runs from before session 27.
+            "max_runtime_s": number("max_runtime_s")}
 
 
 def _short(x: pl.Expr) -> pl.Expr:
@@ -349,7 +348,7 @@ def disambiguate(runs: pl.DataFrame) -> pl.DataFrame:
         pl.format("node_kind={}", pl.col("node_kind").fill_null("?")),
         pl.format("cores_per_node={}", pl.col("cores_per_node").cast(pl.String).fill_null("?")),
         pl.format("log {}", pl.col("log_sha256").str.slice(0, 12).fill_null("?")),
-        pl.format("max_runtime_s={}", _short(pl.col("max_runtime_s")).fill_null("?")),
+        pl.format("max_runtime_s={}", _short(pl.col("max_runtime_s")).fill_null("default")),
     )
     for extra in extras:
         distinct = extra.n_unique().over("workload") > 1
