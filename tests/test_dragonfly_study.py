@@ -268,3 +268,19 @@ def test_max_iters_zero_is_recorded_as_capped(tmp_path, monkeypatch, capsys):
     totals = pl.read_parquet(tmp_path / "results" / "dragonfly_study" / "z" / "totals.parquet")
     assert totals["iterations"].to_list() == [0] * totals.height and totals["capped"].all()
     assert "stopped at --max-iters 0 before the steady state" in capsys.readouterr().err
+
+
+def test_a_finished_study_run_again_is_reported_not_redone(tmp_path, monkeypatch, capsys):
+    """The same command on a finished study of the same settings prints its totals and solves
+    nothing (it solved every workload again; session 27 review)."""
+    monkeypatch.chdir(tmp_path)
+    run = ["--workloads", "WD 4", *SMALL, "--name", "again"]
+    assert dragonfly_study.main(run) == 0
+    capsys.readouterr()
+
+    def no_solve(*a, **k):
+        raise AssertionError("a finished study was solved again")
+
+    monkeypatch.setattr(dragonfly_study, "solve", no_solve)
+    assert dragonfly_study.main(run) == 0
+    assert "finished earlier with these settings, nothing run" in capsys.readouterr().out

@@ -247,3 +247,26 @@ def test_results_written_before_settings_were_recorded_are_compared_on_what_they
     # other sizes, Sub-a2a and oblivious placements): refused too, the folder untouched.
     assert ns.main(small) == 2 and "workload_model: 1 there, 2 now" in capsys.readouterr().err
     assert json.loads((base / "summary.json").read_text()) == legacy
+
+
+def test_a_finished_study_run_again_is_reported_not_redone(tmp_path, monkeypatch, capsys):
+    """The same command on a finished study of the same settings prints its table again and
+    draws no workload (it redid every one: ~70 minutes for a fluid ft44 study; session 27
+    review); a damaged table runs it again."""
+    monkeypatch.chdir(tmp_path)
+    args = ["--machine", "ft6x6", "--sizes", "4,30", "--workloads", "2", "--name", "again"]
+    assert ns.main(args) == 0
+    first = capsys.readouterr().out
+    real = ns.workload_rows
+
+    def no_work(*a, **k):
+        raise AssertionError("a finished study was drawn again")
+
+    monkeypatch.setattr(ns, "workload_rows", no_work)
+    assert ns.main(args) == 0
+    again = capsys.readouterr().out
+    assert "finished earlier with these settings, nothing run" in again
+    assert again.split("\n-> ")[0] == first.split("\n-> ")[0]  # the same table, from the stored jobs
+    (tmp_path / "results" / "network_study" / "again" / "jobs.parquet").write_text("damaged")
+    monkeypatch.setattr(ns, "workload_rows", real)
+    assert ns.main(args) == 0 and "finished earlier" not in capsys.readouterr().out

@@ -26,8 +26,9 @@ other settings (those recorded in ``summary.json``: seed, ranks, ranks per node,
 black first, max iterations, workloads, cables): use another ``--name`` or the original
 options. Each finished solve (a workload on a machine) is kept in ``NAME/solves/`` until the
 study ends: Ctrl-C is one line (exit 130) and the same command resumes with the next solve; an
-unfinished study of other settings is refused the same way. A run into a folder left without
-``summary.json`` removes the maps there that it does not draw.
+unfinished study of other settings is refused the same way; on a finished study of the same
+settings the same command prints its totals again and solves nothing. A run into a folder
+left without ``summary.json`` removes the maps there that it does not draw.
 """
 
 from __future__ import annotations
@@ -304,6 +305,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"dragonfly_study: error: {err}", file=sys.stderr)
         return 2
+    tables = ("totals.parquet", "jobs.parquet", "hot_links.parquet")
+    if outputs.finished_study(out, tables):
+        with pl.Config(tbl_rows=200, tbl_cols=10):
+            print(pl.read_parquet(out / "totals.parquet"))
+        print(f"-> {out}: {outputs.ALREADY_DONE}")
+        return 0
     totals, jobs, hot = [], [], []
     parts, n_all, done = out / PARTS, len(wds) * len(machines), 0
     interrupt.armed()  # a command-line run: from here a Ctrl-C keeps the finished solves

@@ -40,7 +40,9 @@ so it takes none of ``--machine``, ``--sizes``, ``--workloads``, ``--comm-fracti
 table is printed. A folder that holds results made with other settings (seed, oblivious
 policy, cases) is refused before any work: use another ``--name`` or the original options.
 Each finished workload is kept in ``workloads/`` there until the study ends: an interrupted
-study (Ctrl-C) resumes after its last finished workload when the same command runs again.
+study (Ctrl-C) resumes after its last finished workload when the same command runs again,
+and on a finished study of the same settings the same command prints its table again and
+runs nothing.
 """
 
 from __future__ import annotations
@@ -427,6 +429,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if conflict:  # before the (minutes of) work, so nothing is computed only to be refused
         print(f"network_study: error: {conflict}", file=sys.stderr)
         return 2
+    if outputs.finished_study(out, ("jobs.parquet",)):
+        print("\n".join(report(summarize(pl.read_parquet(out / "jobs.parquet")))))
+        print(f"-> {out}: {outputs.ALREADY_DONE}")
+        return 0
     parts = out / PARTS
     n_all, rows, done = sum(n_wl for *_, n_wl, _, _ in todo), [], 0
     interrupt.armed()  # a command-line run: from here a Ctrl-C keeps the finished workloads

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,26 @@ def stored_summary(out_dir: str | os.PathLike[str], file: str = "summary.json") 
     if not isinstance(old, dict):
         return f"{path} holds no settings; use another --name"
     return old
+
+
+def finished_study(out_dir: str | os.PathLike[str], tables: Sequence[str]) -> bool:
+    """Whether the study folder ``out_dir`` holds a finished study: its ``summary.json`` (written
+    last) parses as settings and each of ``tables`` reads. The studies check the settings
+    first (a finished study of other settings is refused), so a finished one of the same
+    settings needs no work: running the same command again reports it instead of redoing it
+    (a ~70-minute fluid network study was recomputed, session 27 review)."""
+    if not isinstance(stored_summary(out_dir), dict):
+        return False
+    try:
+        for name in tables:
+            pl.scan_parquet(Path(out_dir) / name, glob=False).select(pl.len()).collect()
+    except Exception:  # noqa: BLE001 - any unreadable table: not finished, the study runs again
+        return False
+    return True
+
+
+#: What a study prints after the results of a finished study it did not run again.
+ALREADY_DONE = "finished earlier with these settings, nothing run (another --name, or deleting the folder, runs it again)"
 
 
 def unfinished_conflict(out: str | os.PathLike[str], parts: str, now: dict[str, Any],
