@@ -114,6 +114,14 @@ CASES = [
     bad("all_too_large", "no job was replayed", files={"log.swf": HEADER + swf_line(1, 0, 50, 500)}),
     bad("sacct_no_header", "sacct header lacks", "workload.format=sacct",
         files={"log.swf": "JobID|Submit\n1|2024-01-01T00:00:00\n"}),
+    # W&B settings that wandb.init refuses: one line before the replay (was a traceback after it).
+    bad("wandb_bad_project", "logger.project='a/b': W&B takes 1 to 128 characters", "logger=wandb", "logger.project=a/b",
+        "logger.mode=disabled"),
+    bad("wandb_long_tag", "has 70 characters; W&B takes 1 to 64", "logger=wandb", f"logger.tags=[{'x' * 70}]",
+        "logger.mode=disabled"),
+    # W&B settings name no trial folder: they change where a run is logged, not what it computes.
+    Case("wandb_settings_not_in_folders", ("--multirun", "hydra.launcher.n_jobs=1", "logger=wandb", "logger.tags=[t]",
+                                           "logger.mode=disabled", "seed=0,1") + W, 0, files={"log.swf": _log()}),
     # A setting the run does not read: a warning, the run goes on (session 27).
     Case("log_nodes_without_fit", W + ("workload.log_nodes=9",), 0,
          "warning: workload.log_nodes=9 is read only with workload.scale=fit; this run scales by x1",
@@ -502,3 +510,10 @@ def test_sacct_steps_are_recorded_so_line_counts_add_up(results):
     (summary,) = results["sacct_steps"]["summaries"]
     wl = summary["config"]["workload"]
     assert (wl["lines"], wl["parse_skipped"], wl["parse_steps"], summary["counts"]["read"]) == (3, 0, 2, 1)
+
+
+def test_wandb_settings_name_no_trial_folder(results):
+    """``logger.tags=[t]`` in a multirun named every trial folder after it, so changing a tag
+    re-ran every replay into new folders (session 27 review)."""
+    dirs = results["wandb_settings_not_in_folders"]["summary_dirs"]
+    assert len(dirs) == 2 and all("logger" not in part for d in dirs for part in d), dirs

@@ -98,6 +98,17 @@ def test_experiment_settings_are_checked_with_the_field_named():
             qos.experiment_from({**cfg, "default_periods": value})
     assert qos.experiment_from({**cfg, "default_periods": 10}).params.default_periods == 10
     assert qos.experiment_from({k: v for k, v in cfg.items() if k != "default_periods"}).params.default_periods == 1
+    # Settings that cannot work together (session 27 review): arrivals need a period per
+    # segment (4 iterations for 4 patterns + 1 segments divided by zero), the default level
+    # must be left at some point, and a raise must change a weight.
+    kinds = len({p for p, k in cfg["jobs"].items() if k})
+    with pytest.raises(ValueError, match=f"qos.iterations={kinds} with qos.arrivals=true: the run is cut into {kinds + 1}"):
+        qos.experiment_from({**cfg, "arrivals": True, "iterations": kinds})
+    assert qos.experiment_from({**cfg, "arrivals": True, "iterations": kinds + 1}).iterations == kinds + 1
+    with pytest.raises(ValueError, match="qos.default_periods=10 with qos.iterations=10: the run would never leave"):
+        qos.experiment_from({**cfg, "default_periods": 10, "iterations": 10})
+    with pytest.raises(ValueError, match="qos.raise_factor=1: choose a number > 1"):
+        qos.experiment_from({**cfg, "raise_factor": 1})
 
 
 def run_app(tmp_path, *args):

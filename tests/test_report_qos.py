@@ -65,10 +65,11 @@ def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path, reader
 
 
 def test_a_change_that_rounds_to_zero_reads_plus_zero():
-    """-0.00004 (and -0.0) print +0.0%, not -0.0%; real changes keep their sign (by hand)."""
+    """-0.00004 (and -0.0) print +0.0%, not -0.0%; real changes keep their sign (by hand); the
+    improved share is a share, unsigned (it read +100.0% before session 27)."""
     row = {"run": "a", "system": "s", "pattern": "p", "jobs": 3, "W_default": 0.5, "W_qos": 0.25,
            "improvement": -0.00004, "mean": -0.0, "best": 0.4189, "worst": -0.101, "settled": 0.0,
            "settled_best": 0.00051, "settled_worst": -0.0006, "improved": 1.0}
     line = qos.markdown([row]).splitlines()[-1]
     assert line == ("| a | s | p | 3 | +50.0% | +25.0% | +0.0% | +0.0% | +41.9% | -10.1% | +0.0% | +0.1% | -0.1% "
-                    "| +100.0% |")
+                    "| 100.0% |")

@@ -361,3 +361,15 @@ def test_the_scale_line_names_jobs_no_window_holds():
                     "scaled past the 1296 usable nodes; 4 job(s) of the log have no submit time: no window holds them")
     plain = _scale_line({"name": "thunder", "scale": 2}, {"scale_factor": 2.0, "dropped_by_scaling": 3}, 1296)
     assert plain.endswith("3 job(s) of the log dropped, scaled past the 1296 usable nodes")
+
+
+def test_the_interference_tool_names_a_qos_run_as_no_replay(tmp_path):
+    """A QoS run's folder read as "cannot read config.topo (KeyError: 'config')"; it is named as
+    no replay run directory (session 27 review)."""
+    import pytest
+
+    from fattorus.analysis.interference import RunDirError, load_run
+
+    (tmp_path / "summary.json").write_text(json.dumps({"qos": {"system": "small"}, "jobs": 16}))
+    with pytest.raises(RunDirError, match="no replay's config in it .* a fattorus.qos run is not"):
+        load_run(tmp_path)

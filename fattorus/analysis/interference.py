@@ -122,6 +122,10 @@ def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[Topology, pl
             raise RunDirError(f"{summary_path}: missing (is {run} a replay run directory?)")
         try:
             summary = json.loads(summary_path.read_text())
+            if isinstance(summary, dict) and "config" not in summary and "topology" not in summary:
+                # Another app's run (a QoS run records "qos", not a replay's config).
+                raise RunDirError(f"{summary_path}: no replay's config in it (is {run} a replay run directory? "
+                                  f"a fattorus.qos run is not)")
             topo = summary.get("topology") or summary["config"]["topo"]
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
             raise RunDirError(f"{summary_path}: cannot read config.topo ({type(err).__name__}: {err})") from None

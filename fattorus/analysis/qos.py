@@ -333,9 +333,20 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
                        # Periods the default level is observed for (Sections 6.2 and 6.8: 10); a
                        # config written before the setting existed observes one, as it always did.
                        default_periods=num("default_periods", 1, 10**7, True) if "default_periods" in cfg else 1)
+    if params.raise_factor <= 1:  # a raise by 1 changes no weight: every trial would rerun the best assignment
+        raise ValueError(f"qos.raise_factor={params.raise_factor:g}: choose a number > 1")
+    iterations = num("iterations", 1, 10**7, True)
+    if params.default_periods >= iterations:
+        raise ValueError(f"qos.default_periods={params.default_periods} with qos.iterations={iterations}: the run would "
+                         "never leave the default level; give more iterations than default periods")
+    kinds = len({p for p, k in jobs.items() if k})
+    if cfg.get("arrivals", False) and iterations < kinds + 1:
+        # One segment per pattern plus one: at least one period each (fewer divided by zero).
+        raise ValueError(f"qos.iterations={iterations} with qos.arrivals=true: the run is cut into {kinds + 1} segments "
+                         f"(one per pattern, plus one); give at least {kinds + 1} iterations")
     return Experiment(jobs=tuple((p, int(k)) for p, k in jobs.items() if k), processes=num("processes", 2, 1 << 20, True),
                       message_bytes={p: float(v) for p, v in sizes.items()},
-                      bandwidth=num("bandwidth_GBps", 1e-9, 1e9) * 1e9, iterations=num("iterations", 1, 10**7, True),
+                      bandwidth=num("bandwidth_GBps", 1e-9, 1e9) * 1e9, iterations=iterations,
                       period_s=num("period_s", 1e-9, 1e9), compute_fraction=num("compute_fraction", 0.0, 0.99),
                       imbalance=imbalance, traces=num("traces", 1, 1000, True), noise=num("noise", 0.0, 0.99),
                       routing=routing, arrivals=bool(cfg.get("arrivals", False)),

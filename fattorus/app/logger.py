@@ -3,8 +3,9 @@
 Logs the resolved configuration, the summary metrics, the utilization curve (hourly
 samples) and the per-bin wait and APH tables, grouped by the study name. The default mode is
 ``offline``: files go to ``RUN_DIR/wandb/`` and ``wandb sync RUN_DIR/wandb/offline-run-*``
-publishes them later. It never prompts: with no account or network, offline mode needs
-neither. The environment variable ``WANDB_MODE`` wins over the configured mode.
+publishes them later (``WANDB_DIR``, when set, replaces ``RUN_DIR``). It never prompts: with
+no account or network, offline mode needs neither. The environment variable ``WANDB_MODE``
+wins over the configured mode.
 """
 
 from __future__ import annotations
@@ -59,6 +60,36 @@ def wandb_mode(logger_cfg: Mapping[str, Any]) -> str:
     return mode
 
 
+#: Characters W&B refuses in a project or entity name (``wandb.init`` raises ``UsageError``).
+BAD_NAME_CHARS = "/\\#?%:"
+
+
+def check_settings(logger_cfg: Mapping[str, Any]) -> str:
+    """The W&B mode (:func:`wandb_mode`) after checking what ``wandb.init`` would refuse — a
+    project or entity name with one of :data:`BAD_NAME_CHARS` or over 128 characters, a group
+    over 128, a tag over 64 — as a ``ValueError`` naming the setting. Why here: W&B checks them
+    only when the run logs, after its replay (a 53-line traceback, exit 1; session 27
+    review); a run calls this before its replay."""
+    mode = wandb_mode(logger_cfg)
+    for key in ("project", "entity"):
+        value = logger_cfg.get(key)
+        if value is None and key == "entity":
+            continue
+        text = str(value)
+        if not text or len(text) > 128 or any(c in text for c in BAD_NAME_CHARS):
+            raise ValueError(f"logger.{key}={value!r}: W&B takes 1 to 128 characters, none of {' '.join(BAD_NAME_CHARS)}")
+    group = logger_cfg.get("group")
+    if group is not None and len(str(group)) > 128:
+        raise ValueError(f"logger.group: {len(str(group))} characters; W&B takes at most 128")
+    tags = logger_cfg.get("tags") or []
+    if not isinstance(tags, (list, tuple)):
+        raise ValueError(f"logger.tags={tags!r}: give a list, e.g. logger.tags=[a,b]")
+    for tag in tags:
+        if not 1 <= len(str(tag)) <= 64:
+            raise ValueError(f"logger.tags: {str(tag)!r} has {len(str(tag))} characters; W&B takes 1 to 64")
+    return mode
+
+
 def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, run_dir: str | Path) -> str:
     """Log one run; returns the W&B run directory. ``result`` is a :class:`fattorus.replay.ReplayResult`."""
     import polars as pl
@@ -79,7 +110,7 @@ def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, ru
         tags=list(logger_cfg.get("tags") or []),
         name=name,
         config=dict(config),
-        dir=str(run_dir),
+        dir=os.environ.get("WANDB_DIR") or str(run_dir),  # the user's choice wins, as for its cache and data
         mode=mode,
         reinit="finish_previous",
         settings=wandb.Settings(silent=True, console="off"),

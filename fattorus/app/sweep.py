@@ -171,7 +171,7 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
         from fattorus.app import logger
 
         try:
-            logger.wandb_mode(OmegaConf.to_container(cfg.logger, resolve=True))
+            logger.check_settings(OmegaConf.to_container(cfg.logger, resolve=True))
         except ValueError as err:
             raise UserError(str(err)) from None
     workload.check_scale(cfg.workload.get("scale", "machine"))
@@ -470,7 +470,9 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         why = outputs.check_complete(out_dir)
         stale = _changed_log(out_dir) if why is None else None
         if why is None and stale is None:
-            print(f"[skip] {out_dir} already holds a finished run", flush=True)
+            # A skipped trial is not logged (again): say so where W&B logging was asked for.
+            wandb = "; not logged to W&B (a trial is logged when it runs)" if cfg.logger.name == "wandb" else ""
+            print(f"[skip] {out_dir} already holds a finished run{wandb}", flush=True)
             return json.loads((out_dir / "summary.json").read_text())
         if stale is not None:
             _stderr_line(f"fattorus.sweep: warning: {out_dir}: {stale}; re-running it")

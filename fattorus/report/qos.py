@@ -111,13 +111,14 @@ def table(root: str | Path) -> list[dict[str, Any]]:
 
 
 def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The table as Markdown (fractions as signed percentages)."""
+    """The table as Markdown (changes as signed percentages; ``improved``, a share of jobs, unsigned)."""
     head = ["run", "system", "pattern", "jobs", "W_default", "W_qos", "improvement", "mean", "best", "worst",
             "settled", "settled_best", "settled_worst", "improved"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
         # + 0.0: a change that rounds to zero reads +0.0%, not -0.0% (a negative zero's sign).
-        cells = [str(r[h]) if h in ("run", "system", "pattern", "jobs") else f"{round(r[h], 3) + 0.0:+.1%}" for h in head]
+        cells = [str(r[h]) if h in ("run", "system", "pattern", "jobs") else f"{r[h]:.1%}" if h == "improved"
+                 else f"{round(r[h], 3) + 0.0:+.1%}" for h in head]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
