@@ -302,8 +302,13 @@ def test_the_done_line_counts_every_job_left_out_by_reason(tmp_path):
                 "workload.cores_per_node=1", "progress=false")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "2 jobs (2 not replayed: cancelled_before_start 1, bad_nodes 1)," in out.stdout
-    skipped = check_run_dir(tmp_path / "run")["counts"]["skipped"]
+    summary = check_run_dir(tmp_path / "run")
+    skipped = summary["counts"]["skipped"]
     assert skipped["cancelled_before_start"] == 1 and skipped["bad_nodes"] == 1
+    # Which jobs, not only how many (session 27): skipped.parquet, listed in summary.json.
+    left = pl.read_parquet(tmp_path / "run" / "skipped.parquet")
+    assert left.select("job_id", "reason").rows() == [(2, "bad_nodes"), (4, "cancelled_before_start")]
+    assert summary["files"]["skipped.parquet"] == {"rows": 2}
 
 
 def test_a_refused_multirun_trial_leaves_no_directory(tmp_path):

@@ -22,13 +22,18 @@ from fattorus.files import atomic_write, write_json
 FILES = ("jobs.parquet", "utilization.parquet", "summary.json")
 
 
-def write_run(out_dir: str | os.PathLike[str], jobs: pl.DataFrame, utilization: pl.DataFrame, summary: dict) -> Path:
-    """Write a replay's three files into ``out_dir`` (summary last, with the row count of each
-    table under ``files``); returns the directory."""
+def write_run(out_dir: str | os.PathLike[str], jobs: pl.DataFrame, utilization: pl.DataFrame, summary: dict,
+              skipped: pl.DataFrame | None = None) -> Path:
+    """Write a replay's files into ``out_dir`` — ``jobs.parquet``, ``utilization.parquet``,
+    ``skipped.parquet`` when given (the jobs the replay left out, with their reasons), then
+    ``summary.json`` with the row count of each table under ``files``; returns the directory."""
     out = Path(out_dir)
     atomic_write(out / "jobs.parquet", lambda p: jobs.write_parquet(p))
     atomic_write(out / "utilization.parquet", lambda p: utilization.write_parquet(p))
     files = {"jobs.parquet": {"rows": jobs.height}, "utilization.parquet": {"rows": utilization.height}}
+    if skipped is not None:
+        atomic_write(out / "skipped.parquet", lambda p: skipped.write_parquet(p))
+        files["skipped.parquet"] = {"rows": skipped.height}
     write_json(out / "summary.json", {**summary, "files": files})
     return out
 

@@ -416,7 +416,7 @@ def _write(result: Any, out_dir: Path) -> None:
         raise UserError(f"no job was replayed: {counts['read']} read, skipped by reason: {skipped} "
                         "(check workload.scale, the window and the machine size)")
     try:
-        outputs.write_run(out_dir, result.jobs, result.utilization, result.summary)
+        outputs.write_run(out_dir, result.jobs, result.utilization, result.summary, result.skipped)
     except OSError as err:
         raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
 

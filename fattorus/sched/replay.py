@@ -31,23 +31,43 @@ SKIP_REASONS = ("bad_submit", "cancelled_before_start", "bad_nodes", "bad_runtim
 
 @dataclasses.dataclass(frozen=True)
 class ReplayResult:
-    """Tables of a replay: ``jobs`` and ``utilization`` (docs/outputs.md) and ``summary``."""
+    """Tables of a replay: ``jobs`` and ``utilization`` (docs/outputs.md), ``summary`` and
+    ``skipped`` (the jobs the replay left out, each with its reason: :func:`skipped_jobs`)."""
 
     jobs: pl.DataFrame
     utilization: pl.DataFrame
     summary: dict
+    skipped: pl.DataFrame | None = None
+
+
+#: Columns of ``skipped.parquet``: the job's identity and the fields its reason reads.
+SKIPPED_COLUMNS = ("job_id", "submit_s", "runtime_s", "nodes", "status", "reason")
+
+
+def skipped_jobs(tagged: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``tagged`` (a jobs table with :func:`prepare`'s ``_skip`` reason column)
+    that the replay leaves out, as :data:`SKIPPED_COLUMNS`, in the table's order. Why: the
+    counts by reason say how many; a user checking a log needs which (session 27 review)."""
+    status = pl.col("status") if "status" in tagged.columns else pl.lit(None, pl.Int32).alias("status")
+    return tagged.filter(pl.col("_skip").is_not_null()).select(
+        "job_id", "submit_s", "runtime_s", "nodes", status, pl.col("_skip").alias("reason"))
 
 
 def prepare(jobs: pl.DataFrame, n_nodes: int,
             kind_nodes: Mapping[str, int] | None = None) -> tuple[pl.DataFrame, dict[str, int]]:
     """Drop jobs the replay cannot run, counting each by reason; sort by (submit, job id).
 
-    Reasons, checked in this order: ``cancelled_before_start`` (status 5 and runtime <= 0 or
-    unknown), ``bad_nodes`` (node count unknown or <= 0), ``bad_runtime`` (runtime unknown or
-    <= 0), ``too_large`` (more nodes than the machine, or with ``kind_nodes`` — node kind ->
+    Reasons, checked in this order: ``bad_submit`` (submit time unknown),
+    ``cancelled_before_start`` (status 5 and runtime <= 0 or unknown), ``bad_nodes`` (node
+    count unknown or <= 0), ``bad_runtime`` (runtime unknown or <= 0), ``too_large`` (more nodes than the machine, or with ``kind_nodes`` — node kind ->
     its nodes — than the job's node kind has). A job that failed or was cancelled after it
     started held its nodes for its runtime and is replayed.
     """
+    return _split(_tagged(jobs, n_nodes, kind_nodes))
+
+
+def _tagged(jobs: pl.DataFrame, n_nodes: int, kind_nodes: Mapping[str, int] | None = None) -> pl.DataFrame:
+    """``jobs`` with :func:`prepare`'s skip reason per job in a ``_skip`` column (null: kept)."""
     if kind_nodes is not None:
         n_nodes = pl.col("node_kind").replace_strict(dict(kind_nodes), return_dtype=pl.Int64)
     # NaN counts as unknown too (Polars orders NaN above every number, so NaN > 0 holds).
@@ -67,7 +87,11 @@ def prepare(jobs: pl.DataFrame, n_nodes: int,
         .then(pl.lit("too_large"))
         .otherwise(pl.lit(None, pl.String))
     )
-    tagged = jobs.with_columns(reason.alias("_skip"))
+    return jobs.with_columns(reason.alias("_skip"))
+
+
+def _split(tagged: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """The kept jobs of a :func:`_tagged` table, sorted by (submit, id), and the counts by reason."""
     counts = dict.fromkeys(SKIP_REASONS, 0)
     for r, c in tagged.group_by("_skip").len().iter_rows():
         if r is not None:
@@ -160,7 +184,8 @@ def replay(
     usable = topo.usable(node_kind) if kind_nodes is None else kind_nodes.any(axis=0)
     capacity = int(usable.sum())
     per_kind = None if kinds is None else {str(k): int(m.sum()) for k, m in zip(kinds, kind_nodes)}
-    prepared, skipped = prepare(_with_runtimes(jobs, runtime_s), capacity, per_kind)
+    tagged = _tagged(_with_runtimes(jobs, runtime_s), capacity, per_kind)
+    prepared, skipped = _split(tagged)
     for reason, count in (extra_skips or {}).items():
         skipped[reason] = skipped.get(reason, 0) + int(count)
     cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
@@ -190,7 +215,7 @@ def replay(
         summary["node_kinds"] = {str(k): int(n) for k, n in zip(kinds, np.bincount(kind, minlength=len(kinds)))}
     if runtime_model is not None:
         summary["runtime_model"] = runtime_model.summary()
-    return ReplayResult(out, util, summary)
+    return ReplayResult(out, util, summary, skipped_jobs(tagged))
 
 
 #: ``node_kind`` value that runs every job on the kind its ``node_kind`` column names.
