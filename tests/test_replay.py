@@ -466,3 +466,6 @@ def test_simulate_refuses_jobs_it_would_replay_wrongly():
     with pytest.raises(ValueError, match="of one length"):
         run([0.0, 20.0], [1])
     assert run([0.0, 20.0], [1, 2.0]).start.tolist() == [0.0, 20.0]  # an empty machine: each starts at its submit
+    other = topology.load("ft6x6")  # a policy made for another machine
+    with pytest.raises(ValueError, match="the policy was made for machine 'ft6', the replay runs on 'ft6x6'"):
+        replay.simulate(np.array([0.0, 20.0]), ten, ten, np.array([1, 1]), other, policy.make("to", t))

@@ -130,6 +130,11 @@ def simulate(
     """
     if sched not in QUEUES:
         raise ValueError(f"unknown scheduler {sched!r}; choices: {list(SCHEDULERS)}")
+    own = getattr(policy, "topo", None)
+    if own is not None and own is not topo and own.config() != topo.config():
+        # Its tables (groups, orderings, prisms) describe its own machine: on another it placed
+        # jobs without a word (session 27 review).
+        raise ValueError(f"simulate: the policy was made for machine {own.name!r}, the replay runs on {topo.name!r}")
     jobs = engine.Jobs.of(submit, runtime, estimate, nodes, topo.n_nodes, kind)
     return engine.run(jobs, topo, QUEUES[sched](), policy, progress=progress, usable=usable,
                       runtime_at_start=runtime_at_start, kind_nodes=kind_nodes)
