@@ -469,3 +469,19 @@ def test_simulate_refuses_jobs_it_would_replay_wrongly():
     other = topology.load("ft6x6")  # a policy made for another machine
     with pytest.raises(ValueError, match="the policy was made for machine 'ft6', the replay runs on 'ft6x6'"):
         replay.simulate(np.array([0.0, 20.0]), ten, ten, np.array([1, 1]), other, policy.make("to", t))
+
+
+def test_a_library_user_may_name_the_machine_and_the_policy():
+    """``replay(jobs, "ft6")`` and ``simulate(..., "ft6", "to")`` failed with "'str' object has
+    no attribute ..." (session 27 review); names are loaded and made as the app does, and give
+    the same schedule as the objects."""
+    from fattorus import topology
+    from fattorus.kernels import aph
+    from fattorus.sched import policy, replay
+
+    t = topology.load("ft6")
+    cols = (np.array([0.0, 5.0, 9.0]), np.array([30.0, 10.0, 10.0]), np.array([30.0, 10.0, 10.0]), np.array([10, 10, 4]))
+    named = replay.simulate(*cols, "ft6", "to")
+    made = replay.simulate(*cols, t, policy.make("to", t))
+    assert named.start.tolist() == made.start.tolist() == [0.0, 30.0, 9.0]  # by hand: 18 nodes, EASY backfills job 3
+    assert float(aph.aph(t, [[0, 17]])[0]) == 4.0  # a nested list is taken as an array (two pods apart: 4 hops)

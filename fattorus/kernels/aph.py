@@ -90,7 +90,9 @@ def check_nodes(topo: Topology, allocs: jax.Array | np.ndarray, padded: bool = T
 def _exact(kernel, topo: Topology, allocs: jax.Array) -> jax.Array:
     """``kernel(topo, allocs)``, under ``jax.enable_x64`` when the padded width could take a
     hop sum past int32 (the width is static: a check on the shape, not on the data); node
-    ids checked first (:func:`check_nodes`)."""
+    ids checked first (:func:`check_nodes`); nested lists are taken as arrays."""
+    if not isinstance(allocs, (jax.Array, np.ndarray)):
+        allocs = np.asarray(allocs, np.int32)  # [[0, 17]]: the jitted kernels want an array
     check_nodes(topo, allocs)
     if int32_exact(topo, int(np.shape(allocs)[-1])):
         return kernel(topo, allocs)

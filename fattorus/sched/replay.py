@@ -120,8 +120,8 @@ def simulate(
       submit, runtime, estimate: ``(n,)`` seconds; ``estimate >= runtime`` is required so
         that EASY's reservations hold.
       nodes: ``(n,)`` requested nodes, each between 1 and the machine size.
-      topo: the machine.
-      policy: the allocation policy object.
+      topo: the machine, or its name (``conf/topo``).
+      policy: the allocation policy object, or its name (made with default settings).
       sched: queue discipline name (:data:`SCHEDULERS`).
       progress: show a progress bar (jobs started).
       usable: ``(N,)`` bool nodes the jobs may run on (default all).
@@ -130,6 +130,9 @@ def simulate(
     """
     if sched not in QUEUES:
         raise ValueError(f"unknown scheduler {sched!r}; choices: {list(SCHEDULERS)}")
+    topo = _machine(topo)
+    if isinstance(policy, str):
+        policy = policy_mod.make(policy, topo)
     own = getattr(policy, "topo", None)
     if own is not None and own is not topo and own.config() != topo.config():
         # Its tables (groups, orderings, prisms) describe its own machine: on another it placed
@@ -161,7 +164,7 @@ def replay(
     Args:
       jobs: workload table with at least ``job_id``, ``submit_s``, ``runtime_s``,
         ``nodes`` (and ``requested_s``/``estimate_s``, ``status`` when known).
-      topo: the machine (any topology).
+      topo: the machine (any topology), or its name (``conf/topo``).
       policy: allocation policy name (:data:`fattorus.sched.policy.NAMES`).
       sched: ``"easy"`` (default) or ``"fcfs"``.
       policy_params: the policy's named heuristics.
@@ -184,6 +187,7 @@ def replay(
         and the model's own counts (``summary()``) go into the summary.
     """
     wall0 = time.perf_counter()
+    topo = _machine(topo)
     pol = policy_mod.make(policy, topo, policy_params, seed)
     kinds, kind_nodes = job_kinds(jobs, topo) if node_kind == BY_JOB else (None, None)
     usable = topo.usable(node_kind) if kind_nodes is None else kind_nodes.any(axis=0)
@@ -221,6 +225,16 @@ def replay(
     if runtime_model is not None:
         summary["runtime_model"] = runtime_model.summary()
     return ReplayResult(out, util, summary, skipped_jobs(tagged))
+
+
+def _machine(topo: Any) -> Any:
+    """``topo``, or the machine of that name (``conf/topo``) when given a name: a library user's
+    ``replay(jobs, "cab")`` failed with "'str' object has no attribute ..." (session 27 review)."""
+    if isinstance(topo, str):
+        from fattorus import topology
+
+        return topology.load(topo)
+    return topo
 
 
 #: ``node_kind`` value that runs every job on the kind its ``node_kind`` column names.
