@@ -478,3 +478,18 @@ def test_output_outside_the_results_is_refused(results: Path, tmp_path: Path, ca
     assert report.main([str(results), "--out", str(elsewhere)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"fattorus.report: error: --out {elsewhere}: must lie in {results}") and not elsewhere.parent.exists()
+
+
+def test_table_i_names_runs_that_share_a_seed(tmp_path: Path):
+    """Two runs of one arm with one seed (a re-run) count as two runs in Table I's mean, std
+    and n; table1.md and the page now say so under the table (before session 27: stderr only)."""
+    root = tmp_path / "dup"
+    for name in ("a", "b"):
+        write_run(root / name, "to", "none", 0, "atlas", 1, "cab", [0.0, 60.0, 120.0], [0.0, 1.0, 2.0], util=[0.5])
+    out = Path(report.write_report(root)).parent
+    note = "Runs sharing a seed, each counted as a run: 2 runs of atlas on cab / TO have seed 0."
+    assert note in (out / "table1.md").read_text()
+    assert note in (out / "report.html").read_text()
+    single = tmp_path / "one"
+    write_run(single / "a", "to", "none", 0, "atlas", 1, "cab", [0.0, 60.0, 120.0], [0.0, 1.0, 2.0], util=[0.5])
+    assert "sharing a seed" not in (Path(report.write_report(single)).parent / "table1.md").read_text()

@@ -86,7 +86,7 @@ from fattorus.report.labels import (
 )  # fmt: skip
 from fattorus.report.load import (
     JSON_COLUMNS, RUN_FILES, RUNS_SCHEMA, ReportError, arm_settings, find_run_dirs, jobs_scan, label_arms, load_runs,
-    one_line, read_summary, utilization_scan, warn_duplicate_seeds, warn_missing_ideal,
+    duplicate_seeds, one_line, read_summary, utilization_scan, warn_duplicate_seeds, warn_missing_ideal,
 )  # fmt: skip
 from fattorus.args import EXIT_BROKEN_PIPE, run_piped
 
@@ -145,7 +145,7 @@ def write_report(results_dir: str | os.PathLike, out_dir: str | os.PathLike | No
     table = table1(runs)
     files: dict[str, str | bytes] = {
         "table1.csv": table.write_csv(),
-        "table1.md": table1_markdown(table),
+        "table1.md": table1_markdown(table, duplicate_seeds(runs)),
         "runs.csv": runs.drop(*JSON_COLUMNS).write_csv(),
     }
     pngs: dict[str, bytes] = {}

@@ -18,6 +18,7 @@ import polars as pl
 
 from fattorus.report.aggregate import table1_labels
 from fattorus.report.figures import FIGURES
+from fattorus.report.load import duplicate_seeds
 from fattorus.report.labels import fmt_hours, order_labels
 
 
@@ -37,8 +38,10 @@ def table1_cells(table: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     return ["workload", *labels], body
 
 
-def table1_markdown(table: pl.DataFrame) -> str:
-    """Table I as GitHub Markdown."""
+def table1_markdown(table: pl.DataFrame, duplicates: Sequence[str] = ()) -> str:
+    """Table I as GitHub Markdown; ``duplicates`` (:func:`fattorus.report.load.duplicate_seeds`)
+    are named under it: such runs count as separate runs in the mean, std and n (they were
+    only a warning on stderr before session 27)."""
     header, body = table1_cells(table)
     lines = [
         "Mean wait (hours); mean ± sample std over n runs (seeds) where several exist.",
@@ -47,6 +50,8 @@ def table1_markdown(table: pl.DataFrame) -> str:
         "| " + " | ".join("---" for _ in header) + " |",
     ]
     lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    if duplicates:
+        lines += ["", "Runs sharing a seed, each counted as a run: " + "; ".join(duplicates) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -119,6 +124,13 @@ def figures_html(pngs: Mapping[str, bytes]) -> str:
     )
 
 
+def _duplicates_html(duplicates: Sequence[str]) -> str:
+    """The note under Table I naming runs that share a seed (empty when none)."""
+    if not duplicates:
+        return ""
+    return f"<p class='note'>Runs sharing a seed, each counted as a run: {html.escape('; '.join(duplicates))}.</p>"
+
+
 def render_html(results_dir: Path, runs: pl.DataFrame, table: pl.DataFrame, pngs: Mapping[str, bytes]) -> str:
     """The self-contained report page: figures as data URIs, Table I, per-run configuration."""
     header, body = table1_cells(table)
@@ -132,6 +144,7 @@ def render_html(results_dir: Path, runs: pl.DataFrame, table: pl.DataFrame, pngs
         "<h2>Table I analog: mean wait (hours)</h2>"
         "<p>Mean over runs (seeds) of each run's mean wait; ± sample std and n=runs where several.</p>"
         f"{html_table(header, body, 'table1')}"
+        f"{_duplicates_html(duplicate_seeds(runs))}"
         f"<h2>Figures</h2>{figures_html(pngs)}"
         f"<h2>Runs</h2>{html_table(run_header, run_body, 'runs')}"
         "</body></html>\n"

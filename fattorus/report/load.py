@@ -400,16 +400,23 @@ def load_runs(results_dir: str | os.PathLike, *, skip_bad: bool = False) -> pl.D
     return runs.sort(["topo", "workload", rank, "label", "seed", "run"], nulls_last=True)
 
 
-def warn_duplicate_seeds(runs: pl.DataFrame) -> None:
-    """Warn on stderr when runs of one (workload, label) share a seed (a re-run counted twice).
+def duplicate_seeds(runs: pl.DataFrame) -> list[str]:
+    """One text per (workload, label, seed) that several runs share (a re-run counted twice in
+    Table I's mean, std and n): ``"2 runs of atlas-2x on cab / TA have seed 0"``.
 
     A label names one arm (:func:`label_arms`): runs that differ in an arm setting (first fit's
-    ordering) are not duplicates and get no warning.
+    ordering) are not duplicates.
     """
     seeded = runs.filter(pl.col("seed").is_not_null())
     dup = seeded.group_by("workload", "label", "seed").len().filter(pl.col("len") > 1)
-    for workload, label, seed, n in dup.sort("workload", "label", "seed").iter_rows():
-        print(f"fattorus.report: warning: {n} runs of {workload} / {label} have seed {seed}", file=sys.stderr)
+    return [f"{n} runs of {workload} / {label} have seed {seed}"
+            for workload, label, seed, n in dup.sort("workload", "label", "seed").iter_rows()]
+
+
+def warn_duplicate_seeds(runs: pl.DataFrame) -> None:
+    """Warn on stderr of each :func:`duplicate_seeds` text (Table I counts such runs apart)."""
+    for text in duplicate_seeds(runs):
+        print(f"fattorus.report: warning: {text}", file=sys.stderr)
 
 
 def warn_missing_ideal(runs: pl.DataFrame) -> None:
