@@ -120,6 +120,11 @@ def hydra_error(err: BaseException) -> str:
     return f"{squash(err)}{f' ({squash(cause)})' if cause else ''}"
 
 
+def override_key(override: str) -> str:
+    """The key an override sets: ``+topo=cab`` -> ``topo``, ``~workload.path`` -> ``workload.path``."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
 #: Config groups of the replay app that a command line appends with '+' (none by default).
 APPENDED_GROUPS = ("topo", "speedup")
 
@@ -131,9 +136,9 @@ def unchosen_group(overrides: Iterable[str], groups: Sequence[str] = APPENDED_GR
     type for root: NoneType"), a ``topo`` one in "To append to your config use +topo.radix=4",
     although the default machine is filled in only after the overrides (session 27 review)."""
     given = [o for o in overrides if "=" in o and not o.startswith("-")]
-    chosen = {o.split("=", 1)[0].lstrip("+~") for o in given}
+    chosen = {override_key(o) for o in given}
     for o in given:
-        key = o.split("=", 1)[0].lstrip("+~")
+        key = override_key(o)
         group = key.split(".", 1)[0]
         if group in groups and "." in key and group not in chosen:
             what, example = {"topo": ("machine", "cab"), "speedup": ("speedup scenario", "model")}.get(group, (group, "NAME"))
@@ -166,7 +171,7 @@ def launcher_problem(argv: list[str]) -> str | None:
     a Slurm job array, so a single run would replay here regardless, and without ``srun`` on
     the PATH submitit fails inside Hydra with a traceback, after Hydra has made the sweep's
     folder (session 26 review). Checked before Hydra starts."""
-    chosen = [a.split("=", 1)[1] for a in argv if "=" in a and a.split("=", 1)[0].lstrip("+~") == "hydra/launcher"]
+    chosen = [a.split("=", 1)[1] for a in argv if "=" in a and override_key(a) == "hydra/launcher"]
     shows_only = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help"}  # Hydra prints, runs nothing
     if not chosen or chosen[-1] != "slurm" or shows_only & set(argv):
         return None

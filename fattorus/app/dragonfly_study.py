@@ -305,11 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"dragonfly_study: error: {err}", file=sys.stderr)
         return 2
-    tables = ("totals.parquet", "jobs.parquet", "hot_links.parquet")
-    if outputs.finished_study(out, tables):
-        with pl.Config(tbl_rows=200, tbl_cols=10):
-            print(pl.read_parquet(out / "totals.parquet"))
-        print(f"-> {out}: {outputs.ALREADY_DONE}")
+    if outputs.report_if_finished(out, ("totals.parquet", "jobs.parquet", "hot_links.parquet"),
+                                  lambda: _table_text(pl.read_parquet(out / "totals.parquet"))):
         return 0
     totals, jobs, hot = [], [], []
     parts, n_all, done = out / PARTS, len(wds) * len(machines), 0
@@ -349,10 +346,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dragonfly_study: interrupted; {done} of {n_all} solves kept in {parts}, "
               "re-run the same command to resume", file=sys.stderr)
         return 130
-    with pl.Config(tbl_rows=200, tbl_cols=10):
-        print(tot)
+    print(_table_text(tot))
     print(f"-> {out}")
     return 0
+
+
+def _table_text(tot: pl.DataFrame) -> str:
+    """The totals table as printed: every row, up to ten columns."""
+    with pl.Config(tbl_rows=200, tbl_cols=10):
+        return str(tot)
 
 
 if __name__ == "__main__":

@@ -381,11 +381,12 @@ def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return [f"{k}: {_show(recorded[k])} there, {_show(now.get(k))} now" for k in recorded if recorded[k] != now.get(k)]
 
 
-def _fat_tree(name: str) -> Any:
-    """Machine ``name`` (conf/topo); an unknown name is a ``ValueError`` listing the fat-trees
-    only (the topology loader's list named tori and dragonflies the study then refuses)."""
+def _fat_tree(name: str, oblivious: str) -> Any:
+    """Fat-tree ``name`` (conf/topo), which ``ta`` and ``oblivious`` both serve (the policies
+    compared); else a one-line ``ValueError``: an unknown name lists the fat-trees only (the
+    topology loader's list named tori and dragonflies the study then refuses)."""
     try:
-        return topology.load(name)
+        topo = topology.load(name)
     except topology.TopologyError as err:
         if not str(err).startswith("unknown topology"):
             raise ValueError(str(err)) from None
@@ -394,6 +395,12 @@ def _fat_tree(name: str) -> Any:
         trees = [n for n in paths.config_names("topo")
                  if (yaml.safe_load(paths.config_file("topo", n).read_text()) or {}).get("kind") == "fattree"]
         raise ValueError(f"--machine {name}: unknown machine; the fat-trees of conf/topo: {', '.join(trees)}") from None
+    if topo.kind != "fattree":  # ta, the paper's interference-free policy, is the fat-tree's
+        raise ValueError(f"--machine {name}: a {topo.kind} machine; the network study compares ta with "
+                         f"{oblivious} on fat-trees only (conf/topo: ft44, cab, pinot, ...)")
+    for policy in ("ta", oblivious):
+        policy_mod.make(policy, topo)
+    return topo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -404,13 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.churn < 0:
             raise ValueError(f"--churn must be >= 0, got {args.churn}")
         todo = cases(args)
-        machines = {m: _fat_tree(m) for _, m, *_ in todo}
-        for m, topo in machines.items():  # both policies compared must serve the machine
-            if topo.kind != "fattree":  # ta, the paper's interference-free policy, is the fat-tree's
-                raise ValueError(f"--machine {m}: a {topo.kind} machine; the network study compares ta with "
-                                 f"{args.oblivious} on fat-trees only (conf/topo: ft44, cab, pinot, ...)")
-            for name in ("ta", args.oblivious):
-                policy_mod.make(name, topo)
+        machines = {m: _fat_tree(m, args.oblivious) for _, m, *_ in todo}
     except (ValueError, FileNotFoundError) as err:
         print(f"network_study: error: {err}", file=sys.stderr)
         return 2
@@ -429,9 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if conflict:  # before the (minutes of) work, so nothing is computed only to be refused
         print(f"network_study: error: {conflict}", file=sys.stderr)
         return 2
-    if outputs.finished_study(out, ("jobs.parquet",)):
-        print("\n".join(report(summarize(pl.read_parquet(out / "jobs.parquet")))))
-        print(f"-> {out}: {outputs.ALREADY_DONE}")
+    if outputs.report_if_finished(out, ("jobs.parquet",),
+                                  lambda: "\n".join(report(summarize(pl.read_parquet(out / "jobs.parquet"))))):
         return 0
     parts = out / PARTS
     n_all, rows, done = sum(n_wl for *_, n_wl, _, _ in todo), [], 0

@@ -112,8 +112,15 @@ def finished_study(out_dir: str | os.PathLike[str], tables: Sequence[str]) -> bo
     return True
 
 
-#: What a study prints after the results of a finished study it did not run again.
-ALREADY_DONE = "finished earlier with these settings, nothing run (another --name, or deleting the folder, runs it again)"
+def report_if_finished(out_dir: str | os.PathLike[str], tables: Sequence[str], results: Callable[[], str]) -> bool:
+    """When ``out_dir`` holds a finished study (:func:`finished_study`), print ``results()``
+    (its table, read back) and that nothing was run, and return True; else False."""
+    if not finished_study(out_dir, tables):
+        return False
+    print(results())
+    print(f"-> {out_dir}: finished earlier with these settings, nothing run (another --name, or deleting the "
+          "folder, runs it again)")
+    return True
 
 
 def unfinished_conflict(out: str | os.PathLike[str], parts: str, now: dict[str, Any],

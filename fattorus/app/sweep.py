@@ -103,7 +103,7 @@ def _warn_borrowed_workload(wl_cfg: dict[str, Any]) -> None:
     if hc is None:
         return
     choice = hc.runtime.choices.get("workload")
-    overridden = any(o.split("=", 1)[0].lstrip("+~") == "workload.path" for o in hc.overrides.task)
+    overridden = any(cli.override_key(o) == "workload.path" for o in hc.overrides.task)
     if overridden and choice not in (None, "file"):
         _stderr_line(f"fattorus.sweep: warning: workload.path={wl_cfg.get('path')} with workload={choice}: the run "
                      f"keeps {choice}'s name, scale and cores per node; use workload=file for a log of your own")
@@ -284,7 +284,7 @@ def _hydra() -> Any:
 def _chose(group: str) -> bool:
     """Whether the command line sets ``group`` (``policy=...``); True outside a Hydra run."""
     hc = _hydra()
-    return hc is None or any(o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] == group for o in hc.overrides.task)
+    return hc is None or any(cli.override_key(o).split(".", 1)[0] == group for o in hc.overrides.task)
 
 
 def _policy_variant(cfg: DictConfig) -> str | None:
@@ -326,11 +326,14 @@ def _load_workload(wl_cfg: dict[str, Any], topo_cfg: dict[str, Any], ft: Any) ->
 
 def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> str:
     """The one line that says which load a run used (the scaling is part of the result)."""
+    from fattorus import workload
+
     factor = counts.get("scale_factor", 1.0)
     # fit's factor is usable / the log's machine nodes, so the log's size is read back from it.
     how = {"fit": f"fit: {usable} usable nodes / the log's machine of {round(usable / factor)}"}.get(
         wl_cfg.get("scale"), "")
-    windowed = wl_cfg.get("window_days") is not None or float(wl_cfg.get("window_start_days") or 0) > 0
+    start_days, days = workload.check_window(wl_cfg)  # the window from_config cut (checked before the replay)
+    windowed = bool(start_days) or days is not None
     unknown = counts.get("unknown_submit", 0)
     # Without a window the replay counts them as bad_submit; a window leaves them out: say so.
     no_time = f"; {unknown} job(s) of the log have no submit time: no window holds them" if unknown else ""

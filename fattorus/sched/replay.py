@@ -59,8 +59,9 @@ def prepare(jobs: pl.DataFrame, n_nodes: int,
 
     Reasons, checked in this order: ``bad_submit`` (submit time unknown),
     ``cancelled_before_start`` (status 5 and runtime <= 0 or unknown), ``bad_nodes`` (node
-    count unknown or <= 0), ``bad_runtime`` (runtime unknown or <= 0), ``too_large`` (more nodes than the machine, or with ``kind_nodes`` — node kind ->
-    its nodes — than the job's node kind has). A job that failed or was cancelled after it
+    count unknown or <= 0), ``bad_runtime`` (runtime unknown or <= 0), ``too_large`` (more
+    nodes than the machine, or with ``kind_nodes`` — node kind -> its nodes — than the job's
+    node kind has). A job that failed or was cancelled after it
     started held its nodes for its runtime and is replayed.
     """
     return _split(_tagged(jobs, n_nodes, kind_nodes))
@@ -216,15 +217,21 @@ def replay(
         replay_wall_s=time.perf_counter() - wall0,
         exposed_jobs=exposed,
     )
-    # The machine's full configuration, so that readers of the outputs need no conf/ lookup.
-    summary["topology"] = topo.config()
-    summary["usable_nodes"] = capacity  # utilization's denominator (jobs' node kind only)
-    summary["node_kind"] = node_kind or topo.default_job_kind
-    if kinds is not None:
-        summary["node_kinds"] = {str(k): int(n) for k, n in zip(kinds, np.bincount(kind, minlength=len(kinds)))}
+    summary.update(_machine_summary(topo, capacity, node_kind, kinds, kind))
     if runtime_model is not None:
         summary["runtime_model"] = runtime_model.summary()
     return ReplayResult(out, util, summary, skipped_jobs(tagged))
+
+
+def _machine_summary(topo: Any, capacity: int, node_kind: str | None, kinds: np.ndarray | None,
+                     kind: np.ndarray | None) -> dict[str, Any]:
+    """The summary's machine entries: its full configuration (readers of the outputs need no
+    conf/ lookup), the usable nodes (utilization's denominator: the jobs' node kind only), the
+    node kind rule and, with :data:`BY_JOB`, the jobs replayed per kind."""
+    out = {"topology": topo.config(), "usable_nodes": capacity, "node_kind": node_kind or topo.default_job_kind}
+    if kinds is not None:
+        out["node_kinds"] = {str(k): int(n) for k, n in zip(kinds, np.bincount(kind, minlength=len(kinds)))}
+    return out
 
 
 def _machine(topo: Any) -> Any:

@@ -816,10 +816,10 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
     return rooted if rooted.exists() or not p.exists() else p.resolve()
 
 
-def check_window(cfg: Any) -> None:
-    """One-line :class:`WorkloadError` if a workload config's window (``window_start_days``,
-    ``window_days``) can mean no window, before any log is read."""
-    _window_days(cfg)
+def check_window(cfg: Any) -> tuple[float, float | None]:
+    """A workload config's window ``(window_start_days, window_days)`` (None: to the end), or a
+    one-line :class:`WorkloadError` if it can mean no window; before any log is read."""
+    return _window_days(cfg)
 
 
 def _window_days(cfg: Any) -> tuple[float, float | None]:
@@ -888,7 +888,8 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
     check_scale(scale)
     jobs, dropped = _scale_split(wl.jobs, float(scale), None if machine is None else int(machine))
     start_days, days = _window_days(cfg)
-    if start_days or days is not None:
+    windowed_at_all = bool(start_days) or days is not None
+    if windowed_at_all:
         windowed = first_days(jobs, days, start_days)
         span = _span_days(jobs)
         if windowed.height == 0 and span is not None and start_days >= span:
@@ -909,7 +910,7 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
               "outside_window": jobs.height - windowed.height + dropped.height - dropped_in.height,
               "scale_factor": float(scale)}
     unknown = jobs["submit_s"].null_count() + dropped["submit_s"].null_count()
-    if windowed is not jobs and unknown:
+    if windowed_at_all and unknown:
         # Of those, the jobs of unknown submit time: no window holds them (without a window the
         # replay counts them as bad_submit), said apart so that a window does not turn them into
         # "outside the window" without a word (session 27 review).
