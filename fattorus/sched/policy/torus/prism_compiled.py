@@ -1,0 +1,731 @@
+"""The whole EASY (or FCFS) replay under ``prism``, compiled with numba (issue 12's design (b)).
+
+Same decisions as the Python engine (:mod:`fattorus.sched.engine` with
+:class:`fattorus.sched.queues.Easy` and :class:`~fattorus.sched.policy.torus.prism.Prism`):
+same start times, node sets in the same order, backfill flags and shadow times; the tests
+replay real logs both ways and compare every field. What makes it one loop over arrays:
+
+* **A machine state is one array of router release times.** Running prisms share no router
+  and a router holds at most one running job's nodes, so every machine state the engine asks
+  about — the machine now, a future one at the shadow-time probes, the machine with the head's
+  reservation held — has its blocked routers at ``until > t`` (``until``: the estimated end of
+  the job whose prism holds the router; ``+inf`` for routers ``block_other_kinds`` keeps out),
+  plus the reservation's routers on the held machine.
+* **Only the blocked routers matter.** Inside a prism with no blocked router every usable node
+  is free (a busy one blocks its router), so a shape's clear starts with enough nodes are read
+  off machine-independent usable counts, and the answer to "where does an ``n``-node job go" is
+  a function of the blocked routers and ``n`` alone. Answers are kept by a 128-bit hash of the
+  blocked routers (two independent 64-bit mixes of the (x, y) columns' bit words).
+* **The shape test is a bitset kernel:** each (x, y) column's blocked routers one word (so the
+  third ring may hold at most 32 routers; Blue Waters has 24), dilated along z, y and x by the
+  shape's extents; the clear starts are read bit by bit. The ``contact`` term counts blocked
+  routers in the shell from a wrap-around summed-volume table of the blocked routers, built
+  only when a search scores.
+
+The search walk itself (best-first over the minimal shapes with their machine-independent
+bounds, then every shape in order of size up to ``slack``; scores, ties, dead-shape marks) is
+:meth:`Prism._search` step for step; the engine's pass memo, failure sizes and reservation
+reuse are :mod:`fattorus.sched.queues`'. Settings it does not cover run on the Python engine
+(:func:`supports`): ``internal`` placements, several node kinds, run times decided at start,
+a third ring longer than 32 routers.
+
+numba compiles these functions at a process's first replay (~20 s here) and keeps the
+machine code beside this module (``__pycache__``), so later processes load it (~1 s).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import numba
+import numpy as np
+from numba.typed import Dict, List
+
+from fattorus.sched import state as st
+from fattorus.sched.engine import Jobs, Schedule, unplaceable
+
+#: Longest third ring the column words hold (a column word and its wrapped copy in 64 bits).
+MAX_Z = 32
+
+_DEBRUIJN = np.array([0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61, 54, 58, 35, 52, 50, 42, 21, 44,
+                      38, 32, 29, 23, 17, 11, 4, 62, 46, 55, 26, 59, 40, 36, 15, 53, 34, 51, 20, 43, 31, 22, 10, 45,
+                      25, 39, 14, 33, 19, 30, 9, 24, 13, 18, 8, 12, 7, 6, 5, 63], np.int64)
+
+_NONE = -1
+_KEY2, _KEY3 = numba.types.UniTuple(numba.types.int64, 2), numba.types.UniTuple(numba.types.int64, 3)
+_OK, _UNPLACEABLE, _INCONSISTENT = 0, 1, 2
+
+
+def supports(policy: Any, queue: str, kind_nodes: Any, runtime_at_start: Any) -> bool:
+    """Whether this compiled replay covers the run (else the Python engine runs it)."""
+    prm = policy.params
+    return (queue in ("easy", "fcfs") and kind_nodes is None and runtime_at_start is None and not prm.internal
+            and policy.topo.dims[2] <= MAX_Z)
+
+
+# Kernels ---------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _box(t, x, y, z, a, b, c):
+    """Sum over the box ``(a, b, c)`` at ``(x, y, z)`` from a summed-volume table ``t``."""
+    return (t[x + a, y + b, z + c] - t[x, y + b, z + c] - t[x + a, y, z + c] - t[x + a, y + b, z]
+            + t[x, y, z + c] + t[x, y + b, z] + t[x + a, y, z] - t[x, y, z])
+
+
+@numba.njit(cache=True)
+def _ctz(v):
+    """Index of the lowest set bit of the nonzero word ``v`` (de Bruijn multiplication)."""
+    return _DEBRUIJN[((v ^ (v - np.uint64(1))) * np.uint64(0x03F79D71B4CB0A89)) >> np.uint64(58)]
+
+
+@numba.njit(cache=True)
+def _columns(blocked, X, Y, Z):
+    """Each (x, y) column's blocked routers as one word (bit z), their count, and two
+    independent 64-bit hashes of the words (the machine's key)."""
+    zm = np.zeros((X, Y), np.uint64)
+    nb = 0
+    h1 = np.uint64(0xCBF29CE484222325)
+    h2 = np.uint64(0x9E3779B97F4A7C15)
+    for x in range(X):
+        for y in range(Y):
+            w = np.uint64(0)
+            base = (x * Y + y) * Z
+            for z in range(Z):
+                if blocked[base + z]:
+                    w |= np.uint64(1) << np.uint64(z)
+                    nb += 1
+            zm[x, y] = w
+            h1 = (h1 ^ w) * np.uint64(0x100000001B3)
+            v = (w + h2) * np.uint64(0xBF58476D1CE4E5B9)
+            v ^= v >> np.uint64(31)
+            h2 = (h2 ^ v) * np.uint64(0x94D049BB133111EB) + np.uint64(x * Y + y + 1)
+    return zm, nb, np.int64(h1), np.int64(h2)
+
+
+@numba.njit(cache=True)
+def _dilate_rows(src, axis_len, ext, nout):
+    """OR of ``ext`` consecutive (cyclic) rows along axis 0 of ``src`` (rows, cols), by
+    doubling, for the first ``nout`` starts."""
+    R, C = src.shape
+    cur = src.copy()
+    span = 1
+    while span * 2 <= ext:
+        nxt = np.empty_like(cur)
+        for r in range(R):
+            r2 = (r + span) % axis_len
+            for q in range(C):
+                nxt[r, q] = cur[r, q] | cur[r2, q]
+        cur = nxt
+        span *= 2
+    out = np.empty((nout, C), np.uint64)
+    sh = ext - span
+    for r in range(nout):
+        r2 = (r + sh) % axis_len
+        for q in range(C):
+            out[r, q] = cur[r, q] | cur[r2, q] if sh > 0 else cur[r, q]
+    return out
+
+
+@numba.njit(cache=True)
+def _blocked_starts(zm, Z, a, b, c, nx, ny):
+    """``(nx, ny)`` words: bit z set where the box ``(a, b, c)`` starting at (x, y, z) holds a
+    blocked router."""
+    X, Y = zm.shape
+    full = (np.uint64(1) << np.uint64(Z)) - np.uint64(1)
+    dz = np.empty((X, Y), np.uint64)
+    for x in range(X):
+        for y in range(Y):
+            w = zm[x, y]
+            d = w | (w << np.uint64(Z))
+            span = 1
+            while span * 2 <= c:
+                d |= d >> np.uint64(span)
+                span *= 2
+            if span < c:
+                d |= d >> np.uint64(c - span)
+            dz[x, y] = d & full
+    dy = _dilate_rows(dz.T.copy(), Y, b, ny)  # (ny, X)
+    return _dilate_rows(dy.T.copy(), X, a, nx)  # (nx, ny)
+
+
+@numba.njit(cache=True)
+def _starts(zm, Z, ut, a, b, c, nx, ny, nz, n, first_only):
+    """Flat start ids (ascending) where the shape holds no blocked router and at least ``n``
+    usable nodes, their usable counts, and whether any start holds no blocked router.
+    ``first_only``: stop at the first such start."""
+    dx = _blocked_starts(zm, Z, a, b, c, nx, ny)
+    mask = (np.uint64(1) << np.uint64(nz)) - np.uint64(1)
+    at = np.empty(nx * ny * nz, np.int64)
+    av = np.empty(nx * ny * nz, np.int64)
+    cnt = 0
+    anyclear = False
+    for x in range(nx):
+        for y in range(ny):
+            v = ~dx[x, y] & mask
+            if v:
+                anyclear = True
+            while v:
+                z = _ctz(v)
+                v &= v - np.uint64(1)
+                u = _box(ut, x, y, z, a, b, c)
+                if u >= n:
+                    at[cnt] = (x * ny + y) * nz + z
+                    av[cnt] = u
+                    cnt += 1
+                    if first_only:
+                        return at[:cnt], av[:cnt], True
+    return at[:cnt], av[:cnt], anyclear
+
+
+@numba.njit(cache=True)
+def _summed_blocked(zm, Z, reach):
+    """Wrap-around summed-volume table of the blocked routers (boxes up to ``reach`` past any
+    start inside the grid)."""
+    X, Y = zm.shape
+    rx, ry, rz = reach[0], reach[1], reach[2]
+    t = np.zeros((X + rx + 1, Y + ry + 1, Z + rz + 1), np.int64)
+    for i in range(X + rx):
+        for j in range(Y + ry):
+            w = zm[i % X, j % Y]
+            for k in range(Z + rz):
+                g = np.int64((w >> np.uint64(k % Z)) & np.uint64(1))
+                t[i + 1, j + 1, k + 1] = (g + t[i, j + 1, k + 1] + t[i + 1, j, k + 1] + t[i + 1, j + 1, k]
+                                          - t[i, j, k + 1] - t[i, j + 1, k] - t[i + 1, j, k] + t[i, j, k])
+    return t
+
+
+@numba.njit(cache=True)
+def _mark_dead(dead, shapes, sx, sy, sz):
+    """Shape ``(sx, sy, sz)`` is blocked everywhere: so is every shape containing it."""
+    for j in range(len(dead)):
+        if shapes[j, 0] >= sx and shapes[j, 1] >= sy and shapes[j, 2] >= sz:
+            dead[j] = True
+
+
+@numba.njit(cache=True)
+def _first_step(zm, Z, ut, shapes, starts_t, umax, dead, i, n):
+    """:meth:`Prism._starts`: clear starts of shape ``i`` with ``n`` usable nodes (and the
+    dead-shape mark where it is blocked everywhere)."""
+    if umax[i] < n:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    a, b, c = shapes[i, 0], shapes[i, 1], shapes[i, 2]
+    at, av, anyclear = _starts(zm, Z, ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, False)
+    if len(at) == 0 and not anyclear:
+        _mark_dead(dead, shapes, a, b, c)
+    return at, av
+
+
+@numba.njit(cache=True)
+def _contact(bt, dims, a, b, c, ny, nz, at):
+    """Blocked share of the one-router shell around the prism at each start of ``at``."""
+    ga = min(a + 2, dims[0]) if a < dims[0] else a
+    gb = min(b + 2, dims[1]) if b < dims[1] else b
+    gc = min(c + 2, dims[2]) if c < dims[2] else c
+    shell = ga * gb * gc - a * b * c
+    out = np.zeros(len(at))
+    if shell == 0:
+        return out
+    for q in range(len(at)):
+        f = at[q]
+        x, r = f // (ny * nz), f % (ny * nz)
+        y, z = r // nz, r % nz
+        lx = (x - 1) % dims[0] if a < dims[0] else x
+        ly = (y - 1) % dims[1] if b < dims[1] else y
+        lz = (z - 1) % dims[2] if c < dims[2] else z
+        out[q] = _box(bt, lx, ly, lz, ga, gb, gc) / shell
+    return out
+
+
+@numba.njit(cache=True)
+def _scored(mach, tabs, i, at, base, touch_i):
+    """:meth:`Prism._scored`: best score of shape ``i`` over ``at`` and the lowest start reaching it."""
+    zm, nb, bt = mach
+    shapes, starts_t, dims, reach, contact_w = tabs[0], tabs[1], tabs[8], tabs[9], tabs[12]
+    if touch_i != 0.0:
+        if bt.shape[0] == 0:
+            bt = _summed_blocked(zm, dims[2], reach)
+        score = base + contact_w * _contact(bt, dims, shapes[i, 0], shapes[i, 1], shapes[i, 2],
+                                            starts_t[i, 1], starts_t[i, 2], at)
+    else:
+        score = base
+    top = score.max()
+    q = 0
+    while score[q] != top:
+        q += 1
+    return top, at[q], bt
+
+
+@numba.njit(cache=True)
+def _touch(contact_w, nb, shell_i):
+    """:meth:`Prism._touch` of one shape: its shell holds at most every blocked router."""
+    return contact_w * min(1.0, nb / max(shell_i, 1))
+
+
+@numba.njit(cache=True)
+def _search(mach, tabs, n, cand, bound):
+    """:meth:`Prism._search` on the machine ``mach``: ``(shape index, flat start)`` or (-1, -1)."""
+    zm, nb, bt = mach
+    (shapes, starts_t, slots, bisection, best_from, shell, umax, ut, dims, reach,
+     fill_w, bis_w, contact_w, slack) = tabs
+    Z = dims[2]
+    dead = np.zeros(len(slots), np.bool_)
+    best_bis = best_from[min(np.searchsorted(slots, n), len(slots) - 1)]
+    # Best-first over the minimal shapes (Prism._best_first).
+    heap = [(0.0, 0, 0)]
+    heap.pop()
+    for k in range(len(cand)):
+        i = cand[k]
+        heap.append((-(bound[k] - contact_w + _touch(contact_w, nb, shell[i])), k, 0))
+    heapq.heapify(heap)
+    store_at = List()
+    store_base = List()
+    slot_of = np.full(len(cand), -1, np.int64)
+    have = False
+    bk0, bk1, bk2 = 0.0, 0, 0
+    best_i, best_pos = -1, -1
+    while len(heap):
+        neg_ub, k, stage = heapq.heappop(heap)
+        if have and -neg_ub < -bk0 - 1e-12:
+            break
+        i = cand[k]
+        touch_i = _touch(contact_w, nb, shell[i])
+        if stage == 0:
+            if dead[i]:
+                continue
+            at, av = _first_step(zm, Z, ut, shapes, starts_t, umax, dead, i, n)
+            if len(at) == 0:
+                continue
+            base = fill_w * n / av + bis_w * (bisection[i] / best_bis)
+            slot_of[k] = len(store_at)
+            store_at.append(at)
+            store_base.append(base)
+            heapq.heappush(heap, (-(base.max() + touch_i), k, 1))
+            continue
+        top, pos, bt = _scored((zm, nb, bt), tabs, i, store_at[slot_of[k]], store_base[slot_of[k]], touch_i)
+        if (not have) or (-top, slots[i], k) < (bk0, bk1, bk2):
+            have = True
+            bk0, bk1, bk2 = -top, slots[i], k
+            best_i, best_pos = i, pos
+    if have:
+        return best_i, best_pos
+    # Every shape in order of size, up to slack times the first that fits (Prism._in_size_order).
+    have = False
+    limit = np.inf
+    for i in range(np.searchsorted(slots, n), len(slots)):
+        if slots[i] > limit:
+            break
+        if dead[i]:
+            continue
+        at, av = _first_step(zm, Z, ut, shapes, starts_t, umax, dead, i, n)
+        if len(at) == 0:
+            continue
+        limit = min(limit, slack * slots[i])
+        base = fill_w * n / av + bis_w * (bisection[i] / best_bis)
+        touch_i = _touch(contact_w, nb, shell[i])
+        if have and -(base.max() + touch_i) > bk0 + 1e-12:
+            continue
+        top, pos, bt = _scored((zm, nb, bt), tabs, i, at, base, touch_i)
+        if (not have) or (-top, slots[i]) < (bk0, bk1):
+            have = True
+            bk0, bk1 = -top, slots[i]
+            best_i, best_pos = i, pos
+    return best_i, best_pos
+
+
+@numba.njit(cache=True)
+def _fits(mach, tabs, n):
+    """:meth:`Prism._fits_on`: some shape has a clear start with ``n`` usable nodes."""
+    zm = mach[0]
+    shapes, starts_t, slots, umax, ut, dims = tabs[0], tabs[1], tabs[2], tabs[6], tabs[7], tabs[8]
+    dead = np.zeros(len(slots), np.bool_)
+    for i in range(np.searchsorted(slots, n), len(slots)):
+        if dead[i] or umax[i] < n:
+            continue
+        a, b, c = shapes[i, 0], shapes[i, 1], shapes[i, 2]
+        at, _, anyclear = _starts(zm, dims[2], ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, True)
+        if len(at):
+            return True
+        if not anyclear:
+            _mark_dead(dead, shapes, a, b, c)
+    return False
+
+
+# Machine states and the answers kept about them ---------------------------------------------
+@numba.njit(cache=True)
+def _machine(blocked, dims):
+    """``(column words, blocked count, empty table)`` and the machine's key."""
+    zm, nb, h1, h2 = _columns(blocked, dims[0], dims[1], dims[2])
+    return (zm, nb, np.zeros((0, 0, 0), np.int64)), h1, h2
+
+
+@numba.njit(cache=True)
+def _place_code(mach, h1, h2, n, tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max, fails_min):
+    """The search's answer for an ``n``-node job on ``mach`` (keyed ``h1, h2``), kept:
+    ``shape index * 2**32 + flat start``, or -1."""
+    mkey = (h1, h2)
+    if mkey in fails_min and n >= fails_min[mkey]:
+        return _NONE
+    key = (h1, h2, np.int64(n))
+    if key in found:
+        return found[key]
+    row = size_row[n]
+    lo, hi = cand_ptr[row], cand_ptr[row + 1]
+    i, pos = _search(mach, tabs, n, cand_idx[lo:hi], cand_bound[lo:hi])
+    code = _NONE if i < 0 else (np.int64(i) << 32) + pos
+    found[key] = code
+    _learn(mkey, n, code != _NONE, fits_max, fails_min)
+    return code
+
+
+@numba.njit(cache=True)
+def _fits_cached(mach, h1, h2, n, tabs, fits_max, fails_min):
+    """:meth:`Prism._fits_on` with what is known about the machine (feasibility is monotone in ``n``)."""
+    mkey = (h1, h2)
+    if mkey in fails_min and n >= fails_min[mkey]:
+        return False
+    if mkey in fits_max and n <= fits_max[mkey]:
+        return True
+    ok = _fits(mach, tabs, n)
+    _learn(mkey, n, ok, fits_max, fails_min)
+    return ok
+
+
+@numba.njit(cache=True)
+def _learn(mkey, n, ok, fits_max, fails_min):
+    if ok:
+        fits_max[mkey] = max(n, fits_max[mkey]) if mkey in fits_max else n
+    else:
+        fails_min[mkey] = min(n, fails_min[mkey]) if mkey in fails_min else n
+
+
+@numba.njit(cache=True)
+def _prism_nodes(code, n, shapes, starts_t, dims, p, usable, prefer, use_prefer, out, prism):
+    """The job's nodes for the placement ``code``: the prism's usable nodes in prism-local order
+    (x slowest, z fastest), those in ``prefer`` first (:func:`prism._take`), the first ``n``
+    written to ``out``; the prism's ``(x, y, z, a, b, c)`` to ``prism``."""
+    i, pos = code >> 32, code & 0xFFFFFFFF
+    a, b, c = shapes[i, 0], shapes[i, 1], shapes[i, 2]
+    ny, nz = starts_t[i, 1], starts_t[i, 2]
+    sx, sy, sz = pos // (ny * nz), (pos // nz) % ny, pos % nz
+    X, Y, Z = dims[0], dims[1], dims[2]
+    prism[0], prism[1], prism[2], prism[3], prism[4], prism[5] = sx, sy, sz, a, b, c
+    k = 0
+    for rnd in range(2 if use_prefer else 1):
+        for x in range(a):
+            for y in range(b):
+                for z in range(c):
+                    r = (((sx + x) % X) * Y + (sy + y) % Y) * Z + (sz + z) % Z
+                    for q in range(p):
+                        node = r * p + q
+                        if not usable[node]:
+                            continue
+                        if use_prefer and prefer[node] != (rnd == 0):
+                            continue
+                        out[k] = node
+                        k += 1
+                        if k == n:
+                            return
+
+
+@numba.njit(cache=True)
+def _set_prism(until, prism, dims, value):
+    """Every router of ``prism`` ``(x, y, z, a, b, c)`` gets release time ``value``."""
+    X, Y, Z = dims[0], dims[1], dims[2]
+    for x in range(prism[3]):
+        for y in range(prism[4]):
+            for z in range(prism[5]):
+                until[(((prism[0] + x) % X) * Y + (prism[1] + y) % Y) * Z + (prism[2] + z) % Z] = value
+
+
+# The replay ------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usable, p, until0, tabs,
+            cand_ptr, cand_idx, cand_bound, size_row, offsets):
+    """The replay: the engine's event loop and the queue discipline's passes (module docstring).
+
+    Returns status (0 ok; 1: a head no future machine can place, its job id in ``bad``), start
+    times, backfilled flags, shadow times, the node ids (job ``j``'s at ``offsets[j]:offsets[j+1]``),
+    each job's prism ``(x, y, z, a, b, c)`` and the jobs in start order."""
+    shapes, starts_t, dims = tabs[0], tabs[1], tabs[8]
+    J = len(submit)
+    N = len(usable)
+    start = np.full(J, np.nan)
+    backfilled = np.zeros(J, np.bool_)
+    shadow = np.full(J, np.nan)
+    alloc = np.empty(offsets[J], np.int64)
+    prisms = np.zeros((J, 6), np.int64)
+    order = np.empty(J, np.int64)
+    n_started = 0
+    free = usable.copy()
+    n_free = 0
+    for v in range(N):
+        if usable[v]:
+            n_free += 1
+    until = until0.copy()
+    node_est_end = np.full(N, np.inf)
+    waiting = np.zeros(J, np.bool_)
+    running = [(0.0, 0)]
+    running.pop()
+    found = Dict.empty(key_type=_KEY3, value_type=numba.types.int64)
+    fits_max = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
+    fails_min = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
+    no_prefer = np.zeros(0, np.bool_)
+    reserved_mask = np.zeros(N, np.bool_)
+    lo, hi, version = 0, 0, 0
+    # Pass memo (queues.PassMemo): version (-1: none), head (-1: none), upto, failure sizes kept.
+    memo_version, memo_head, memo_upto, memo_fail = -1, -1, 0, False
+    fail_now = np.zeros(n_classes + 1, np.int64)
+    fail_held = np.zeros(n_classes + 1, np.int64)
+    # The reservation (queues.Reservation) and whether its placement is still recorded as pending.
+    res_head, res_version, res_shadow = -1, -1, 0.0
+    res_nodes = np.empty(N, np.int64)
+    res_n = 0
+    res_prism = np.zeros(6, np.int64)
+    pending = False
+    # The machine now, rebuilt after each change (version).
+    now_version = -1
+    now_mach, now_h1, now_h2 = _machine(until > -np.inf, dims)
+    while hi < J or len(running):
+        now = submit[hi] if hi < J else np.inf
+        if len(running) and running[0][0] < now:
+            now = running[0][0]
+        # Completions, then submissions (Replay.advance).
+        while len(running) and running[0][0] == now:
+            _, j = heapq.heappop(running)
+            for q in range(offsets[j], offsets[j + 1]):
+                free[alloc[q]] = True
+                node_est_end[alloc[q]] = np.inf
+            n_free += nodes[j]
+            _set_prism(until, prisms[j], dims, -np.inf)
+            version += 1
+            pending = False
+        while hi < J and submit[hi] == now:
+            waiting[hi] = True
+            hi += 1
+        # One pass (queues.start_from_head, then Easy.schedule).
+        for _ in range(1):
+            unchanged = memo_version == version
+            blocked_head = -1
+            while lo < hi:
+                if not waiting[lo]:
+                    lo += 1
+                    continue
+                if unchanged and lo == memo_head:
+                    blocked_head = lo
+                    break
+                if now_version != version:
+                    now_mach, now_h1, now_h2 = _machine(until > now, dims)
+                    now_version = version
+                n = nodes[lo]
+                code = _place_code(now_mach, now_h1, now_h2, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
+                                   found, fits_max, fails_min)
+                if code == _NONE:
+                    blocked_head = lo
+                    break
+                j = lo
+                _prism_nodes(code, n, shapes, starts_t, dims, p, usable, no_prefer, False,
+                             alloc[offsets[j]:offsets[j + 1]], prisms[j])
+                n_free, version = _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate, runtime,
+                                         nodes, running, start, n_free, version, dims, waiting)
+                order[n_started] = j
+                n_started += 1
+                pending = False
+                lo += 1
+            if not easy or blocked_head < 0 or n_free == 0:
+                memo_version, memo_head, memo_upto, memo_fail = version, blocked_head, hi, False
+                break
+            head = blocked_head
+            reuse = memo_version == version and memo_head == head and memo_fail
+            first = max(memo_upto, head + 1) if reuse else head + 1
+            n_cand = 0
+            cand = np.empty(hi - first, np.int64)
+            for j in range(first, hi):
+                if waiting[j] and nodes[j] <= n_free:
+                    cand[n_cand] = j
+                    n_cand += 1
+            if not reuse:
+                fail_now[:] = N + 1
+                fail_held[:] = N + 1
+            memo_version, memo_head, memo_upto, memo_fail = version, head, hi, True
+            if n_cand == 0:
+                break
+            # The head's reservation (queues.reserve), reused while neither head nor machine changed.
+            if not (res_head == head and res_version == version):
+                n = nodes[head]
+                times = np.empty(len(running))
+                for q in range(len(running)):
+                    jr = running[q][1]
+                    times[q] = start[jr] + estimate[jr]
+                times = np.unique(times)
+                shadow_t = np.inf
+                # first_fit_among: the last time, then a bisection (same probes as the engine's).
+                if len(times):
+                    mach, h1, h2 = _machine(until > times[-1], dims)
+                    if _fits_cached(mach, h1, h2, n, tabs, fits_max, fails_min):
+                        ia, ib = 0, len(times) - 1
+                        while ia < ib:
+                            mid = (ia + ib) // 2
+                            mach, h1, h2 = _machine(until > times[mid], dims)
+                            if _fits_cached(mach, h1, h2, n, tabs, fits_max, fails_min):
+                                ib = mid
+                            else:
+                                ia = mid + 1
+                        shadow_t = times[ia]
+                if shadow_t == np.inf:
+                    return _UNPLACEABLE, head, start, backfilled, shadow, alloc, prisms, order[:n_started]
+                mach, h1, h2 = _machine(until > shadow_t, dims)
+                code = _place_code(mach, h1, h2, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
+                                   found, fits_max, fails_min)
+                if code == _NONE:  # it fitted there a moment ago: a fault of this module, never a user's
+                    return _INCONSISTENT, head, start, backfilled, shadow, alloc, prisms, order[:n_started]
+                released = node_est_end <= shadow_t
+                _prism_nodes(code, n, shapes, starts_t, dims, p, usable, released, True, res_nodes, res_prism)
+                res_n, res_head, res_version, res_shadow, pending = n, head, version, shadow_t, True
+            if not shadow[head] <= res_shadow:
+                shadow[head] = res_shadow
+            # Backfill around it (Easy._backfill).
+            reserved_mask[:] = False
+            for q in range(res_n):
+                reserved_mask[res_nodes[q]] = True
+            held_built = False
+            held_mach, held_h1, held_h2 = now_mach, now_h1, now_h2
+            any_started = False
+            pos = 0
+            while pos < n_cand and n_free > 0:
+                while pos < n_cand:
+                    j = cand[pos]
+                    short = now + estimate[j] <= res_shadow
+                    c = size_class[j]
+                    limit = fail_now[c] if short else fail_held[c]
+                    if nodes[j] < limit and nodes[j] <= n_free:
+                        break
+                    pos += 1
+                if pos == n_cand:
+                    break
+                j = cand[pos]
+                n = nodes[j]
+                c = size_class[j]
+                short = now + estimate[j] <= res_shadow
+                if short:
+                    if now_version != version:
+                        now_mach, now_h1, now_h2 = _machine(until > now, dims)
+                        now_version = version
+                    code = _place_code(now_mach, now_h1, now_h2, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
+                                       found, fits_max, fails_min)
+                    if code == _NONE:
+                        fail_now[c] = n
+                        fail_held[c] = min(n, fail_held[c])
+                else:
+                    if not held_built:
+                        held = until > now
+                        if pending:  # the reservation's whole prism, still recorded
+                            _hold_prism(held, res_prism, dims)
+                        else:  # only the routers of its nodes
+                            for q in range(res_n):
+                                held[res_nodes[q] // p] = True
+                        held_mach, held_h1, held_h2 = _machine(held, dims)
+                        held_built = True
+                    code = _place_code(held_mach, held_h1, held_h2, n, tabs, cand_ptr, cand_idx, cand_bound,
+                                       size_row, found, fits_max, fails_min)
+                    if code == _NONE:
+                        fail_held[c] = n
+                pos += 1
+                if code != _NONE:
+                    _prism_nodes(code, n, shapes, starts_t, dims, p, usable, reserved_mask, short,
+                                 alloc[offsets[j]:offsets[j + 1]], prisms[j])
+                    n_free, version = _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate,
+                                             runtime, nodes, running, start, n_free, version, dims, waiting)
+                    order[n_started] = j
+                    n_started += 1
+                    pending = False
+                    backfilled[j] = True
+                    held_built = False
+                    any_started = True
+            if any_started:
+                memo_version, memo_head, memo_upto, memo_fail = -1, -1, 0, False
+    return _OK, -1, start, backfilled, shadow, alloc, prisms, order[:n_started]
+
+
+@numba.njit(cache=True)
+def _hold_prism(held, prism, dims):
+    """Mark the routers of ``prism`` blocked in ``held``."""
+    X, Y, Z = dims[0], dims[1], dims[2]
+    for x in range(prism[3]):
+        for y in range(prism[4]):
+            for z in range(prism[5]):
+                held[(((prism[0] + x) % X) * Y + (prism[1] + y) % Y) * Z + (prism[2] + z) % Z] = True
+
+
+@numba.njit(cache=True)
+def _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate, runtime, nodes, running, start,
+           n_free, version, dims, waiting):
+    """Replay.start_job and Prism.started: the nodes busy, the prism's routers held until the
+    job's estimated end, its completion queued."""
+    end_est = now + estimate[j]
+    for q in range(offsets[j], offsets[j + 1]):
+        free[alloc[q]] = False
+        node_est_end[alloc[q]] = end_est
+    _set_prism(until, prisms[j], dims, end_est)
+    start[j] = now
+    waiting[j] = False
+    heapq.heappush(running, (now + runtime[j], j))
+    return n_free - nodes[j], version + 1
+
+
+# The Python side -------------------------------------------------------------------------------
+_UMAX: dict[tuple, np.ndarray] = {}  # (machine, usable nodes) -> most usable slots of each shape
+
+
+def _tables(policy: Any) -> tuple:
+    """The static arrays of the search for ``policy`` (after its ``reset``)."""
+    topo = policy.topo
+    key = (topo.name, topo.dims, topo.nodes_per_router, np.packbits(policy.usable).tobytes())
+    if key not in _UMAX:
+        _UMAX.clear()  # one machine at a time is the common case; a few MB each
+        _UMAX[key] = np.array([policy._usable_range(i)[1] for i in range(len(policy.shapes))], np.int64)
+    prm = policy.params
+    return (np.asarray(policy.shapes, np.int64), np.asarray(policy.starts_t, np.int64),
+            np.asarray(policy.slots, np.int64), np.asarray(policy.bisection, np.float64),
+            np.asarray(policy.best_from, np.float64), np.asarray(policy.shell, np.int64), _UMAX[key],
+            np.asarray(policy._usable_table, np.int64), np.asarray(topo.dims, np.int64),
+            np.asarray(policy.reach, np.int64), float(prm.fill), float(prm.bisection), float(prm.contact),
+            float(prm.slack))
+
+
+def run(jobs: Jobs, topo: Any, queue: str, policy: Any, usable: np.ndarray | None = None) -> Schedule:
+    """Replay ``jobs`` under ``queue`` (``easy`` or ``fcfs``) and ``policy`` (a
+    :class:`~fattorus.sched.policy.torus.prism.Prism` that :func:`supports` the run), as
+    :func:`fattorus.sched.engine.run` would; ``policy.started_prisms`` is filled in as the
+    Python engine fills it."""
+    machine = st.empty(topo, usable)
+    policy.reset(machine)
+    size_class = np.asarray(policy.size_class(jobs.nodes), np.int64).reshape(-1)
+    if size_class.size != len(jobs):
+        size_class = np.broadcast_to(size_class, (len(jobs),)).copy()
+    sizes = np.unique(jobs.nodes)
+    size_row = np.full(topo.n_nodes + 1, -1, np.int64)
+    ptr, idx, bound = [0], [], []
+    for r, n in enumerate(sizes):
+        size_row[n] = r
+        cand, b = policy._minimal(int(n))
+        idx.append(np.asarray(cand, np.int64))
+        bound.append(np.asarray(b, np.float64))
+        ptr.append(ptr[-1] + len(cand))
+    until0 = np.where(policy._foreign, np.inf, -np.inf)
+    offsets = np.r_[0, np.cumsum(jobs.nodes)].astype(np.int64)
+    status, bad, start, backfilled, shadow, alloc, prisms, order = _replay(
+        jobs.submit, jobs.runtime, jobs.estimate, jobs.nodes, size_class, int(st.n_classes(topo)),
+        queue == "easy", np.asarray(policy.usable, np.bool_), int(topo.nodes_per_router), until0, _tables(policy),
+        np.asarray(ptr, np.int64), np.concatenate(idx) if idx else np.zeros(0, np.int64),
+        np.concatenate(bound) if bound else np.zeros(0), size_row, offsets)
+    if status == _UNPLACEABLE:
+        raise unplaceable(policy, int(jobs.nodes[bad]))
+    if status == _INCONSISTENT:
+        raise RuntimeError(f"compiled prism replay: job {bad} fits at its shadow time but no placement was found")
+    never = np.flatnonzero(np.isnan(start))
+    if len(never):
+        raise unplaceable(policy, int(jobs.nodes[never].max()), len(never))
+    per_job = [alloc[offsets[j]:offsets[j + 1]] for j in range(len(jobs))]
+    policy.started_prisms = [(per_job[j], tuple(int(v) for v in prisms[j])) for j in order]
+    return Schedule(start, per_job, backfilled, shadow, jobs.runtime.copy())
+
