@@ -124,12 +124,13 @@ def test_answers_kept_across_machine_changes_change_no_placement(monkeypatch):
     built = []
     machine = Prism._machine
     monkeypatch.setattr(Prism, "_machine", lambda self, state: built.append(1) or machine(self, state))
-    kept = replay.simulate(*cols, t8, Prism(t8), "easy", usable=usable)
+    # The Python engine's loop (compiled=False): the compiled replay keeps its own answers.
+    kept = replay.simulate(*cols, t8, Prism(t8), "easy", usable=usable, compiled=False)
     n_kept = len(built)
     monkeypatch.setattr(prism_module, "MACHINES_KEPT", 0)
     monkeypatch.setattr(prism_module, "_learn", lambda m, n, ok: None)
     built.clear()
-    fresh = replay.simulate(*cols, t8, Prism(t8), "easy", usable=usable)
+    fresh = replay.simulate(*cols, t8, Prism(t8), "easy", usable=usable, compiled=False)
     assert len(built) > 2 * n_kept  # the kept run did reuse tables
     assert kept.backfilled.sum() > 0
     np.testing.assert_array_equal(kept.start, fresh.start)
@@ -146,10 +147,10 @@ def test_shadow_times_from_release_times_equal_the_engines_bisection(monkeypatch
     answered = []
     shortcut = Prism.earliest_fit
     monkeypatch.setattr(Prism, "earliest_fit", lambda self, *a: answered.append(r := shortcut(self, *a)) or r)
-    fast = replay.simulate(*cols, t8, Prism(t8, PrismParams(internal=internal)), "easy", usable=usable)
+    fast = replay.simulate(*cols, t8, Prism(t8, PrismParams(internal=internal)), "easy", usable=usable, compiled=False)
     assert sum(a is not None for a in answered) > 50
     monkeypatch.setattr(Prism, "earliest_fit", lambda self, *a: None)
-    slow = replay.simulate(*cols, t8, Prism(t8, PrismParams(internal=internal)), "easy", usable=usable)
+    slow = replay.simulate(*cols, t8, Prism(t8, PrismParams(internal=internal)), "easy", usable=usable, compiled=False)
     assert np.isfinite(fast.shadow).sum() > 50
     np.testing.assert_array_equal(fast.shadow, slow.shadow)
     np.testing.assert_array_equal(fast.start, slow.start)

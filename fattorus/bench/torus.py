@@ -8,12 +8,16 @@ prepared once by :func:`fattorus.sched.replay.prepare`. Engines on the same arra
 * ``reference``: the count-based pure-Python EASY of :mod:`fattorus.sched.reference` (on the
   usable node count);
 * ``first_fit`` over the ALPS default ordering ``O2`` (topology-oblivious);
-* ``prism`` with its default heuristics.
+* ``prism`` with its default heuristics: the compiled replay
+  (:mod:`fattorus.sched.policy.torus.prism_compiled`, what a replay runs by default), and
+  ``prism_python``, the same decisions from the engine's Python loop (``compiled=False``).
 
 Each engine is warmed up on the first ``WARMUP_DAYS`` days, then timed ``repeats`` times,
 interleaved; ``median_s``, ``jobs_per_s = jobs / median_s`` and ``vs_first_fit = median_s /
 first_fit's median_s`` (the issue's target for ``prism``: within 5x). ``first_fit``'s start
-times must equal the reference's (checked on every timed run).
+times must equal the reference's, and both ``prism`` rows' start times and node sets must
+agree (checked on every timed run). ``compile_s``: the compiled replay's first warm-up run
+less its second (numba compiling, or loading what it compiled before from its cache).
 """
 
 from __future__ import annotations
@@ -60,10 +64,19 @@ def run(quick: bool = False, repeats: int | None = None) -> list[dict]:
         "reference": lambda c: np.asarray(reference.schedule(*[x.tolist() for x in c], capacity, easy=True), float),
         "first_fit": lambda c: replay.simulate(*c, bw, policy.make("first_fit", bw, {"ordering": "O2"}), "easy",
                                                usable=usable).start,
-        "prism": lambda c: replay.simulate(*c, bw, policy.make("prism", bw), "easy", usable=usable).start,
+        "prism": lambda c: replay.simulate(*c, bw, policy.make("prism", bw), "easy", usable=usable),
+        "prism_python": lambda c: replay.simulate(*c, bw, policy.make("prism", bw), "easy", usable=usable,
+                                                  compiled=False),
     }
+    compile_s = {}
     for name, engine in engines.items():
+        t0 = time.perf_counter()
         engine(warm)
+        first = time.perf_counter() - t0
+        if name == "prism":
+            t0 = time.perf_counter()
+            engine(warm)
+            compile_s[name] = max(0.0, first - (time.perf_counter() - t0))
     times: dict[str, list[float]] = {name: [] for name in engines}
     for _ in range(repeats):
         starts = {}
@@ -74,8 +87,12 @@ def run(quick: bool = False, repeats: int | None = None) -> list[dict]:
             _log(f"{name}: {times[name][-1]:.2f} s")
         if not np.array_equal(starts["first_fit"], starts["reference"]):
             raise RuntimeError("first_fit start times differ from the count-based reference")
+        a, b = starts["prism"], starts["prism_python"]
+        if not (np.array_equal(a.start, b.start) and all(np.array_equal(x, y) for x, y in zip(a.alloc, b.alloc))):
+            raise RuntimeError("the compiled prism replay differs from the engine's Python loop")
     ff = statistics.median(times["first_fit"])
     n = len(cols[0])
     return [{"engine": name, "machine": "bluewaters", "jobs": n, "repeats": repeats,
              "median_s": statistics.median(t), "min_s": min(t), "jobs_per_s": n / statistics.median(t),
-             "vs_first_fit": statistics.median(t) / ff} for name, t in times.items()]
+             "vs_first_fit": statistics.median(t) / ff, "compile_s": compile_s.get(name, 0.0)}
+            for name, t in times.items()]

@@ -222,7 +222,7 @@ class Replay:
 
 def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = False,
         usable: np.ndarray | None = None, runtime_at_start: RuntimeAtStart | None = None,
-        kind_nodes: np.ndarray | None = None) -> Schedule:
+        kind_nodes: np.ndarray | None = None, compiled: bool = True) -> Schedule:
     """Replay ``jobs`` on ``topo`` under queue discipline ``queue`` and allocation ``policy``.
 
     ``queue`` is a :class:`fattorus.sched.queues.Queue` (``Fcfs()``, ``Easy()``); it is
@@ -232,6 +232,8 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
     of several node kinds (``jobs.kind`` says each job's row): a job runs only on its kind's
     nodes, and every question to the policy about it is asked on the machine as that job sees
     it (:meth:`Replay.view`), so the policy must read no group counts (``reads_counts``).
+    ``compiled``: let the policy run the whole replay compiled where it can
+    (:meth:`Policy.compiled_run`: same decisions); False: always this loop.
     """
     if kind_nodes is not None:
         if jobs.kind is None:
@@ -246,6 +248,15 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
             raise ValueError(f"a job asks for {int(jobs.nodes[j])} nodes; its node kind has {int(capacity[j])}")
     elif usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
         raise ValueError(f"a job asks for {int(jobs.nodes.max())} nodes; the machine has {int(np.sum(usable))} usable")
+    if compiled:
+        done = policy.compiled_run(jobs, queue.name, usable, kind_nodes, runtime_at_start)
+        if done is not None:
+            if progress:  # one step: a compiled month takes about a second
+                from tqdm import tqdm
+
+                with tqdm(total=len(jobs), unit="job", desc=f"replay {policy.name}/{queue.name} (compiled)") as bar:
+                    bar.update(len(jobs))
+            return done
     replay = Replay.new(jobs, topo, policy, usable, kind_nodes)
     replay.runtime_at_start = runtime_at_start
     queue.reset(replay)

@@ -114,6 +114,7 @@ def simulate(
     runtime_at_start: engine.RuntimeAtStart | None = None,
     kind: np.ndarray | None = None,
     kind_nodes: np.ndarray | None = None,
+    compiled: bool = True,
 ) -> Schedule:
     """Run the engine on jobs sorted by (submit, id) under queue discipline ``sched``.
 
@@ -128,6 +129,8 @@ def simulate(
       usable: ``(N,)`` bool nodes the jobs may run on (default all).
       kind, kind_nodes: jobs of several node kinds instead of ``usable``: ``(n,)`` each job's
         row of ``kind_nodes`` ``(K, N)`` bool, the nodes of each kind (:func:`fattorus.sched.engine.run`).
+      compiled: let the policy run the whole replay compiled where it has such a replay
+        (``prism``: same decisions); False: the engine's Python loop.
     """
     if sched not in QUEUES:
         raise ValueError(f"unknown scheduler {sched!r}; choices: {list(SCHEDULERS)}")
@@ -141,7 +144,7 @@ def simulate(
         raise ValueError(f"simulate: the policy was made for machine {own.name!r}, the replay runs on {topo.name!r}")
     jobs = engine.Jobs.of(submit, runtime, estimate, nodes, topo.n_nodes, kind)
     return engine.run(jobs, topo, QUEUES[sched](), policy, progress=progress, usable=usable,
-                      runtime_at_start=runtime_at_start, kind_nodes=kind_nodes)
+                      runtime_at_start=runtime_at_start, kind_nodes=kind_nodes, compiled=compiled)
 
 
 def replay(

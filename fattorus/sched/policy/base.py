@@ -33,6 +33,9 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
   own record of running placements (a prism's extent is more than its nodes) what the
   engine did to the one real machine; default: nothing. Every other state a policy is asked
   about (a future machine, the machine with a reservation held) is a copy.
+* ``compiled_run(jobs, queue, usable, kind_nodes, runtime_at_start)``, where a policy gives it
+  (not None), is the whole replay compiled: the same :class:`fattorus.sched.engine.Schedule`
+  the engine's loop would reach with this policy (``prism``; tests compare every field).
 """
 
 from __future__ import annotations
@@ -134,6 +137,14 @@ class Policy(abc.ABC):
     def wake_time(self, submit_s: float) -> float | None:
         """First instant (s) at which a job submitted at ``submit_s`` gets more placements
         than before (a hybrid rule's relaxation), or None: never (default)."""
+        return None
+
+    def compiled_run(self, jobs: Any, queue: str, usable: np.ndarray | None, kind_nodes: np.ndarray | None,
+                     runtime_at_start: Any) -> Any:
+        """The whole replay of ``jobs`` (:class:`fattorus.sched.engine.Jobs`) under the queue
+        discipline named ``queue``, compiled: its :class:`fattorus.sched.engine.Schedule`, or
+        None where the policy has no compiled replay for these settings (default: none; the
+        engine runs its own loop)."""
         return None
 
 

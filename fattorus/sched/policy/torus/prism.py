@@ -332,6 +332,17 @@ class Prism(Policy):
         self._usable_table = self._table_of_usable()
         self._prisms = collections.OrderedDict()
 
+    def compiled_run(self, jobs: Any, queue: str, usable: np.ndarray | None, kind_nodes: np.ndarray | None,
+                     runtime_at_start: Any) -> Any:
+        """The whole replay compiled (:mod:`fattorus.sched.policy.torus.prism_compiled`: same
+        decisions, ~3x faster on a month of a log fit to Blue Waters), where it covers the
+        settings (not ``internal``, one node kind, run times not decided at start); else None."""
+        from fattorus.sched.policy.torus import prism_compiled  # numba loads only when a prism replay runs
+
+        if not prism_compiled.supports(self, queue, kind_nodes, runtime_at_start):
+            return None
+        return prism_compiled.run(jobs, self.topo, queue, self, usable)
+
     def _other_kind_routers(self) -> np.ndarray:
         """``(R,)`` routers that ``block_other_kinds`` keeps out of prisms: those holding a
         node that is neither usable here nor a service node (all False with the option off)."""
