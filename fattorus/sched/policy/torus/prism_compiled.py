@@ -79,11 +79,13 @@ def _ctz(v):
 
 
 @numba.njit(cache=True)
-def _columns(blocked, X, Y, Z):
-    """Each (x, y) column's blocked routers as one word (bit z), their count, and two
-    independent 64-bit hashes of the words (the machine's key)."""
+def _columns(blocked, X, Y, Z, router_usable):
+    """Each (x, y) column's blocked routers as one word (bit z), their count, two independent
+    64-bit hashes of the words (the machine's key), and the usable nodes of the routers not
+    blocked (no prism can hold more: a cheap first answer for the jobs too large for it)."""
     zm = np.zeros((X, Y), np.uint64)
     nb = 0
+    cap = 0
     h1 = np.uint64(0xCBF29CE484222325)
     h2 = np.uint64(0x9E3779B97F4A7C15)
     for x in range(X):
@@ -94,12 +96,14 @@ def _columns(blocked, X, Y, Z):
                 if blocked[base + z]:
                     w |= np.uint64(1) << np.uint64(z)
                     nb += 1
+                else:
+                    cap += router_usable[base + z]
             zm[x, y] = w
             h1 = (h1 ^ w) * np.uint64(0x100000001B3)
             v = (w + h2) * np.uint64(0xBF58476D1CE4E5B9)
             v ^= v >> np.uint64(31)
             h2 = (h2 ^ v) * np.uint64(0x94D049BB133111EB) + np.uint64(x * Y + y + 1)
-    return zm, nb, np.int64(h1), np.int64(h2)
+    return zm, nb, np.int64(h1), np.int64(h2), cap
 
 
 @numba.njit(cache=True)
@@ -151,30 +155,29 @@ def _blocked_starts(zm, Z, a, b, c, nx, ny):
 @numba.njit(cache=True)
 def _starts(zm, Z, ut, a, b, c, nx, ny, nz, n, first_only):
     """Flat start ids (ascending) where the shape holds no blocked router and at least ``n``
-    usable nodes, their usable counts, and whether any start holds no blocked router.
-    ``first_only``: stop at the first such start."""
+    usable nodes, their usable counts, and the most usable nodes at any start that holds no
+    blocked router (-1: none). ``first_only``: stop at the first such start."""
     dx = _blocked_starts(zm, Z, a, b, c, nx, ny)
     mask = (np.uint64(1) << np.uint64(nz)) - np.uint64(1)
     at = np.empty(nx * ny * nz, np.int64)
     av = np.empty(nx * ny * nz, np.int64)
     cnt = 0
-    anyclear = False
+    most = -1
     for x in range(nx):
         for y in range(ny):
             v = ~dx[x, y] & mask
-            if v:
-                anyclear = True
             while v:
                 z = _ctz(v)
                 v &= v - np.uint64(1)
                 u = _box(ut, x, y, z, a, b, c)
+                most = max(most, u)
                 if u >= n:
                     at[cnt] = (x * ny + y) * nz + z
                     av[cnt] = u
                     cnt += 1
                     if first_only:
-                        return at[:cnt], av[:cnt], True
-    return at[:cnt], av[:cnt], anyclear
+                        return at[:cnt], av[:cnt], most
+    return at[:cnt], av[:cnt], most
 
 
 @numba.njit(cache=True)
@@ -195,23 +198,33 @@ def _summed_blocked(zm, Z, reach):
 
 
 @numba.njit(cache=True)
-def _mark_dead(dead, shapes, sx, sy, sz):
-    """Shape ``(sx, sy, sz)`` is blocked everywhere: so is every shape containing it."""
-    for j in range(len(dead)):
+def _bound_supersets(ub, shapes, sx, sy, sz, most, p):
+    """Shape ``(sx, sy, sz)`` holds at most ``most`` usable nodes at any start with no blocked
+    router (-1: it has none): bound every shape containing it. A clear prism of a larger shape
+    holds a clear one of this shape at its own start, plus at most ``p`` usable nodes per
+    further router; none at all where this shape is blocked everywhere (:meth:`Prism._starts`'
+    dead shapes, and more: why — on Blue Waters the XK block is never blocked, so small shapes
+    stay clear there with no usable node, no shape was ever dead, and a failing search tried
+    every shape that holds the job)."""
+    vol = sx * sy * sz
+    for j in range(len(ub)):
         if shapes[j, 0] >= sx and shapes[j, 1] >= sy and shapes[j, 2] >= sz:
-            dead[j] = True
+            bound = -1 if most < 0 else most + p * (shapes[j, 0] * shapes[j, 1] * shapes[j, 2] - vol)
+            if bound < ub[j]:
+                ub[j] = bound
 
 
 @numba.njit(cache=True)
-def _first_step(zm, Z, ut, shapes, starts_t, umax, dead, i, n):
-    """:meth:`Prism._starts`: clear starts of shape ``i`` with ``n`` usable nodes (and the
-    dead-shape mark where it is blocked everywhere)."""
-    if umax[i] < n:
+def _first_step(zm, Z, ut, shapes, starts_t, ub, i, n, p):
+    """:meth:`Prism._starts`: clear starts of shape ``i`` with ``n`` usable nodes, and the bounds
+    of the shapes containing it (``ub``: most usable nodes any clear start of each shape can
+    hold; starts as the shapes' most usable nodes at any start)."""
+    if ub[i] < n:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     a, b, c = shapes[i, 0], shapes[i, 1], shapes[i, 2]
-    at, av, anyclear = _starts(zm, Z, ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, False)
-    if len(at) == 0 and not anyclear:
-        _mark_dead(dead, shapes, a, b, c)
+    at, av, most = _starts(zm, Z, ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, False)
+    if len(at) == 0:
+        _bound_supersets(ub, shapes, a, b, c, most, p)
     return at, av
 
 
@@ -266,9 +279,10 @@ def _search(mach, tabs, n, cand, bound):
     """:meth:`Prism._search` on the machine ``mach``: ``(shape index, flat start)`` or (-1, -1)."""
     zm, nb, bt = mach
     (shapes, starts_t, slots, bisection, best_from, shell, umax, ut, dims, reach,
-     fill_w, bis_w, contact_w, slack) = tabs
+     fill_w, bis_w, contact_w, slack, _, _) = tabs
     Z = dims[2]
-    dead = np.zeros(len(slots), np.bool_)
+    p = tabs[15]
+    ub = umax.copy()
     best_bis = best_from[min(np.searchsorted(slots, n), len(slots) - 1)]
     # Best-first over the minimal shapes (Prism._best_first).
     heap = [(0.0, 0, 0)]
@@ -290,9 +304,9 @@ def _search(mach, tabs, n, cand, bound):
         i = cand[k]
         touch_i = _touch(contact_w, nb, shell[i])
         if stage == 0:
-            if dead[i]:
+            if ub[i] < n:
                 continue
-            at, av = _first_step(zm, Z, ut, shapes, starts_t, umax, dead, i, n)
+            at, av = _first_step(zm, Z, ut, shapes, starts_t, ub, i, n, p)
             if len(at) == 0:
                 continue
             base = fill_w * n / av + bis_w * (bisection[i] / best_bis)
@@ -314,9 +328,9 @@ def _search(mach, tabs, n, cand, bound):
     for i in range(np.searchsorted(slots, n), len(slots)):
         if slots[i] > limit:
             break
-        if dead[i]:
+        if ub[i] < n:
             continue
-        at, av = _first_step(zm, Z, ut, shapes, starts_t, umax, dead, i, n)
+        at, av = _first_step(zm, Z, ut, shapes, starts_t, ub, i, n, p)
         if len(at) == 0:
             continue
         limit = min(limit, slack * slots[i])
@@ -337,57 +351,110 @@ def _fits(mach, tabs, n):
     """:meth:`Prism._fits_on`: some shape has a clear start with ``n`` usable nodes."""
     zm = mach[0]
     shapes, starts_t, slots, umax, ut, dims = tabs[0], tabs[1], tabs[2], tabs[6], tabs[7], tabs[8]
-    dead = np.zeros(len(slots), np.bool_)
+    ub = umax.copy()
     for i in range(np.searchsorted(slots, n), len(slots)):
-        if dead[i] or umax[i] < n:
+        if ub[i] < n:
             continue
         a, b, c = shapes[i, 0], shapes[i, 1], shapes[i, 2]
-        at, _, anyclear = _starts(zm, dims[2], ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, True)
+        at, _, most = _starts(zm, dims[2], ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, True)
         if len(at):
             return True
-        if not anyclear:
-            _mark_dead(dead, shapes, a, b, c)
+        _bound_supersets(ub, shapes, a, b, c, most, tabs[15])
     return False
 
 
 # Machine states and the answers kept about them ---------------------------------------------
 @numba.njit(cache=True)
-def _machine(blocked, dims):
-    """``(column words, blocked count, empty table)`` and the machine's key."""
-    zm, nb, h1, h2 = _columns(blocked, dims[0], dims[1], dims[2])
-    return (zm, nb, np.zeros((0, 0, 0), np.int64)), h1, h2
+def _machine(blocked, dims, router_usable):
+    """``(column words, blocked count, empty table)``, the machine's key and the usable nodes
+    on its routers that are not blocked (:func:`_columns`)."""
+    zm, nb, h1, h2, cap = _columns(blocked, dims[0], dims[1], dims[2], router_usable)
+    return (zm, nb, np.zeros((0, 0, 0), np.int64)), h1, h2, cap
 
 
 @numba.njit(cache=True)
-def _place_code(mach, h1, h2, n, tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max, fails_min):
-    """The search's answer for an ``n``-node job on ``mach`` (keyed ``h1, h2``), kept:
-    ``shape index * 2**32 + flat start``, or -1."""
+def _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max, fails_min,
+                failed):
+    """The search's answer for an ``n``-node job on ``mach`` (keyed ``h1, h2``; ``cap`` usable
+    nodes on routers not blocked; ``failed``: :func:`_failed_before`), kept: ``shape index *
+    2**32 + flat start``, or -1."""
+    if n > cap:
+        return _NONE
     mkey = (h1, h2)
     if mkey in fails_min and n >= fails_min[mkey]:
         return _NONE
     key = (h1, h2, np.int64(n))
     if key in found:
         return found[key]
+    if _failed_before(mach[0], n, failed):
+        _learn(mkey, n, False, fits_max, fails_min)
+        return _NONE
     row = size_row[n]
     lo, hi = cand_ptr[row], cand_ptr[row + 1]
     i, pos = _search(mach, tabs, n, cand_idx[lo:hi], cand_bound[lo:hi])
     code = _NONE if i < 0 else (np.int64(i) << 32) + pos
     found[key] = code
     _learn(mkey, n, code != _NONE, fits_max, fails_min)
+    if code == _NONE:
+        _remember_failure(mach[0], n, failed)
     return code
 
 
 @numba.njit(cache=True)
-def _fits_cached(mach, h1, h2, n, tabs, fits_max, fails_min):
-    """:meth:`Prism._fits_on` with what is known about the machine (feasibility is monotone in ``n``)."""
+def _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
+    """:meth:`Prism._fits_on` with what is known about the machine (feasibility is monotone in
+    ``n`` and in the blocked routers)."""
+    if n > cap:
+        return False
     mkey = (h1, h2)
     if mkey in fails_min and n >= fails_min[mkey]:
         return False
     if mkey in fits_max and n <= fits_max[mkey]:
         return True
-    ok = _fits(mach, tabs, n)
+    ok = not _failed_before(mach[0], n, failed) and _fits(mach, tabs, n)
     _learn(mkey, n, ok, fits_max, fails_min)
+    if not ok:
+        _remember_failure(mach[0], n, failed)
     return ok
+
+
+#: Failures remembered for :func:`_failed_before` (most recent first out).
+FAILURES_KEPT = 16
+
+
+@numba.njit(cache=True)
+def _failed_before(zm, n, failed):
+    """Whether a remembered failure rules ``n`` out on the machine of column words ``zm``:
+    some machine whose blocked routers are all blocked here could not take ``n`` or fewer
+    nodes (feasibility only shrinks as routers are blocked: a clear prism here is clear there,
+    with the same usable nodes). Why: after a start the head fails again on a machine that
+    only grew, and a failing search tries every shape that holds ``n``."""
+    words, sizes, _ = failed
+    X, Y = zm.shape
+    for k in range(len(sizes)):
+        if sizes[k] > n:
+            continue
+        sub = True
+        for x in range(X):
+            for y in range(Y):
+                if words[k, x, y] & ~zm[x, y]:
+                    sub = False
+                    break
+            if not sub:
+                break
+        if sub:
+            return True
+    return False
+
+
+@numba.njit(cache=True)
+def _remember_failure(zm, n, failed):
+    """Keep ``(zm, n)`` among the last :data:`FAILURES_KEPT` failures."""
+    words, sizes, nxt = failed
+    k = nxt[0] % len(sizes)
+    words[k] = zm
+    sizes[k] = n
+    nxt[0] += 1
 
 
 @numba.njit(cache=True)
@@ -446,7 +513,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
     Returns status (0 ok; 1: a head no future machine can place, its job id in ``bad``), start
     times, backfilled flags, shadow times, the node ids (job ``j``'s at ``offsets[j]:offsets[j+1]``),
     each job's prism ``(x, y, z, a, b, c)`` and the jobs in start order."""
-    shapes, starts_t, dims = tabs[0], tabs[1], tabs[8]
+    shapes, starts_t, dims, ru = tabs[0], tabs[1], tabs[8], tabs[14]
     J = len(submit)
     N = len(usable)
     start = np.full(J, np.nan)
@@ -469,6 +536,8 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
     found = Dict.empty(key_type=_KEY3, value_type=numba.types.int64)
     fits_max = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
     fails_min = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
+    failed = (np.zeros((FAILURES_KEPT, dims[0], dims[1]), np.uint64), np.full(FAILURES_KEPT, 1 << 62),
+              np.zeros(1, np.int64))
     no_prefer = np.zeros(0, np.bool_)
     reserved_mask = np.zeros(N, np.bool_)
     lo, hi, version = 0, 0, 0
@@ -484,7 +553,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
     pending = False
     # The machine now, rebuilt after each change (version).
     now_version = -1
-    now_mach, now_h1, now_h2 = _machine(until > -np.inf, dims)
+    now_mach, now_h1, now_h2, now_cap = _machine(until > -np.inf, dims, ru)
     while hi < J or len(running):
         now = submit[hi] if hi < J else np.inf
         if len(running) and running[0][0] < now:
@@ -514,11 +583,11 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                     blocked_head = lo
                     break
                 if now_version != version:
-                    now_mach, now_h1, now_h2 = _machine(until > now, dims)
+                    now_mach, now_h1, now_h2, now_cap = _machine(until > now, dims, ru)
                     now_version = version
                 n = nodes[lo]
-                code = _place_code(now_mach, now_h1, now_h2, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
-                                   found, fits_max, fails_min)
+                code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
+                                   found, fits_max, fails_min, failed)
                 if code == _NONE:
                     blocked_head = lo
                     break
@@ -560,22 +629,22 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                 shadow_t = np.inf
                 # first_fit_among: the last time, then a bisection (same probes as the engine's).
                 if len(times):
-                    mach, h1, h2 = _machine(until > times[-1], dims)
-                    if _fits_cached(mach, h1, h2, n, tabs, fits_max, fails_min):
+                    mach, h1, h2, cap = _machine(until > times[-1], dims, ru)
+                    if _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
                         ia, ib = 0, len(times) - 1
                         while ia < ib:
                             mid = (ia + ib) // 2
-                            mach, h1, h2 = _machine(until > times[mid], dims)
-                            if _fits_cached(mach, h1, h2, n, tabs, fits_max, fails_min):
+                            mach, h1, h2, cap = _machine(until > times[mid], dims, ru)
+                            if _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
                                 ib = mid
                             else:
                                 ia = mid + 1
                         shadow_t = times[ia]
                 if shadow_t == np.inf:
                     return _UNPLACEABLE, head, start, backfilled, shadow, alloc, prisms, order[:n_started]
-                mach, h1, h2 = _machine(until > shadow_t, dims)
-                code = _place_code(mach, h1, h2, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
-                                   found, fits_max, fails_min)
+                mach, h1, h2, cap = _machine(until > shadow_t, dims, ru)
+                code = _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
+                                   found, fits_max, fails_min, failed)
                 if code == _NONE:  # it fitted there a moment ago: a fault of this module, never a user's
                     return _INCONSISTENT, head, start, backfilled, shadow, alloc, prisms, order[:n_started]
                 released = node_est_end <= shadow_t
@@ -588,7 +657,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
             for q in range(res_n):
                 reserved_mask[res_nodes[q]] = True
             held_built = False
-            held_mach, held_h1, held_h2 = now_mach, now_h1, now_h2
+            held_mach, held_h1, held_h2, held_cap = now_mach, now_h1, now_h2, now_cap
             any_started = False
             pos = 0
             while pos < n_cand and n_free > 0:
@@ -608,10 +677,10 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                 short = now + estimate[j] <= res_shadow
                 if short:
                     if now_version != version:
-                        now_mach, now_h1, now_h2 = _machine(until > now, dims)
+                        now_mach, now_h1, now_h2, now_cap = _machine(until > now, dims, ru)
                         now_version = version
-                    code = _place_code(now_mach, now_h1, now_h2, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
-                                       found, fits_max, fails_min)
+                    code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
+                                       found, fits_max, fails_min, failed)
                     if code == _NONE:
                         fail_now[c] = n
                         fail_held[c] = min(n, fail_held[c])
@@ -623,10 +692,10 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                         else:  # only the routers of its nodes
                             for q in range(res_n):
                                 held[res_nodes[q] // p] = True
-                        held_mach, held_h1, held_h2 = _machine(held, dims)
+                        held_mach, held_h1, held_h2, held_cap = _machine(held, dims, ru)
                         held_built = True
-                    code = _place_code(held_mach, held_h1, held_h2, n, tabs, cand_ptr, cand_idx, cand_bound,
-                                       size_row, found, fits_max, fails_min)
+                    code = _place_code(held_mach, held_h1, held_h2, held_cap, n, tabs, cand_ptr, cand_idx, cand_bound,
+                                       size_row, found, fits_max, fails_min, failed)
                     if code == _NONE:
                         fail_held[c] = n
                 pos += 1
@@ -689,7 +758,8 @@ def _tables(policy: Any) -> tuple:
             np.asarray(policy.best_from, np.float64), np.asarray(policy.shell, np.int64), _UMAX[key],
             np.asarray(policy._usable_table, np.int64), np.asarray(topo.dims, np.int64),
             np.asarray(policy.reach, np.int64), float(prm.fill), float(prm.bisection), float(prm.contact),
-            float(prm.slack))
+            float(prm.slack), policy.usable.reshape(topo.n_routers, topo.nodes_per_router).sum(axis=1).astype(np.int64),
+            int(topo.nodes_per_router))
 
 
 def run(jobs: Jobs, topo: Any, queue: str, policy: Any, usable: np.ndarray | None = None) -> Schedule:
