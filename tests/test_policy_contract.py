@@ -6,7 +6,8 @@ node ids, disjoint from every running job; the batched count test agrees with ``
 the current and on future states; a policy that only counts nodes places a job exactly when
 enough nodes are free; footprints are valid classes; a policy that declares it reads no
 group counts answers the same on future states built without them; a policy's own shadow
-time (``earliest_fit``) is the first future state it fits on.
+time (``earliest_fit``) is the first future state it fits on; a policy's compiled replay
+(``compiled_run``) takes the engine's decisions.
 """
 
 from __future__ import annotations
@@ -147,3 +148,28 @@ def _check_futures(pol, state, release, rng):
         assert fits.shape == times.shape
         for g, t in enumerate(times):
             assert bool(fits[g]) == (pol.place(st.future(state, release <= t), n) is not None)
+
+
+@pytest.mark.parametrize("topo_name, policy_name", CASES)
+def test_a_compiled_replay_takes_the_engines_decisions(topo_name, policy_name):
+    """``compiled_run`` is None, or the schedule the engine's loop reaches with the policy:
+    the same start times, node sets (in order), backfill flags and shadow times, under EASY
+    and FCFS, on a generated load that keeps a queue (every supported config of conf/topo)."""
+    from fattorus.sched import engine, queues
+
+    topo = TOPOS[topo_name]
+    rng = np.random.default_rng(11)
+    n = 60
+    submit = np.sort(rng.uniform(0, 3_000, n)).round()
+    runtime = rng.uniform(50, 900, n).round()
+    jobs = engine.Jobs.of(submit, runtime, runtime * rng.choice([1.0, 2.0], n),
+                          np.minimum(rng.geometric(8 / topo.n_nodes, n), topo.n_nodes // 3), topo.n_nodes)
+    for queue in (queues.Easy(), queues.Fcfs()):
+        compiled = policy.make(policy_name, topo, seed=0).compiled_run(jobs, queue.name, None, None, None)
+        if compiled is None:
+            continue
+        loop = engine.run(jobs, topo, queue, policy.make(policy_name, topo, seed=0), compiled=False)
+        np.testing.assert_array_equal(compiled.start, loop.start)
+        np.testing.assert_array_equal(compiled.backfilled, loop.backfilled)
+        np.testing.assert_array_equal(compiled.shadow, loop.shadow)
+        assert all(np.array_equal(a, b) for a, b in zip(compiled.alloc, loop.alloc))
