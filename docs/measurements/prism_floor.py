@@ -4,8 +4,9 @@ The 30-day Atlas-fit-to-Blue-Waters replay of ``python -m fattorus.bench --only 
 once as usual, recording every ``Prism._search`` answer by machine content and job size, then
 three times with the search replaced by a lookup of those answers (same placements: the
 printed hashes of every start time and node set must agree), then ``first_fit`` three times.
-Medians. Writes nothing. Run from the repository root: ``.venv/bin/python
-docs/measurements/prism_floor.py [days]``.
+Medians. Writes nothing. It measures the engine's Python loop (``compiled=False``: the loop
+that calls ``Prism._search``); since session 28 a replay runs compiled by default. Run from
+the repository root: ``.venv/bin/python docs/measurements/prism_floor.py [days]``.
 """
 
 import hashlib
@@ -39,7 +40,7 @@ def lookup(self, m, n):
 
 def go(c, name="prism"):
     pol = policy.make(name, bw, {"ordering": "O2"}) if name == "first_fit" else policy.make(name, bw)
-    return replay.simulate(*c, bw, pol, "easy", usable=usable)
+    return replay.simulate(*c, bw, pol, "easy", usable=usable, compiled=False)  # the loop that calls _search
 
 
 def timed(name="prism"):

@@ -8,10 +8,11 @@ bench's replay (``python -m fattorus.bench --only torus``: Atlas fit to Blue Wat
 ``DAYS`` or the first argument) runs with NumPy's search, then three times with this one:
 the printed hashes of every start time and node set must agree (same placements); then
 medians of the whole replays beside ``first_fit``, and the time spent in the searches.
-numba is not a fattorus dependency: install it apart, e.g. ``.venv/bin/pip install --target
-/tmp/nb --no-deps numba llvmlite``, and run from the repository root with
-``PYTHONPATH=/tmp/nb .venv/bin/python docs/measurements/prism_numba_search_probe.py [days]``.
-Writes nothing.
+Superseded in session 28 by the whole replay compiled
+(``fattorus/sched/policy/torus/prism_compiled.py``, which reuses this probe's bitset shape
+test); numba is a dependency since then. Run from the repository root with ``.venv/bin/python
+docs/measurements/prism_numba_search_probe.py [days]``; it patches ``Prism._search``, which
+only the engine's Python loop calls, so its replays pass ``compiled=False``. Writes nothing.
 """
 import hashlib
 import heapq
@@ -289,7 +290,7 @@ def install(pol_cls):
 
 def go(c, name="prism"):
     pol = policy.make(name, bw, {"ordering": "O2"}) if name == "first_fit" else policy.make(name, bw)
-    return replay.simulate(*c, bw, pol, "easy", usable=usable)
+    return replay.simulate(*c, bw, pol, "easy", usable=usable, compiled=False)  # the loop that calls _search
 
 
 def digest(out):
