@@ -25,7 +25,7 @@ from numba.typed import List
 from fattorus import topology
 from fattorus.bench import torus as bench
 from fattorus.sched import policy, replay
-from fattorus.sched.policy.torus import prism
+from fattorus.sched.policy.torus import prism, prism_compiled
 
 bw = topology.load("bluewaters")
 cols, usable = bench._arrays(float(sys.argv[1]) if len(sys.argv) > 1 else bench.DAYS, bw)
@@ -47,45 +47,8 @@ def col_words(blocked):
     return out
 
 
-@numba.njit(cache=False)
-def box(t, x, y, z, a, b, c):
-    return (t[x + a, y + b, z + c] - t[x, y + b, z + c] - t[x + a, y, z + c] - t[x + a, y + b, z]
-            + t[x, y, z + c] + t[x, y + b, z] + t[x + a, y, z] - t[x, y, z])
-
-
-DEBRUIJN = np.array([0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61, 54, 58, 35, 52, 50, 42, 21, 44,
-                     38, 32, 29, 23, 17, 11, 4, 62, 46, 55, 26, 59, 40, 36, 15, 53, 34, 51, 20, 43, 31, 22, 10, 45,
-                     25, 39, 14, 33, 19, 30, 9, 24, 13, 18, 8, 12, 7, 6, 5, 63], np.int64)
-
-
-@numba.njit(cache=False)
-def ctz(v):
-    # index of the lowest set bit (de Bruijn, for 64-bit words; v != 0)
-    return DEBRUIJN[((v ^ (v - np.uint64(1))) * np.uint64(0x03F79D71B4CB0A89)) >> np.uint64(58)]
-
-
-@numba.njit(cache=False)
-def dilate_rows(src, axis_len, ext, nout):
-    """OR of ``ext`` consecutive (cyclic) rows along axis 0 of ``src`` (rows, cols), by doubling,
-    for the first ``nout`` starts."""
-    R, C = src.shape
-    cur = src.copy()
-    span = 1
-    while span * 2 <= ext:
-        nxt = np.empty_like(cur)
-        for r in range(R):
-            r2 = (r + span) % axis_len
-            for q in range(C):
-                nxt[r, q] = cur[r, q] | cur[r2, q]
-        cur = nxt
-        span *= 2
-    out = np.empty((nout, C), np.uint64)
-    sh = ext - span
-    for r in range(nout):
-        r2 = (r + sh) % axis_len
-        for q in range(C):
-            out[r, q] = cur[r, q] | cur[r2, q] if sh > 0 else cur[r, q]
-    return out
+# The shared kernels, as the compiled replay has them (identical to this probe's own, session 25).
+box, ctz, dilate_rows = prism_compiled._box, prism_compiled._ctz, prism_compiled._dilate_rows
 
 
 @numba.njit(cache=False)

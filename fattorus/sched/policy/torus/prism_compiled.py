@@ -495,13 +495,14 @@ def _prism_nodes(code, n, shapes, starts_t, dims, p, usable, prefer, use_prefer,
 
 
 @numba.njit(cache=True)
-def _set_prism(until, prism, dims, value):
-    """Every router of ``prism`` ``(x, y, z, a, b, c)`` gets release time ``value``."""
+def _set_prism(grid, prism, dims, value):
+    """Every router of ``prism`` ``(x, y, z, a, b, c)`` gets ``value`` in the per-router
+    ``grid`` (release times; the held machine's blocked routers)."""
     X, Y, Z = dims[0], dims[1], dims[2]
     for x in range(prism[3]):
         for y in range(prism[4]):
             for z in range(prism[5]):
-                until[(((prism[0] + x) % X) * Y + (prism[1] + y) % Y) * Z + (prism[2] + z) % Z] = value
+                grid[(((prism[0] + x) % X) * Y + (prism[1] + y) % Y) * Z + (prism[2] + z) % Z] = value
 
 
 # The replay ------------------------------------------------------------------------------------
@@ -688,7 +689,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                     if not held_built:
                         held = until > now
                         if pending:  # the reservation's whole prism, still recorded
-                            _hold_prism(held, res_prism, dims)
+                            _set_prism(held, res_prism, dims, True)
                         else:  # only the routers of its nodes
                             for q in range(res_n):
                                 held[res_nodes[q] // p] = True
@@ -713,16 +714,6 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
             if any_started:
                 memo_version, memo_head, memo_upto, memo_fail = -1, -1, 0, False
     return _OK, -1, start, backfilled, shadow, alloc, prisms, order[:n_started]
-
-
-@numba.njit(cache=True)
-def _hold_prism(held, prism, dims):
-    """Mark the routers of ``prism`` blocked in ``held``."""
-    X, Y, Z = dims[0], dims[1], dims[2]
-    for x in range(prism[3]):
-        for y in range(prism[4]):
-            for z in range(prism[5]):
-                held[(((prism[0] + x) % X) * Y + (prism[1] + y) % Y) * Z + (prism[2] + z) % Z] = True
 
 
 @numba.njit(cache=True)
