@@ -680,8 +680,8 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                     if now_version != version:
                         now_mach, now_h1, now_h2, now_cap = _machine(until > now, dims, ru)
                         now_version = version
-                    code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
-                                       found, fits_max, fails_min, failed)
+                    code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound,
+                                       size_row, found, fits_max, fails_min, failed)
                     if code == _NONE:
                         fail_now[c] = n
                         fail_held[c] = min(n, fail_held[c])
