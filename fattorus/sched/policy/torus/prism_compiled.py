@@ -225,6 +225,8 @@ def _first_step(zm, Z, ut, shapes, starts_t, ub, i, n, p):
     at, av, most = _starts(zm, Z, ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, False)
     if len(at) == 0:
         _bound_supersets(ub, shapes, a, b, c, most, p)
+    elif most < ub[i]:  # exact now: a smaller job asked about later on this machine skips the shape if it needs more
+        ub[i] = most
     return at, av
 
 
@@ -275,14 +277,14 @@ def _touch(contact_w, nb, shell_i):
 
 
 @numba.njit(cache=True)
-def _search(mach, tabs, n, cand, bound):
-    """:meth:`Prism._search` on the machine ``mach``: ``(shape index, flat start)`` or (-1, -1)."""
+def _search(mach, tabs, n, cand, bound, ub):
+    """:meth:`Prism._search` on the machine ``mach``: ``(shape index, flat start)`` or (-1, -1).
+    ``ub``: the machine's bounds per shape (:func:`_bounds_of`), tightened here."""
     zm, nb, bt = mach
     (shapes, starts_t, slots, bisection, best_from, shell, umax, ut, dims, reach,
      fill_w, bis_w, contact_w, slack, _, _) = tabs
     Z = dims[2]
     p = tabs[15]
-    ub = umax.copy()
     best_bis = best_from[min(np.searchsorted(slots, n), len(slots) - 1)]
     # Best-first over the minimal shapes (Prism._best_first).
     heap = [(0.0, 0, 0)]
@@ -347,11 +349,10 @@ def _search(mach, tabs, n, cand, bound):
 
 
 @numba.njit(cache=True)
-def _fits(mach, tabs, n):
+def _fits(mach, tabs, n, ub):
     """:meth:`Prism._fits_on`: some shape has a clear start with ``n`` usable nodes."""
     zm = mach[0]
     shapes, starts_t, slots, umax, ut, dims = tabs[0], tabs[1], tabs[2], tabs[6], tabs[7], tabs[8]
-    ub = umax.copy()
     for i in range(np.searchsorted(slots, n), len(slots)):
         if ub[i] < n:
             continue
@@ -391,7 +392,7 @@ def _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size
         return _NONE
     row = size_row[n]
     lo, hi = cand_ptr[row], cand_ptr[row + 1]
-    i, pos = _search(mach, tabs, n, cand_idx[lo:hi], cand_bound[lo:hi])
+    i, pos = _search(mach, tabs, n, cand_idx[lo:hi], cand_bound[lo:hi], _bounds_of(h1, h2, tabs[6], failed[3:]))
     code = _NONE if i < 0 else (np.int64(i) << 32) + pos
     found[key] = code
     _learn(mkey, n, code != _NONE, fits_max, fails_min)
@@ -411,7 +412,7 @@ def _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
         return False
     if mkey in fits_max and n <= fits_max[mkey]:
         return True
-    ok = not _failed_before(mach[0], n, failed) and _fits(mach, tabs, n)
+    ok = not _failed_before(mach[0], n, failed) and _fits(mach, tabs, n, _bounds_of(h1, h2, tabs[6], failed[3:]))
     _learn(mkey, n, ok, fits_max, fails_min)
     if not ok:
         _remember_failure(mach[0], n, failed)
@@ -420,6 +421,25 @@ def _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
 
 #: Failures remembered for :func:`_failed_before` (most recent first out).
 FAILURES_KEPT = 16
+#: Machines whose shape bounds are kept (:func:`_bounds_of`).
+BOUNDS_KEPT = 4
+
+
+@numba.njit(cache=True)
+def _bounds_of(h1, h2, umax, kept):
+    """The machine ``(h1, h2)``'s bound per shape on the usable nodes of a clear start
+    (:func:`_bound_supersets`), kept for the last :data:`BOUNDS_KEPT` machines: why — EASY
+    asks about one machine for several job sizes in a row (the backfill candidates), and
+    what a scan learnt for one size rules shapes out for the next."""
+    keys, arrays, nxt = kept
+    for k in range(len(keys)):
+        if keys[k, 0] == h1 and keys[k, 1] == h2:
+            return arrays[k]
+    k = nxt[0] % len(keys)
+    nxt[0] += 1
+    keys[k, 0], keys[k, 1] = h1, h2
+    arrays[k][:] = umax
+    return arrays[k]
 
 
 @numba.njit(cache=True)
@@ -429,7 +449,7 @@ def _failed_before(zm, n, failed):
     nodes (feasibility only shrinks as routers are blocked: a clear prism here is clear there,
     with the same usable nodes). Why: after a start the head fails again on a machine that
     only grew, and a failing search tries every shape that holds ``n``."""
-    words, sizes, _ = failed
+    words, sizes = failed[0], failed[1]
     X, Y = zm.shape
     for k in range(len(sizes)):
         if sizes[k] > n:
@@ -450,7 +470,7 @@ def _failed_before(zm, n, failed):
 @numba.njit(cache=True)
 def _remember_failure(zm, n, failed):
     """Keep ``(zm, n)`` among the last :data:`FAILURES_KEPT` failures."""
-    words, sizes, nxt = failed
+    words, sizes, nxt = failed[0], failed[1], failed[2]
     k = nxt[0] % len(sizes)
     words[k] = zm
     sizes[k] = n
@@ -537,8 +557,10 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
     found = Dict.empty(key_type=_KEY3, value_type=numba.types.int64)
     fits_max = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
     fails_min = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
+    # Remembered failures (_failed_before), then kept shape bounds (_bounds_of): one tuple to hand on.
     failed = (np.zeros((FAILURES_KEPT, dims[0], dims[1]), np.uint64), np.full(FAILURES_KEPT, 1 << 62),
-              np.zeros(1, np.int64))
+              np.zeros(1, np.int64), np.full((BOUNDS_KEPT, 2), -1, np.int64),
+              np.zeros((BOUNDS_KEPT, len(shapes)), np.int64), np.zeros(1, np.int64))
     no_prefer = np.zeros(0, np.bool_)
     reserved_mask = np.zeros(N, np.bool_)
     lo, hi, version = 0, 0, 0
