@@ -132,3 +132,17 @@ def test_settings_the_compiled_replay_does_not_cover_run_on_the_engines_loop(mon
 
 
 _new = engine.Replay.new
+
+
+def test_two_tori_alike_but_for_bandwidth_keep_their_own_shape_bounds():
+    """The compiled replay keeps each shape's most usable nodes across replays of one machine;
+    shapes are ordered by bisection, which follows the link bandwidths, so a torus that differs
+    only in bandwidth must not reuse them (found by review: it placed a job elsewhere)."""
+    def torus(bandwidth):
+        return topology.from_config({"kind": "torus3d", "name": "t", "dims": [4, 6, 8], "nodes_per_router": 1,
+                                     "bandwidth": bandwidth,
+                                     "node_kinds": [{"kind": "service", "scatter": {"fraction": 0.3, "seed": 0}}]})
+    a, b = torus([1, 1, 1]), torus([1, 4, 1])
+    cols = [np.array([0.0]), np.array([10.0]), np.array([10.0]), np.array([23])]
+    replay.simulate(*cols, a, Prism(a), "easy", usable=a.usable())  # the compiled replay on a first
+    _assert_same(*_both(cols, b, {}, usable=b.usable()))

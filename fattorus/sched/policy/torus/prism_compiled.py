@@ -761,7 +761,9 @@ _UMAX: dict[tuple, np.ndarray] = {}  # (machine, usable nodes) -> most usable sl
 def _tables(policy: Any) -> tuple:
     """The static arrays of the search for ``policy`` (after its ``reset``)."""
     topo = policy.topo
-    key = (topo.name, topo.dims, topo.nodes_per_router, np.packbits(policy.usable).tobytes())
+    # Keyed by the shapes in the policy's order (it follows the link bandwidths) and the usable
+    # nodes: the bounds are per shape index (two tori alike but for bandwidth once shared them).
+    key = (topo.dims, topo.nodes_per_router, np.asarray(policy.shapes).tobytes(), np.packbits(policy.usable).tobytes())
     if key not in _UMAX:
         _UMAX.clear()  # one machine at a time is the common case; a few MB each
         _UMAX[key] = np.array([policy._usable_range(i)[1] for i in range(len(policy.shapes))], np.int64)
