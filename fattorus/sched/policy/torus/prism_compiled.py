@@ -419,6 +419,8 @@ def _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
     return ok
 
 
+#: Answers kept (searches and fit tests) before they are all dropped: ~60 bytes each.
+ANSWERS_KEPT = 2_000_000
 #: Failures remembered for :func:`_failed_before` (most recent first out).
 FAILURES_KEPT = 16
 #: Machines whose shape bounds are kept (:func:`_bounds_of`).
@@ -550,11 +552,14 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
         if usable[v]:
             n_free += 1
     until = until0.copy()
+    # Routers block_other_kinds keeps out, blocked at every instant (an estimate may be inf:
+    # then a probe at t = inf would free a release time of inf).
+    foreign = until0 == np.inf
     node_est_end = np.full(N, np.inf)
     waiting = np.zeros(J, np.bool_)
     running = [(0.0, 0)]
     running.pop()
-    found = Dict.empty(key_type=_KEY3, value_type=numba.types.int64)
+    found = Dict.empty(key_type=_KEY3, value_type=numba.types.int64)  # cleared at ANSWERS_KEPT entries
     fits_max = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
     fails_min = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
     # Remembered failures (_failed_before), then kept shape bounds (_bounds_of): one tuple to hand on.
@@ -576,11 +581,15 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
     pending = False
     # The machine now, rebuilt after each change (version).
     now_version = -1
-    now_mach, now_h1, now_h2, now_cap = _machine(until > -np.inf, dims, ru)
+    now_mach, now_h1, now_h2, now_cap = _machine((until > -np.inf) | foreign, dims, ru)
     while hi < J or len(running):
         now = submit[hi] if hi < J else np.inf
         if len(running) and running[0][0] < now:
             now = running[0][0]
+        if len(found) + len(fits_max) > ANSWERS_KEPT:  # a bound on memory over a very long log
+            found.clear()
+            fits_max.clear()
+            fails_min.clear()
         # Completions, then submissions (Replay.advance).
         while len(running) and running[0][0] == now:
             _, j = heapq.heappop(running)
@@ -606,7 +615,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                     blocked_head = lo
                     break
                 if now_version != version:
-                    now_mach, now_h1, now_h2, now_cap = _machine(until > now, dims, ru)
+                    now_mach, now_h1, now_h2, now_cap = _machine((until > now) | foreign, dims, ru)
                     now_version = version
                 n = nodes[lo]
                 code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
@@ -652,12 +661,12 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                 shadow_t = np.inf
                 # first_fit_among: the last time, then a bisection (same probes as the engine's).
                 if len(times):
-                    mach, h1, h2, cap = _machine(until > times[-1], dims, ru)
+                    mach, h1, h2, cap = _machine((until > times[-1]) | foreign, dims, ru)
                     if _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
                         ia, ib = 0, len(times) - 1
                         while ia < ib:
                             mid = (ia + ib) // 2
-                            mach, h1, h2, cap = _machine(until > times[mid], dims, ru)
+                            mach, h1, h2, cap = _machine((until > times[mid]) | foreign, dims, ru)
                             if _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
                                 ib = mid
                             else:
@@ -665,7 +674,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                         shadow_t = times[ia]
                 if shadow_t == np.inf:
                     return _UNPLACEABLE, head, start, backfilled, shadow, alloc, prisms, order[:n_started]
-                mach, h1, h2, cap = _machine(until > shadow_t, dims, ru)
+                mach, h1, h2, cap = _machine((until > shadow_t) | foreign, dims, ru)
                 code = _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
                                    found, fits_max, fails_min, failed)
                 if code == _NONE:  # it fitted there a moment ago: a fault of this module, never a user's
@@ -700,7 +709,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                 short = now + estimate[j] <= res_shadow
                 if short:
                     if now_version != version:
-                        now_mach, now_h1, now_h2, now_cap = _machine(until > now, dims, ru)
+                        now_mach, now_h1, now_h2, now_cap = _machine((until > now) | foreign, dims, ru)
                         now_version = version
                     code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound,
                                        size_row, found, fits_max, fails_min, failed)
@@ -709,7 +718,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                         fail_held[c] = min(n, fail_held[c])
                 else:
                     if not held_built:
-                        held = until > now
+                        held = (until > now) | foreign
                         if pending:  # the reservation's whole prism, still recorded
                             _set_prism(held, res_prism, dims, True)
                         else:  # only the routers of its nodes
