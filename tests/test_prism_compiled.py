@@ -146,3 +146,24 @@ def test_two_tori_alike_but_for_bandwidth_keep_their_own_shape_bounds():
     cols = [np.array([0.0]), np.array([10.0]), np.array([10.0]), np.array([23])]
     replay.simulate(*cols, a, Prism(a), "easy", usable=a.usable())  # the compiled replay on a first
     _assert_same(*_both(cols, b, {}, usable=b.usable()))
+
+
+def test_a_compiled_replay_runs_in_slices_that_report_progress_and_can_be_interrupted():
+    """The replay returns to Python every SLICE_JOBS started jobs: the progress callback hears
+    of every job once (the engine's bar), the decisions are those of one uninterrupted loop,
+    and a Ctrl-C (here raised by the callback) ends it between two slices."""
+    t8, usable, cols = _thunder_on_torus8(6)
+    jobs = engine.Jobs.of(*cols, t8.n_nodes)
+    heard = []
+    got = prism_compiled.run(jobs, t8, "easy", Prism(t8), usable, progress=heard.append)
+    # A slice ends between two events once SLICE_JOBS jobs have started (a pass may start several).
+    assert len(heard) >= 2 and sum(heard) == len(jobs) and min(heard[:-1]) >= prism_compiled.SLICE_JOBS
+    ref = replay.simulate(*cols, t8, Prism(t8), "easy", usable=usable, compiled=False)
+    np.testing.assert_array_equal(got.start, ref.start)
+    assert all(np.array_equal(a, b) for a, b in zip(got.alloc, ref.alloc))
+
+    def interrupt(k):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        prism_compiled.run(jobs, t8, "easy", Prism(t8), usable, progress=interrupt)

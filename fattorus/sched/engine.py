@@ -249,13 +249,18 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
     elif usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
         raise ValueError(f"a job asks for {int(jobs.nodes.max())} nodes; the machine has {int(np.sum(usable))} usable")
     if compiled:
-        done = policy.compiled_run(jobs, queue.name, usable, kind_nodes, runtime_at_start)
-        if done is not None:
-            if progress:  # one step: a compiled month takes about a second
-                from tqdm import tqdm
+        bar = None
+        if progress:
+            from tqdm import tqdm
 
-                with tqdm(total=len(jobs), unit="job", desc=f"replay {policy.name}/{queue.name} (compiled)") as bar:
-                    bar.update(len(jobs))
+            bar = tqdm(total=len(jobs), unit="job", mininterval=1.0, desc=f"replay {policy.name}/{queue.name}")
+        try:
+            done = policy.compiled_run(jobs, queue.name, usable, kind_nodes, runtime_at_start,
+                                       None if bar is None else bar.update)
+        finally:
+            if bar is not None:
+                bar.close()
+        if done is not None:
             return done
     replay = Replay.new(jobs, topo, policy, usable, kind_nodes)
     replay.runtime_at_start = runtime_at_start

@@ -140,11 +140,11 @@ class Policy(abc.ABC):
         return None
 
     def compiled_run(self, jobs: Any, queue: str, usable: np.ndarray | None, kind_nodes: np.ndarray | None,
-                     runtime_at_start: Any) -> Any:
+                     runtime_at_start: Any, progress: Callable[[int], Any] | None = None) -> Any:
         """The whole replay of ``jobs`` (:class:`fattorus.sched.engine.Jobs`) under the queue
         discipline named ``queue``, compiled: its :class:`fattorus.sched.engine.Schedule`, or
         None where the policy has no compiled replay for these settings (default: none; the
-        engine runs its own loop)."""
+        engine runs its own loop). ``progress(k)``: told of every ``k`` jobs started."""
         return None
 
 

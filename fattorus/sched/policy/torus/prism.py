@@ -333,7 +333,7 @@ class Prism(Policy):
         self._prisms = collections.OrderedDict()
 
     def compiled_run(self, jobs: Any, queue: str, usable: np.ndarray | None, kind_nodes: np.ndarray | None,
-                     runtime_at_start: Any) -> Any:
+                     runtime_at_start: Any, progress: Callable[[int], Any] | None = None) -> Any:
         """The whole replay compiled (:mod:`fattorus.sched.policy.torus.prism_compiled`: same
         decisions, ~3x faster on a month of a log fit to Blue Waters), where it covers the
         settings (not ``internal``, one node kind, run times not decided at start); else None."""
@@ -341,7 +341,7 @@ class Prism(Policy):
 
         if not prism_compiled.supports(self, queue, kind_nodes, runtime_at_start):
             return None
-        return prism_compiled.run(jobs, self.topo, queue, self, usable)
+        return prism_compiled.run(jobs, self.topo, queue, self, usable, progress)
 
     def _other_kind_routers(self) -> np.ndarray:
         """``(R,)`` routers that ``block_other_kinds`` keeps out of prisms: those holding a

@@ -36,6 +36,7 @@ machine code beside this module (``__pycache__``), so later processes load it (~
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -54,7 +55,9 @@ _DEBRUIJN = np.array([0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61
 
 _NONE = -1
 _KEY2, _KEY3 = numba.types.UniTuple(numba.types.int64, 2), numba.types.UniTuple(numba.types.int64, 3)
-_OK, _UNPLACEABLE, _INCONSISTENT = 0, 1, 2
+_OK, _UNPLACEABLE, _INCONSISTENT, _PAUSED = 0, 1, 2, 3
+#: Jobs started per slice of a replay (:func:`_replay`): ~0.1-0.3 s on Blue Waters.
+SLICE_JOBS = 256
 
 
 def supports(policy: Any, queue: str, kind_nodes: Any, runtime_at_start: Any) -> bool:
@@ -529,70 +532,116 @@ def _set_prism(grid, prism, dims, value):
 
 # The replay ------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usable, p, until0, tabs,
-            cand_ptr, cand_idx, cand_bound, size_row, offsets):
-    """The replay: the engine's event loop and the queue discipline's passes (module docstring).
+def _heap_push(keys, vals, size, key, val):
+    """Push ``(key, val)`` on the binary min-heap ``keys[:size], vals[:size]`` (ordered as the
+    engine's heap of ``(end, job)`` tuples); the new size."""
+    i = size
+    keys[i], vals[i] = key, val
+    while i > 0:
+        up = (i - 1) // 2
+        if (keys[up], vals[up]) <= (keys[i], vals[i]):
+            break
+        keys[up], keys[i] = keys[i], keys[up]
+        vals[up], vals[i] = vals[i], vals[up]
+        i = up
+    return size + 1
 
-    Returns status (0 ok; 1: a head no future machine can place, its job id in ``bad``), start
-    times, backfilled flags, shadow times, the node ids (job ``j``'s at ``offsets[j]:offsets[j+1]``),
-    each job's prism ``(x, y, z, a, b, c)`` and the jobs in start order."""
-    shapes, starts_t, dims, ru = tabs[0], tabs[1], tabs[8], tabs[14]
-    J = len(submit)
-    N = len(usable)
-    start = np.full(J, np.nan)
-    backfilled = np.zeros(J, np.bool_)
-    shadow = np.full(J, np.nan)
-    alloc = np.empty(offsets[J], np.int64)
-    prisms = np.zeros((J, 6), np.int64)
-    order = np.empty(J, np.int64)
-    n_started = 0
-    free = usable.copy()
+
+@numba.njit(cache=True)
+def _heap_pop(keys, vals, size):
+    """Pop the least ``(key, val)`` of the heap: ``key, val, new size``."""
+    key, val = keys[0], vals[0]
+    size -= 1
+    keys[0], vals[0] = keys[size], vals[size]
+    i = 0
+    while True:
+        least, left, right = i, 2 * i + 1, 2 * i + 2
+        if left < size and (keys[left], vals[left]) < (keys[least], vals[least]):
+            least = left
+        if right < size and (keys[right], vals[right]) < (keys[least], vals[least]):
+            least = right
+        if least == i:
+            break
+        keys[least], keys[i] = keys[i], keys[least]
+        vals[least], vals[i] = vals[i], vals[least]
+        i = least
+    return key, val, size
+
+
+@numba.njit(cache=True)
+def _new_state(J, N, n_classes, n_shapes, usable, until0, offsets, dims):
+    """The replay's state before its first event: every array and scalar :func:`_replay` keeps
+    between its calls (a replay runs in slices, so that a long one shows its progress and
+    stops at a Ctrl-C between two slices)."""
     n_free = 0
     for v in range(N):
         if usable[v]:
             n_free += 1
-    until = until0.copy()
-    # Routers block_other_kinds keeps out, blocked at every instant (an estimate may be inf:
-    # then a probe at t = inf would free a release time of inf).
-    foreign = until0 == np.inf
-    node_est_end = np.full(N, np.inf)
-    waiting = np.zeros(J, np.bool_)
-    running = [(0.0, 0)]
-    running.pop()
-    found = Dict.empty(key_type=_KEY3, value_type=numba.types.int64)  # cleared at ANSWERS_KEPT entries
-    fits_max = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
-    fails_min = Dict.empty(key_type=_KEY2, value_type=numba.types.int64)
+    # Scalars (see _replay): n_started, n_free, lo, hi, version, memo_version, memo_head,
+    # memo_upto, memo_fail, res_head, res_version, res_n, pending, running heap size.
+    scal = np.array([0, n_free, 0, 0, 0, -1, -1, 0, 0, -1, -1, 0, 0, 0], np.int64)
+    fscal = np.zeros(1)  # the reservation's shadow time
     # Remembered failures (_failed_before), then kept shape bounds (_bounds_of): one tuple to hand on.
     failed = (np.zeros((FAILURES_KEPT, dims[0], dims[1]), np.uint64), np.full(FAILURES_KEPT, 1 << 62),
               np.zeros(1, np.int64), np.full((BOUNDS_KEPT, 2), -1, np.int64),
-              np.zeros((BOUNDS_KEPT, len(shapes)), np.int64), np.zeros(1, np.int64))
-    no_prefer = np.zeros(0, np.bool_)
-    reserved_mask = np.zeros(N, np.bool_)
-    lo, hi, version = 0, 0, 0
+              np.zeros((BOUNDS_KEPT, n_shapes), np.int64), np.zeros(1, np.int64))
+    arrays = (np.full(J, np.nan), np.zeros(J, np.bool_), np.full(J, np.nan), np.empty(offsets[J], np.int64),
+              np.zeros((J, 6), np.int64), np.empty(J, np.int64), usable.copy(), until0.copy(), np.full(N, np.inf),
+              np.zeros(J, np.bool_), np.zeros(n_classes + 1, np.int64), np.zeros(n_classes + 1, np.int64),
+              np.empty(N, np.int64), np.zeros(6, np.int64), np.zeros(N, np.bool_), np.empty(J), np.empty(J, np.int64))
+    answers = (Dict.empty(key_type=_KEY3, value_type=numba.types.int64),
+               Dict.empty(key_type=_KEY2, value_type=numba.types.int64),
+               Dict.empty(key_type=_KEY2, value_type=numba.types.int64))
+    return arrays, scal, fscal, answers, failed
+
+
+@numba.njit(cache=True)
+def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until0, tabs,
+            cand_ptr, cand_idx, cand_bound, size_row, offsets, state, stop_at):
+    """The replay: the engine's event loop and the queue discipline's passes (module docstring),
+    from the ``state`` of :func:`_new_state` on, until ``stop_at`` jobs have started (then it
+    returns ``_PAUSED`` between two events, its state kept) or the replay ends.
+
+    Returns ``(status, job)``: ``_OK``; ``_PAUSED``; ``_UNPLACEABLE`` with the head no future
+    machine can place; ``_INCONSISTENT`` (a fault of this module). The state holds start
+    times, backfilled flags, shadow times, the node ids (job ``j``'s at
+    ``offsets[j]:offsets[j+1]``), each job's prism ``(x, y, z, a, b, c)`` and the jobs in start
+    order."""
+    shapes, starts_t, dims, ru = tabs[0], tabs[1], tabs[8], tabs[14]
+    J = len(submit)
+    N = len(usable)
+    arrays, scal, fscal, answers, failed = state
+    (start, backfilled, shadow, alloc, prisms, order, free, until, node_est_end, waiting, fail_now, fail_held,
+     res_nodes, res_prism, reserved_mask, heap_t, heap_j) = arrays
+    found, fits_max, fails_min = answers
+    n_started, n_free, lo, hi, version = scal[0], scal[1], scal[2], scal[3], scal[4]
     # Pass memo (queues.PassMemo): version (-1: none), head (-1: none), upto, failure sizes kept.
-    memo_version, memo_head, memo_upto, memo_fail = -1, -1, 0, False
-    fail_now = np.zeros(n_classes + 1, np.int64)
-    fail_held = np.zeros(n_classes + 1, np.int64)
+    memo_version, memo_head, memo_upto, memo_fail = scal[5], scal[6], scal[7], scal[8] != 0
     # The reservation (queues.Reservation) and whether its placement is still recorded as pending.
-    res_head, res_version, res_shadow = -1, -1, 0.0
-    res_nodes = np.empty(N, np.int64)
-    res_n = 0
-    res_prism = np.zeros(6, np.int64)
-    pending = False
+    res_head, res_version, res_n, pending, res_shadow = scal[9], scal[10], scal[11], scal[12] != 0, fscal[0]
+    hsize = scal[13]  # running jobs: a heap of (end, job) in heap_t / heap_j
+    # Routers block_other_kinds keeps out, blocked at every instant (an estimate may be inf:
+    # then a probe at t = inf would free a release time of inf).
+    foreign = until0 == np.inf
+    no_prefer = np.zeros(0, np.bool_)
     # The machine now, rebuilt after each change (version).
     now_version = -1
     now_mach, now_h1, now_h2, now_cap = _machine((until > -np.inf) | foreign, dims, ru)
-    while hi < J or len(running):
+    status, bad = _OK, -1
+    while hi < J or hsize > 0:
+        if n_started >= stop_at:
+            status = _PAUSED
+            break
         now = submit[hi] if hi < J else np.inf
-        if len(running) and running[0][0] < now:
-            now = running[0][0]
+        if hsize > 0 and heap_t[0] < now:
+            now = heap_t[0]
         if len(found) + len(fits_max) > ANSWERS_KEPT:  # a bound on memory over a very long log
             found.clear()
             fits_max.clear()
             fails_min.clear()
         # Completions, then submissions (Replay.advance).
-        while len(running) and running[0][0] == now:
-            _, j = heapq.heappop(running)
+        while hsize > 0 and heap_t[0] == now:
+            _, j, hsize = _heap_pop(heap_t, heap_j, hsize)
             for q in range(offsets[j], offsets[j + 1]):
                 free[alloc[q]] = True
                 node_est_end[alloc[q]] = np.inf
@@ -626,8 +675,9 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                 j = lo
                 _prism_nodes(code, n, shapes, starts_t, dims, p, usable, no_prefer, False,
                              alloc[offsets[j]:offsets[j + 1]], prisms[j])
-                n_free, version = _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate, runtime,
-                                         nodes, running, start, n_free, version, dims, waiting)
+                n_free, version, hsize = _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate,
+                                                runtime, nodes, heap_t, heap_j, hsize, start, n_free, version, dims,
+                                                waiting)
                 order[n_started] = j
                 n_started += 1
                 pending = False
@@ -653,9 +703,9 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
             # The head's reservation (queues.reserve), reused while neither head nor machine changed.
             if not (res_head == head and res_version == version):
                 n = nodes[head]
-                times = np.empty(len(running))
-                for q in range(len(running)):
-                    jr = running[q][1]
+                times = np.empty(hsize)
+                for q in range(hsize):
+                    jr = heap_j[q]
                     times[q] = start[jr] + estimate[jr]
                 times = np.unique(times)
                 shadow_t = np.inf
@@ -673,12 +723,14 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                                 ia = mid + 1
                         shadow_t = times[ia]
                 if shadow_t == np.inf:
-                    return _UNPLACEABLE, head, start, backfilled, shadow, alloc, prisms, order[:n_started]
+                    status, bad = _UNPLACEABLE, head
+                    break
                 mach, h1, h2, cap = _machine((until > shadow_t) | foreign, dims, ru)
                 code = _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
                                    found, fits_max, fails_min, failed)
                 if code == _NONE:  # it fitted there a moment ago: a fault of this module, never a user's
-                    return _INCONSISTENT, head, start, backfilled, shadow, alloc, prisms, order[:n_started]
+                    status, bad = _INCONSISTENT, head
+                    break
                 released = node_est_end <= shadow_t
                 _prism_nodes(code, n, shapes, starts_t, dims, p, usable, released, True, res_nodes, res_prism)
                 res_n, res_head, res_version, res_shadow, pending = n, head, version, shadow_t, True
@@ -734,8 +786,9 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                 if code != _NONE:
                     _prism_nodes(code, n, shapes, starts_t, dims, p, usable, reserved_mask, short,
                                  alloc[offsets[j]:offsets[j + 1]], prisms[j])
-                    n_free, version = _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate,
-                                             runtime, nodes, running, start, n_free, version, dims, waiting)
+                    n_free, version, hsize = _start(j, now, free, node_est_end, until, alloc, offsets, prisms,
+                                                    estimate, runtime, nodes, heap_t, heap_j, hsize, start, n_free,
+                                                    version, dims, waiting)
                     order[n_started] = j
                     n_started += 1
                     pending = False
@@ -744,12 +797,18 @@ def _replay(submit, runtime, estimate, nodes, size_class, n_classes, easy, usabl
                     any_started = True
             if any_started:
                 memo_version, memo_head, memo_upto, memo_fail = -1, -1, 0, False
-    return _OK, -1, start, backfilled, shadow, alloc, prisms, order[:n_started]
+        if status != _OK:
+            break
+    scal[0], scal[1], scal[2], scal[3], scal[4] = n_started, n_free, lo, hi, version
+    scal[5], scal[6], scal[7], scal[8] = memo_version, memo_head, memo_upto, memo_fail
+    scal[9], scal[10], scal[11], scal[12], scal[13] = res_head, res_version, res_n, pending, hsize
+    fscal[0] = res_shadow
+    return status, bad
 
 
 @numba.njit(cache=True)
-def _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate, runtime, nodes, running, start,
-           n_free, version, dims, waiting):
+def _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate, runtime, nodes, heap_t, heap_j,
+           hsize, start, n_free, version, dims, waiting):
     """Replay.start_job and Prism.started: the nodes busy, the prism's routers held until the
     job's estimated end, its completion queued."""
     end_est = now + estimate[j]
@@ -759,8 +818,7 @@ def _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate, 
     _set_prism(until, prisms[j], dims, end_est)
     start[j] = now
     waiting[j] = False
-    heapq.heappush(running, (now + runtime[j], j))
-    return n_free - nodes[j], version + 1
+    return n_free - nodes[j], version + 1, _heap_push(heap_t, heap_j, hsize, now + runtime[j], j)
 
 
 # The Python side -------------------------------------------------------------------------------
@@ -786,11 +844,14 @@ def _tables(policy: Any) -> tuple:
             int(topo.nodes_per_router))
 
 
-def run(jobs: Jobs, topo: Any, queue: str, policy: Any, usable: np.ndarray | None = None) -> Schedule:
+def run(jobs: Jobs, topo: Any, queue: str, policy: Any, usable: np.ndarray | None = None,
+        progress: Callable[[int], None] | None = None) -> Schedule:
     """Replay ``jobs`` under ``queue`` (``easy`` or ``fcfs``) and ``policy`` (a
     :class:`~fattorus.sched.policy.torus.prism.Prism` that :func:`supports` the run), as
     :func:`fattorus.sched.engine.run` would; ``policy.started_prisms`` is filled in as the
-    Python engine fills it."""
+    Python engine fills it. The replay runs in slices (each ends at the first event after
+    :data:`SLICE_JOBS` more jobs started): ``progress(k)`` hears of each slice's ``k`` jobs,
+    and a Ctrl-C lands between two slices."""
     machine = st.empty(topo, usable)
     policy.reset(machine)
     size_class = np.asarray(policy.size_class(jobs.nodes), np.int64).reshape(-1)
@@ -807,19 +868,29 @@ def run(jobs: Jobs, topo: Any, queue: str, policy: Any, usable: np.ndarray | Non
         ptr.append(ptr[-1] + len(cand))
     until0 = np.where(policy._foreign, np.inf, -np.inf)
     offsets = np.r_[0, np.cumsum(jobs.nodes)].astype(np.int64)
-    status, bad, start, backfilled, shadow, alloc, prisms, order = _replay(
-        jobs.submit, jobs.runtime, jobs.estimate, jobs.nodes, size_class, int(st.n_classes(topo)),
-        queue == "easy", np.asarray(policy.usable, np.bool_), int(topo.nodes_per_router), until0, _tables(policy),
-        np.asarray(ptr, np.int64), np.concatenate(idx) if idx else np.zeros(0, np.int64),
-        np.concatenate(bound) if bound else np.zeros(0), size_row, offsets)
+    tabs = _tables(policy)
+    usable_nodes = np.asarray(policy.usable, np.bool_)
+    state = _new_state(len(jobs), topo.n_nodes, int(st.n_classes(topo)), len(tabs[0]), usable_nodes, until0, offsets,
+                       tabs[8])
+    args = (jobs.submit, jobs.runtime, jobs.estimate, jobs.nodes, size_class, queue == "easy", usable_nodes,
+            int(topo.nodes_per_router), until0, tabs, np.asarray(ptr, np.int64),
+            np.concatenate(idx) if idx else np.zeros(0, np.int64), np.concatenate(bound) if bound else np.zeros(0),
+            size_row, offsets, state)
+    status, started = _PAUSED, 0
+    while status == _PAUSED:
+        status, bad = _replay(*args, started + SLICE_JOBS)
+        now_started = int(state[1][0])
+        if progress is not None:
+            progress(now_started - started)
+        started = now_started
     if status == _UNPLACEABLE:
         raise unplaceable(policy, int(jobs.nodes[bad]))
     if status == _INCONSISTENT:
         raise RuntimeError(f"compiled prism replay: job {bad} fits at its shadow time but no placement was found")
+    start, backfilled, shadow, alloc, prisms, order = state[0][:6]
     never = np.flatnonzero(np.isnan(start))
     if len(never):
         raise unplaceable(policy, int(jobs.nodes[never].max()), len(never))
     per_job = [alloc[offsets[j]:offsets[j + 1]] for j in range(len(jobs))]
-    policy.started_prisms = [(per_job[j], tuple(int(v) for v in prisms[j])) for j in order]
+    policy.started_prisms = [(per_job[j], tuple(int(v) for v in prisms[j])) for j in order[:started]]
     return Schedule(start, per_job, backfilled, shadow, jobs.runtime.copy())
-
