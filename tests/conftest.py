@@ -41,11 +41,12 @@ CALLER_PYTHONPATH = os.environ.get("PYTHONPATH", "")
 os.environ["PYTHONPATH"] = child_pythonpath(CALLER_PYTHONPATH, str(paths.repo_root()))
 
 
-#: The slowest test files (each 25-80 s on a 2-core machine, session 22), run first:
+#: The slowest test files (each 25-80 s on a 2-core machine, session 22; session 28 added the
+#: two that replay prism compiled, ~30 s each warm, plus numba's compile in a fresh checkout), run first:
 #: pytest-xdist's ``--dist loadfile`` hands whole files to the workers in collection order, so a
 #: long file collected late keeps one worker busy while the other idles at the end.
 SLOW_FIRST = ("test_sweep.py", "test_qos_study.py", "test_bad_inputs.py", "test_batched.py", "test_model_runtimes.py",
-              "test_prism.py", "test_study_cli.py", "test_tune_prism.py", "test_replay.py", "test_model_apps.py",
+              "test_prism.py", "test_policy_contract.py", "test_prism_compiled.py", "test_study_cli.py", "test_tune_prism.py", "test_replay.py", "test_model_apps.py",
               "test_aph.py", "test_node_kinds.py", "test_adaptive.py", "test_network_study.py", "test_commtime.py",
               "test_tune.py", "test_tune_postgres.py", "test_trials.py", "test_dragonfly_replay.py")
 
