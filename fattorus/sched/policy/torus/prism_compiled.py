@@ -29,8 +29,8 @@ reuse are :mod:`fattorus.sched.queues`'. Settings it does not cover run on the P
 (:func:`supports`): ``internal`` placements, several node kinds, run times decided at start,
 a third ring longer than 32 routers.
 
-numba compiles these functions at a process's first replay (~20 s here) and keeps the
-machine code beside this module (``__pycache__``), so later processes load it (~1 s).
+numba compiles these functions at a machine's first replay (25-45 s here) and keeps the
+machine code beside this module (``__pycache__``), so later processes load it (~0.5 s).
 """
 
 from __future__ import annotations
