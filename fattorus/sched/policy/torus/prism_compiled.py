@@ -9,8 +9,8 @@ replay real logs both ways and compare every field. What makes it one loop over 
   and a router holds at most one running job's nodes, so every machine state the engine asks
   about — the machine now, a future one at the shadow-time probes, the machine with the head's
   reservation held — has its blocked routers at ``until > t`` (``until``: the estimated end of
-  the job whose prism holds the router; ``+inf`` for routers ``block_other_kinds`` keeps out),
-  plus the reservation's routers on the held machine.
+  the job whose prism holds the router; routers ``block_other_kinds`` keeps out are blocked
+  always), plus the reservation's routers on the held machine.
 * **Only the blocked routers matter.** Inside a prism with no blocked router every usable node
   is free (a busy one blocks its router), so a shape's clear starts with enough nodes are read
   off machine-independent usable counts, and the answer to "where does an ``n``-node job go" is
@@ -23,11 +23,14 @@ replay real logs both ways and compare every field. What makes it one loop over 
   only when a search scores.
 
 The search walk itself (best-first over the minimal shapes with their machine-independent
-bounds, then every shape in order of size up to ``slack``; scores, ties, dead-shape marks) is
-:meth:`Prism._search` step for step; the engine's pass memo, failure sizes and reservation
-reuse are :mod:`fattorus.sched.queues`'. Settings it does not cover run on the Python engine
-(:func:`supports`): ``internal`` placements, several node kinds, run times decided at start,
-a third ring longer than 32 routers.
+bounds, then every shape in order of size up to ``slack``; scores, ties) is
+:meth:`Prism._search` step for step, with sound shortcuts that change no answer (a job larger
+than the usable nodes on unblocked routers; failures remembered across machines that only
+grew; per-shape bounds through clear sub-shapes, :func:`_bound_supersets`); the engine's pass
+memo, failure sizes and reservation reuse are :mod:`fattorus.sched.queues`'. The replay runs
+in slices (:data:`SLICE_JOBS`), so a long one shows progress and stops at a Ctrl-C. Settings
+it does not cover run on the Python engine (:func:`supports`): ``internal`` placements,
+several node kinds, run times decided at start, a third ring longer than 32 routers.
 
 numba compiles these functions at a machine's first replay (25-45 s here) and keeps the
 machine code beside this module (``__pycache__``), so later processes load it (~0.5 s).
