@@ -248,33 +248,27 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
             raise ValueError(f"a job asks for {int(jobs.nodes[j])} nodes; its node kind has {int(capacity[j])}")
     elif usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
         raise ValueError(f"a job asks for {int(jobs.nodes.max())} nodes; the machine has {int(np.sum(usable))} usable")
-    if compiled:
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(jobs), unit="job", mininterval=1.0, desc=f"replay {policy.name}/{queue.name}")
-        try:
-            done = policy.compiled_run(jobs, queue.name, usable, kind_nodes, runtime_at_start,
-                                       None if bar is None else bar.update)
-        finally:
-            if bar is not None:
-                bar.close()
-        if done is not None:
-            return done
-    replay = Replay.new(jobs, topo, policy, usable, kind_nodes)
-    replay.runtime_at_start = runtime_at_start
-    queue.reset(replay)
+    bar = None
     if progress:
         from tqdm import tqdm
 
-        replay.bar = tqdm(total=len(jobs), unit="job", mininterval=1.0, desc=f"replay {policy.name}/{queue.name}")
-    while replay.hi < len(jobs) or replay.running:
-        now = replay.next_event()
-        replay.advance(now)
-        queue.schedule(replay, now)
-    if replay.bar is not None:
-        replay.bar.close()
+        bar = tqdm(total=len(jobs), unit="job", mininterval=1.0, desc=f"replay {policy.name}/{queue.name}")
+    try:  # one bar, whichever loop runs (a policy without a compiled replay showed an empty one first)
+        done = policy.compiled_run(jobs, queue.name, usable, kind_nodes, runtime_at_start,
+                                   None if bar is None else bar.update) if compiled else None
+        if done is not None:
+            return done
+        replay = Replay.new(jobs, topo, policy, usable, kind_nodes)
+        replay.runtime_at_start = runtime_at_start
+        replay.bar = bar
+        queue.reset(replay)
+        while replay.hi < len(jobs) or replay.running:
+            now = replay.next_event()
+            replay.advance(now)
+            queue.schedule(replay, now)
+    finally:
+        if bar is not None:
+            bar.close()
     never = np.flatnonzero(np.isnan(replay.start))
     if len(never):
         # The queue emptied of everything it could start: the largest job left cannot be placed

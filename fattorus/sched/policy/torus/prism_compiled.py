@@ -533,6 +533,38 @@ def _set_prism(grid, prism, dims, value):
                 grid[(((prism[0] + x) % X) * Y + (prism[1] + y) % Y) * Z + (prism[2] + z) % Z] = value
 
 
+@numba.njit(cache=True)
+def _machine_at(until, t, foreign, dims, ru):
+    """:func:`_machine` of the machine at ``t``: routers held by jobs estimated to end after
+    ``t``, and those ``block_other_kinds`` keeps out."""
+    return _machine((until > t) | foreign, dims, ru)
+
+
+@numba.njit(cache=True)
+def _shadow_time(n, heap_j, hsize, start, estimate, until, foreign, dims, ru, tabs, fits_max, fails_min, failed):
+    """EASY's shadow time of an ``n``-node head (``queues.first_fit_time``): the first estimated
+    end of a running job after which it fits — the last one first, then a bisection (the
+    engine's probes, :func:`fattorus.sched.policy.base.first_fit_among`); inf if none."""
+    times = np.empty(hsize)
+    for q in range(hsize):
+        times[q] = start[heap_j[q]] + estimate[heap_j[q]]
+    times = np.unique(times)
+    if len(times) == 0:
+        return np.inf
+    mach, h1, h2, cap = _machine_at(until, times[-1], foreign, dims, ru)
+    if not _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
+        return np.inf
+    ia, ib = 0, len(times) - 1
+    while ia < ib:
+        mid = (ia + ib) // 2
+        mach, h1, h2, cap = _machine_at(until, times[mid], foreign, dims, ru)
+        if _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
+            ib = mid
+        else:
+            ia = mid + 1
+    return times[ia]
+
+
 # The replay ------------------------------------------------------------------------------------
 @numba.njit(cache=True)
 def _heap_push(keys, vals, size, key, val):
@@ -629,7 +661,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until
     no_prefer = np.zeros(0, np.bool_)
     # The machine now, rebuilt after each change (version).
     now_version = -1
-    now_mach, now_h1, now_h2, now_cap = _machine((until > -np.inf) | foreign, dims, ru)
+    now_mach, now_h1, now_h2, now_cap = _machine_at(until, -np.inf, foreign, dims, ru)
     status, bad = _OK, -1
     while hi < J or hsize > 0:
         if n_started >= stop_at:
@@ -667,7 +699,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until
                     blocked_head = lo
                     break
                 if now_version != version:
-                    now_mach, now_h1, now_h2, now_cap = _machine((until > now) | foreign, dims, ru)
+                    now_mach, now_h1, now_h2, now_cap = _machine_at(until, now, foreign, dims, ru)
                     now_version = version
                 n = nodes[lo]
                 code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
@@ -706,29 +738,12 @@ def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until
             # The head's reservation (queues.reserve), reused while neither head nor machine changed.
             if not (res_head == head and res_version == version):
                 n = nodes[head]
-                times = np.empty(hsize)
-                for q in range(hsize):
-                    jr = heap_j[q]
-                    times[q] = start[jr] + estimate[jr]
-                times = np.unique(times)
-                shadow_t = np.inf
-                # first_fit_among: the last time, then a bisection (same probes as the engine's).
-                if len(times):
-                    mach, h1, h2, cap = _machine((until > times[-1]) | foreign, dims, ru)
-                    if _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
-                        ia, ib = 0, len(times) - 1
-                        while ia < ib:
-                            mid = (ia + ib) // 2
-                            mach, h1, h2, cap = _machine((until > times[mid]) | foreign, dims, ru)
-                            if _fits_cached(mach, h1, h2, cap, n, tabs, fits_max, fails_min, failed):
-                                ib = mid
-                            else:
-                                ia = mid + 1
-                        shadow_t = times[ia]
+                shadow_t = _shadow_time(n, heap_j, hsize, start, estimate, until, foreign, dims, ru, tabs, fits_max,
+                                        fails_min, failed)
                 if shadow_t == np.inf:
                     status, bad = _UNPLACEABLE, head
                     break
-                mach, h1, h2, cap = _machine((until > shadow_t) | foreign, dims, ru)
+                mach, h1, h2, cap = _machine_at(until, shadow_t, foreign, dims, ru)
                 code = _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
                                    found, fits_max, fails_min, failed)
                 if code == _NONE:  # it fitted there a moment ago: a fault of this module, never a user's
@@ -764,7 +779,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until
                 short = now + estimate[j] <= res_shadow
                 if short:
                     if now_version != version:
-                        now_mach, now_h1, now_h2, now_cap = _machine((until > now) | foreign, dims, ru)
+                        now_mach, now_h1, now_h2, now_cap = _machine_at(until, now, foreign, dims, ru)
                         now_version = version
                     code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound,
                                        size_row, found, fits_max, fails_min, failed)
