@@ -42,11 +42,12 @@ import polars as pl
 
 from fattorus.analysis import fluid, patterns
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time
+from fattorus.kernels.maxmin_compiled import goal_step_time
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
 
 
-#: The replay's goal solves (:meth:`ModelRuntimes._step`) run as one stage of the solver
+#: The JAX goal solves (:func:`goal_step_time_jax`, the replay's before session 29) run as one stage of the solver
 #: (``stage_min_flows``): most stop after a round or two, so the shorter arrays of later
 #: stages rarely pay, while each stage is one more loop to compile per flow bucket — on a
 #: 30-day Atlas x2 on Cab replay the first run took 15.0 s with stages and 12.4 s without
@@ -124,6 +125,32 @@ def solver_capacity(topo: Topology) -> np.ndarray:
     pooled = np.zeros_like(bw)
     np.add.at(pooled, first, bw)
     return np.where(first == np.arange(len(bw)), pooled, bw)
+
+
+def goal_step_time_jax(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray,
+                       sparse: bool = False) -> float:
+    """Step time of the first ``own`` flows of ``route_ids`` when all run together, solved by
+    :func:`~fattorus.kernels.maxmin.maxmin_rates` with a ``goal`` (one stage; from compact
+    crossing lists when ``sparse``, as on topologies with long routes: :func:`_sparse_incidences`):
+    what a ``speedup=model`` replay solved per start until the compiled goal solve
+    (:mod:`fattorus.kernels.maxmin_compiled`) took over, kept as its reference (the tests
+    compare the two bit for bit). ``capacity``: float32 ``(E,)`` (:func:`solver_capacity`)."""
+    if own == 0:
+        return 0.0
+    F = bucket_size(len(nbytes))
+    pad = F - len(nbytes)
+    r = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
+    active = np.arange(F) < len(nbytes)
+    # Only the own flows' slowest time is wanted: the solve stops once it is known.
+    goal = np.zeros(F, np.float32)
+    goal[:own] = nbytes[:own]
+    incidences = tuple(jnp.asarray(x) for x in flow_incidences(r)) if sparse else None
+    rates = maxmin_rates(r, jnp.asarray(capacity, jnp.float32), active=active, goal=goal,
+                         stage_min_flows=GOAL_STAGE_MIN_FLOWS, incidences=incidences)
+    rate = np.asarray(rates.rate, np.float64)[:own]
+    with np.errstate(divide="ignore"):
+        t = np.where(np.isinf(rate), 0.0, nbytes[:own] / rate)
+    return float(t.max())
 
 
 #: Topologies whose routes have at least this many slots are solved from compact crossing
@@ -316,7 +343,7 @@ class ModelRuntimes:
                     self._names[j], self._params[j] = self.app_patterns[app]
                     self.by_app += 1
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._cap = jnp.asarray(solver_capacity(self.topo).astype(np.float32))
+        self._cap_f32 = solver_capacity(self.topo).astype(np.float32)
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self._busy_ns = self._useful_ns = self._completed_ns = 0.0
@@ -358,22 +385,10 @@ class ModelRuntimes:
         return route_ids, nbytes
 
     def _step(self, route_ids: np.ndarray, nbytes: np.ndarray, own: int) -> float:
-        """Step time of the first ``own`` flows when all flows run together."""
-        if own == 0:
-            return 0.0
-        F = bucket_size(len(nbytes))
-        pad = F - len(nbytes)
-        r = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
-        active = np.arange(F) < len(nbytes)
-        # Only the own flows' slowest time is wanted: the solve stops once it is known.
-        goal = np.zeros(F, np.float32)
-        goal[:own] = nbytes[:own]
-        rates = maxmin_rates(r, self._cap, active=active, goal=goal, stage_min_flows=GOAL_STAGE_MIN_FLOWS,
-                             incidences=_sparse_incidences(self.topo, r))
-        rate = np.asarray(rates.rate, np.float64)[:own]
-        with np.errstate(divide="ignore"):
-            t = np.where(np.isinf(rate), 0.0, nbytes[:own] / rate)
-        return float(t.max())
+        """Step time of the first ``own`` flows when all flows run together: the compiled goal
+        solve (:func:`fattorus.kernels.maxmin_compiled.goal_step_time`, the JAX solve's floats
+        on the CPU, ~3-4x faster per start; :func:`goal_step_time_jax` is the same solve in JAX)."""
+        return goal_step_time(route_ids, nbytes, own, self._cap_f32)
 
     def _one_router(self, nodes: np.ndarray) -> bool:
         """Whether ``nodes`` share one innermost group (the level-0 group: a router, a fat-tree switch)."""

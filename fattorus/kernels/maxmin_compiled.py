@@ -1,0 +1,198 @@
+"""The replay's goal solve, compiled with numba: one job's step time among the flows running
+with it, the same floats as :func:`fattorus.kernels.maxmin.maxmin_rates` with a ``goal``.
+
+A ``speedup=model`` replay (:class:`fattorus.analysis.commtime.ModelRuntimes`) solves once or
+twice per job start: the starting job's flows first, then those of every running job connected
+to it, unit weights, float32, and wants only ``max bytes / rate`` over the job's own flows.
+On a 30-day Atlas x2 on Cab replay under ``to`` most of these problems hold 4k-16k flows and
+stop after one to ten rounds; each round of the JAX solver is a few whole-array scatters, and
+with their dispatch a solve took ~1-7 ms. Here a round is two passes over the open flows'
+crossings (the ones that froze drop out of the lists), ~3-4x faster per solve on this CPU.
+
+**Same bits as the JAX solver.** Every step is the one of
+:func:`~fattorus.kernels.maxmin._round` in float32, in the same order where order matters:
+
+* per-link loads are counts of open flows (integers, exact in float32 below 2**24);
+* the residual of a link loses the rates frozen on it this round summed in flow order, as
+  XLA's scatter-add adds the crossings on the CPU (``tests/test_maxmin_compiled.py`` checks
+  every field against the JAX solve on random problems of every family);
+* shares, the tightest share per flow and per link, the local-bottleneck test with its
+  ``(1 + rtol)`` and the goal test with its ``(1 - GOAL_MARGIN)`` are the same float32
+  operations (minima and maxima do not depend on order).
+
+So a replay's slowdowns, starts and ends are those of the JAX solve on the CPU, bit for bit
+(on a GPU the JAX solver's sums may add in another order; this one does not depend on the
+device). Weights other than 1 and the solver's stages are not needed here and not taken.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from fattorus.kernels.maxmin import GOAL_MARGIN, RTOL
+
+#: The float32 factors of the solver's tests, rounded as JAX rounds a Python float multiplying
+#: a float32 array (weak typing: the scalar becomes float32 first).
+_BOTTLENECK_SLACK = np.float32(1 + RTOL)
+_GOAL_SLACK = np.float32(1 - GOAL_MARGIN)
+
+
+def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray) -> float:
+    """Step time of the first ``own`` flows when all flows of ``route_ids`` run together:
+    ``max bytes / rate`` over them (in ``bytes / capacity unit``), their rates the weighted
+    max-min fair ones with unit weights — bit for bit what
+    :meth:`fattorus.analysis.commtime.ModelRuntimes._step` got from
+    ``maxmin_rates(..., goal=...)`` on the CPU (module docstring).
+
+    Args:
+      route_ids: ``(F, L)`` int link ids of each flow's route, ``-1`` padded (anywhere).
+      nbytes: ``(F,)`` bytes of each flow (only the first ``own`` are read).
+      own: how many leading flows are the job's.
+      capacity: ``(E,)`` float32 link capacities (> 0).
+
+    A flow that crosses no link takes no time (rate ``inf``); a flow starved at rate 0 takes
+    ``inf``; no own flows: 0.
+    """
+    routes = np.ascontiguousarray(route_ids, np.int32)
+    if routes.ndim != 2 or len(nbytes) != routes.shape[0] or not 0 <= own <= routes.shape[0]:
+        raise ValueError(f"goal_step_time: routes {routes.shape}, {len(nbytes)} byte counts, own {own}")
+    if own == 0:
+        return 0.0
+    return float(_goal_step(routes, np.ascontiguousarray(nbytes, np.float64), int(own),
+                            np.ascontiguousarray(capacity, np.float32), _BOTTLENECK_SLACK, _GOAL_SLACK)[0])
+
+
+@numba.njit(cache=True)
+def _crossings(routes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Compact crossing lists in flow order: flow ``f`` crosses ``link[start[f]:start[f + 1]]``."""
+    F, L = routes.shape
+    start = np.zeros(F + 1, np.int64)
+    link = np.empty(F * L, np.int32)
+    n = 0
+    for f in range(F):
+        for k in range(L):
+            e = routes[f, k]
+            if e >= 0:
+                link[n] = e
+                n += 1
+        start[f + 1] = n
+    return start, link[:n]
+
+
+@numba.njit(cache=True)
+def _tighten(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.ndarray, share: np.ndarray,
+             tight: np.ndarray, around: np.ndarray, nbytes: np.ndarray, own: int) -> np.float32:
+    """Each open flow's tightest share (``tight``), each link's tightest open flow
+    (``around``, reset to inf first), and the goal bound: the most time an open own flow can
+    still take (``max bytes / tight``, 0 if none)."""
+    inf = np.float32(np.inf)
+    around[:] = inf
+    bound = np.float32(0.0)
+    for i in range(n_open):
+        f = open_flows[i]
+        t = inf
+        for c in range(start[f], start[f + 1]):
+            s = share[link[c]]
+            if s < t:
+                t = s
+        tight[f] = t
+        for c in range(start[f], start[f + 1]):
+            e = link[c]
+            if t < around[e]:
+                around[e] = t
+        if f < own and np.float32(nbytes[f]) > 0:
+            b = np.float32(nbytes[f]) / t
+            if b > bound:
+                bound = b
+    return bound
+
+
+@numba.njit(cache=True)
+def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, bottleneck_slack: np.float32,
+               goal_slack: np.float32) -> tuple[float, int]:
+    """:func:`goal_step_time` (and the filling rounds it took)."""
+    start, link = _crossings(routes)
+    F, E = routes.shape[0], capacity.shape[0]
+    inf, zero, one = np.float32(np.inf), np.float32(0.0), np.float32(1.0)
+    load = np.zeros(E, np.float32)
+    residual = capacity.copy()
+    share = np.empty(E, np.float32)
+    around = np.empty(E, np.float32)
+    bottleneck = np.zeros(E, np.bool_)
+    frozen_sum = np.zeros(E, np.float32)  # this round's frozen rates per link, summed in flow order
+    touched = np.zeros(E, np.bool_)
+    touched_links = np.empty(E, np.int64)
+    open_flows = np.empty(F, np.int64)  # open flows in flow order (flows with no link never open)
+    n_open = 0
+    for f in range(F):
+        for c in range(start[f], start[f + 1]):
+            load[link[c]] += one
+        if start[f + 1] > start[f]:
+            open_flows[n_open] = f
+            n_open += 1
+    rate = np.zeros(F, np.float32)
+    frozen = np.zeros(F, np.bool_)
+    tight = np.full(F, inf, np.float32)
+    for e in range(E):
+        share[e] = residual[e] / load[e] if load[e] > 0 else inf
+    slowest = zero
+    bound = _tighten(open_flows, n_open, start, link, share, tight, around, nbytes, own)
+    rounds = 0
+    while n_open > 0 and not bound <= slowest * goal_slack and rounds <= F:
+        # A link no tighter than any link its open flows cross is a bottleneck now: its flows
+        # freeze at their tightest share (maxmin._round).
+        for e in range(E):
+            bottleneck[e] = load[e] > 0 and share[e] <= around[e] * bottleneck_slack
+        n_touched = 0
+        settled = zero
+        keep = 0
+        for i in range(n_open):
+            f = open_flows[i]
+            hit = False
+            for c in range(start[f], start[f + 1]):
+                if bottleneck[link[c]]:
+                    hit = True
+                    break
+            if not hit:
+                open_flows[keep] = f
+                keep += 1
+                continue
+            r = tight[f]
+            rate[f] = r
+            frozen[f] = True
+            for c in range(start[f], start[f + 1]):
+                e = link[c]
+                if not touched[e]:
+                    touched[e] = True
+                    touched_links[n_touched] = e
+                    n_touched += 1
+                frozen_sum[e] += r
+                load[e] -= one
+            if f < own and np.float32(nbytes[f]) > 0:
+                s = np.float32(nbytes[f]) / r if r > 0 else inf
+                if s > settled:
+                    settled = s
+        n_open = keep
+        for k in range(n_touched):
+            e = touched_links[k]
+            left = residual[e] - frozen_sum[e]
+            residual[e] = left if left > 0 else zero
+            share[e] = residual[e] / load[e] if load[e] > 0 else inf
+            frozen_sum[e] = zero
+            touched[e] = False
+        if settled > slowest:
+            slowest = settled
+        bound = _tighten(open_flows, n_open, start, link, share, tight, around, nbytes, own)
+        rounds += 1
+    # Open flows stopped at the goal take their rate's lower bound, the tightest share (as
+    # maxmin_rates returns them); the maximum over the own flows is the full solve's.
+    slowest_time = 0.0
+    for f in range(own):
+        if start[f + 1] == start[f]:
+            continue  # no link: rate inf, no time
+        r = np.float64(rate[f] if frozen[f] else tight[f])
+        t = nbytes[f] / r if r > 0 else np.inf
+        if t > slowest_time:
+            slowest_time = t
+    return slowest_time, rounds

@@ -1,0 +1,115 @@
+"""The compiled goal solve of a ``speedup=model`` replay (fattorus.kernels.maxmin_compiled):
+hand-worked step times, the NumPy progressive filling (an independent reference) on random
+problems, and the JAX goal solve it replaced, bit for bit, on random problems, on the flows
+of jobs on every configured machine, and in a whole model replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from fattorus import workload
+from fattorus.analysis import commtime, interference, patterns
+from fattorus.kernels.maxmin import maxmin_rates_numpy
+from fattorus.kernels.maxmin_compiled import goal_step_time
+from fattorus.sched import replay
+from fattorus.topology import fattree
+
+TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
+
+
+def _routes(*flows: list[int]) -> np.ndarray:
+    width = max(len(f) for f in flows)
+    return np.array([f + [-1] * (width - len(f)) for f in flows], np.int32)
+
+
+def test_step_times_by_hand():
+    # One link of 10 shared by three flows: 10/3 each; 20 bytes take 6.
+    assert goal_step_time(_routes([0], [0], [0]), np.array([10.0, 20.0, 5.0]), 3, np.float32([10])) == \
+        pytest.approx(6.0, rel=1e-6)
+    # Link 0 (1) carries f0 and f1, link 1 (2) carries f1 and f2: rates 1/2, 1/2, 3/2.
+    routes, cap = _routes([0], [0, 1], [1]), np.float32([1, 2])
+    assert goal_step_time(routes, np.array([1.0, 2.0, 3.0]), 3, cap) == pytest.approx(4.0)  # f1: 2 / (1/2)
+    assert goal_step_time(routes, np.array([1.0, 2.0, 3.0]), 1, cap) == pytest.approx(2.0)  # f0 alone: 1 / (1/2)
+    # A flow with no link takes no time; no own flow: 0.
+    assert goal_step_time(_routes([], [0]), np.array([5.0, 1.0]), 1, np.float32([1])) == 0.0
+    assert goal_step_time(_routes([0]), np.array([5.0]), 0, np.float32([1])) == 0.0
+
+
+def _random_problem(rng: np.random.Generator, F: int, E: int, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Routes with padding anywhere (some flows with no link), byte counts, float32 capacities."""
+    routes = np.where(rng.random((F, L)) < 0.6, rng.integers(0, E, (F, L)), -1).astype(np.int32)
+    routes[rng.random(F) < 0.03] = -1
+    nbytes = rng.choice([1.0, 3.0, 4.0, 16.0, 1e6], F)
+    cap = rng.uniform(0.5, 10, E).astype(np.float32)
+    return routes, nbytes, cap
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    for F, E, L in [(1, 1, 1), (7, 3, 2), (60, 12, 4), (400, 50, 6), (2000, 300, 7)]:
+        routes, nbytes, cap = _random_problem(rng, F, E, L)
+        # Repeated links in one route (a torus route does not, a random one may) count once
+        # per crossing in both solvers: keep them, both must agree anyway.
+        ref, _ = maxmin_rates_numpy(routes, cap.astype(np.float64))
+        for own in sorted({1, F // 3, F}):
+            if own == 0:
+                continue
+            got = goal_step_time(routes, nbytes, own, cap)
+            for sparse in (False, True):
+                assert got == commtime.goal_step_time_jax(routes, nbytes, own, cap, sparse=sparse), (F, own, sparse)
+            linked = (routes[:own] >= 0).any(axis=1)
+            want = float((nbytes[:own][linked] / ref[:own][linked]).max()) if linked.any() else 0.0
+            assert got == pytest.approx(want, rel=1e-4)
+
+
+def _scattered_jobs(topo, rng: np.random.Generator) -> list[commtime.Job]:
+    """Three jobs on random nodes of ``topo`` (so that they share links) with keyed patterns."""
+    key = jax.random.PRNGKey(int(rng.integers(1 << 30)))
+    n = min(48, topo.n_nodes // 3)
+    nodes = rng.permutation(topo.n_nodes)[: 3 * n].reshape(3, n)
+    names = ["unstructured_mesh", "random_pairs", "stencil4d"]
+    return [commtime.Job(nodes[k], patterns.make(p, jax.random.fold_in(key, k), n)) for k, p in enumerate(names)]
+
+
+def test_every_machine_s_flows_solve_to_the_jax_goal_solve_s_bits(conf_topo, on_cpu):
+    rng = np.random.default_rng(11)
+    jobs = _scattered_jobs(conf_topo, rng)
+    route_ids, nbytes, owner = commtime._flows(conf_topo, jobs)
+    cap = commtime.solver_capacity(conf_topo).astype(np.float32)
+    sparse = conf_topo.max_route_links >= commtime.SPARSE_ROUTE_SLOTS
+    for j in range(len(jobs)):
+        # The job's flows first, then the others', as the replay orders a together problem.
+        order = np.r_[np.flatnonzero(owner == j), np.flatnonzero(owner != j)]
+        own = int((owner == j).sum())
+        got = goal_step_time(route_ids[order], nbytes[order], own, cap)
+        assert got == commtime.goal_step_time_jax(route_ids[order], nbytes[order], own, cap, sparse=sparse)
+        assert got > 0
+
+
+class _JaxSolves(commtime.ModelRuntimes):
+    """The model with its goal solves made by JAX, as before the compiled solve."""
+
+    def _step(self, route_ids, nbytes, own):
+        return commtime.goal_step_time_jax(route_ids, nbytes, own, self._cap_f32)
+
+
+def test_a_model_replay_is_the_jax_solves_replay_bit_for_bit(on_cpu):
+    """Two days of Thunder on ft6x6 under ``to`` (jobs slow each other down): every start, end
+    and slowdown equals the run whose solves JAX makes."""
+    ft = fattree.load("ft6x6")
+    log = workload.load(TRACES / "LLNL-Thunder-2007-1.1-cln.swf.gz", cores_per_node=4).jobs
+    scaled, _ = workload.scale_nodes(log, 1, ft.n_nodes)
+    jobs = workload.first_days(scaled, 2.0, 10.0)
+    mix = interference.parse_mix(interference.DEFAULT_MIX)
+    fast = commtime.ModelRuntimes(ft, mix, comm_fraction=0.5, seed=3)
+    slow = _JaxSolves(ft, mix, comm_fraction=0.5, seed=3)
+    a = replay.replay(jobs, ft, "to", "easy", runtime_model=fast).jobs
+    b = replay.replay(jobs, ft, "to", "easy", runtime_model=slow).jobs
+    assert a["start_s"].equals(b["start_s"]) and a["end_s"].equals(b["end_s"])
+    assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
+    assert np.nanmax(fast.slowdown) > 1.05  # jobs did slow each other down: solves that matter
