@@ -238,3 +238,16 @@ def test_link_bundles_join_parallel_links_of_one_class_and_bandwidth(topo):
     assert (first == lowest[group]).all() and (count == size[group]).all()
     # one class and one bandwidth a group: each link's equal its group's lowest link's
     assert (cls == cls[lowest[group]]).all() and (bw == bw[lowest[group]]).all()
+
+
+def test_host_routes_are_none_or_the_familys_routes(topo):
+    """A family's host router (what the bandwidth model routes a starting job with) gives the
+    family's own routes, pairs with src == dst and padding (negative ends) included."""
+    rng = np.random.default_rng(12)
+    src, dst = rng.integers(0, topo.n_nodes, 300), rng.integers(0, topo.n_nodes, 300)
+    dst[:20] = src[:20]
+    src[20:25] = -1
+    dst[25:30] = -1
+    got = topo.host_routes(src, dst)
+    if got is not None:
+        assert got.dtype == np.int32 and np.array_equal(got, _routes(topo, src, dst))

@@ -92,6 +92,9 @@ def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray,
     F = len(src)
     if F == 0:
         return np.zeros((0, topo.max_route_links), np.int32), np.zeros(0), np.zeros(0, np.int32)
+    host = topo.host_routes(src, dst)  # the family's host router, where it has one: no JAX call
+    if host is not None:
+        return on_bundles(topo, host), np.concatenate(nbytes), np.concatenate(owner)
     # Padded to a bucket so that a family's jit-compiled routing compiles once per bucket, not
     # once per flow count (the pad rows are node 0 to itself, dropped).
     pad = bucket_size(F) - F

@@ -17,6 +17,12 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
   solve); ``rounds`` / ``numpy_rounds`` are the solves here, ``repeats`` timed drains each
   (interleaved, after one untimed JAX drain that compiles: ``compile_s``).
 
+* ``goal_cab_instant``: the goal solve a ``speedup=model`` replay makes at a start, for every
+  job of ``cab_instant`` in turn (its flows first, then the others'): the compiled solve
+  (:mod:`fattorus.kernels.maxmin_compiled`, ``median_s``: all of them once) against the JAX
+  goal solve it replaced (:func:`fattorus.analysis.commtime.goal_step_time_jax`, in the
+  ``numpy_s`` column; ``speedup`` = JAX / compiled), interleaved, every answer checked equal.
+
 * ``replay_model``: the replay of the first ``MONTH`` days of Atlas x2 on Cab (``to``/EASY)
   with ``speedup=model`` (run times from the flow model at every job start, its patterns and
   communication fraction from ``conf/speedup/model.yaml`` as in a sweep) next to the same
@@ -60,6 +66,7 @@ from fattorus import topology, workload
 from fattorus.analysis import commtime, fluid, interference, patterns
 from fattorus.bench.replay import trace_path
 from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, maxmin_rates_numpy
+from fattorus.kernels.maxmin_compiled import goal_step_time
 from fattorus.sched import policy, replay
 
 DAYS, QUICK_DAYS = 7.0, 2.0
@@ -72,7 +79,8 @@ NOTES = ("Solve rows (cab_instant, ft44_stencil4d, fluid_cab_instant): one weigh
          "warm-up call, compile_s apart; target speedup >= 20 (CPU). replay_model* rows: whole replays, "
          "median_s = with speedup=model, numpy_s = the same replay without it, each the second of two runs "
          "(compile_s = the model's first run minus its second, 0 where an earlier row compiled it); "
-         "speedup = plain / model, the target >= 0.33 (model within 3x the plain replay).")
+         "speedup = plain / model, the target >= 0.33 (model within 3x the plain replay). goal_cab_instant: "
+         "median_s = the compiled goal solves, numpy_s = the same by the JAX solver (the replay's until session 29).")
 
 
 def _log(msg: str) -> None:
@@ -149,6 +157,42 @@ def _case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
             "max_rel_diff": diff, "repeats": len(times)}
 
 
+def _goal_case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
+    """Every job's goal solve at the instant (its flows first, then every other job's, as a
+    replay asks at a start): the compiled solve (:func:`~fattorus.kernels.maxmin_compiled.goal_step_time`)
+    against the JAX one it replaced (:func:`~fattorus.analysis.commtime.goal_step_time_jax`,
+    the ``numpy_s`` column here), interleaved; each answer checked equal."""
+    route_ids, nbytes, owner = commtime._flows(topo, jobs)
+    cap = commtime.solver_capacity(topo).astype(np.float32)
+    problems = []
+    for j in range(len(jobs)):
+        order = np.r_[np.flatnonzero(owner == j), np.flatnonzero(owner != j)]
+        problems.append((np.ascontiguousarray(route_ids[order]), nbytes[order], int((owner == j).sum())))
+
+    def sweep(solve) -> tuple[float, list[float]]:
+        t0 = time.perf_counter()
+        got = [solve(r, b, own, cap) for r, b, own in problems]
+        return time.perf_counter() - t0, got
+
+    first_s, _ = sweep(goal_step_time)
+    sweep(commtime.goal_step_time_jax)
+    times, ref_times = [], []
+    for _ in range(repeats):
+        t, got = sweep(goal_step_time)
+        times.append(t)
+        t, ref = sweep(commtime.goal_step_time_jax)
+        ref_times.append(t)
+        if got != ref:
+            raise AssertionError(f"{name}: the compiled goal solve differs from the JAX one")
+    med, ref_med = statistics.median(times), statistics.median(ref_times)
+    _log(f"{name}: {len(problems)} goal solves of {len(nbytes)} flows, compiled {med * 1e3:.1f} ms, "
+         f"jax {ref_med * 1e3:.1f} ms")
+    return {"case": name, "machine": topo.name, "flows": len(nbytes), "rounds": None, "numpy_rounds": None,
+            "compile_s": max(first_s - med, 0.0), "median_s": med, "incidences_s": None, "after_other_s": None,
+            "numpy_s": ref_med, "speedup": ref_med / med, "speedup_after_other": None, "max_rel_diff": 0.0,
+            "repeats": len(times)}
+
+
 def _fluid_case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
     """Drained finish times of ``jobs``' flows: JAX (compacting) against NumPy, interleaved."""
     route_ids, nbytes, _ = commtime._flows(topo, jobs)
@@ -182,6 +226,7 @@ def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[
     _log(label)
     rows.append(_case("cab_instant", topology.load("cab"), jobs, repeats))
     rows.append(_fluid_case("fluid_cab_instant", topology.load("cab"), jobs, repeats))
+    rows.append(_goal_case("goal_cab_instant", topology.load("cab"), jobs, repeats))
     ft44 = topology.load("ft44")
     key = jax.random.PRNGKey(seed)
     alloc = np.random.default_rng(seed).choice(ft44.n_nodes, 4096, replace=False)

@@ -217,6 +217,16 @@ class Topology(abc.ABC):
         """Static routes of a batch of pairs: ``(P, max_route_links)`` link ids, ``-1`` padded."""
         ...
 
+    def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+        """:meth:`routes` of a batch of pairs computed on the host, ``(P, max_route_links)``
+        int32 NumPy, when the family has a host router (the same ids: the contract test
+        checks), else None (the default): callers then run the compiled :meth:`routes`
+        (:func:`fattorus.kernels.routes.route_links`). Why a second router: a
+        ``speedup=model`` replay routes each starting job's flows, a few hundred to a few
+        thousand pairs, and a compiled JAX call costs more in dispatch and transfer than the
+        routing itself."""
+        return None
+
     def flow_loads(self, src, dst, nbytes, dtype=None):
         """Bytes per link ``(n_links,)`` of flows ``src -> dst`` (``-1`` pads) along the static
         routes: a scatter-add of each flow's bytes onto its route's links (jit-traceable).

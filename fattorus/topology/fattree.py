@@ -237,6 +237,12 @@ class FatTree(Topology):
 
         return fattree_routing.routes(self, src, dst)
 
+    def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """D-mod-k routes computed on the host (:func:`fattorus.topology.fattree_routing.host_routes`)."""
+        from fattorus.topology import fattree_routing
+
+        return fattree_routing.host_routes(self, src, dst)
+
     def flow_loads(self, src, dst, nbytes, dtype=None):
         """Bytes per link of flows ``src -> dst``: one scatter-add per D-mod-k route slot
         (:func:`fattorus.topology.fattree_routing.route_slots`), without materialising the
