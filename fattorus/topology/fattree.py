@@ -238,10 +238,10 @@ class FatTree(Topology):
         return fattree_routing.routes(self, src, dst)
 
     def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """D-mod-k routes computed on the host (:func:`fattorus.topology.fattree_routing.host_routes`)."""
-        from fattorus.topology import fattree_routing
+        """D-mod-k routes computed on the host (:func:`fattorus.topology.fattree_host_routes.host_routes`)."""
+        from fattorus.topology import fattree_host_routes
 
-        return fattree_routing.host_routes(self, src, dst)
+        return fattree_host_routes.host_routes(self, src, dst)
 
     def flow_loads(self, src, dst, nbytes, dtype=None):
         """Bytes per link of flows ``src -> dst``: one scatter-add per D-mod-k route slot

@@ -57,7 +57,6 @@ from functools import lru_cache, partial
 
 import jax
 import jax.numpy as jnp
-import numba
 import numpy as np
 
 from fattorus.topology.fattree import FatTree, TopologyError
@@ -297,46 +296,6 @@ def routes(ft: FatTree, src: jax.Array, dst: jax.Array) -> jax.Array:
     in_leaf = jnp.stack([hop[0], hop[5], none, none, none, none], axis=-1)
     out = jnp.where(pods[..., None], cross, jnp.where(leaves[..., None], in_pod, in_leaf))
     return jnp.where(valid[..., None], out, -1).astype(jnp.int32)
-
-
-def host_routes(ft: FatTree, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """:func:`routes` of flat pairs ``src -> dst`` computed on the host: ``(P, HOPS_MAX)`` int32
-    NumPy, the same link ids (one compiled loop over the pairs, numba; no JAX dispatch)."""
-    src = np.ascontiguousarray(np.ravel(src), np.int64)
-    dst = np.ascontiguousarray(np.ravel(dst), np.int64)
-    if src.shape != dst.shape:
-        raise ValueError(f"host_routes: {src.shape[0]} sources for {dst.shape[0]} destinations")
-    lo = layout(ft)
-    return _host_routes(src, dst, ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod, cores_per_l2(ft), lo.node_up,
-                        lo.node_down, lo.leaf_up, lo.leaf_down, lo.l2_up, lo.l2_down)
-
-
-@numba.njit(cache=True)
-def _host_routes(src, dst, k, p, S, C, node_up, node_down, leaf_up, leaf_down, l2_up, l2_down):
-    """The loop of :func:`host_routes` (link ids as in the module docstring's table)."""
-    out = np.full((src.shape[0], HOPS_MAX), -1, np.int32)
-    for i in range(src.shape[0]):
-        a, b = src[i], dst[i]
-        if a < 0 or b < 0 or a == b:
-            continue
-        s = b % S
-        j = (b // S) % C
-        leaf_a, leaf_b = a // k, b // k
-        out[i, 0] = node_up + a
-        if leaf_a == leaf_b:
-            out[i, 1] = node_down + b
-            continue
-        out[i, 1] = leaf_up + leaf_a * S + s
-        pod_a, pod_b = a // p, b // p
-        if pod_a == pod_b:
-            out[i, 2] = leaf_down + leaf_b * S + s
-            out[i, 3] = node_down + b
-            continue
-        out[i, 2] = l2_up + (pod_a * S + s) * C + j
-        out[i, 3] = l2_down + (pod_b * S + s) * C + j
-        out[i, 4] = leaf_down + leaf_b * S + s
-        out[i, 5] = node_down + b
-    return out
 
 
 def route_hops(ft: FatTree, route_ids):
