@@ -14,8 +14,9 @@ from fattorus.topology.fattree_routing import HOPS_MAX, cores_per_l2, layout
 
 
 def host_routes(ft: FatTree, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """:func:`~fattorus.topology.fattree_routing.routes` of flat pairs ``src -> dst`` computed on the host: ``(P, HOPS_MAX)`` int32
-    NumPy, the same link ids (one compiled loop over the pairs, numba; no JAX dispatch)."""
+    """:func:`~fattorus.topology.fattree_routing.routes` of flat pairs ``src -> dst`` computed
+    on the host: ``(P, HOPS_MAX)`` int32 NumPy, the same link ids (one compiled loop over the
+    pairs, numba; no JAX dispatch)."""
     src = np.ascontiguousarray(np.ravel(src), np.int64)
     dst = np.ascontiguousarray(np.ravel(dst), np.int64)
     if src.shape != dst.shape:
