@@ -139,10 +139,12 @@ def test_on_a_torus_the_ideal_is_the_best_of_its_compact_placements():
 
 def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(monkeypatch):
     """On tori with long routes (>= SPARSE_ROUTE_SLOTS slots) the model solves from compact
-    crossing lists; step times, slowdowns and a replay's run times are those of the padded
-    routes bit for bit (the reference: the same calls with the switch off). Two scattered jobs
-    (a structured and a random pattern, sharing links) make the slowdowns' solves: each solve
-    compiles per flow and crossing count, and more jobs only add compilations of the same code."""
+    crossing lists; step times and slowdowns are those of the padded routes bit for bit (the
+    reference: the same calls with the switch off), and a replay's run times, whose goal
+    solves are compiled (kernels.maxmin_compiled), those of the JAX goal solves from compact
+    lists and from padded routes. Two scattered jobs (a structured and a random pattern,
+    sharing links) make the slowdowns' solves: each solve compiles per flow and crossing
+    count, and more jobs only add compilations of the same code."""
     from fattorus import topology
     from fattorus.analysis import interference
     from fattorus.topology.torus3d import Torus3D
@@ -158,7 +160,7 @@ def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(mon
     assert np.all(sparse.together > sparse.alone)  # the two jobs do share links
     # The replay's goal solves too: slowdowns of a short replay on the same torus (jobs of at
     # most 32 nodes: first fit still puts some beside each other, slowed, and each job size
-    # is more solver compilations, in both runs).
+    # is more solver compilations, in every run).
     from fattorus import workload
     from fattorus.sched import replay as rp
 
@@ -171,16 +173,22 @@ def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(mon
                                  machine_nodes=torus.n_nodes)
     table = workload.with_estimate(wl.jobs)
 
-    def replayed():
+    def replayed(sparse_jax: bool | None = None):
+        """Slowdowns and ends of the replay: its own (compiled) goal solves, or the JAX ones
+        from compact lists (``sparse_jax`` True) or padded routes (False)."""
         model = commtime.ModelRuntimes(torus, interference.parse_mix(interference.DEFAULT_MIX), 0.3, 0)
+        if sparse_jax is not None:
+            model._step = lambda r, b, own: commtime.goal_step_time_jax(r, b, own, model._cap_f32, sparse=sparse_jax)
         r = rp.replay(table, torus, "first_fit", "easy", runtime_model=model)
         return model.slowdown.copy(), r.jobs["end_s"].to_numpy()
 
-    slow_sparse, end_sparse = replayed()
+    slow_compiled, end_compiled = replayed()
+    slow_sparse, end_sparse = replayed(sparse_jax=True)
+    slow_padded, end_padded = replayed(sparse_jax=False)
     monkeypatch.setattr(commtime, "SPARSE_ROUTE_SLOTS", 10 ** 6)  # padded routes everywhere
     padded = commtime.slowdowns(torus, jobs)
-    slow_padded, end_padded = replayed()
     for name in ("alone", "ideal", "together", "slowdown"):
         assert np.array_equal(getattr(sparse, name), getattr(padded, name)), name
-    assert np.array_equal(slow_sparse, slow_padded, equal_nan=True) and np.array_equal(end_sparse, end_padded)
-    assert np.nanmax(slow_sparse) > 1  # first fit on a torus: some jobs do slow each other down
+    for slow, end in ((slow_sparse, end_sparse), (slow_padded, end_padded)):
+        assert np.array_equal(slow_compiled, slow, equal_nan=True) and np.array_equal(end_compiled, end)
+    assert np.nanmax(slow_compiled) > 1  # first fit on a torus: some jobs do slow each other down
