@@ -421,6 +421,13 @@ class Torus3D(Topology):
         valid = (src >= 0) & (dst >= 0) & (src != dst)
         return jnp.where(valid[..., None], out, -1).astype(jnp.int32)
 
+    def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Dimension-order routes computed on the host (:func:`fattorus.topology.torus_host_routes.host_routes`)."""
+        from fattorus.topology import torus_host_routes
+
+        return torus_host_routes.host_routes(self.dims, self.nodes_per_router, self.n_nodes, self.max_route_links,
+                                             src, dst)
+
     def job_links(self, nodes: np.ndarray) -> np.ndarray:
         """Router links that dimension-order routes between any two of the job's routers use.
 
