@@ -42,7 +42,7 @@ import polars as pl
 
 from fattorus.analysis import fluid, patterns
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time
-from fattorus.kernels.maxmin_compiled import goal_step_time
+from fattorus.kernels.maxmin_compiled import goal_step_time, new_workspace
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
 
@@ -347,6 +347,7 @@ class ModelRuntimes:
                     self.by_app += 1
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cap_f32 = solver_capacity(self.topo).astype(np.float32)
+        self._workspace = new_workspace(len(self._cap_f32))  # lent to every goal solve
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self._busy_ns = self._useful_ns = self._completed_ns = 0.0
@@ -391,7 +392,7 @@ class ModelRuntimes:
         """Step time of the first ``own`` flows when all flows run together: the compiled goal
         solve (:func:`fattorus.kernels.maxmin_compiled.goal_step_time`, the JAX solve's floats
         on the CPU, ~3-4x faster per start; :func:`goal_step_time_jax` is the same solve in JAX)."""
-        return goal_step_time(route_ids, nbytes, own, self._cap_f32)
+        return goal_step_time(route_ids, nbytes, own, self._cap_f32, self._workspace)
 
     def _one_router(self, nodes: np.ndarray) -> bool:
         """Whether ``nodes`` share one innermost group (the level-0 group: a router, a fat-tree switch)."""

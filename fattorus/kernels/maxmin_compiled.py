@@ -38,18 +38,23 @@ _BOTTLENECK_SLACK = np.float32(1 + RTOL)
 _GOAL_SLACK = np.float32(1 - GOAL_MARGIN)
 
 
-def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray) -> float:
+def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray,
+                   workspace: np.ndarray | None = None) -> float:
     """Step time of the first ``own`` flows when all flows of ``route_ids`` run together:
     ``max bytes / rate`` over them (in ``bytes / capacity unit``), their rates the weighted
     max-min fair ones with unit weights — bit for bit what
-    :meth:`fattorus.analysis.commtime.ModelRuntimes._step` got from
-    ``maxmin_rates(..., goal=...)`` on the CPU (module docstring).
+    :func:`fattorus.analysis.commtime.goal_step_time_jax` (``maxmin_rates(..., goal=...)``)
+    gives on the CPU (module docstring).
 
     Args:
       route_ids: ``(F, L)`` int link ids of each flow's route, ``-1`` padded (anywhere).
       nbytes: ``(F,)`` bytes of each flow (only the first ``own`` are read).
       own: how many leading flows are the job's.
       capacity: ``(E,)`` float32 link capacities (> 0).
+      workspace: optional ``(E,)`` int32 array of ``-1`` (:func:`new_workspace`), lent to the
+        solve and handed back as it came: callers that solve many times on one machine keep
+        one, so that a solve costs its crossings and not the machine's links (a torus of
+        Blue Waters' size has ~140,000).
 
     A flow that crosses no link takes no time (rate ``inf``); a flow starved at rate 0 takes
     ``inf``; no own flows: 0.
@@ -57,27 +62,47 @@ def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity
     routes = np.ascontiguousarray(route_ids, np.int32)
     if routes.ndim != 2 or len(nbytes) != routes.shape[0] or not 0 <= own <= routes.shape[0]:
         raise ValueError(f"goal_step_time: routes {routes.shape}, {len(nbytes)} byte counts, own {own}")
+    capacity = np.ascontiguousarray(capacity, np.float32)
+    if workspace is None:
+        workspace = new_workspace(len(capacity))
+    elif workspace.shape != capacity.shape or workspace.dtype != np.int32:
+        raise ValueError(f"goal_step_time: a workspace of {capacity.shape[0]} int32 entries, got {workspace.shape} "
+                         f"{workspace.dtype}")
     if own == 0:
         return 0.0
-    return float(_goal_step(routes, np.ascontiguousarray(nbytes, np.float64), int(own),
-                            np.ascontiguousarray(capacity, np.float32), _BOTTLENECK_SLACK, _GOAL_SLACK)[0])
+    return float(_goal_step(routes, np.ascontiguousarray(nbytes, np.float64), int(own), capacity, workspace,
+                            _BOTTLENECK_SLACK, _GOAL_SLACK)[0])
+
+
+def new_workspace(n_links: int) -> np.ndarray:
+    """A workspace for :func:`goal_step_time` on a machine of ``n_links`` links."""
+    return np.full(n_links, -1, np.int32)
 
 
 @numba.njit(cache=True)
-def _crossings(routes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Compact crossing lists in flow order: flow ``f`` crosses ``link[start[f]:start[f + 1]]``."""
+def _crossings(routes: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Compact crossing lists in flow order, on the links the routes use renumbered densely
+    in order of first use: flow ``f`` crosses ``link[start[f]:start[f + 1]]``, dense link
+    ``u`` is machine link ``used[u]``. ``index`` (machine link -> dense id, ``-1``: unused)
+    comes all ``-1`` and is left so (:func:`_release`)."""
     F, L = routes.shape
     start = np.zeros(F + 1, np.int64)
     link = np.empty(F * L, np.int32)
-    n = 0
+    used = np.empty(min(F * L, index.shape[0]), np.int64)
+    n, n_used = 0, 0
     for f in range(F):
         for k in range(L):
             e = routes[f, k]
             if e >= 0:
-                link[n] = e
+                u = index[e]
+                if u < 0:
+                    u = index[e] = n_used
+                    used[n_used] = e
+                    n_used += 1
+                link[n] = u
                 n += 1
         start[f + 1] = n
-    return start, link[:n]
+    return start, link[:n], used[:n_used]
 
 
 @numba.njit(cache=True)
@@ -109,14 +134,18 @@ def _tighten(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.nd
 
 
 @numba.njit(cache=True)
-def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, bottleneck_slack: np.float32,
-               goal_slack: np.float32) -> tuple[float, int]:
-    """:func:`goal_step_time` (and the filling rounds it took)."""
-    start, link = _crossings(routes)
-    F, E = routes.shape[0], capacity.shape[0]
+def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, index: np.ndarray,
+               bottleneck_slack: np.float32, goal_slack: np.float32) -> tuple[float, int]:
+    """:func:`goal_step_time` (and the filling rounds it took), over the used links only."""
+    start, link, used = _crossings(routes, index)
+    for u in range(used.shape[0]):
+        index[used[u]] = -1  # the workspace goes back as it came
+    F, E = routes.shape[0], used.shape[0]
     inf, zero, one = np.float32(np.inf), np.float32(0.0), np.float32(1.0)
     load = np.zeros(E, np.float32)
-    residual = capacity.copy()
+    residual = np.empty(E, np.float32)
+    for u in range(E):
+        residual[u] = capacity[used[u]]
     share = np.empty(E, np.float32)
     around = np.empty(E, np.float32)
     bottleneck = np.zeros(E, np.bool_)
