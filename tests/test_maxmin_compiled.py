@@ -14,7 +14,7 @@ import pytest
 from fattorus import workload
 from fattorus.analysis import commtime, interference, patterns
 from fattorus.kernels.maxmin import maxmin_rates_numpy
-from fattorus.kernels.maxmin_compiled import goal_step_time
+from fattorus.kernels.maxmin_compiled import goal_step_time, new_workspace
 from fattorus.sched import replay
 from fattorus.topology import fattree
 
@@ -37,6 +37,8 @@ def test_step_times_by_hand():
     # A flow with no link takes no time; no own flow: 0.
     assert goal_step_time(_routes([], [0]), np.array([5.0, 1.0]), 1, np.float32([1])) == 0.0
     assert goal_step_time(_routes([0]), np.array([5.0]), 0, np.float32([1])) == 0.0
+    with pytest.raises(ValueError, match="workspace of 2 int32"):
+        goal_step_time(_routes([0]), np.array([5.0]), 1, np.float32([1, 1]), new_workspace(3))
 
 
 def _random_problem(rng: np.random.Generator, F: int, E: int, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,6 +62,8 @@ def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_
             if own == 0:
                 continue
             got = goal_step_time(routes, nbytes, own, cap)
+            workspace = new_workspace(E)  # lent to the solve and handed back as it came
+            assert goal_step_time(routes, nbytes, own, cap, workspace) == got and (workspace == -1).all()
             for sparse in (False, True):
                 assert got == commtime.goal_step_time_jax(routes, nbytes, own, cap, sparse=sparse), (F, own, sparse)
             linked = (routes[:own] >= 0).any(axis=1)
