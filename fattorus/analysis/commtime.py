@@ -391,7 +391,7 @@ class ModelRuntimes:
     def _step(self, route_ids: np.ndarray, nbytes: np.ndarray, own: int) -> float:
         """Step time of the first ``own`` flows when all flows run together: the compiled goal
         solve (:func:`fattorus.kernels.maxmin_compiled.goal_step_time`, the JAX solve's floats
-        on the CPU, ~3-4x faster per start; :func:`goal_step_time_jax` is the same solve in JAX)."""
+        on the CPU, ~4-8x faster per solve; :func:`goal_step_time_jax` is the same solve in JAX)."""
         return goal_step_time(route_ids, nbytes, own, self._cap_f32, self._workspace)
 
     def _one_router(self, nodes: np.ndarray) -> bool:

@@ -7,7 +7,8 @@ to it, unit weights, float32, and wants only ``max bytes / rate`` over the job's
 On a 30-day Atlas x2 on Cab replay under ``to`` most of these problems hold 4k-16k flows and
 stop after one to ten rounds; each round of the JAX solver is a few whole-array scatters, and
 with their dispatch a solve took ~1-7 ms. Here a round is two passes over the open flows'
-crossings (the ones that froze drop out of the lists), ~3-4x faster per solve on this CPU.
+crossings (the ones that froze drop out of the lists): ~4-8x faster per solve on this CPU
+(bench row ``goal_cab_instant``).
 
 **Same bits as the JAX solver.** Every step is the one of
 :func:`~fattorus.kernels.maxmin._round` in float32, in the same order where order matters:
