@@ -15,8 +15,9 @@ crossings (the ones that froze drop out of the lists): ~4-8x faster per solve on
 
 * per-link loads are counts of open flows (integers, exact in float32 below 2**24);
 * the residual of a link loses the rates frozen on it this round summed in flow order, as
-  XLA's scatter-add adds the crossings on the CPU (``tests/test_maxmin_compiled.py`` checks
-  every field against the JAX solve on random problems of every family);
+  XLA's scatter-add adds the crossings on the CPU (``tests/test_maxmin_compiled.py``
+  checks the step time bit for bit against the JAX goal solve on random problems, on every
+  configured machine's flows and over whole replays);
 * shares, the tightest share per flow and per link, the local-bottleneck test with its
   ``(1 + rtol)`` and the goal test with its ``(1 - GOAL_MARGIN)`` are the same float32
   operations (minima and maxima do not depend on order).
