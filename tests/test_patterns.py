@@ -157,18 +157,39 @@ def test_unstructured_mesh_counts_distinct_and_local():
     assert pairs(again) == pairs(t)
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_stable_top_is_the_prefix_of_a_stable_sort(seed):
-    """The mesh's partial sort equals NumPy's full stable argsort cut at ``k``, with many
-    ties (small integers) and ``inf`` padding, for ``k`` from 1 to past the row width."""
-    rng = np.random.default_rng(seed)
-    for _ in range(100):
-        values = rng.integers(0, 5, (40, 30)).astype(float)
-        values[rng.random(values.shape) < 0.2] = np.inf
-        k = int(rng.integers(1, 33))
-        assert np.array_equal(P._stable_top(values, k), np.argsort(values, axis=1, kind="stable")[:, :k])
-    values = rng.random((40, 124))  # distinct values: the partition path without ties
-    assert np.array_equal(P._stable_top(values, 27), np.argsort(values, axis=1, kind="stable")[:, :27])
+@pytest.mark.parametrize("n", [2, 5, 27, 64, 300, 1000])
+def test_unstructured_mesh_is_its_documented_draws(n):
+    """The mesh from JAX's own draws and NumPy's full stable sort, written out here: split the
+    key, counts uniform in [6, 27], Gumbel scores ``-locality/2 log |o|^2 - log(-log u)`` on
+    the box offsets (nearest first, self and repeats unusable), each rank's ``count`` best by
+    a stable descending sort. The pattern draws on the host and selects compiled: same flows,
+    same order."""
+    key = jax.random.fold_in(KEY, n)
+    k_count, k_pick = jax.random.split(key)
+    counts = np.minimum(6 + np.floor(np.asarray(jax.random.uniform(k_count, (n,)), np.float64) * 22), 27).astype(int)
+    dims = P.grid_dims(n, 3)
+    r = np.arange(-2, 3)
+    offsets = np.stack(np.meshgrid(r, r, r, indexing="ij"), axis=-1).reshape(-1, 3)
+    offsets = offsets[(offsets**2).sum(1) > 0]
+    offsets = offsets[np.argsort((offsets**2).sum(1), kind="stable")]
+    u = np.asarray(jax.random.uniform(k_pick, (n * len(offsets),)), np.float64).reshape(n, len(offsets))
+    src, dst = [], []
+    for rank in range(n):
+        here = np.asarray(coords_of(rank, dims))
+        seen, score, cand = set(), [], []
+        for c, o in enumerate(offsets):
+            other = int(np.ravel_multi_index(tuple((here + o) % dims), dims))
+            usable = other != rank and other not in seen
+            seen.add(other)
+            g = -np.log(-np.log(max(u[rank, c], np.finfo(np.float32).tiny)))
+            score.append(-2.0 * np.log(float((o**2).sum())) + g if usable else -np.inf)
+            cand.append(other)
+        order = [c for c in np.argsort(-np.asarray(score), kind="stable") if np.isfinite(score[c])]
+        for c in order[: counts[rank]]:
+            src.append(rank)
+            dst.append(cand[c])
+    t = P.unstructured_mesh(key, n)
+    assert pairs(t) == list(zip(src, dst))
 
 
 def test_unstructured_mesh_small_job_caps_counts():

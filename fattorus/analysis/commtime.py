@@ -41,6 +41,7 @@ import numpy as np
 import polars as pl
 
 from fattorus.analysis import fluid, patterns
+from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time
 from fattorus.kernels.maxmin_compiled import goal_step_time, new_workspace
 from fattorus.kernels.routes import route_links
@@ -57,10 +58,6 @@ GOAL_STAGE_MIN_FLOWS = 1 << 30
 #: Memory for the ideal placements' routes of key-free patterns kept between starts (bytes):
 #: a month's replay meets ~100 (pattern, size) pairs, most of them small jobs.
 IDEAL_ROUTES_BYTES = 64 * 2**20
-
-#: ``jax.random.fold_in``, compiled: the same key bits, without eager dispatch (~0.1 ms a job).
-_fold_in = jax.jit(jax.random.fold_in)
-
 
 class Job(NamedTuple):
     """A running job for the model: its nodes (allocation order) and its rank-level traffic."""
@@ -333,7 +330,7 @@ class ModelRuntimes:
             raise ValueError(f"speedup=model: comm_fraction must be in [0, 1], got {self.comm_fraction}")
         self._base = prepared["runtime_s"].to_numpy().astype(np.float64)
         self._estimate = prepared["estimate_s"].to_numpy().astype(np.float64)
-        self._key = jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10)
+        self._key = threefry.key_data(jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10))
         self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
         self._params: list[tuple[tuple[str, Any], ...]] = [()] * len(self._base)
         self.by_app = 0  # jobs whose pattern their application named
@@ -379,7 +376,8 @@ class ModelRuntimes:
             if cached is None:
                 cached = self._keyless[(name, params, n)] = patterns.make(name, self._key, n, **dict(params))
             return cached
-        return patterns.make(name, _fold_in(self._key, j), n, **dict(params))
+        # jax.random.fold_in's bits, on the host (a JAX call per start cost ~0.1 ms)
+        return patterns.make(name, threefry.fold_in(self._key, j), n, **dict(params))
 
     def _job_flows(self, traffic: patterns.Traffic | None, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Route ids and bytes of a job's flows (``traffic``) on ``nodes``."""

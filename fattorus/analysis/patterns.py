@@ -13,19 +13,24 @@ one (``stencil2d`` 64 KiB, ``stencil4d`` 4 MiB MILC-like, ``unstructured_mesh`` 
 Ranks map to a job's nodes in allocation order (:func:`to_nodes`): rank ``i`` runs on
 ``alloc[i]``, one rank per node unless ``ranks_per_node`` says otherwise.
 
-Random draws use ``jax.random`` keys and are vectorised over ranks; the variable-length
-output is assembled with NumPy. Draws are made on shapes padded to a power of two and then
-cut, so that jobs of many sizes share a few compiled samplers.
+Random draws take a threefry key (a raw ``jax.random.PRNGKey``, a typed threefry key or
+its ``(2,)`` uint32 words) and are made on the host by :mod:`fattorus.kernels.threefry`:
+the bits ``jax.random`` draws with the same key, without a JAX dispatch per call (a replay
+draws a keyed pattern at every job start). Draws are vectorised over ranks; the
+variable-length output is assembled with NumPy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-import jax
 import numpy as np
+
+#: A threefry key: ``jax.random.PRNGKey(seed)``, ``jax.random.key(seed)`` or its ``(2,)``
+#: uint32 words (:func:`fattorus.kernels.threefry.key_data`).
+Key = Any
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -105,7 +110,7 @@ def _neighbour_ranks(dims: tuple[int, ...], offsets: np.ndarray) -> np.ndarray:
 
 
 # Structured stencils ------------------------------------------------------------------------
-def stencil(key: jax.Array | None, n: int, ndim: int = 2, nbytes: float = 64 * KiB) -> Traffic:
+def stencil(key: Key | None, n: int, ndim: int = 2, nbytes: float = 64 * KiB) -> Traffic:
     """Periodic nearest-neighbour halo exchange on a near-cubic ``ndim``-D process grid.
 
     Each rank sends ``nbytes`` to its ``2 * ndim`` face neighbours (``+-1`` along each axis,
@@ -124,17 +129,17 @@ def stencil(key: jax.Array | None, n: int, ndim: int = 2, nbytes: float = 64 * K
     return _traffic(src, dst, nbytes)
 
 
-def stencil2d(key: jax.Array | None, n: int, nbytes: float = 64 * KiB) -> Traffic:
+def stencil2d(key: Key | None, n: int, nbytes: float = 64 * KiB) -> Traffic:
     """2D 5-point stencil: 4 neighbours, 64 KiB per message by default."""
     return stencil(key, n, 2, nbytes)
 
 
-def stencil3d(key: jax.Array | None, n: int, nbytes: float = 256 * KiB) -> Traffic:
+def stencil3d(key: Key | None, n: int, nbytes: float = 256 * KiB) -> Traffic:
     """3D 7-point stencil: 6 neighbours, 256 KiB per message by default (a choice)."""
     return stencil(key, n, 3, nbytes)
 
 
-def stencil4d(key: jax.Array | None, n: int, nbytes: float = 4 * MiB) -> Traffic:
+def stencil4d(key: Key | None, n: int, nbytes: float = 4 * MiB) -> Traffic:
     """4D stencil (MILC-like, the paper's "Stencil"): 8 neighbours, 4 MiB per message."""
     return stencil(key, n, 4, nbytes)
 
@@ -151,23 +156,31 @@ def _first_unique(cand: np.ndarray, self_rank: np.ndarray) -> np.ndarray:
     return ~dup & (cand != self_rank[:, None])
 
 
-def _uniform(key: jax.Array, rows: int, cols: int | None = None) -> np.ndarray:
-    """Uniform ``[0, 1)`` float64 draws of shape ``(rows,)`` or ``(rows, cols)``.
-
-    Drawn as one flat vector whose length is padded to a power of two (at least 1024), then
-    cut and reshaped, so that jobs of many sizes share a few compiled samplers.
+def _uniform(key: Key, rows: int, cols: int | None = None) -> np.ndarray:
+    """Uniform ``[0, 1)`` float64 draws of shape ``(rows,)`` or ``(rows, cols)``: the float32
+    ``jax.random.uniform(key, (rows * cols,))`` draws, reshaped (a draw depends on its
+    index alone, so they are also the first draws of any longer flat shape).
     """
+    from fattorus.kernels import threefry  # numba loads with the first draw, not with this module
+
     size = rows * (1 if cols is None else cols)
-    flat = np.asarray(jax.random.uniform(key, (max(1024, 1 << max(size - 1, 0).bit_length()),)), np.float64)
-    return flat[:size].reshape((rows,) if cols is None else (rows, cols))
+    return threefry.uniform(key, size).astype(np.float64).reshape((rows,) if cols is None else (rows, cols))
 
 
-def _randint(key: jax.Array, lo: int, hi: int, rows: int, cols: int | None = None) -> np.ndarray:
+def _split(key: Key) -> tuple[np.ndarray, np.ndarray]:
+    """``jax.random.split(key)``: two new keys."""
+    from fattorus.kernels import threefry
+
+    k = threefry.split(key, 2)
+    return k[0], k[1]
+
+
+def _randint(key: Key, lo: int, hi: int, rows: int, cols: int | None = None) -> np.ndarray:
     """Uniform integers in ``[lo, hi]`` (inclusive)."""
     return np.minimum(lo + np.floor(_uniform(key, rows, cols) * (hi - lo + 1)), hi).astype(np.int64)
 
 
-def _counts(key: jax.Array, n: int, lo: int, hi: int) -> np.ndarray:
+def _counts(key: Key, n: int, lo: int, hi: int) -> np.ndarray:
     if not 1 <= lo <= hi:
         raise ValueError(f"neighbour counts need 1 <= min <= max, got {lo}, {hi}")
     return _randint(key, lo, hi, n)
@@ -203,7 +216,7 @@ def _mesh_candidates(n: int, radius: int, locality: float) -> tuple[np.ndarray, 
 
 
 def unstructured_mesh(
-    key: jax.Array,
+    key: Key,
     n: int,
     nbytes: float = 512 * KiB,
     min_neighbours: int = 6,
@@ -224,41 +237,20 @@ def unstructured_mesh(
     n = _check_n(n)
     if n < 2:
         return _empty()
-    k_count, k_pick = jax.random.split(key)
+    k_count, k_pick = _split(key)
     counts = _counts(k_count, n, min_neighbours, max_neighbours)
     cand, valid, prior = _mesh_candidates(n, radius, float(locality))
     gumbel = -np.log(-np.log(np.maximum(_uniform(k_pick, *cand.shape), np.finfo(np.float32).tiny)))
     score = np.where(valid, prior + gumbel, -np.inf)
-    by_score = _stable_top(-score, int(counts.max()))
-    cand = np.take_along_axis(cand, by_score, axis=1)
-    valid = np.take_along_axis(valid, by_score, axis=1)
-    return _take_first(cand, valid, counts, nbytes)
+    from fattorus.kernels import select  # numba loads with the first draw, not with this module
 
-
-def _stable_top(values: np.ndarray, k: int) -> np.ndarray:
-    """Column indices of each row's ``k`` smallest ``values`` in the order of
-    ``np.argsort(values, axis=1, kind="stable")`` (its first ``k`` columns).
-
-    A partition picks each row's ``k + 1`` smallest, sorted by (value, column); where the
-    ``k``-th and the ``(k + 1)``-th values differ that is the stable sort's prefix exactly,
-    and a row where they tie (ties at the cut, e.g. ``inf`` padding) is sorted in full.
-    Cheaper than sorting the whole row when ``k`` is small (a mesh keeps at most 27 of 124)."""
-    m = values.shape[1]
-    if k < 1:
-        return np.zeros((values.shape[0], 0), np.intp)
-    if k + 1 >= m:
-        return np.argsort(values, axis=1, kind="stable")[:, :k]
-    pick = np.sort(np.argpartition(values, k, axis=1)[:, : k + 1], axis=1)  # by column
-    order = np.take_along_axis(pick, np.argsort(np.take_along_axis(values, pick, axis=1), axis=1, kind="stable"), axis=1)
-    top = np.take_along_axis(values, order[:, k - 1 : k + 1], axis=1)
-    tie = top[:, 0] == top[:, 1]
-    if tie.any():
-        order[tie] = np.argsort(values[tie], axis=1, kind="stable")[:, : k + 1]
-    return order[:, :k]
+    # Each rank's `count` best scores, ties by column (the prefix of a stable sort); -inf: unusable.
+    rows, cols = select.first_largest(score, counts)
+    return _traffic(rows, cand[rows, cols], nbytes)
 
 
 def spread(
-    key: jax.Array,
+    key: Key,
     n: int,
     nbytes: float = 512 * KiB,
     min_neighbours: int = 6,
@@ -274,7 +266,7 @@ def spread(
     n = _check_n(n)
     if n < 2:
         return _empty()
-    k_count, k_pick = jax.random.split(key)
+    k_count, k_pick = _split(key)
     counts = _counts(k_count, n, min_neighbours, max_neighbours)
     m = 2 * max_neighbours
     ranks = np.arange(n)
@@ -289,7 +281,7 @@ def spread(
     return _take_first(cand, valid, counts, nbytes)
 
 
-def random_pairs(key: jax.Array, n: int, nbytes: float = 1 * MiB) -> Traffic:
+def random_pairs(key: Key, n: int, nbytes: float = 1 * MiB) -> Traffic:
     """Random pairs ("Pairs"): a random perfect matching of the ranks; partners exchange.
 
     Each matched rank sends ``nbytes`` (1 MiB by default, a choice) to its partner, so the
@@ -305,7 +297,7 @@ def random_pairs(key: jax.Array, n: int, nbytes: float = 1 * MiB) -> Traffic:
 
 
 # All-to-all ---------------------------------------------------------------------------------
-def all_to_all(key: jax.Array | None, n: int, nbytes: float = 64 * KiB) -> Traffic:
+def all_to_all(key: Key | None, n: int, nbytes: float = 64 * KiB) -> Traffic:
     """Every rank sends ``nbytes`` (64 KiB by default, a choice) to every other rank."""
     n = _check_n(n)
     src, dst = np.divmod(np.arange(n * n), n)
@@ -313,7 +305,7 @@ def all_to_all(key: jax.Array | None, n: int, nbytes: float = 64 * KiB) -> Traff
 
 
 def subcomm_a2a(
-    key: jax.Array | None,
+    key: Key | None,
     n: int,
     group: int = 16,
     nbytes: float = 64 * KiB,
@@ -349,7 +341,7 @@ def subcomm_a2a(
     return _traffic(src[ok], dst[ok], nbytes)
 
 
-def grid_a2a(key: jax.Array | None, n: int, ndim: int = 3, along: int = 2, nbytes: float = 64 * KiB) -> Traffic:
+def grid_a2a(key: Key | None, n: int, ndim: int = 3, along: int = 2, nbytes: float = 64 * KiB) -> Traffic:
     """All-to-all along ``along`` dimensions of a near-cubic ``ndim``-D process grid (the fat-tree
     paper's Sub-a2a: "sub-communicator based all-to-all communication on a 3D process grid",
     "with all-to-all performed along two dimensions"; on Cab "along all dimensions").
@@ -396,7 +388,7 @@ PATTERNS: dict[str, PatternFn] = {
 KEYLESS = frozenset({"stencil2d", "stencil3d", "stencil4d", "subcomm_a2a", "grid_a2a", "all_to_all"})
 
 
-def make(name: str, key: jax.Array, n: int, **params) -> Traffic:
+def make(name: str, key: Key, n: int, **params) -> Traffic:
     """Traffic of pattern ``name`` over ``n`` ranks (``params`` override its defaults)."""
     try:
         fn = PATTERNS[name]
