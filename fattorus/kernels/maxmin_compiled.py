@@ -82,15 +82,18 @@ def new_workspace(n_links: int) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _crossings(routes: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _crossings(routes: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Compact crossing lists in flow order, on the links the routes use renumbered densely
     in order of first use: flow ``f`` crosses ``link[start[f]:start[f + 1]]``, dense link
-    ``u`` is machine link ``used[u]``. ``index`` (machine link -> dense id, ``-1``: unused)
-    comes all ``-1`` and is left so (:func:`_release`)."""
+    ``u`` is machine link ``used[u]`` and ``count[u]`` flows cross it. ``index`` (machine
+    link -> dense id, ``-1``: unused) comes all ``-1`` and is used to renumber; the caller
+    puts it back."""
     F, L = routes.shape
     start = np.zeros(F + 1, np.int64)
     link = np.empty(F * L, np.int32)
-    used = np.empty(min(F * L, index.shape[0]), np.int64)
+    n_max = min(F * L, index.shape[0])
+    used = np.empty(n_max, np.int64)
+    count = np.zeros(n_max, np.int64)
     n, n_used = 0, 0
     for f in range(F):
         for k in range(L):
@@ -102,9 +105,10 @@ def _crossings(routes: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.nd
                     used[n_used] = e
                     n_used += 1
                 link[n] = u
+                count[u] += 1
                 n += 1
         start[f + 1] = n
-    return start, link[:n], used[:n_used]
+    return start, link[:n], used[:n_used], count[:n_used]
 
 
 @numba.njit(cache=True)
@@ -136,18 +140,68 @@ def _tighten(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.nd
 
 
 @numba.njit(cache=True)
+def _own_bound(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.ndarray, share: np.ndarray,
+               tight: np.ndarray, nbytes: np.ndarray, own: int) -> tuple[np.float32, int]:
+    """The open own flows' tightest shares (``tight``) and the goal bound over them, as
+    :func:`_tighten` gives them, and how many open flows are own: the open flows are in flow
+    order, own first, so the goal test after a round needs no other flow (most solves stop
+    there, and skip the rest of :func:`_tighten`)."""
+    inf = np.float32(np.inf)
+    bound = np.float32(0.0)
+    for i in range(n_open):
+        f = open_flows[i]
+        if f >= own:
+            return bound, i
+        t = inf
+        for c in range(start[f], start[f + 1]):
+            s = share[link[c]]
+            if s < t:
+                t = s
+        tight[f] = t
+        if np.float32(nbytes[f]) > 0:
+            b = np.float32(nbytes[f]) / t
+            if b > bound:
+                bound = b
+    return bound, n_open
+
+
+@numba.njit(cache=True)
+def _around_rest(open_flows: np.ndarray, n_open: int, n_done: int, start: np.ndarray, link: np.ndarray,
+                 share: np.ndarray, tight: np.ndarray, around: np.ndarray) -> None:
+    """The rest of :func:`_tighten` after :func:`_own_bound`: the tightest shares of the open
+    flows from ``n_done`` on, and every link's tightest open flow (``around``)."""
+    inf = np.float32(np.inf)
+    around[:] = inf
+    for i in range(n_open):
+        f = open_flows[i]
+        if i >= n_done:
+            t = inf
+            for c in range(start[f], start[f + 1]):
+                s = share[link[c]]
+                if s < t:
+                    t = s
+            tight[f] = t
+        t = tight[f]
+        for c in range(start[f], start[f + 1]):
+            e = link[c]
+            if t < around[e]:
+                around[e] = t
+
+
+@numba.njit(cache=True)
 def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, index: np.ndarray,
                bottleneck_slack: np.float32, goal_slack: np.float32) -> tuple[float, int]:
     """:func:`goal_step_time` (and the filling rounds it took), over the used links only."""
-    start, link, used = _crossings(routes, index)
+    start, link, used, count = _crossings(routes, index)
     for u in range(used.shape[0]):
         index[used[u]] = -1  # the workspace goes back as it came
     F, E = routes.shape[0], used.shape[0]
     inf, zero, one = np.float32(np.inf), np.float32(0.0), np.float32(1.0)
-    load = np.zeros(E, np.float32)
+    load = np.empty(E, np.float32)  # open flows per link: integers, exact in float32 below 2**24
     residual = np.empty(E, np.float32)
     for u in range(E):
         residual[u] = capacity[used[u]]
+        load[u] = np.float32(count[u])
     share = np.empty(E, np.float32)
     around = np.empty(E, np.float32)
     bottleneck = np.zeros(E, np.bool_)
@@ -157,8 +211,6 @@ def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.nd
     open_flows = np.empty(F, np.int64)  # open flows in flow order (flows with no link never open)
     n_open = 0
     for f in range(F):
-        for c in range(start[f], start[f + 1]):
-            load[link[c]] += one
         if start[f + 1] > start[f]:
             open_flows[n_open] = f
             n_open += 1
@@ -214,8 +266,10 @@ def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.nd
             touched[e] = False
         if settled > slowest:
             slowest = settled
-        bound = _tighten(open_flows, n_open, start, link, share, tight, around, nbytes, own)
         rounds += 1
+        bound, n_own_open = _own_bound(open_flows, n_open, start, link, share, tight, nbytes, own)
+        if n_open > 0 and not bound <= slowest * goal_slack and rounds <= F:
+            _around_rest(open_flows, n_open, n_own_open, start, link, share, tight, around)
     # Open flows stopped at the goal take their rate's lower bound, the tightest share (as
     # maxmin_rates returns them); the maximum over the own flows is the full solve's.
     slowest_time = 0.0
