@@ -137,14 +137,15 @@ def test_on_a_torus_the_ideal_is_the_best_of_its_compact_placements():
     assert alone[0] > min(alone)
 
 
-def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(monkeypatch):
+def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(monkeypatch, on_cpu):
     """On tori with long routes (>= SPARSE_ROUTE_SLOTS slots) the model solves from compact
     crossing lists; step times and slowdowns are those of the padded routes bit for bit (the
     reference: the same calls with the switch off), and a replay's run times, whose goal
     solves are compiled (kernels.maxmin_compiled), those of the JAX goal solves from compact
     lists and from padded routes. Two scattered jobs (a structured and a random pattern,
     sharing links) make the slowdowns' solves: each solve compiles per flow and crossing
-    count, and more jobs only add compilations of the same code."""
+    count, and more jobs only add compilations of the same code. On the CPU device
+    (``on_cpu``): a GPU's JAX solves sum in an order of their own (seen on an H200)."""
     from fattorus import topology
     from fattorus.analysis import interference
     from fattorus.topology.torus3d import Torus3D

@@ -51,7 +51,7 @@ def _random_problem(rng: np.random.Generator, F: int, E: int, L: int) -> tuple[n
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_bit(seed):
+def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_bit(seed, on_cpu):
     rng = np.random.default_rng(seed)
     for F, E, L in [(1, 1, 1), (7, 3, 2), (60, 12, 4), (400, 50, 6), (2000, 300, 7)]:
         routes, nbytes, cap = _random_problem(rng, F, E, L)
