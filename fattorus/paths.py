@@ -22,6 +22,11 @@ def repo_root() -> Path:
     return ROOT
 
 
+def package_dir() -> Path:
+    """The ``fattorus`` package directory (its source files: :mod:`fattorus.provenance`)."""
+    return ROOT / "fattorus"
+
+
 def conf_dir(group: str | None = None) -> Path:
     """``conf/`` of the repository, or its config group ``conf/GROUP`` (e.g. ``"topo"``)."""
     conf = ROOT / "conf"

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from fattorus import topology
+from fattorus import provenance, topology
 from fattorus.analysis import parallel_workloads as pw
 from fattorus.app import dragonfly_study
 
@@ -235,11 +235,18 @@ def test_an_interrupted_study_resumes_after_its_last_finished_solve(tmp_path, mo
         assert dragonfly_study.main([*run, "--name", "cut", *other]) == 2, other
         err = capsys.readouterr().err
         assert "unfinished study" in err and key in err, (other, err)
-    # ... the same command does, solving only what was cut.
+    # ... the same command does, solving only what was cut; kept solves made by other code are
+    # kept and named (the settings record the source).
+    settings = base / "cut" / "solves" / "settings.json"
+    record = json.loads(settings.read_text())
+    assert record["fattorus"] == provenance.stamp()
+    settings.write_text(json.dumps({**record, "fattorus": {"version": "0.0.1", "source": "000000000000"}}))
     calls.clear()
     monkeypatch.setattr(dragonfly_study, "solve", lambda topo, wd, *rest: calls.append(wd) or real(topo, wd, *rest))
     assert dragonfly_study.main([*run, "--name", "cut"]) == 0
-    assert calls == ["WD 3"] and "kept from an earlier run" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert calls == ["WD 3"] and "kept from an earlier run" in err
+    assert "its kept parts were made by another fattorus source (000000000000" in err, err
     for name in ("totals.parquet", "jobs.parquet", "hot_links.parquet"):
         assert pl.read_parquet(base / "cut" / name).equals(pl.read_parquet(base / "whole" / name)), name
     assert sorted(p.name for p in (base / "cut").iterdir()) == sorted(p.name for p in (base / "whole").iterdir())

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from fattorus import topology
+from fattorus import provenance, topology
 from fattorus.app import network_study as ns
 
 
@@ -111,11 +111,17 @@ def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path,
     # ... the same command does, drawing only the workload that was cut (a damaged file in its
     # place, say copied half, is reported and drawn again).
     (base / "cut" / "workloads" / "ft6x6_4-30_w1.parquet").write_bytes(b"PAR1 half a file")
+    # Kept parts made by other code are kept, and named (the settings record the source).
+    settings = base / "cut" / "workloads" / "settings.json"
+    record = json.loads(settings.read_text())
+    assert record["fattorus"] == provenance.stamp()
+    settings.write_text(json.dumps({**record, "fattorus": {"version": "0.0.1", "source": "000000000000"}}))
     calls.clear()
     monkeypatch.setattr(ns, "workload_rows", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
     assert ns.main([*small, "--name", "cut"]) == 0
     err = capsys.readouterr().err
     assert calls == [1] and "kept from an earlier run" in err and "w1.parquet cannot be read" in err
+    assert "its kept parts were made by another fattorus source (000000000000" in err, err
     assert pl.read_parquet(base / "cut" / "jobs.parquet").equals(pl.read_parquet(base / "whole" / "jobs.parquet"))
     assert sorted(p.name for p in (base / "cut").iterdir()) == ["jobs.parquet", "summary.json"]
 
@@ -266,6 +272,12 @@ def test_a_finished_study_run_again_is_reported_not_redone(tmp_path, monkeypatch
     assert ns.main(args) == 0
     again = capsys.readouterr().out
     assert "finished earlier with these settings, nothing run" in again
+    summary = tmp_path / "results" / "network_study" / "again" / "summary.json"
+    assert json.loads(summary.read_text())["fattorus"] == provenance.stamp()
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "fattorus": {"source": "000000000000"}}))
+    assert ns.main(args) == 0  # made by other code: reported with its source, not redone
+    assert "finished earlier with these settings (made by another fattorus source (000000000000" in \
+        capsys.readouterr().out
     assert again.split("\n-> ")[0] == first.split("\n-> ")[0]  # the same table, from the stored jobs
     (tmp_path / "results" / "network_study" / "again" / "jobs.parquet").write_text("damaged")
     monkeypatch.setattr(ns, "workload_rows", real)

@@ -365,12 +365,23 @@ def test_an_unfinished_run_resumes_identically_without_hydras_copy_of_its_config
     kept = (run_dir / "placements" / "p0.parquet").stat().st_mtime_ns
     for name in ("jobs.parquet", "summary.json", "placements/p1.parquet", "placements/h1.parquet"):
         (run_dir / name).unlink()
+    # The kept placement was made by other code (its settings record the source): kept, and named.
+    import json
+
+    from fattorus import provenance
+
+    settings = run_dir / "placements" / "settings.json"
+    record = json.loads(settings.read_text())
+    assert record.pop("fattorus") == provenance.stamp()
+    settings.write_text(json.dumps({**record, "fattorus": {"version": "0.0.1", "source": "000000000000"}}))
     before = tree(run_dir)
     line = one_error_line(run_app(tmp_path, *args, "qos.threshold=0.8"))
     assert "qos.threshold=0.9 there, 0.8 now" in line, line
     assert tree(run_dir) == before
     out = run_app(tmp_path, *args)
     assert out.returncode == 0, out.stderr
+    assert "its kept placements were made by another fattorus source (000000000000" in out.stderr, out.stderr
+    assert json.loads(settings.read_text())["fattorus"] == provenance.stamp()
     assert not (run_dir / ".hydra").exists() and (run_dir / "placements" / "settings.json").exists()
     assert (run_dir / "placements" / "p0.parquet").stat().st_mtime_ns == kept
     for name in ("jobs.parquet", "placements/p1.parquet"):

@@ -12,6 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from fattorus import provenance
+
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["workload=synthetic", "workload.synthetic.n_jobs=120", "workload.synthetic.max_nodes=16", "progress=false"]
 
@@ -155,9 +157,17 @@ def test_rerun_multirun_skips_finished_trials(tmp_path):
     # Remove one finished trial: the re-run redoes exactly that one.
     victim = sorted(stamp)[0]
     (victim.parent / "summary.json").unlink()
+    # The other one is kept, but its skip line says it was made by other code (a study should
+    # not mix code versions unknowingly): the run records the code's source digest.
+    kept = sorted(stamp)[1].parent / "summary.json"
+    summary = json.loads(kept.read_text())
+    assert summary["fattorus"] == provenance.stamp()
+    kept.write_text(json.dumps({**summary, "fattorus": {"version": "0.0.1", "source": "000000000000"}}))
     second = sweep(*args)
     assert second.returncode == 0, second.stderr[-3000:]
     assert second.stdout.count("[skip]") == 1 and second.stdout.count("[done]") == 1
+    skip = next(line for line in second.stdout.splitlines() if line.startswith("[skip]"))
+    assert str(kept.parent) in skip and "made by another fattorus source (000000000000" in skip, skip
     for p, t in stamp.items():
         assert (p.stat().st_mtime_ns == t) == (p != victim)
 

@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
-from fattorus import interrupt, topology
+from fattorus import interrupt, provenance, topology
 from fattorus.analysis import parallel_workloads as pw
 from fattorus.analysis.commtime import on_bundles, solver_capacity
 from fattorus.app import outputs
@@ -245,7 +245,8 @@ def _write(out: Path, tot: pl.DataFrame, jobs: list[dict], hot: list[dict], reco
     atomic_write(out / "totals.parquet", lambda p: tot.write_parquet(p))
     atomic_write(out / "jobs.parquet", lambda p: pl.DataFrame(jobs).write_parquet(p))
     atomic_write(out / "hot_links.parquet", lambda p: pl.DataFrame(hot).write_parquet(p))
-    atomic_write(out / "summary.json", json.dumps({**record, "totals": tot.to_dicts()}, indent=1))
+    atomic_write(out / "summary.json",
+                 json.dumps({**record, "totals": tot.to_dicts(), "fattorus": provenance.stamp()}, indent=1))
     # Only files named exactly as this study names its maps (a workload on a conf/topo machine)
     # go: anything else in the folder, however named, is the user's.
     machines = [p.stem for p in (conf_dir() / "topo").glob("*.yaml")]
@@ -312,8 +313,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts, n_all, done = out / PARTS, len(wds) * len(machines), 0
     interrupt.armed()  # a command-line run: from here a Ctrl-C keeps the finished solves
     try:
+        made = outputs.kept_parts_note(out, PARTS)
+        if made:
+            print(f"dragonfly_study: warning: {out}: {made}", file=sys.stderr)
         parts.mkdir(parents=True, exist_ok=True)
-        atomic_write(parts / "settings.json", json.dumps(record, indent=1))
+        atomic_write(parts / "settings.json", outputs.parts_settings(record))
         for wd in wds:
             for topo in machines:
                 part = parts / f"{Path(png_name(wd, topo.name)).stem}.json"

@@ -66,7 +66,7 @@ import jax
 import numpy as np
 import polars as pl
 
-from fattorus import interrupt, paths, topology
+from fattorus import interrupt, paths, provenance, topology
 from fattorus.analysis import commtime, patterns
 from fattorus.app import outputs
 from fattorus.kernels import aph
@@ -437,8 +437,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_all, rows, done = sum(n_wl for *_, n_wl, _, _ in todo), [], 0
     interrupt.armed()  # a command-line run: from here a Ctrl-C keeps the finished workloads
     try:
+        made = outputs.kept_parts_note(out, PARTS)
+        if made:
+            print(f"network_study: warning: {out}: {made}", file=sys.stderr)
         parts.mkdir(parents=True, exist_ok=True)
-        atomic_write(parts / "settings.json", json.dumps(record, indent=1))
+        atomic_write(parts / "settings.json", outputs.parts_settings(record))
         for case, m, lo, hi, n_wl, c, dims in todo:
             for w in range(n_wl):
                 # One file per finished workload: an interrupted study resumes after the last.
@@ -464,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       file=sys.stderr, flush=True)
         table = pl.DataFrame(rows)
         summary = summarize(table)
-        meta = {**record, "cases": summary}
+        meta = {**record, "cases": summary, "fattorus": provenance.stamp()}
         atomic_write(out / "jobs.parquet", lambda p: table.write_parquet(p))
         atomic_write(out / "summary.json", json.dumps(meta, indent=1))
         shutil.rmtree(parts)  # jobs.parquet holds every workload now

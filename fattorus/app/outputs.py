@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from fattorus import provenance
 from fattorus.files import atomic_write, write_json
 
 FILES = ("jobs.parquet", "utilization.parquet", "summary.json")
@@ -26,7 +27,8 @@ def write_run(out_dir: str | os.PathLike[str], jobs: pl.DataFrame, utilization: 
               skipped: pl.DataFrame | None = None) -> Path:
     """Write a replay's files into ``out_dir`` — ``jobs.parquet``, ``utilization.parquet``,
     ``skipped.parquet`` when given (the jobs the replay left out, with their reasons), then
-    ``summary.json`` with the row count of each table under ``files``; returns the directory."""
+    ``summary.json`` with the row count of each table under ``files`` and the code that made
+    them under ``fattorus`` (:func:`fattorus.provenance.stamp`); returns the directory."""
     out = Path(out_dir)
     atomic_write(out / "jobs.parquet", lambda p: jobs.write_parquet(p))
     atomic_write(out / "utilization.parquet", lambda p: utilization.write_parquet(p))
@@ -34,8 +36,15 @@ def write_run(out_dir: str | os.PathLike[str], jobs: pl.DataFrame, utilization: 
     if skipped is not None:
         atomic_write(out / "skipped.parquet", lambda p: skipped.write_parquet(p))
         files["skipped.parquet"] = {"rows": skipped.height}
-    write_json(out / "summary.json", {**summary, "files": files})
+    write_json(out / "summary.json", {**summary, "files": files, "fattorus": provenance.stamp()})
     return out
+
+
+def kept_source(run_dir: str | os.PathLike[str], file: str = "summary.json") -> str | None:
+    """Why the results kept in ``run_dir`` may not be this code's (:func:`fattorus.provenance.other_source`
+    of the stamp its ``file`` records), or None: their own code, or nothing readable there."""
+    old = stored_summary(run_dir, file)
+    return provenance.other_source(old.get("fattorus")) if isinstance(old, dict) else None
 
 
 def check_complete(run_dir: str | os.PathLike[str]) -> str | None:
@@ -78,6 +87,18 @@ def is_complete(run_dir: str | os.PathLike[str]) -> bool:
     return check_complete(run_dir) is None
 
 
+def kept_parts_note(out: str | os.PathLike[str], parts: str) -> str | None:
+    """A warning clause when an unfinished study's kept parts (``out/parts``, resumed) were
+    made by other code than this (:func:`kept_source` of its ``settings.json``), or None."""
+    made = kept_source(Path(out) / parts, "settings.json")
+    return None if made is None else f"its kept parts were {made}; they are kept (delete {Path(out) / parts} to redo them)"
+
+
+def parts_settings(record: dict[str, Any]) -> str:
+    """An unfinished study's ``settings.json``: its settings and the code its parts are made by."""
+    return json.dumps({**record, "fattorus": provenance.stamp()}, indent=1)
+
+
 def stored_summary(out_dir: str | os.PathLike[str], file: str = "summary.json") -> dict | str | None:
     """The ``summary.json`` (or other settings ``file``) a study folder already holds (a dict),
     None when it holds none yet, or why its settings cannot be known (one line ending in "use
@@ -118,8 +139,9 @@ def report_if_finished(out_dir: str | os.PathLike[str], tables: Sequence[str], r
     if not finished_study(out_dir, tables):
         return False
     print(results())
-    print(f"-> {out_dir}: finished earlier with these settings, nothing run (another --name, or deleting the "
-          "folder, runs it again)")
+    made = kept_source(out_dir)
+    print(f"-> {out_dir}: finished earlier with these settings{f' ({made})' if made else ''}, nothing run "
+          "(another --name, or deleting the folder, runs it again)")
     return True
 
 
@@ -131,7 +153,8 @@ def unfinished_conflict(out: str | os.PathLike[str], parts: str, now: dict[str, 
     old = stored_summary(Path(out) / parts, "settings.json")
     if not isinstance(old, dict):
         return old
-    diff = differences(old, now)
+    # The code that made them is named when they are kept (kept_parts_note), not refused.
+    diff = differences({k: v for k, v in old.items() if k != "fattorus"}, now)
     if not diff:
         return None
     return (f"{out} holds an unfinished study made with other settings ({'; '.join(diff)}); "

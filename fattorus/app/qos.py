@@ -44,7 +44,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from fattorus import paths
+from fattorus import paths, provenance
 from fattorus.app import cli, outputs
 from fattorus.app import config as config_mod
 from fattorus.files import atomic_write
@@ -157,7 +157,12 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     # The settings the placements are made with, beside them: an interrupted run is resumed
     # only with the same settings, and Hydra's own copy of the config may be absent
     # (hydra.output_subdir=null) or already rewritten for the new run (a multirun trial).
-    atomic_write(out_dir / SETTINGS, json.dumps(_settings(cfg), indent=2) + "\n")
+    if any((out_dir / "placements").glob("*.parquet")):  # resumed: by the code its placements were made with?
+        made = outputs.kept_source(out_dir, str(SETTINGS))
+        if made:
+            print(f"fattorus.qos: warning: {out_dir}: its kept placements were {made}; they are kept (delete "
+                  f"{out_dir / 'placements'} to redo them)", file=sys.stderr, flush=True)
+    atomic_write(out_dir / SETTINGS, json.dumps({**_settings(cfg), "fattorus": provenance.stamp()}, indent=2) + "\n")
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     history: list[pl.DataFrame] = []
@@ -203,7 +208,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
                "placements": placements, "settings": OmegaConf.to_container(cfg.qos, resolve=True),
                "wall_s": time.perf_counter() - t0, "solves_this_run": solves, "solve_s_this_run": solve_s,
                "unconverged_solves_this_run": unconverged,
-               "by_pattern": qos.summarize(rows)}
+               "by_pattern": qos.summarize(rows), "fattorus": provenance.stamp()}
     atomic_write(out_dir / "summary.json", json.dumps(summary, indent=2, default=float) + "\n")
     return summary
 
@@ -237,7 +242,9 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     multirun = hc.mode.name == "MULTIRUN"
     why = _other_settings(out_dir, cfg)  # finished or unfinished results made otherwise
     if (out_dir / "summary.json").exists() and why is None:
-        print(f"[skip] {out_dir} already holds a finished run", flush=True)
+        made = outputs.kept_source(out_dir)
+        made = f" ({made}: kept; delete the folder to redo it)" if made else ""
+        print(f"[skip] {out_dir} already holds a finished run{made}", flush=True)
         return json.loads((out_dir / "summary.json").read_text())
     if why is not None:
         if not multirun:  # Checks.on_run_start refuses this before Hydra writes; a last guard
@@ -311,7 +318,9 @@ def _stored_settings(out_dir: Path) -> dict[str, Any] | None:
         if not any((out_dir / "placements").glob("*.parquet")):
             return None
         if (out_dir / SETTINGS).exists():
-            return _with_defaults(json.loads((out_dir / SETTINGS).read_text()))
+            stored = json.loads((out_dir / SETTINGS).read_text())
+            stored.pop("fattorus", None)  # the code the placements were made with: named when resumed, not compared
+            return _with_defaults(stored)
         return _settings(OmegaConf.load(out_dir / ".hydra" / "config.yaml"))
     except Exception:  # noqa: BLE001 - unreadable, damaged or foreign: not this run's settings
         return {}
