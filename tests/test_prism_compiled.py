@@ -167,3 +167,24 @@ def test_a_compiled_replay_runs_in_slices_that_report_progress_and_can_be_interr
 
     with pytest.raises(KeyboardInterrupt):
         prism_compiled.run(jobs, t8, "easy", Prism(t8), usable, progress=interrupt)
+
+
+def test_read_only_job_columns_replay_through_the_one_compiled_version():
+    """Job columns read from a table are read-only NumPy views, to numba a type of their own:
+    the replay copies them, so one compiled version serves them and a caller's own arrays
+    (a second version cost ~11 s of compiling) and both give the same schedule."""
+    t4 = topology.load("torus4")
+    rng = np.random.default_rng(0)
+    runtime = rng.uniform(10, 500, 40)
+    cols = [np.sort(rng.uniform(0, 1000, 40)), runtime, 1.5 * runtime, rng.integers(1, 8, 40)]
+    got, signatures = [], []
+    for writeable in (True, False):
+        arrays = [a.copy() for a in cols]
+        for a in arrays:
+            a.flags.writeable = writeable
+        got.append(replay.simulate(*arrays, t4, Prism(t4), "easy"))
+        signatures.append(list(prism_compiled._replay.signatures))
+    # Other tests in this process may have compiled versions before: the read-only columns add none.
+    assert signatures[1] == signatures[0]
+    np.testing.assert_array_equal(got[0].start, got[1].start)
+    assert all(np.array_equal(a, b) for a, b in zip(got[0].alloc, got[1].alloc))

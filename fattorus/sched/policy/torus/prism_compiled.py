@@ -890,7 +890,13 @@ def run(jobs: Jobs, topo: Any, queue: str, policy: Any, usable: np.ndarray | Non
     usable_nodes = np.asarray(policy.usable, np.bool_)
     state = _new_state(len(jobs), topo.n_nodes, int(st.n_classes(topo)), len(tabs[0]), usable_nodes, until0, offsets,
                        tabs[8])
-    args = (jobs.submit, jobs.runtime, jobs.estimate, jobs.nodes, size_class, queue == "easy", usable_nodes,
+    # numba compiles one version per argument type, and a read-only or strided array is a type
+    # of its own: job columns read from a table (polars' zero-copy NumPy views) are read-only, a
+    # caller's arrays writable. Such columns are copied (values unchanged), so one compiled
+    # version serves every caller (a second one cost ~11 s of compiling here).
+    submit, runtime, estimate, nodes = (np.require(a, requirements="CW") for a in
+                                        (jobs.submit, jobs.runtime, jobs.estimate, jobs.nodes))
+    args = (submit, runtime, estimate, nodes, size_class, queue == "easy", usable_nodes,
             int(topo.nodes_per_router), until0, tabs, np.asarray(ptr, np.int64),
             np.concatenate(idx) if idx else np.zeros(0, np.int64), np.concatenate(bound) if bound else np.zeros(0),
             size_row, offsets, state)
