@@ -34,6 +34,17 @@ def test_figure2_jobs_by_hand():
     np.testing.assert_allclose(np.asarray(aph.aph(ft, allocs)), [2.0, 2.8, 16 / 6, 0.0], rtol=1e-6)
 
 
+def test_the_bare_kernel_lowers_ahead_of_time_as_a_jitted_function_does():
+    """``hop_sums_kernel`` is jitted at first use (:mod:`fattorus.lazyjit`); its ``lower``
+    (the bench's ahead-of-time compile) is the jitted function's, and the compiled kernel
+    gives the figure 2 sums."""
+    ft = fattree.load("ft6")
+    allocs = aph.pad([[1, 4], [2, 3, 5, 10, 11], [7, 13, 14], [0]])
+    compiled = aph.hop_sums_kernel.lower(ft, allocs).compile()
+    assert list(np.asarray(compiled(allocs))) == [4, 56, 16, 0]
+    assert aph.hop_sums_kernel.__name__ == "hop_sums_kernel" and "ahead-of-time" in aph.hop_sums_kernel.__doc__
+
+
 @pytest.mark.parametrize("name", MACHINES)
 def test_closed_form_equals_pairwise_on_random_allocations(name):
     ft = fattree.load(name)

@@ -4,7 +4,7 @@
 no module names leaves, pods or the fat-tree job types T1/T2/T3, nor a fat-tree link level:
 everything else works for any interconnect through the topology interface.
 (b) No import cycle between the layers, and imports point down:
-app/report -> sched/analysis -> kernels/workload -> topology (paths, files, args and interrupt lowest).
+app/report -> sched/analysis -> kernels/workload -> topology (paths, files, args, interrupt and lazyjit lowest).
 (c) Only ``fattorus/paths.py`` finds the repository from a module's own location.
 """
 
@@ -19,7 +19,8 @@ FAMILY_OWNED = ("topology/", "sched/policy/fattree/")
 FAMILY_WORDS = re.compile(r"\b(leaf|pod|pods|T1|T2|T3|L2-core|leaf-L2|per_leaf|leaf_free|pod_free)\b")
 
 # Layer of each top-level part of the package; a module may import its own layer or lower.
-LAYER = {"paths": 0, "topology": 0, "files": 0, "args": 0, "interrupt": 0, "provenance": 0, "kernels": 1, "workload": 1, "sched": 2, "analysis": 2, "bench": 3,
+LAYER = {"paths": 0, "topology": 0, "files": 0, "args": 0, "interrupt": 0, "provenance": 0, "lazyjit": 0,
+         "kernels": 1, "workload": 1, "sched": 2, "analysis": 2, "bench": 3,
          "app": 3, "report": 3}
 
 

@@ -21,14 +21,18 @@ int64 (:func:`hop_sums_kernel` is the bare jitted kernel, for ahead-of-time lowe
 
 from __future__ import annotations
 
-from functools import partial
+from typing import TYPE_CHECKING
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-
+from fattorus.lazyjit import lazy_jit
 from fattorus.topology.base import Topology
+
+if TYPE_CHECKING:
+    import jax
+
+# JAX is imported where a kernel runs, not here: the replay imports this module, and a command
+# that stops at a configuration error before replaying then never loads JAX (~0.6 s).
 
 # Allocation widths are padded to these buckets so a sweep compiles each kernel a few times,
 # not once per job size.
@@ -55,14 +59,19 @@ def pad(allocs: list[np.ndarray] | np.ndarray, width: int | None = None) -> np.n
 
 
 def _sizes(allocs: jax.Array) -> jax.Array:
+    import jax.numpy as jnp
+
     return jnp.sum(allocs >= 0, axis=-1).astype(jnp.int32)
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def hop_sums_kernel(topo: Topology, allocs: jax.Array) -> jax.Array:
     """:func:`hop_sums` as one jitted kernel in JAX's default integer: int32, which can wrap
     past :func:`int32_exact`'s bound, or int64 when traced under ``jax.enable_x64``. For
     ahead-of-time lowering (``hop_sums_kernel.lower``); call :func:`hop_sums` otherwise."""
+    import jax
+    import jax.numpy as jnp
+
     valid = allocs >= 0
     safe = jnp.where(valid, allocs, 0)
     return jax.vmap(topo.hop_sum)(safe, valid).astype(int)
@@ -73,6 +82,8 @@ def check_nodes(topo: Topology, allocs: jax.Array | np.ndarray, padded: bool = T
     ``-1``, padding, when ``padded``). Why: JAX drops out-of-range writes and clamps gathers,
     so a node id past the machine gave a wrong APH without a word (on ft6, ``[0, 18]`` read 6
     hops, and the two hop-sum kernels disagreed). Traced arrays are the caller's to check."""
+    import jax
+
     if isinstance(allocs, jax.core.Tracer):
         return
     a = np.asarray(allocs)
@@ -91,6 +102,8 @@ def _exact(kernel, topo: Topology, allocs: jax.Array) -> jax.Array:
     """``kernel(topo, allocs)``, under ``jax.enable_x64`` when the padded width could take a
     hop sum past int32 (the width is static: a check on the shape, not on the data); node
     ids checked first (:func:`check_nodes`); nested lists are taken as arrays."""
+    import jax
+
     if not isinstance(allocs, (jax.Array, np.ndarray)):
         allocs = np.asarray(allocs, np.int32)  # [[0, 17]]: the jitted kernels want an array
     check_nodes(topo, allocs)
@@ -109,37 +122,46 @@ def hop_sums(topo: Topology, allocs: jax.Array) -> jax.Array:
 
 
 def _pairwise_one(ft: Topology, nodes: jax.Array) -> jax.Array:
+    import jax.numpy as jnp
+
     valid = nodes >= 0
     h = ft.hops(nodes[:, None], nodes[None, :]).astype(int)
     mask = valid[:, None] & valid[None, :]
     return jnp.sum(jnp.where(mask, h, 0))
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def hop_matrix(ft: Topology, nodes: jax.Array) -> jax.Array:
     """``(n, n)`` inter-switch hop counts between the given node ids (general pairwise path)."""
+    import jax.numpy as jnp
+
     return ft.hops(nodes[:, None], nodes[None, :]).astype(jnp.int32)
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def hop_sums_pairwise(ft: Topology, allocs: jax.Array) -> jax.Array:
     """Reference ``sum_{i != j} H_T(i, j)`` through the full hop matrix, ``(B, n_max)`` -> ``(B,)``.
 
     Memory is ``B * n_max^2``; it is the reference, not the fast path. ``lax.map`` keeps only
     one matrix alive at a time.
     """
+    import jax
+
     return jax.lax.map(lambda a: _pairwise_one(ft, a), allocs)
 
 
 def aph_from_sums(sums, sizes):
     """APH from hop sums and job sizes (0 for jobs of fewer than two nodes)."""
+    import jax
+    import jax.numpy as jnp
+
     xp = jnp if isinstance(sums, jax.Array) else np
     sizes = xp.asarray(sizes)
     denom = sizes * (sizes - 1)
     return xp.where(denom > 0, sums / xp.maximum(denom, 1), 0.0)
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def _aph_kernel(ft: Topology, allocs: jax.Array) -> jax.Array:
     return aph_from_sums(hop_sums_kernel(ft, allocs), _sizes(allocs))
 
@@ -176,6 +198,8 @@ def aph_of(ft: Topology, allocs: list[np.ndarray]) -> np.ndarray:
     7,723 nodes) runs under ``jax.enable_x64``, where the kernels sum in int64: exact, one
     more compilation for that bucket.
     """
+    import jax.numpy as jnp
+
     sizes = np.array([len(a) for a in allocs], dtype=np.int64)
     if len(allocs):  # before they become padded rows, where a -1 would read as padding
         check_nodes(ft, np.concatenate([np.asarray(a).ravel() for a in allocs]), padded=False)

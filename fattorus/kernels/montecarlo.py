@@ -15,21 +15,26 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
     interrupt.on_start("fattorus.kernels.montecarlo")
 
 import sys
-from functools import partial
+from typing import TYPE_CHECKING
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from fattorus.args import OneLineParser
 from fattorus.kernels import aph as aph_mod
+from fattorus.lazyjit import lazy_jit
 from fattorus.topology.fattree import FatTree
+
+if TYPE_CHECKING:
+    import jax
+
+# JAX is imported where the sampling runs, not here: a machine the command cannot load is
+# one error line without loading JAX first (~0.6 s).
 
 #: The command's name in its usage and error lines (run as ``python -m fattorus.kernels.montecarlo``).
 PROG = "fattorus.kernels.montecarlo"
 
 
-@partial(jax.jit, static_argnames=("width",))
+@lazy_jit(static_argnames=("width",))
 def random_allocations(keys: jax.Array, free: jax.Array, n: jax.Array, width: int) -> jax.Array:
     """Uniform random ``n``-node subsets of the free nodes, one per key.
 
@@ -43,6 +48,9 @@ def random_allocations(keys: jax.Array, free: jax.Array, n: jax.Array, width: in
       ``(B, width)`` int32 node ids padded with -1. A row for which fewer than ``n`` nodes are
       free holds every free node and then -1; callers check the row's size.
     """
+    import jax
+    import jax.numpy as jnp
+
     n = jnp.broadcast_to(jnp.asarray(n, jnp.int32), keys.shape[:1])
     # top_k needs k <= N: a machine with fewer nodes than the padding width (a small YAML
     # machine) takes every node's score and pads the rest of the row with -1.
@@ -59,9 +67,12 @@ def random_allocations(keys: jax.Array, free: jax.Array, n: jax.Array, width: in
     return jax.vmap(one)(keys, n)
 
 
-@partial(jax.jit, static_argnums=(1,))
+@lazy_jit(static_argnums=(1,))
 def random_busy_mask(key: jax.Array, n_nodes: int, busy_fraction: float) -> jax.Array:
     """``(N,)`` free mask with ``round(busy_fraction * N)`` nodes busy, chosen uniformly."""
+    import jax
+    import jax.numpy as jnp
+
     n_busy = jnp.round(busy_fraction * n_nodes).astype(jnp.int32)
     order = jax.random.permutation(key, n_nodes)
     rank = jnp.zeros(n_nodes, jnp.int32).at[order].set(jnp.arange(n_nodes, dtype=jnp.int32))
@@ -80,6 +91,8 @@ def aph_table(
     Returns one dict per cell: ``busy``, ``nodes``, ``ideal_aph``, and the mean, median and
     95th percentile of the random allocations' APH (hops per ordered node pair).
     """
+    import jax
+
     root = jax.random.PRNGKey(seed)
     rows = []
     for i, busy in enumerate(busy_fractions):

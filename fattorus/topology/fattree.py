@@ -81,8 +81,6 @@ class FatTree(Topology):
             )
         if self.core_switches is not None and self.core_switches < 1:
             raise TopologyError(f"topology {self.name!r}: core_switches must be positive, got {self.core_switches!r}")
-        from fattorus.topology.fattree_routing import cores_per_l2
-
         cores_per_l2(self)  # the L2-core wiring must be possible with this radix
 
     # Derived sizes -------------------------------------------------------------------------
@@ -318,6 +316,27 @@ class FatTree(Topology):
     def from_config(cls, cfg: Mapping[str, Any]) -> FatTree:
         """Build from a config mapping (:func:`from_config`)."""
         return from_config(cfg)
+
+
+def cores_per_l2(ft: FatTree) -> int:
+    """``C_per_L2 = n_cores // S``: cores each L2 switch connects to (validated).
+
+    Raises:
+      TopologyError: if ``S`` does not divide ``n_cores`` or an L2 switch lacks the up-ports.
+    """
+    S = ft.l2_per_pod
+    if ft.n_cores % S != 0:
+        raise TopologyError(
+            f"topology {ft.name!r}: n_cores ({ft.n_cores}) must be a multiple of the L2 switches "
+            f"per pod ({S}) for D-mod-k core wiring"
+        )
+    C = ft.n_cores // S
+    if ft.pods > 1 and C > ft.radix - ft.leaves_per_pod:
+        raise TopologyError(
+            f"topology {ft.name!r}: each L2 switch needs {C} core up-ports but has only "
+            f"radix - leaves_per_pod = {ft.radix - ft.leaves_per_pod}"
+        )
+    return C
 
 
 def from_config(cfg: Mapping[str, Any]) -> FatTree:

@@ -59,33 +59,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fattorus.topology.fattree import FatTree, TopologyError
+# cores_per_l2 lives with FatTree, whose construction checks the wiring without loading JAX.
+from fattorus.topology.fattree import FatTree, cores_per_l2
 
 #: Links in the longest route (node->leaf->L2->core->L2->leaf->node).
 HOPS_MAX = 6
 #: Link levels: 0 node--leaf, 1 leaf--L2 (L1--L2), 2 L2--core (L2--L3).
 LEVEL_NAMES = ("node-leaf", "leaf-L2", "L2-core")
-
-
-def cores_per_l2(ft: FatTree) -> int:
-    """``C_per_L2 = n_cores // S``: cores each L2 switch connects to (validated).
-
-    Raises:
-      TopologyError: if ``S`` does not divide ``n_cores`` or an L2 switch lacks the up-ports.
-    """
-    S = ft.l2_per_pod
-    if ft.n_cores % S != 0:
-        raise TopologyError(
-            f"topology {ft.name!r}: n_cores ({ft.n_cores}) must be a multiple of the L2 switches "
-            f"per pod ({S}) for D-mod-k core wiring"
-        )
-    C = ft.n_cores // S
-    if ft.pods > 1 and C > ft.radix - ft.leaves_per_pod:
-        raise TopologyError(
-            f"topology {ft.name!r}: each L2 switch needs {C} core up-ports but has only "
-            f"radix - leaves_per_pod = {ft.radix - ft.leaves_per_pod}"
-        )
-    return C
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,15 +25,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from fattorus import paths
+from fattorus.lazyjit import lazy_jit
+
+if TYPE_CHECKING:
+    import jax
+
+# JAX is imported where a draw runs, not here: a command whose configuration check reads
+# this module (SpeedupError, from_config) and then stops at a mistake never loads JAX (~0.6 s).
 
 DEFAULT_CAP = 512
 """Node count at which a bin's reduction reaches its top (fat-tree paper: 512)."""
@@ -194,7 +198,7 @@ def _tables(params: SpeedupParams, dtype: Any = np.float32) -> _Tables:
     )
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def draw_bins(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Array:
     """Each job's drawn bin as a flat index ``class * B + bin`` into :func:`bin_table`; -1: no class.
 
@@ -206,6 +210,9 @@ def draw_bins(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Ar
     Returns:
       ``(n,)`` int32.
     """
+    import jax
+    import jax.numpy as jnp
+
     nodes = jnp.asarray(nodes)
     if not params.classes:
         return jnp.full(nodes.shape, -1, jnp.int32)
@@ -232,7 +239,7 @@ def _growth(nodes: Any, cap: int, xp: Any) -> Any:
     return xp.minimum(nodes, cap) / cap
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def factors(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Array:
     """Runtime multipliers ``1 - reduction``, one per job, in JAX's default float.
 
@@ -244,6 +251,8 @@ def factors(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Arra
     Returns:
       ``(n,)`` factors in ``(0, 1]``; 1 for jobs in no size class.
     """
+    import jax.numpy as jnp
+
     idx = draw_bins(params, key, nodes)
     if not params.classes:
         return jnp.ones(idx.shape, jnp.result_type(float))
@@ -270,7 +279,7 @@ def factors64(params: SpeedupParams, key: jax.Array, nodes: Any) -> np.ndarray:
     return np.where(idx >= 0, 1.0 - reduction, 1.0)
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def apply(params: SpeedupParams, key: jax.Array, nodes: jax.Array, runtimes: jax.Array) -> jax.Array:
     """Runtimes after the scenario: ``runtimes * (1 - reduction)``, one bin draw per job.
 
@@ -284,15 +293,19 @@ def apply(params: SpeedupParams, key: jax.Array, nodes: jax.Array, runtimes: jax
     Returns:
       ``(n,)`` new runtimes, same units.
     """
+    import jax.numpy as jnp
+
     return jnp.asarray(runtimes) * factors(params, key, nodes)
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def batch(params: SpeedupParams, keys: jax.Array, nodes: jax.Array, runtimes: jax.Array) -> jax.Array:
     """``(S, n)`` runtimes, one row per key: ``S`` independent samples of the scenario.
 
     Row ``s`` equals ``apply(params, keys[s], nodes, runtimes)``.
     """
+    import jax
+
     return jax.vmap(lambda k: apply(params, k, nodes, runtimes))(keys)
 
 
