@@ -41,14 +41,28 @@ CALLER_PYTHONPATH = os.environ.get("PYTHONPATH", "")
 os.environ["PYTHONPATH"] = child_pythonpath(CALLER_PYTHONPATH, str(paths.repo_root()))
 
 
-#: The slowest test files (each 25-80 s on a 2-core machine, session 22; session 28 added the
-#: two that replay prism compiled, ~30 s each warm, plus numba's compile in a fresh checkout), run first:
-#: pytest-xdist's ``--dist loadfile`` hands whole files to the workers in collection order, so a
-#: long file collected late keeps one worker busy while the other idles at the end.
-SLOW_FIRST = ("test_sweep.py", "test_qos_study.py", "test_bad_inputs.py", "test_batched.py", "test_model_runtimes.py",
-              "test_prism.py", "test_policy_contract.py", "test_prism_compiled.py", "test_study_cli.py", "test_tune_prism.py", "test_replay.py", "test_model_apps.py",
-              "test_aph.py", "test_node_kinds.py", "test_adaptive.py", "test_network_study.py", "test_commtime.py",
-              "test_tune.py", "test_tune_postgres.py", "test_trials.py", "test_dragonfly_replay.py")
+#: The slowest test files, slowest first (each 8-90 s on this 2-core machine, session 29: the
+#: mean of three runs of the whole suite; test_policy_contract.py includes numba's compile of the
+#: prism replay in a fresh checkout): pytest-xdist's ``--dist loadfile`` hands whole files to the
+#: workers in collection order (:func:`pytest_configure`), so a long file collected late keeps one
+#: worker busy while the other idles at the end. Files not listed follow, in their own order.
+SLOW_FIRST = ("test_qos_study.py", "test_policy_contract.py", "test_bad_inputs.py", "test_sweep.py", "test_batched.py",
+              "test_dragonfly_study.py", "test_prism.py", "test_maxmin_compiled.py", "test_network_study.py",
+              "test_study_cli.py", "test_replay.py", "test_aph.py", "test_tune.py", "test_model_runtimes.py",
+              "test_topology_contract.py", "test_node_kinds.py", "test_dragonfly.py", "test_commtime.py",
+              "test_report.py", "test_tune_postgres.py", "test_tune_prism.py", "test_maxmin.py", "test_adaptive.py",
+              "test_torus.py", "test_prism_compiled.py", "test_model_apps.py", "test_trials.py",
+              "test_report_browser.py", "test_interrupt.py", "test_linkload.py", "test_service_levels.py",
+              "test_workload.py", "test_dragonfly_replay.py", "test_fluid.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist (3.5 on) sorts --dist loadfile's files by their number of tests, not by the
+    # collection order SLOW_FIRST sets, unless told not to (--no-loadscope-reorder, 3.8 on): a
+    # count says little of a file's time here (test_tune_postgres.py: one test, ~20 s). Off
+    # unless the command line asks for it.
+    if getattr(config.option, "loadscopereorder", False) and "--loadscope-reorder" not in config.invocation_params.args:
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
