@@ -157,13 +157,13 @@ def test_unstructured_mesh_counts_distinct_and_local():
     assert pairs(again) == pairs(t)
 
 
-@pytest.mark.parametrize("n", [2, 5, 27, 64, 300, 1000])
+@pytest.mark.parametrize("n", [2, 27, 1000])
 def test_unstructured_mesh_is_its_documented_draws(n):
     """The mesh from JAX's own draws and NumPy's full stable sort, written out here: split the
     key, counts uniform in [6, 27], Gumbel scores ``-locality/2 log |o|^2 - log(-log u)`` on
     the box offsets (nearest first, self and repeats unusable), each rank's ``count`` best by
-    a stable descending sort. The pattern draws on the host and selects compiled: same flows,
-    same order."""
+    a stable descending sort (2 ranks: nearly every offset a repeat; 27: the box wraps). The
+    pattern draws on the host and selects compiled: same flows, same order."""
     key = jax.random.fold_in(KEY, n)
     k_count, k_pick = jax.random.split(key)
     counts = np.minimum(6 + np.floor(np.asarray(jax.random.uniform(k_count, (n,)), np.float64) * 22), 27).astype(int)
@@ -173,21 +173,21 @@ def test_unstructured_mesh_is_its_documented_draws(n):
     offsets = offsets[(offsets**2).sum(1) > 0]
     offsets = offsets[np.argsort((offsets**2).sum(1), kind="stable")]
     u = np.asarray(jax.random.uniform(k_pick, (n * len(offsets),)), np.float64).reshape(n, len(offsets))
+    gumbel = -np.log(-np.log(np.maximum(u, np.finfo(np.float32).tiny)))
+    prior = -2.0 * np.log((offsets**2).sum(1).astype(float))
     src, dst = [], []
     for rank in range(n):
         here = np.asarray(coords_of(rank, dims))
-        seen, score, cand = set(), [], []
-        for c, o in enumerate(offsets):
-            other = int(np.ravel_multi_index(tuple((here + o) % dims), dims))
+        cand = np.ravel_multi_index(tuple(((here + offsets) % dims).T), dims)
+        seen, score = set(), []
+        for c, other in enumerate(cand.tolist()):
             usable = other != rank and other not in seen
             seen.add(other)
-            g = -np.log(-np.log(max(u[rank, c], np.finfo(np.float32).tiny)))
-            score.append(-2.0 * np.log(float((o**2).sum())) + g if usable else -np.inf)
-            cand.append(other)
+            score.append(prior[c] + gumbel[rank, c] if usable else -np.inf)
         order = [c for c in np.argsort(-np.asarray(score), kind="stable") if np.isfinite(score[c])]
         for c in order[: counts[rank]]:
             src.append(rank)
-            dst.append(cand[c])
+            dst.append(int(cand[c]))
     t = P.unstructured_mesh(key, n)
     assert pairs(t) == list(zip(src, dst))
 
