@@ -405,3 +405,25 @@ def test_runs_with_another_dirty_line_ceiling_are_another_workload(tmp_path):
     assert compare.main([str(tmp_path)]) == 0
     heads = {line for line in (tmp_path / "compare.md").read_text().splitlines() if line.startswith("### ")}
     assert heads == {"### w x2 on t [max_runtime_s=default]", "### w x2 on t [max_runtime_s=3600]"}, heads
+
+
+def test_trials_made_by_several_code_sources_are_noted(tmp_path, capsys):
+    """A difference between arms may be a change of code: trials whose summary.json records
+    other fattorus sources (or none) are counted in one note; one source, no note."""
+    def stamped(name, source):
+        _trial(tmp_path / name, "first_fit" if name < "c" else "prism", {}, 0.8, [0.0, 1.0], [False, False])
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        if source is not None:
+            summary["fattorus"] = {"version": "0.1.0", "source": source}
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+
+    stamped("a", "aaaaaaaaaaaa")
+    stamped("c", "aaaaaaaaaaaa")
+    assert compare.main([str(tmp_path)]) == 0
+    assert "fattorus sources" not in capsys.readouterr().err
+    stamped("b", "bbbbbbbbbbbb")
+    stamped("d", None)
+    assert compare.main([str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "compare: note: these trials were made by 3 fattorus sources (aaaaaaaaaaaa: 2, " in err, err
+    assert "bbbbbbbbbbbb: 1" in err and "unrecorded: 1" in err

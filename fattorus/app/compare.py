@@ -48,6 +48,7 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 
     interrupt.on_start("compare")
 
+import collections
 import json
 import math
 import sys
@@ -412,6 +413,9 @@ def main(argv: list[str] | None = None) -> int:
               f"QoS, network or dragonfly study results), first {others[0]}", file=sys.stderr)
     if skipped:
         print(f"compare: {skipped} damaged trial(s) skipped", file=sys.stderr)
+    made = _sources([summary for _, summary, _, _ in trials])
+    if made:
+        print(f"compare: note: {made}", file=sys.stderr)
     if not rows:
         print(f"compare: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
@@ -440,6 +444,22 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(text)
     return 0
+
+
+def _sources(summaries: list[dict]) -> str | None:
+    """A note when the trials were made by more than one fattorus source (``summary.json``'s
+    ``fattorus.source``, :mod:`fattorus.provenance`): a difference between arms may then be a
+    change of code, not of policy. None when one source (or none recorded) made them all."""
+    def source(summary: dict) -> str:
+        made = summary.get("fattorus")
+        return str(made.get("source")) if isinstance(made, dict) and made.get("source") else "unrecorded"
+
+    counts = collections.Counter(source(s) for s in summaries)
+    if len(counts) < 2:
+        return None
+    each = ", ".join(f"{src}: {n}" for src, n in counts.most_common())
+    return (f"these trials were made by {len(counts)} fattorus sources ({each} trials): differences between them "
+            "may come from the code; re-run the older ones (delete their folders) to compare like with like")
 
 
 def _warn_skipped(trial: Path, err: BaseException) -> None:
