@@ -111,27 +111,39 @@ def _crossings(routes: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.nd
     return start, link[:n], used[:n_used], count[:n_used]
 
 
+@numba.njit(cache=True, inline="always")
+def _tightest(f: int, start: np.ndarray, link: np.ndarray, share: np.ndarray) -> np.float32:
+    """Flow ``f``'s tightest share: the least share over the links it crosses."""
+    t = np.float32(np.inf)
+    for c in range(start[f], start[f + 1]):
+        s = share[link[c]]
+        if s < t:
+            t = s
+    return t
+
+
+@numba.njit(cache=True, inline="always")
+def _lower_around(f: int, t: np.float32, start: np.ndarray, link: np.ndarray, around: np.ndarray) -> None:
+    """Every link flow ``f`` crosses: its tightest open flow is at most ``t`` (flow ``f``'s)."""
+    for c in range(start[f], start[f + 1]):
+        e = link[c]
+        if t < around[e]:
+            around[e] = t
+
+
 @numba.njit(cache=True)
 def _tighten(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.ndarray, share: np.ndarray,
              tight: np.ndarray, around: np.ndarray, nbytes: np.ndarray, own: int) -> np.float32:
     """Each open flow's tightest share (``tight``), each link's tightest open flow
     (``around``, reset to inf first), and the goal bound: the most time an open own flow can
     still take (``max bytes / tight``, 0 if none)."""
-    inf = np.float32(np.inf)
-    around[:] = inf
+    around[:] = np.float32(np.inf)
     bound = np.float32(0.0)
     for i in range(n_open):
         f = open_flows[i]
-        t = inf
-        for c in range(start[f], start[f + 1]):
-            s = share[link[c]]
-            if s < t:
-                t = s
+        t = _tightest(f, start, link, share)
         tight[f] = t
-        for c in range(start[f], start[f + 1]):
-            e = link[c]
-            if t < around[e]:
-                around[e] = t
+        _lower_around(f, t, start, link, around)
         if f < own and np.float32(nbytes[f]) > 0:
             b = np.float32(nbytes[f]) / t
             if b > bound:
@@ -146,17 +158,12 @@ def _own_bound(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.
     :func:`_tighten` gives them, and how many open flows are own: the open flows are in flow
     order, own first, so the goal test after a round needs no other flow (most solves stop
     there, and skip the rest of :func:`_tighten`)."""
-    inf = np.float32(np.inf)
     bound = np.float32(0.0)
     for i in range(n_open):
         f = open_flows[i]
         if f >= own:
             return bound, i
-        t = inf
-        for c in range(start[f], start[f + 1]):
-            s = share[link[c]]
-            if s < t:
-                t = s
+        t = _tightest(f, start, link, share)
         tight[f] = t
         if np.float32(nbytes[f]) > 0:
             b = np.float32(nbytes[f]) / t
@@ -170,22 +177,12 @@ def _around_rest(open_flows: np.ndarray, n_open: int, n_done: int, start: np.nda
                  share: np.ndarray, tight: np.ndarray, around: np.ndarray) -> None:
     """The rest of :func:`_tighten` after :func:`_own_bound`: the tightest shares of the open
     flows from ``n_done`` on, and every link's tightest open flow (``around``)."""
-    inf = np.float32(np.inf)
-    around[:] = inf
+    around[:] = np.float32(np.inf)
     for i in range(n_open):
         f = open_flows[i]
         if i >= n_done:
-            t = inf
-            for c in range(start[f], start[f + 1]):
-                s = share[link[c]]
-                if s < t:
-                    t = s
-            tight[f] = t
-        t = tight[f]
-        for c in range(start[f], start[f + 1]):
-            e = link[c]
-            if t < around[e]:
-                around[e] = t
+            tight[f] = _tightest(f, start, link, share)
+        _lower_around(f, tight[f], start, link, around)
 
 
 @numba.njit(cache=True)
