@@ -123,6 +123,18 @@ def test_ideal_placements_hold_n_nodes_none_more_compact_than_the_ideal(topo):
                 assert hops / (n * (n - 1)) >= topo.ideal_aph(n) - 1e-12
 
 
+def test_sizes_past_the_machine_are_refused_in_one_line(topo):
+    """A whole-machine job is the largest the ideals take (every node once); a size past it,
+    below 0 or fractional is one ValueError naming the machine — it used to give the first
+    ids past the last node (fat-trees), a ball cut short (tori) or an IndexError (dragonflies)."""
+    whole = np.asarray(topo.ideal_allocation(topo.n_nodes))
+    assert sorted(whole.tolist()) == list(range(topo.n_nodes)) and len(topo.ideal_allocation(0)) == 0
+    for bad in (topo.n_nodes + 1, -1, 2.5):
+        for method in (topo.ideal_allocation, topo.ideal_placements, topo.ideal_aph):
+            with pytest.raises(ValueError, match=f"topology '{topo.name}': a job of {bad} nodes; sizes run from 0"):
+                method(bad)
+
+
 def test_compiled_routes_equal_the_familys_routes(topo):
     """kernels.routes.route_links (what the bandwidth model routes with, compiled) gives the
     family's own routes, pairs with src == dst included."""

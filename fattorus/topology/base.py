@@ -161,9 +161,23 @@ class Topology(abc.ABC):
         both = valid[:, None] & valid[None, :]
         return jnp.sum(jnp.where(both, h, 0))
 
+    def job_size(self, n: int) -> int:
+        """``n`` as an int when a job of ``n`` nodes fits the machine (``0 <= n <= n_nodes``),
+        else a one-line ``ValueError`` naming the machine: the ideal placements and APH of a
+        size past the machine were silently wrong (the first ``n`` ids past the last node, a
+        torus ball cut short, a dragonfly's IndexError)."""
+        try:
+            size = int(n)
+        except (TypeError, ValueError):
+            size = None
+        if size is None or size != n or not 0 <= size <= self.n_nodes:
+            raise ValueError(f"topology {self.name!r}: a job of {n!r} nodes; sizes run from 0 to {self.n_nodes}")
+        return size
+
     @abc.abstractmethod
     def ideal_allocation(self, n: int) -> np.ndarray:
-        """Node ids of the most compact (lowest-APH) ``n``-node allocation on an empty machine."""
+        """Node ids of the most compact (lowest-APH) ``n``-node allocation on an empty machine
+        (``n`` checked by :meth:`job_size`)."""
         ...
 
     def ideal_placements(self, n: int) -> tuple[np.ndarray, ...]:
@@ -171,10 +185,11 @@ class Topology(abc.ABC):
         takes a job's ideal step time: the least of its step times alone on each
         (:mod:`fattorus.analysis.commtime`). Default: :meth:`ideal_allocation` alone. A family
         whose lowest-APH placement is not also a good one for bandwidth adds others."""
-        return (np.asarray(self.ideal_allocation(n)),)
+        return (np.asarray(self.ideal_allocation(self.job_size(n))),)
 
     def ideal_aph(self, n: int) -> float:
         """APH of :meth:`ideal_allocation` (0 for ``n <= 1``)."""
+        n = self.job_size(n)
         if n <= 1:
             return 0.0
         nodes = np.asarray(self.ideal_allocation(n), np.int64)

@@ -288,7 +288,7 @@ class Dragonfly(Topology):
         (every first group for two), since under the inter-group wiring which groups matter.
         Not proven optimal; no placement of the session-17 audit's replays beat it (124 of
         1,778 beat the first ids alone)."""
-        n = int(n)
+        n = self.job_size(n)
         if n not in self._ideal_cache:
             self._ideal_cache[n] = self._most_compact(n)
         return self._ideal_cache[n].copy()
@@ -296,7 +296,7 @@ class Dragonfly(Topology):
     def ideal_placements(self, n: int) -> tuple[np.ndarray, ...]:
         """The first ``n`` node ids: the bandwidth model's ideal candidate, as before the APH
         ideal became a search (session 17), so no model result moved."""
-        return (np.arange(int(n)),)
+        return (np.arange(self.job_size(n)),)
 
     @functools.cached_property
     def _ideal_cache(self) -> dict[int, np.ndarray]:
@@ -438,7 +438,7 @@ class Dragonfly(Topology):
 
     def ideal_aph(self, n: int) -> float:
         """APH of :meth:`ideal_allocation`: its router histogram against the distance table."""
-        n = int(n)
+        n = self.job_size(n)
         if n <= 1:
             return 0.0
         h = np.bincount(self.ideal_allocation(n) // self.nodes_per_router, minlength=self.n_routers).astype(np.int64)

@@ -156,12 +156,12 @@ class FatTree(Topology):
 
     def ideal_allocation(self, n: int) -> np.ndarray:
         """The first ``n`` node ids: a full leaf, then the leaves of one pod, then further pods."""
-        return np.arange(int(n))
+        return np.arange(self.job_size(n))
 
     def ideal_aph(self, n: int) -> float:
         """APH of :meth:`ideal_allocation` in closed form (``n // k`` full leaves and a
         remainder, ``n // p`` full pods and a remainder); 0 for ``n <= 1``."""
-        n = int(n)
+        n = self.job_size(n)
         if n <= 1:
             return 0.0
         k, p = self.nodes_per_leaf, self.nodes_per_pod

@@ -245,7 +245,7 @@ class Torus3D(Topology):
         optimal: a placement outside these families could still be more compact (none of the
         ``prism`` or first-fit placements of the Blue Waters study was, against 45 of 282 that
         beat the ball alone)."""
-        n = int(n)
+        n = self.job_size(n)
         if n not in self._ideal_cache:
             self._ideal_cache[n] = self._most_compact(n)
         return self._ideal_cache[n].copy()
@@ -280,7 +280,7 @@ class Torus3D(Topology):
         (docs/decisions.md, "The torus's ideal placement for the bandwidth model"). The ball,
         not :meth:`ideal_allocation`: the model's candidates stayed as they were when the APH
         ideal became a search (session 17), so no model result moved."""
-        n = int(n)
+        n = self.job_size(n)
         out = [np.asarray(self._ball(n))]
         for name in self.ordering_names:
             if name == "xyz":
@@ -292,7 +292,7 @@ class Torus3D(Topology):
 
     def ideal_aph(self, n: int) -> float:
         """APH of :meth:`ideal_allocation`, by the closed-form hop sum."""
-        n = int(n)
+        n = self.job_size(n)
         if n <= 1:
             return 0.0
         return self._hop_sum(self.ideal_allocation(n)) / (n * (n - 1))
