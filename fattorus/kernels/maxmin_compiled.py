@@ -185,6 +185,64 @@ def _around_rest(open_flows: np.ndarray, n_open: int, n_done: int, start: np.nda
         _lower_around(f, tight[f], start, link, around)
 
 
+@numba.njit(cache=True, inline="always")
+def _going(n_open: int, bound: np.float32, slowest: np.float32, goal_slack: np.float32, rounds: int, F: int) -> bool:
+    """Whether another round is needed: open flows left, the goal not yet settled (an open own
+    flow could still take longer than the slowest frozen one, up to the goal margin), and fewer
+    rounds than flows (each round freezes at least one)."""
+    return n_open > 0 and not bound <= slowest * goal_slack and rounds <= F
+
+
+@numba.njit(cache=True)
+def _freeze_round(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.ndarray, bottleneck: np.ndarray,
+                  tight: np.ndarray, rate: np.ndarray, frozen: np.ndarray, load: np.ndarray, residual: np.ndarray,
+                  share: np.ndarray, frozen_sum: np.ndarray, touched: np.ndarray, touched_links: np.ndarray,
+                  nbytes: np.ndarray, own: int) -> tuple[int, np.float32]:
+    """One round's freezing: every open flow crossing a bottleneck freezes at its tightest share;
+    the links it crosses lose it from their load and its rate from their residual (the rates
+    frozen on a link this round summed in flow order, as XLA's scatter-add), and their shares
+    are recomputed. The open list keeps the others in order. Returns how many stay open and
+    the longest time of an own flow frozen now (``bytes / rate``, float32)."""
+    inf, zero, one = np.float32(np.inf), np.float32(0.0), np.float32(1.0)
+    n_touched = 0
+    settled = zero
+    keep = 0
+    for i in range(n_open):
+        f = open_flows[i]
+        hit = False
+        for c in range(start[f], start[f + 1]):
+            if bottleneck[link[c]]:
+                hit = True
+                break
+        if not hit:
+            open_flows[keep] = f
+            keep += 1
+            continue
+        r = tight[f]
+        rate[f] = r
+        frozen[f] = True
+        for c in range(start[f], start[f + 1]):
+            e = link[c]
+            if not touched[e]:
+                touched[e] = True
+                touched_links[n_touched] = e
+                n_touched += 1
+            frozen_sum[e] += r
+            load[e] -= one
+        if f < own and np.float32(nbytes[f]) > 0:
+            s = np.float32(nbytes[f]) / r if r > 0 else inf
+            if s > settled:
+                settled = s
+    for k in range(n_touched):
+        e = touched_links[k]
+        left = residual[e] - frozen_sum[e]
+        residual[e] = left if left > 0 else zero
+        share[e] = residual[e] / load[e] if load[e] > 0 else inf
+        frozen_sum[e] = zero
+        touched[e] = False
+    return keep, settled
+
+
 @numba.njit(cache=True)
 def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, index: np.ndarray,
                bottleneck_slack: np.float32, goal_slack: np.float32) -> tuple[float, int]:
@@ -193,7 +251,7 @@ def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.nd
     for u in range(used.shape[0]):
         index[used[u]] = -1  # the workspace goes back as it came
     F, E = routes.shape[0], used.shape[0]
-    inf, zero, one = np.float32(np.inf), np.float32(0.0), np.float32(1.0)
+    inf = np.float32(np.inf)
     load = np.empty(E, np.float32)  # open flows per link: integers, exact in float32 below 2**24
     residual = np.empty(E, np.float32)
     for u in range(E):
@@ -216,56 +274,23 @@ def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.nd
     tight = np.full(F, inf, np.float32)
     for e in range(E):
         share[e] = residual[e] / load[e] if load[e] > 0 else inf
-    slowest = zero
+    slowest = np.float32(0.0)
     bound = _tighten(open_flows, n_open, start, link, share, tight, around, nbytes, own)
     rounds = 0
-    while n_open > 0 and not bound <= slowest * goal_slack and rounds <= F:
+    going = _going(n_open, bound, slowest, goal_slack, rounds, F)
+    while going:
         # A link no tighter than any link its open flows cross is a bottleneck now: its flows
         # freeze at their tightest share (maxmin._round).
         for e in range(E):
             bottleneck[e] = load[e] > 0 and share[e] <= around[e] * bottleneck_slack
-        n_touched = 0
-        settled = zero
-        keep = 0
-        for i in range(n_open):
-            f = open_flows[i]
-            hit = False
-            for c in range(start[f], start[f + 1]):
-                if bottleneck[link[c]]:
-                    hit = True
-                    break
-            if not hit:
-                open_flows[keep] = f
-                keep += 1
-                continue
-            r = tight[f]
-            rate[f] = r
-            frozen[f] = True
-            for c in range(start[f], start[f + 1]):
-                e = link[c]
-                if not touched[e]:
-                    touched[e] = True
-                    touched_links[n_touched] = e
-                    n_touched += 1
-                frozen_sum[e] += r
-                load[e] -= one
-            if f < own and np.float32(nbytes[f]) > 0:
-                s = np.float32(nbytes[f]) / r if r > 0 else inf
-                if s > settled:
-                    settled = s
-        n_open = keep
-        for k in range(n_touched):
-            e = touched_links[k]
-            left = residual[e] - frozen_sum[e]
-            residual[e] = left if left > 0 else zero
-            share[e] = residual[e] / load[e] if load[e] > 0 else inf
-            frozen_sum[e] = zero
-            touched[e] = False
+        n_open, settled = _freeze_round(open_flows, n_open, start, link, bottleneck, tight, rate, frozen, load,
+                                        residual, share, frozen_sum, touched, touched_links, nbytes, own)
         if settled > slowest:
             slowest = settled
         rounds += 1
         bound, n_own_open = _own_bound(open_flows, n_open, start, link, share, tight, nbytes, own)
-        if n_open > 0 and not bound <= slowest * goal_slack and rounds <= F:
+        going = _going(n_open, bound, slowest, goal_slack, rounds, F)
+        if going:
             _around_rest(open_flows, n_open, n_own_open, start, link, share, tight, around)
     # Open flows stopped at the goal take their rate's lower bound, the tightest share (as
     # maxmin_rates returns them); the maximum over the own flows is the full solve's.
