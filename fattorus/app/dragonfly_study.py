@@ -313,11 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts, n_all, done = out / PARTS, len(wds) * len(machines), 0
     interrupt.armed()  # a command-line run: from here a Ctrl-C keeps the finished solves
     try:
-        made = outputs.kept_parts_note(out, PARTS)
-        if made:
-            print(f"dragonfly_study: warning: {out}: {made}", file=sys.stderr)
-        parts.mkdir(parents=True, exist_ok=True)
-        atomic_write(parts / "settings.json", outputs.parts_settings(record))
+        outputs.start_parts("dragonfly_study", out, PARTS, record)
         for wd in wds:
             for topo in machines:
                 part = parts / f"{Path(png_name(wd, topo.name)).stem}.json"

@@ -437,11 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_all, rows, done = sum(n_wl for *_, n_wl, _, _ in todo), [], 0
     interrupt.armed()  # a command-line run: from here a Ctrl-C keeps the finished workloads
     try:
-        made = outputs.kept_parts_note(out, PARTS)
-        if made:
-            print(f"network_study: warning: {out}: {made}", file=sys.stderr)
-        parts.mkdir(parents=True, exist_ok=True)
-        atomic_write(parts / "settings.json", outputs.parts_settings(record))
+        outputs.start_parts("network_study", out, PARTS, record)
         for case, m, lo, hi, n_wl, c, dims in todo:
             for w in range(n_wl):
                 # One file per finished workload: an interrupted study resumes after the last.

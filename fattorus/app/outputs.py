@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -87,16 +88,26 @@ def is_complete(run_dir: str | os.PathLike[str]) -> bool:
     return check_complete(run_dir) is None
 
 
-def kept_parts_note(out: str | os.PathLike[str], parts: str) -> str | None:
-    """A warning clause when an unfinished study's kept parts (``out/parts``, resumed) were
-    made by other code than this (:func:`kept_source` of its ``settings.json``), or None."""
-    made = kept_source(Path(out) / parts, "settings.json")
-    return None if made is None else f"its kept parts were {made}; they are kept (delete {Path(out) / parts} to redo them)"
+def skip_note(run_dir: str | os.PathLike[str]) -> str:
+    """What a ``[skip]`` line adds for a finished run kept in ``run_dir``: who made it when
+    that was other code (:func:`kept_source`), else nothing."""
+    made = kept_source(run_dir)
+    return f" ({made}: kept; delete the folder to redo it)" if made else ""
 
 
-def parts_settings(record: dict[str, Any]) -> str:
-    """An unfinished study's ``settings.json``: its settings and the code its parts are made by."""
-    return json.dumps({**record, "fattorus": provenance.stamp()}, indent=1)
+def start_parts(prog: str, out: str | os.PathLike[str], parts: str, record: dict[str, Any]) -> Path:
+    """Open an unfinished study's parts folder ``out/parts`` (made, or resumed): warn on stderr
+    when its kept parts were made by other code than this (:func:`kept_source` of its
+    ``settings.json``: kept, not redone), then record there ``record`` and this code's stamp.
+    Returns the folder."""
+    folder = Path(out) / parts
+    made = kept_source(folder, "settings.json")
+    if made:
+        print(f"{prog}: warning: {out}: its kept parts were {made}; they are kept (delete {folder} to redo them)",
+              file=sys.stderr)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "settings.json", json.dumps({**record, "fattorus": provenance.stamp()}, indent=1))
+    return folder
 
 
 def stored_summary(out_dir: str | os.PathLike[str], file: str = "summary.json") -> dict | str | None:
@@ -153,7 +164,7 @@ def unfinished_conflict(out: str | os.PathLike[str], parts: str, now: dict[str, 
     old = stored_summary(Path(out) / parts, "settings.json")
     if not isinstance(old, dict):
         return old
-    # The code that made them is named when they are kept (kept_parts_note), not refused.
+    # The code that made them is named when they are kept (start_parts), not refused.
     diff = differences({k: v for k, v in old.items() if k != "fattorus"}, now)
     if not diff:
         return None

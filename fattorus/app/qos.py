@@ -242,9 +242,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     multirun = hc.mode.name == "MULTIRUN"
     why = _other_settings(out_dir, cfg)  # finished or unfinished results made otherwise
     if (out_dir / "summary.json").exists() and why is None:
-        made = outputs.kept_source(out_dir)
-        made = f" ({made}: kept; delete the folder to redo it)" if made else ""
-        print(f"[skip] {out_dir} already holds a finished run{made}", flush=True)
+        print(f"[skip] {out_dir} already holds a finished run{outputs.skip_note(out_dir)}", flush=True)
         return json.loads((out_dir / "summary.json").read_text())
     if why is not None:
         if not multirun:  # Checks.on_run_start refuses this before Hydra writes; a last guard

@@ -475,9 +475,8 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         if why is None and stale is None:
             # A skipped trial is not logged (again): say so where W&B logging was asked for.
             wandb = "; not logged to W&B (a trial is logged when it runs)" if cfg.logger.name == "wandb" else ""
-            made = outputs.kept_source(out_dir)  # kept, but a study mixing code versions should know it
-            made = f" ({made}: kept; delete the folder to redo it)" if made else ""
-            print(f"[skip] {out_dir} already holds a finished run{made}{wandb}", flush=True)
+            # Kept, but a study mixing code versions should know it (outputs.skip_note).
+            print(f"[skip] {out_dir} already holds a finished run{outputs.skip_note(out_dir)}{wandb}", flush=True)
             return json.loads((out_dir / "summary.json").read_text())
         if stale is not None:
             _stderr_line(f"fattorus.sweep: warning: {out_dir}: {stale}; re-running it")
