@@ -893,7 +893,7 @@ def run(jobs: Jobs, topo: Any, queue: str, policy: Any, usable: np.ndarray | Non
     # numba compiles one version per argument type, and a read-only or strided array is a type
     # of its own: job columns read from a table (polars' zero-copy NumPy views) are read-only, a
     # caller's arrays writable. Such columns are copied (values unchanged), so one compiled
-    # version serves every caller (a second one cost ~11 s of compiling here).
+    # version serves every caller (a second one cost ~31 s of compiling in a fresh checkout).
     submit, runtime, estimate, nodes = (np.require(a, requirements="CW") for a in
                                         (jobs.submit, jobs.runtime, jobs.estimate, jobs.nodes))
     args = (submit, runtime, estimate, nodes, size_class, queue == "easy", usable_nodes,
