@@ -44,7 +44,6 @@ from fattorus.analysis import fluid, patterns
 from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time
 from fattorus.kernels.maxmin_compiled import goal_step_time, new_workspace
-from fattorus.kernels.maxmin_settled import count_crossings, settled_step_time
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
 
@@ -346,12 +345,6 @@ class ModelRuntimes:
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cap_f32 = solver_capacity(self.topo).astype(np.float32)
         self._workspace = new_workspace(len(self._cap_f32))  # lent to every goal solve
-        # Crossings per link of the running jobs' built flows (`_background`), and whose they are:
-        # a start settled on its own links (maxmin_settled) reads them instead of solving.
-        self._background = np.zeros(len(self._cap_f32), np.int64)
-        self._no_background = np.zeros(len(self._cap_f32), np.int64)
-        self._counted: dict[int, np.ndarray] = {}
-        self.settled = 0  # solves answered from the job's own links (no solve)
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self._busy_ns = self._useful_ns = self._completed_ns = 0.0
@@ -392,33 +385,6 @@ class ModelRuntimes:
             return np.zeros((0, self.topo.max_route_links), np.int32), np.zeros(0)
         route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
         return route_ids, nbytes
-
-    def _counts_of(self, running: set[int]) -> np.ndarray:
-        """Crossings per link of the running jobs' built flows: the jobs that ended leave the
-        counts, those built since join them (each job counted once while it runs)."""
-        for k in [k for k in self._counted if k not in running]:
-            count_crossings(self._background, self._counted.pop(k), -1)
-        for k in running:
-            if k not in self._counted and k in self._flows:
-                routes = self._counted[k] = np.ascontiguousarray(self._flows[k][0], np.int32)
-                count_crossings(self._background, routes, 1)
-        return self._background
-
-    def _solve(self, own_routes: np.ndarray, own_bytes: np.ndarray, others: list[tuple[np.ndarray, np.ndarray]],
-               background: np.ndarray) -> float:
-        """Step time of a job's flows among ``others``' (:meth:`_step`), read off its own links
-        when the solve's first round settles it there (:mod:`fattorus.kernels.maxmin_settled`:
-        the same float). ``background``: crossings per link of every flow of the problem but
-        the job's own (on the links the job crosses)."""
-        settled = settled_step_time(own_routes, own_bytes, background, self._cap_f32, self._workspace)
-        if settled is not None:
-            self.settled += 1
-            return settled
-        if not others:
-            return self._step(own_routes, own_bytes, len(own_bytes))
-        route_ids = np.concatenate([own_routes] + [r for r, _ in others])
-        nbytes = np.concatenate([own_bytes] + [b for _, b in others])
-        return self._step(route_ids, nbytes, len(own_bytes))
 
     def _step(self, route_ids: np.ndarray, nbytes: np.ndarray, own: int) -> float:
         """Step time of the first ``own`` flows when all flows run together: the compiled goal
@@ -496,13 +462,13 @@ class ModelRuntimes:
             if self._renamed(own_routes, ideal_flows[0]):
                 self.renamed += 1
                 return 1.0
-        # Every running job crossing one of its links is among `others` (built above), so the
-        # running jobs' counts are the problem's on its links.
-        together = self._solve(own_routes, own_bytes, others, self._counts_of(running))
+        route_ids = np.concatenate([own_routes] + [r for r, _ in others])
+        nbytes = np.concatenate([own_bytes] + [b for _, b in others])
+        together = self._step(route_ids, nbytes, len(own_bytes))
         if ideal is None:
             candidates = [ideal_flows or self._job_flows(traffic, ideals[0])] if single else \
                 [self._job_flows(traffic, c) for c in ideals]
-            ideal = min(self._solve(r, b, [], self._no_background) for r, b in candidates)
+            ideal = min(self._step(r, b, len(b)) for r, b in candidates)
             if keyless:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0

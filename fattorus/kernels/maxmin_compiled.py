@@ -86,8 +86,8 @@ def _crossings(routes: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.nd
     """Compact crossing lists in flow order, on the links the routes use renumbered densely
     in order of first use: flow ``f`` crosses ``link[start[f]:start[f + 1]]``, dense link
     ``u`` is machine link ``used[u]`` and ``count[u]`` flows cross it. ``index`` (machine
-    link -> dense id, ``-1``: unused) comes all ``-1``, is used to renumber and goes back
-    all ``-1``."""
+    link -> dense id, ``-1``: unused) comes all ``-1`` and is used to renumber; the caller
+    puts it back."""
     F, L = routes.shape
     start = np.zeros(F + 1, np.int64)
     link = np.empty(F * L, np.int32)
@@ -108,8 +108,6 @@ def _crossings(routes: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.nd
                 count[u] += 1
                 n += 1
         start[f + 1] = n
-    for u in range(n_used):
-        index[used[u]] = -1  # the workspace goes back as it came
     return start, link[:n], used[:n_used], count[:n_used]
 
 
@@ -250,6 +248,8 @@ def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.nd
                bottleneck_slack: np.float32, goal_slack: np.float32) -> tuple[float, int]:
     """:func:`goal_step_time` (and the filling rounds it took), over the used links only."""
     start, link, used, count = _crossings(routes, index)
+    for u in range(used.shape[0]):
+        index[used[u]] = -1  # the workspace goes back as it came
     F, E = routes.shape[0], used.shape[0]
     inf = np.float32(np.inf)
     load = np.empty(E, np.float32)  # open flows per link: integers, exact in float32 below 2**24
