@@ -84,6 +84,16 @@ def conf_topo(conf_topo_name: str) -> Topology:
     return topology.load(conf_topo_name)
 
 
+@pytest.fixture
+def results_path(tmp_path: Path) -> Path:
+    """A ``results/`` folder in the test's temporary folder: where a test's ``hydra.run.dir``
+    or ``hydra.sweep.dir`` may point (the apps refuse directories outside a ``results/``
+    directory, as every command's ``--out``)."""
+    path = tmp_path / "results"
+    path.mkdir()
+    return path
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     """The repository root of the checkout under test."""

@@ -171,6 +171,22 @@ def test_arms_of_one_policy_under_other_speedup_scenarios_are_other_rows(tmp_pat
     assert "several trials" not in capsys.readouterr().err
 
 
+def test_a_scenario_edited_on_the_command_line_is_another_arm(tmp_path, capsys):
+    """Two `ta` runs of `x20`, one with `speedup.classes.0.min_nodes=4096` (its summary records
+    `speedup_edits`): two rows named by what the run changed, not one arm run twice."""
+    _trial(tmp_path / "a", "ta", {}, 0.5, [0.0, 1.0], [False, False], speedup="x20")
+    _trial(tmp_path / "b", "ta", {}, 0.8, [0.0, 1.0], [False, False], speedup="x20")
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    summary["config"]["speedup_edits"] = {"classes.0.min_nodes": 4096}
+    (tmp_path / "b" / "summary.json").write_text(json.dumps(summary))
+    assert compare.main([str(tmp_path), "--reference", "ta speedup=x20"]) == 0
+    text = (tmp_path / "compare.md").read_text()
+    rows = sorted(line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
+                  if line.startswith("| ") and not line.startswith("| policy"))
+    assert rows == ["ta speedup=x20", "ta speedup=x20{classes.0.min_nodes=4096}"]
+    assert "several trials" not in capsys.readouterr().err
+
+
 def test_every_row_names_its_scenario_where_the_table_holds_several(tmp_path, capsys):
     """`ta` run only under V2 beside `to` under none: both rows name their scenario (the `ta` row
     read as plain `ta` before), and `--reference to` is the only arm whose label starts with

@@ -112,27 +112,27 @@ def _sweep(*args: str) -> subprocess.CompletedProcess:
                           cwd=paths.repo_root(), timeout=600)
 
 
-def test_the_app_runs_table_ii_with_its_applications_patterns_and_refuses_a_log_without_them(tmp_path):
+def test_the_app_runs_table_ii_with_its_applications_patterns_and_refuses_a_log_without_them(results_path):
     small = ["+topo=torus4", "policy=first_fit", "progress=false", "+speedup=model_apps"]
     # One wave of Table II at an eighth of its node counts on the 128-node torus: the same
     # applications run as unscaled on torus8 (Changa, DNS-DISTUF, MILC, NAMD, NWChem, WRF), in
     # smaller jobs (fewer and smaller flow buckets for the solver to compile).
-    out = _sweep(f"hydra.run.dir={tmp_path / 'run'}", *small, "workload=bluewaters_table2", "workload.synthetic.n_waves=1",
+    out = _sweep(f"hydra.run.dir={results_path / 'run'}", *small, "workload=bluewaters_table2", "workload.synthetic.n_waves=1",
                  "workload.scale=0.125")
     assert out.returncode == 0, out.stderr[-3000:]
-    jobs = pl.read_parquet(tmp_path / "run" / "jobs.parquet")
+    jobs = pl.read_parquet(results_path / "run" / "jobs.parquet")
     expected = {"MILC": "stencil4d", "NAMD": "unstructured_mesh", "WRF": "stencil2d", "DNS-DISTUF":
                 "grid_a2a(along=2, ndim=2)"}
     seen = dict(zip(jobs["app"].to_list(), jobs["pattern"].to_list()))
     assert set(expected) <= set(seen)
     assert {a: seen[a] for a in expected} == expected
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    summary = json.loads((results_path / "run" / "summary.json").read_text())
     assert summary["runtime_model"]["jobs_by_app"] == len(jobs)
-    bad = _sweep(f"hydra.run.dir={tmp_path / 'bad'}", *small, "workload=thunder", "workload.window_days=1")
+    bad = _sweep(f"hydra.run.dir={results_path / 'bad'}", *small, "workload=thunder", "workload.window_days=1")
     lines = [line for line in bad.stderr.splitlines() if line.strip()]
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "app column" in lines[-1], bad.stderr[-2000:]
-    typo = _sweep(f"hydra.run.dir={tmp_path / 'typo'}", *small, "workload=bluewaters_table2",
+    typo = _sweep(f"hydra.run.dir={results_path / 'typo'}", *small, "workload=bluewaters_table2",
                   "speedup.app_patterns.MILC=stencil9d")
     assert typo.returncode == 2 and "unknown pattern 'stencil9d'" in typo.stderr, typo.stderr[-2000:]
-    assert not (tmp_path / "typo" / "jobs.parquet").exists()
+    assert not (results_path / "typo" / "jobs.parquet").exists()

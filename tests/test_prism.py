@@ -542,7 +542,7 @@ def test_internal_idle_nodes_take_one_router_jobs_only_with_the_option():
             assert pol.place(machine, 3) is None or not set((pol.place(machine, 3) // 2).tolist()) & set(routers.tolist())
 
 
-def test_prism_on_blue_waters_from_jobs_parquet(tmp_path):
+def test_prism_on_blue_waters_from_jobs_parquet(results_path):
     """The CLI on Blue Waters (XK block, service nodes) with Atlas fit to it: from the run's own
     jobs.parquet, no job shares a router link with a concurrent one (recomputed here from each
     job's exact dimension-order link set, pair by pair), every job runs on XE nodes, and the
@@ -554,11 +554,11 @@ def test_prism_on_blue_waters_from_jobs_parquet(tmp_path):
     import polars as pl
 
     out = subprocess.run([sys.executable, "-m", "fattorus.sweep", "+topo=bluewaters", "policy=prism",
-                          "workload.window_days=1.5", "progress=false", f"hydra.run.dir={tmp_path / 'run'}"],
+                          "workload.window_days=1.5", "progress=false", f"hydra.run.dir={results_path / 'run'}"],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "x19.57 (fit" in out.stdout
-    jobs = pl.read_parquet(tmp_path / "run" / "jobs.parquet")
+    jobs = pl.read_parquet(results_path / "run" / "jobs.parquet")
     bw = topology.load("bluewaters")
     assert jobs.height > 50 and not jobs["exposed"].any()
     # Every router link's users, as time intervals, must be disjoint: sorted by (link, start),
@@ -574,7 +574,7 @@ def test_prism_on_blue_waters_from_jobs_parquet(tmp_path):
     assert (start[1:][same] >= end[:-1][same]).all()
     usable = bw.usable()
     assert all(usable[np.asarray(a)].all() for a in jobs["alloc"].to_list())
-    summary = __import__("json").loads((tmp_path / "run" / "summary.json").read_text())
+    summary = __import__("json").loads((results_path / "run" / "summary.json").read_text())
     assert summary["usable_nodes"] == 22_548 and summary["config"]["workload"]["scale_factor"] == pytest.approx(22_548 / 1152)
 
 

@@ -134,6 +134,15 @@ def test_app_refuses_bad_settings_in_one_line(tmp_path):
         assert len(lines) == 1 and msg in lines[0] and "Traceback" not in out.stderr, out.stderr
 
 
+def test_app_refuses_directories_outside_results(tmp_path):
+    """A run or sweep directory outside a ``results/`` directory: one line, exit 2, nothing made."""
+    for args, key in [([f"hydra.run.dir={tmp_path / 'x'}"], "hydra.run.dir"),
+                      (["--multirun", "seed=0,1", f"hydra.sweep.dir={tmp_path / 'y'}"], "hydra.sweep.dir")]:
+        line = one_error_line(run_app(tmp_path, *TINY, *args))
+        assert f"{key}=" in line and "must lie under a results/ directory" in line, line
+    assert not list(tmp_path.iterdir())
+
+
 def test_default_periods_keep_the_default_level_that_many_periods_on_the_flow_model():
     # Sections 6.2 and 6.8: the default level is observed for P x N seconds before the first
     # trial; with N = 4 the history's first four periods are DEFAULT, the fifth is a trial.
@@ -196,7 +205,7 @@ def tiny_runs(tmp_path_factory) -> dict[str, Any]:
     made once for the tests that start from such a run (each works on its own copy:
     ``copy_of``), and the single run's stdout."""
     base = tmp_path_factory.mktemp("tiny")
-    single, multi = base / "results" / "qos" / "r", base / "sweep"
+    single, multi = base / "results" / "qos" / "r", base / "results" / "sweep"
     out = run_app(base, *TINY, f"hydra.run.dir={single}")
     assert out.returncode == 0, out.stderr[-2000:]
     swept = run_app(base, *SWEEP, f"hydra.sweep.dir={multi}")
@@ -262,7 +271,7 @@ def test_a_run_recorded_before_default_periods_existed_is_the_same_run(tmp_path,
 
 
 def test_a_multirun_checks_every_trial_before_the_first_runs(tmp_path):
-    sweep_dir = tmp_path / "sweep"
+    sweep_dir = tmp_path / "results" / "sweep"
     out = run_app(tmp_path, "--multirun", *TINY, "qos.threshold=0.5,5", f"hydra.sweep.dir={sweep_dir}",
                   "hydra.launcher.n_jobs=1")
     line = one_error_line(out)
@@ -274,7 +283,7 @@ def test_a_multirun_checks_every_trial_before_the_first_runs(tmp_path):
 def test_the_checks_hold_with_hydra_flags_after_the_overrides(tmp_path):
     # Ordinary Hydra usage puts --multirun last; the checks must neither break that command
     # line nor be skipped by it (the bad trial is still refused before any runs).
-    sweep_dir = tmp_path / "sweep"
+    sweep_dir = tmp_path / "results" / "sweep"
     env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
     out = subprocess.run([sys.executable, "-m", "fattorus.qos", "progress=false", *TINY, "qos.threshold=0.5,5",
                           f"hydra.sweep.dir={sweep_dir}", "hydra.launcher.n_jobs=1", "--multirun"], cwd=tmp_path,
@@ -287,7 +296,7 @@ def test_the_checks_hold_with_hydra_flags_after_the_overrides(tmp_path):
 def test_a_refused_trial_leaves_no_stub_directory(tmp_path):
     from fattorus.app.cli import discard_trial_stub
 
-    sweep_dir = tmp_path / "sweep"
+    sweep_dir = tmp_path / "results" / "sweep"
     stub, done, outside = sweep_dir / "qos.threshold=5", sweep_dir / "qos.threshold=0.5", tmp_path / "elsewhere"
     for d in (stub, done, outside):
         (d / ".hydra").mkdir(parents=True)
@@ -307,7 +316,7 @@ def redone_sweep(tmp_path_factory, tiny_runs) -> dict[str, Any]:
     redoes both, each trial on its own; the two tests below read it."""
     import json
 
-    sweep_dir = copy_of(tiny_runs["multi"], tmp_path_factory.mktemp("redo") / "sweep")
+    sweep_dir = copy_of(tiny_runs["multi"], tmp_path_factory.mktemp("redo") / "results" / "sweep")
     finished, unfinished = (next(sweep_dir.glob(f"*seed={s}")) for s in (0, 1))
     data = json.loads((finished / "summary.json").read_text())
     data["settings"]["imbalance"] = "none"

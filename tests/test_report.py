@@ -471,6 +471,20 @@ def test_label_arms_marks_a_setting_a_run_does_not_record():
                                             "patterns": '{"a2a":1}'}  # fmt: skip
 
 
+def test_a_speedup_scenario_edited_on_the_command_line_is_another_arm():
+    """The scenario's name with what a run changed of its file (``config.speedup_edits``): two
+    runs of ``x20`` that differ in a class's smallest job are two arms, not seeds of one."""
+    plain = {"config": {"policy_params": {}, "speedup": "x20", "speedup_edits": {}}}
+    edited = {"config": {"policy_params": {}, "speedup": "x20",
+                         "speedup_edits": {"classes.0.min_nodes": 4096, "cap": 256.0}}}
+    old = {"config": {"policy_params": {}, "speedup": "x20"}}  # before speedup_edits: its name
+    assert report.arm_settings(plain) == report.arm_settings(old) == {"speedup": "x20"}
+    assert report.arm_settings(edited) == {"speedup": "x20{cap=256, classes.0.min_nodes=4096}"}
+    runs = pl.DataFrame({"label": ["TA x20"] * 2, "arm": [json.dumps(report.arm_settings(s)) for s in (plain, edited)]})
+    assert report.label_arms(runs)["label"].to_list() == ["TA x20 speedup=x20",
+                                                          "TA x20 speedup=x20{cap=256, classes.0.min_nodes=4096}"]
+
+
 def test_output_outside_the_results_is_refused(results: Path, tmp_path: Path, capsys):
     """--out must lie in RESULTS_DIR or under a results/ directory (nothing is written outside
     the results), checked before anything is read or written."""

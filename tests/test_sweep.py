@@ -73,19 +73,19 @@ GROUPS = [
 
 
 @pytest.mark.parametrize("override, values, key", GROUPS, ids=[g[2] for g in GROUPS])
-def test_every_config_group_value_runs(tmp_path, override, values, key):
+def test_every_config_group_value_runs(results_path, override, values, key):
     extra = [] if key == "topo" else ["+topo=ft6x6"]
-    out = sweep("--multirun", f"hydra.sweep.dir={tmp_path}", "hydra.launcher.n_jobs=1",
+    out = sweep("--multirun", f"hydra.sweep.dir={results_path}", "hydra.launcher.n_jobs=1",
                 f"{override}={','.join(values)}", *extra, *SMALL)
     assert out.returncode == 0, out.stderr[-3000:]
-    runs = sorted(p.parent for p in tmp_path.glob("*/summary.json"))
+    runs = sorted(p.parent for p in results_path.glob("*/summary.json"))
     assert len(runs) == len(values)
     seen = {check_run_dir(d)["config"][key] for d in runs}
     assert seen == set(values)
 
 
-def test_workloads_real_traces_and_a_users_file(tmp_path):
-    swf = tmp_path / "mine.swf"
+def test_workloads_real_traces_and_a_users_file(results_path):
+    swf = results_path / "mine.swf"
     # 3 jobs of a 2-core-per-node machine: 4 procs -> 2 nodes, 1 proc -> 1 node, 6 -> 3 nodes.
     swf.write_text(
         "; MaxNodes: 18\n; MaxProcs: 36\n"
@@ -93,31 +93,31 @@ def test_workloads_real_traces_and_a_users_file(tmp_path):
         "2 10 0 50 1 -1 -1 1 100 -1 1 1 1 -1 -1 -1 -1 -1\n"
         "3 20 0 70 6 -1 -1 6 -1 -1 1 2 1 -1 -1 -1 -1 -1\n"
     )
-    out = sweep(f"hydra.run.dir={tmp_path / 'file'}", "+topo=ft6", f"workload.path={swf}", "workload.cores_per_node=2",
+    out = sweep(f"hydra.run.dir={results_path / 'file'}", "+topo=ft6", f"workload.path={swf}", "workload.cores_per_node=2",
                 "workload.name=mine", "progress=false")
     assert out.returncode == 0, out.stderr[-3000:]
-    summary = check_run_dir(tmp_path / "file")
-    jobs = pl.read_parquet(tmp_path / "file" / "jobs.parquet").sort("job_id")
+    summary = check_run_dir(results_path / "file")
+    jobs = pl.read_parquet(results_path / "file" / "jobs.parquet").sort("job_id")
     assert jobs["nodes"].to_list() == [2, 1, 3]
     assert jobs["estimate_s"].to_list() == [200.0, 100.0, 70.0]
     assert summary["config"]["workload"]["name"] == "mine"
-    out = sweep("--multirun", f"hydra.sweep.dir={tmp_path / 'real'}", "hydra.launcher.n_jobs=1", "+topo=cab",
+    out = sweep("--multirun", f"hydra.sweep.dir={results_path / 'real'}", "hydra.launcher.n_jobs=1", "+topo=cab",
                 "workload=atlas,thunder", "workload.window_days=1", "progress=false")
     assert out.returncode == 0, out.stderr[-3000:]
-    names = {check_run_dir(p.parent)["config"]["workload"]["name"] for p in (tmp_path / "real").glob("*/summary.json")}
+    names = {check_run_dir(p.parent)["config"]["workload"]["name"] for p in (results_path / "real").glob("*/summary.json")}
     assert names == {"atlas", "thunder"}
 
 
-def test_main_command_form_and_documented_defaults(tmp_path):
-    out = sweep(f"hydra.run.dir={tmp_path / 'main'}", "+topo=pinot", "+speedup=v2", "workload.window_days=2",
+def test_main_command_form_and_documented_defaults(results_path):
+    out = sweep(f"hydra.run.dir={results_path / 'main'}", "+topo=pinot", "+speedup=v2", "workload.window_days=2",
                 "policy=to", "sched=fcfs", "workload.scale=2", "seed=7", "progress=false")
     assert out.returncode == 0, out.stderr[-3000:]
-    c = check_run_dir(tmp_path / "main")["config"]
-    assert (c["topo"], c["speedup"], c["policy"], c["sched"], c["seed"], c["workload"]["scale"]) == (
-        "pinot", "v2", "to", "fcfs", 7, 2.0)
-    out = sweep(f"hydra.run.dir={tmp_path / 'defaults'}", *SMALL)
+    c = check_run_dir(results_path / "main")["config"]
+    assert (c["topo"], c["speedup"], c["policy"], c["sched"], c["seed"], c["workload"]["scale"], c["speedup_edits"]) == (
+        "pinot", "v2", "to", "fcfs", 7, 2.0, {})
+    out = sweep(f"hydra.run.dir={results_path / 'defaults'}", *SMALL)
     assert out.returncode == 0, out.stderr[-3000:]
-    c = check_run_dir(tmp_path / "defaults")["config"]
+    c = check_run_dir(results_path / "defaults")["config"]
     assert (c["topo"], c["speedup"], c["policy"], c["sched"]) == ("cab", "none", "ta", "easy")
     assert "policy_config" not in c  # only a named variant (a tuned config) records one
 
@@ -139,8 +139,8 @@ def test_main_command_form_and_documented_defaults(tmp_path):
         (["+topo=cab", "trials=4", "policy=tree_bestfit"], "batched engine"),
     ],
 )
-def test_bad_overrides_give_one_line_errors(tmp_path, args, words):
-    out = sweep(f"hydra.run.dir={tmp_path}", *args)
+def test_bad_overrides_give_one_line_errors(results_path, args, words):
+    out = sweep(f"hydra.run.dir={results_path}", *args)
     assert out.returncode != 0
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, out.stderr
@@ -148,12 +148,12 @@ def test_bad_overrides_give_one_line_errors(tmp_path, args, words):
     assert "Traceback" not in out.stderr + out.stdout
 
 
-def test_rerun_multirun_skips_finished_trials(tmp_path):
-    args = ["--multirun", f"hydra.sweep.dir={tmp_path}", "hydra.launcher.n_jobs=1", "+topo=ft6x6", "policy=to,ta", *SMALL]
+def test_rerun_multirun_skips_finished_trials(results_path):
+    args = ["--multirun", f"hydra.sweep.dir={results_path}", "hydra.launcher.n_jobs=1", "+topo=ft6x6", "policy=to,ta", *SMALL]
     first = sweep(*args)
     assert first.returncode == 0, first.stderr[-3000:]
     assert first.stdout.count("[done]") == 2
-    stamp = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*/jobs.parquet")}
+    stamp = {p: p.stat().st_mtime_ns for p in results_path.glob("*/jobs.parquet")}
     # Remove one finished trial: the re-run redoes exactly that one.
     victim = sorted(stamp)[0]
     (victim.parent / "summary.json").unlink()
@@ -173,15 +173,15 @@ def test_rerun_multirun_skips_finished_trials(tmp_path):
 
 
 
-def test_wandb_offline_run_holds_the_summary_metrics(tmp_path):
-    home = tmp_path / "home"
+def test_wandb_offline_run_holds_the_summary_metrics(results_path):
+    home = results_path / "home"
     home.mkdir()
-    out = sweep(f"hydra.run.dir={tmp_path}", "+topo=ft6x6", "logger=wandb", *SMALL,
-                env={"WANDB_MODE": "offline", "WANDB_API_KEY": "", "WANDB_DIR": str(tmp_path), "HOME": str(home)})
+    out = sweep(f"hydra.run.dir={results_path}", "+topo=ft6x6", "logger=wandb", *SMALL,
+                env={"WANDB_MODE": "offline", "WANDB_API_KEY": "", "WANDB_DIR": str(results_path), "HOME": str(home)})
     assert out.returncode == 0, out.stderr[-3000:]
     assert not [p for p in home.rglob("*") if p.is_file()]  # W&B's cache and staging stay with the run
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    files = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
+    summary = json.loads((results_path / "summary.json").read_text())
+    files = list(results_path.glob("wandb/offline-run-*/run-*.wandb"))
     assert len(files) == 1
     data = files[0].read_bytes()
     # Summary items are protobuf (key, value_json) pairs: each key followed closely by its
@@ -239,11 +239,40 @@ def test_a_refused_run_leaves_no_run_directory(tmp_path):
     assert not list((tmp_path / "results" / "runs").iterdir())
 
 
-def test_rerun_redoes_trials_whose_job_log_changed(tmp_path):
-    log = tmp_path / "jobs.swf"
+def test_directories_outside_results_and_a_held_run_directory_are_refused_before_anything_is_written(tmp_path):
+    """``hydra.run.dir`` / ``hydra.sweep.dir`` outside a ``results/`` directory: one line, exit
+    2, nothing made or replaced (a user's own folder kept its ``jobs.parquet``); a single run
+    into a directory holding a finished run: one line, exit 2 (a user mistake), and that run's
+    config copy is not rewritten. (And a scenario edited on the command line is recorded.)"""
+    own = tmp_path / "mine"
+    own.mkdir()
+    (own / "jobs.parquet").write_text("precious")
+    for args, key in [([f"hydra.run.dir={own}"], "hydra.run.dir"),
+                      (["--multirun", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.launcher.n_jobs=1"],
+                       "hydra.sweep.dir")]:
+        out = sweep(*args, "+topo=ft6x6", *SMALL)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and f"{key}=" in lines[0], out.stderr
+        assert "must lie under a results/ directory" in lines[0]
+    assert [p.name for p in own.iterdir()] == ["jobs.parquet"] and (own / "jobs.parquet").read_text() == "precious"
+    assert not (tmp_path / "sweep").exists()
+    run = tmp_path / "results" / "run"
+    # (A scenario edited on the command line: the summary says what the run changed of its file.)
+    assert sweep(f"hydra.run.dir={run}", "+topo=ft6x6", "+speedup=x5", "speedup.classes.0.min_nodes=8",
+                 *SMALL).returncode == 0
+    config = json.loads((run / "summary.json").read_text())["config"]
+    assert config["speedup"] == "x5" and config["speedup_edits"] == {"classes.0.min_nodes": 8}
+    copy = (run / ".hydra" / "config.yaml").read_text()
+    out = sweep(f"hydra.run.dir={run}", "+topo=ft6x6", "seed=3", *SMALL)
+    assert out.returncode == 2 and "already holds another run" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert (run / ".hydra" / "config.yaml").read_text() == copy
+
+
+def test_rerun_redoes_trials_whose_job_log_changed(results_path):
+    log = results_path / "jobs.swf"
     rows = [f"{i} {i * 60} 0 600 4 -1 -1 4 1200 -1 1 1 1 -1 -1 -1 -1 -1" for i in range(1, 6)]
     log.write_text("\n".join(rows) + "\n")
-    args = ["--multirun", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
+    args = ["--multirun", f"hydra.sweep.dir={results_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
             "workload=file", f"workload.path={log}", "workload.cores_per_node=1", "progress=false"]
     assert sweep(*args).returncode == 0
     again = sweep(*args)
@@ -253,22 +282,22 @@ def test_rerun_redoes_trials_whose_job_log_changed(tmp_path):
     assert changed.returncode == 0, changed.stderr[-2000:]
     assert changed.stdout.count("[done]") == 1 and "changed since this trial ran" in changed.stderr
     assert "damaged trial" not in changed.stderr  # it said "damaged trial (None)" too before session 27
-    summary = json.loads(next((tmp_path / "sweep").glob("*/summary.json")).read_text())
+    summary = json.loads(next((results_path / "sweep").glob("*/summary.json")).read_text())
     assert summary["counts"]["replayed"] == 6
 
 
-def test_a_log_path_under_a_named_workload_is_flagged(tmp_path):
-    log = tmp_path / "jobs.swf"
+def test_a_log_path_under_a_named_workload_is_flagged(results_path):
+    log = results_path / "jobs.swf"
     log.write_text("\n".join(f"{i} {i * 60} 0 600 4 -1 -1 4 1200 -1 1 1 1 -1 -1 -1 -1 -1" for i in range(1, 4)) + "\n")
-    borrowed = sweep(f"hydra.run.dir={tmp_path / 'a'}", "+topo=ft6x6", f"workload.path={log}", "progress=false")
+    borrowed = sweep(f"hydra.run.dir={results_path / 'a'}", "+topo=ft6x6", f"workload.path={log}", "progress=false")
     assert borrowed.returncode == 0 and "keeps atlas's name" in borrowed.stderr
-    own = sweep(f"hydra.run.dir={tmp_path / 'b'}", "+topo=ft6x6", "workload=file", f"workload.path={log}",
+    own = sweep(f"hydra.run.dir={results_path / 'b'}", "+topo=ft6x6", "workload=file", f"workload.path={log}",
                 "workload.cores_per_node=1", "progress=false")
     assert own.returncode == 0 and "warning" not in own.stderr
 
 
-def test_a_failed_multirun_trial_is_one_line_naming_it(tmp_path):
-    out = sweep("--multirun", f"hydra.sweep.dir={tmp_path}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
+def test_a_failed_multirun_trial_is_one_line_naming_it(results_path):
+    out = sweep("--multirun", f"hydra.sweep.dir={results_path}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
                 "workload.scale=-2,1", *SMALL)
     assert out.returncode == 2
     assert "Error executing job" not in out.stderr
@@ -276,7 +305,7 @@ def test_a_failed_multirun_trial_is_one_line_naming_it(tmp_path):
     assert len(errors) == 1 and "trial [" in errors[0] and "workload.scale=-2" in errors[0]
 
 
-def test_a_multirun_with_a_very_long_override_gets_a_short_stable_directory(tmp_path):
+def test_a_multirun_with_a_very_long_override_gets_a_short_stable_directory(results_path):
     """`bins=[1,...,200]` makes an override name of ~700 bytes, past what a file system allows
     in one name (255): the trial's directory is cut to 200 bytes and ends in a hash of the
     whole name, the same on a rerun (which then skips the finished trial)."""
@@ -285,10 +314,10 @@ def test_a_multirun_with_a_very_long_override_gets_a_short_stable_directory(tmp_
     bins = "bins=[" + ",".join(str(i) for i in range(1, 201)) + "]"
     assert path_component("a" * 300) != path_component("a" * 299 + "b")
     assert path_component("short=1") == "short=1"
-    args = ["--multirun", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6", bins, *SMALL]
+    args = ["--multirun", f"hydra.sweep.dir={results_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6", bins, *SMALL]
     out = sweep(*args)
     assert out.returncode == 0, out.stderr[-2000:]
-    (trial,) = [d for d in (tmp_path / "sweep").iterdir() if d.is_dir()]
+    (trial,) = [d for d in (results_path / "sweep").iterdir() if d.is_dir()]
     assert len(trial.name.encode()) == MAX_COMPONENT_BYTES and trial.name.startswith("+topo=ft6x6,bins=[1,2,3,")
     check_run_dir(trial)
     assert sweep(*args).stdout.count("[skip]") == 1
@@ -296,38 +325,38 @@ def test_a_multirun_with_a_very_long_override_gets_a_short_stable_directory(tmp_
     from fattorus.app import compare
     from fattorus.report.load import load_runs
 
-    assert load_runs(tmp_path / "sweep").height == 1
-    assert compare.main([str(tmp_path / "sweep")]) == 0 and "| ta |" in (tmp_path / "sweep" / "compare.md").read_text()
+    assert load_runs(results_path / "sweep").height == 1
+    assert compare.main([str(results_path / "sweep")]) == 0 and "| ta |" in (results_path / "sweep" / "compare.md").read_text()
 
 
-def test_the_done_line_counts_every_job_left_out_by_reason(tmp_path):
+def test_the_done_line_counts_every_job_left_out_by_reason(results_path):
     """Jobs the replay cannot run are counted in summary.json and named in the run's last line
     (by hand: one job with -3 nodes, one cancelled before it started; two replayed)."""
-    log = tmp_path / "jobs.swf"
+    log = results_path / "jobs.swf"
     log.write_text("1 0 0 600 4 -1 -1 4 1200 -1 1 1 1 -1 -1 -1 -1 -1\n"
                    "2 60 0 600 -3 -1 -1 -3 1200 -1 1 1 1 -1 -1 -1 -1 -1\n"
                    "3 120 0 600 4 -1 -1 4 1200 -1 1 1 1 -1 -1 -1 -1 -1\n"
                    "4 180 0 0 4 -1 -1 4 1200 -1 5 1 1 -1 -1 -1 -1 -1\n")
-    out = sweep(f"hydra.run.dir={tmp_path / 'run'}", "+topo=ft6x6", "workload=file", f"workload.path={log}",
+    out = sweep(f"hydra.run.dir={results_path / 'run'}", "+topo=ft6x6", "workload=file", f"workload.path={log}",
                 "workload.cores_per_node=1", "progress=false")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "2 jobs (2 not replayed: cancelled_before_start 1, bad_nodes 1)," in out.stdout
-    summary = check_run_dir(tmp_path / "run")
+    summary = check_run_dir(results_path / "run")
     skipped = summary["counts"]["skipped"]
     assert skipped["cancelled_before_start"] == 1 and skipped["bad_nodes"] == 1
     # Which jobs, not only how many (session 27): skipped.parquet, listed in summary.json.
-    left = pl.read_parquet(tmp_path / "run" / "skipped.parquet")
+    left = pl.read_parquet(results_path / "run" / "skipped.parquet")
     assert left.select("job_id", "reason").rows() == [(2, "bad_nodes"), (4, "cancelled_before_start")]
     assert summary["files"]["skipped.parquet"] == {"rows": 2}
 
 
-def test_a_refused_multirun_trial_leaves_no_directory(tmp_path):
+def test_a_refused_multirun_trial_leaves_no_directory(results_path):
     """`seed=-1,0`: the refused trial is one line and leaves no stub directory among the
     trials (as a refused single run leaves none); the other trial runs."""
-    out = sweep("--multirun", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
+    out = sweep("--multirun", f"hydra.sweep.dir={results_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
                 "seed=-1,0", *SMALL)
     assert out.returncode != 0 and "seed=-1: choose an integer" in out.stderr
-    (trial,) = [d.name for d in (tmp_path / "sweep").iterdir() if d.is_dir()]
+    (trial,) = [d.name for d in (results_path / "sweep").iterdir() if d.is_dir()]
     assert trial.startswith("+topo=ft6x6,seed=0,")
 
 

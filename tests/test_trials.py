@@ -35,11 +35,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int, int],
     compiles in about half EASY's time, and seeds 4 and 5 still give mean waits over a
     minute apart, far beyond the microsecond the comparison below allows."""
     tmp = tmp_path_factory.mktemp("trials")
-    out = sweep(tmp, "--multirun", f"hydra.sweep.dir={tmp / 'm'}", "hydra.launcher.n_jobs=1", *BASE,
+    out = sweep(tmp, "--multirun", f"hydra.sweep.dir={tmp / 'results' / 'm'}", "hydra.launcher.n_jobs=1", *BASE,
                 "sched=fcfs", "policy=to,ta", "trials=1,2", "seed=4,5")
     assert out.returncode == 0, out.stderr[-3000:]
     found = {}
-    for run in (tmp / "m").iterdir():
+    for run in (tmp / "results" / "m").iterdir():
         if (run / ".hydra" / "overrides.yaml").is_file():
             given = dict(o.split("=", 1) for o in yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text()))
             found[given["policy"], int(given["trials"]), int(given["seed"])] = run

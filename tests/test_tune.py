@@ -117,7 +117,7 @@ def test_exported_config_runs_in_the_app(study_dir):
     exported = yaml.safe_load((d / "conf" / "policy" / "ta_tuned_t.yaml").read_text())
     report = json.loads((d / "results" / "out" / "t" / "comparison.json").read_text())
     tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
-    run_dir = d / "app_run"
+    run_dir = d / "results" / "app_run"
     proc = subprocess.run(
         [sys.executable, "-m", "fattorus.sweep", "+topo=cab", "policy=ta_tuned_t", f"sched={tuned['sched']}",
          "workload.scale=2", f"workload.window_start_days={TEST[0]:g}", f"workload.window_days={TEST[1] - TEST[0]:g}",

@@ -107,7 +107,7 @@ def test_exported_config_runs_in_the_app_with_the_model(study_dir):
     d = study_dir
     report = json.loads((d / "results" / "out" / "comparison.json").read_text())
     tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
-    run_dir = d / "app_run"
+    run_dir = d / "results" / "app_run"
     proc = subprocess.run(
         [sys.executable, "-m", "fattorus.sweep", "+topo=torus8", "policy=prism_tuned_p", f"sched={tuned['sched']}",
          "+speedup=model", "workload=tiny_torus", "workload.scale=1", f"workload.window_start_days={TEST[0]:g}",

@@ -23,6 +23,12 @@ def squash(text: Any) -> str:
     return " ".join(text.replace("ValueError raised while resolving interpolation: ", "").split())
 
 
+class Refusal(BaseException):
+    """A configuration mistake found by a Hydra callback (:mod:`fattorus.app.callbacks`):
+    Hydra turns an ``Exception`` escaping a callback into a warning and carries on, so the
+    refusal must not be one; :func:`run_main` reports it as a user error (one line, exit 2)."""
+
+
 #: What a single run's directory holds before the run writes anything: Hydra's config copy,
 #: the app's claim file and its (empty) log.
 STUB_ENTRIES = frozenset({".hydra", ".fattorus-run", "sweep.log", "qos.log"})
@@ -241,7 +247,7 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
     sys.stderr = note
     try:
         app()
-    except user_errors as err:
+    except (*user_errors, Refusal) as err:
         sys.stderr = note.stream
         trial = f"trial {note.trial}: " if note.trial else ""
         sys.stderr.write(f"{prog}: error: {trial}{squash(err)}\n")

@@ -82,14 +82,14 @@ def arm_labels(summaries: list[dict[str, Any]]) -> list[str]:
     default reference names it), and every other setting that differs between trials of the
     same policy (``ta t1_pod_order=most``), by the report's own rule
     (:func:`fattorus.report.load.with_arm_settings`): two ``ta`` arms with other heuristics
-    are two rows, and ``--reference`` names one of them. The speedup scenario counts as such a
-    setting (``ta speedup=v2`` beside ``ta speedup=none``): a study may run one policy under
+    are two rows, and ``--reference`` names one of them. The speedup scenario, with what a run
+    changed of its file (:func:`~fattorus.report.load.speedup_text`: ``x20{cap=256}``), counts
+    as such a setting (``ta speedup=v2`` beside ``ta speedup=none``): a study may run one policy under
     several, and those runs are other arms, not seeds of one; and where the trials ran under
     several scenarios, every row shows its own (``to speedup=none`` beside ``ta speedup=v2``).
     A tuned config's run is named by its config (``ta_tuned_atlas2x_cab``), not by its
     heuristics."""
-    settings = [{**arm_settings(s), **({"speedup": str(s["config"]["speedup"])} if "speedup" in s["config"] else {})}
-                for s in summaries]
+    settings = [arm_settings(s) for s in summaries]  # with the scenario and its edits (speedup_text)
     # Where the table holds runs of several scenarios, every row names its own: a `ta` run only
     # under V2 beside a `to` run under none read as plain `ta` against `to` (session 26 review).
     scenarios = {setting["speedup"] for setting in settings if "speedup" in setting}

@@ -171,6 +171,36 @@ def policy_label(name: Any, choice: Any) -> str:
     return choice if variant else name
 
 
+def config_edits(shipped: Any, used: Any, prefix: str = "") -> dict[str, Any]:
+    """What ``used`` (a resolved config as plain containers) changes of ``shipped``: dotted
+    paths (list items by index) of the values that differ, each with its value in ``used``;
+    where the two differ in shape (other keys, another length) the whole value at that path
+    (``classes=[]``). ``{}`` when they agree (``1`` and ``1.0`` agree)."""
+    if isinstance(shipped, dict) and isinstance(used, dict) and shipped.keys() == used.keys():
+        pairs = [(str(k), shipped[k], used[k]) for k in shipped]
+    elif isinstance(shipped, list) and isinstance(used, list) and len(shipped) == len(used):
+        pairs = [(str(i), a, b) for i, (a, b) in enumerate(zip(shipped, used))]
+    else:
+        return {} if shipped == used else {prefix or ".": used}
+    out: dict[str, Any] = {}
+    for key, a, b in pairs:
+        out.update(config_edits(a, b, f"{prefix}.{key}" if prefix else key))
+    return out
+
+
+def speedup_edits(name: str, used: dict[str, Any]) -> dict[str, Any]:
+    """The settings a run changed of its speedup scenario ``conf/speedup/NAME.yaml``
+    (:func:`config_edits` against the file with the schema's defaults): a run of ``x20`` with
+    ``speedup.cap=256`` is another scenario than ``x20`` and its ``summary.json`` says so
+    (``config.speedup_edits``), so that reports do not pool the two as seeds. ``{}`` for a
+    scenario without a shipped file (a user's own, through ``hydra.searchpath``)."""
+    if name not in paths.config_names("speedup"):
+        return {}
+    shipped = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(SpeedupConf),
+                                                     OmegaConf.load(paths.config_file("speedup", name))), resolve=True)
+    return config_edits(shipped, used)
+
+
 def register() -> None:
     """Register the schema as ``fattorus_schema`` (used first in ``conf/config.yaml``) and the
     resolvers the results paths use (``fattorus_name``, ``fattorus_component``, ``fattorus_pid``,

@@ -41,11 +41,12 @@ import hydra
 import numpy as np
 import polars as pl
 from hydra.core.hydra_config import HydraConfig
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from fattorus import paths, provenance
 from fattorus.app import cli, outputs
+from fattorus.app.callbacks import ResultsOnly
+from fattorus.app.cli import Refusal
 from fattorus.app import config as config_mod
 from fattorus.files import atomic_write
 
@@ -56,12 +57,6 @@ SEED_MAX = 2**32 - 1
 
 class UserError(Exception):
     """A configuration mistake: one line, exit 2."""
-
-
-class Refusal(BaseException):
-    """A :class:`UserError` raised from a Hydra callback. Hydra turns an ``Exception`` escaping
-    a callback into a warning and carries on, so the refusal must not be one; :func:`main`
-    reports it as it reports a UserError (one line, exit 2)."""
 
 
 #: The settings of ``conf/qos_app.yaml`` (``hydra`` is Hydra's own) and of a ``qos`` config
@@ -388,10 +383,11 @@ def _discard_results(out_dir: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-class Checks(Callback):
+class Checks(ResultsOnly):
     """Hydra callbacks (``hydra.callbacks`` in ``conf/qos_app.yaml``): the checks that must come
     before Hydra makes or rewrites a run directory.
 
+    * both: the directory must lie under a ``results/`` directory (:class:`ResultsOnly`);
     * ``on_run_start``: a single run's settings are checked, and a ``hydra.run.dir`` that holds
       a run with other settings is refused, before Hydra rewrites the directory's ``.hydra/``
       copy of the config (which would then contradict its ``summary.json``).
@@ -405,6 +401,7 @@ class Checks(Callback):
 
     def on_run_start(self, config: DictConfig, **_: Any) -> None:
         """Check a single run (see the class)."""
+        super().on_run_start(config)
         try:
             check_settings(config)
             out_dir = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
@@ -418,6 +415,7 @@ class Checks(Callback):
 
     def on_multirun_start(self, config: DictConfig, **_: Any) -> None:
         """Check every trial of a multirun (see the class)."""
+        super().on_multirun_start(config)
         from hydra import compose
         from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
         from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -446,7 +444,7 @@ def _squash(text: Any) -> str:
 
 def main() -> None:
     """Entry point: the Hydra app, every configuration error turned into one line."""
-    cli.run_main(_app, "fattorus.qos", (UserError, Refusal), interrupted="finished placements are kept",
+    cli.run_main(_app, "fattorus.qos", (UserError,), interrupted="finished placements are kept",
                  exit_at_once=True, single=NOTHING_KEPT)
 
 

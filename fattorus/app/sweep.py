@@ -36,6 +36,8 @@ from fattorus import devices, paths
 from fattorus.app import cli
 from fattorus.app import config as config_mod
 from fattorus.app import outputs
+from fattorus.app.callbacks import ResultsOnly
+from fattorus.app.cli import Refusal
 
 config_mod.register()
 
@@ -46,6 +48,28 @@ class UserError(Exception):
 
 class RunError(Exception):
     """The environment failed the run (disk full, read-only results, ...): one line, exit 1."""
+
+
+class RunChecks(ResultsOnly):
+    """``hydra.callbacks`` of the replay app (``conf/config.yaml``): a run's or sweep's
+    directory under a ``results/`` directory (:class:`~fattorus.app.callbacks.ResultsOnly`),
+    and a single run's ``hydra.run.dir`` that already holds a run refused before Hydra rewrites
+    that run's config copy (``.hydra/``), which would then contradict its ``summary.json``
+    (:func:`_claim` refuses a run that claims it later)."""
+
+    def on_run_start(self, config: DictConfig, **_: Any) -> None:
+        """Check a single run's directory (see the class)."""
+        super().on_run_start(config)
+        try:
+            out_dir = Path(str(OmegaConf.select(config, "hydra.run.dir")))
+        except Exception:  # noqa: BLE001 - an interpolation only the job resolves: Hydra reports it
+            return
+        if (out_dir / ".fattorus-run").exists() or (out_dir / "summary.json").exists():
+            raise Refusal(_held(out_dir))
+
+
+def _held(out_dir: Path) -> str:
+    return f"{out_dir} already holds another run; not writing into it (leave hydra.run.dir out for a new directory)"
 
 
 TRIALS_MAX = 100_000
@@ -250,6 +274,8 @@ def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dic
         "policy_params": OmegaConf.to_container(cfg.policy.params, resolve=True),
         "sched": str(cfg.sched.name),
         "speedup": speedup_name,
+        # What the run changed of that scenario's file: another scenario under the same name.
+        "speedup_edits": config_mod.speedup_edits(speedup_name, OmegaConf.to_container(cfg.speedup, resolve=True)),
         "seed": int(cfg.seed),
         "study": str(cfg.study),
         "workload": {
@@ -370,8 +396,10 @@ def _run_trials(cfg: DictConfig, ft: Any, scenario: Any, jobs: Any, result: Any,
         raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
     result.summary["trials"] = info
     s = info["mean_wait_s"]
-    print(f"trials: {n} draws, mean wait {s['mean'] / 3600:.3g} h ± {s['std'] / 3600:.2g} "
-          f"(5–95 %: {s['p05'] / 3600:.3g}–{s['p95'] / 3600:.3g} h), {info['wall_s']:.1f} s", flush=True)
+    # Hours, or seconds for a light load (as the done line: 0.00156 h beside "4.3 s" read as two figures).
+    unit, per = ("h", 3600) if s["mean"] >= 36 or s["mean"] == 0 else ("s", 1)
+    print(f"trials: {n} draws, mean wait {s['mean'] / per:.3g} {unit} ± {s['std'] / per:.2g} "
+          f"(5–95 %: {s['p05'] / per:.3g}–{s['p95'] / per:.3g} {unit}), {info['wall_s']:.1f} s", flush=True)
 
 
 def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
@@ -430,6 +458,12 @@ def _wait(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 36 or seconds == 0 else f"{seconds:.3g} s"
 
 
+def _span(seconds: float) -> str:
+    """A makespan for the done line: days to one decimal, or hours under 2.4 h (a one-hour
+    workload read "makespan 0.0 d")."""
+    return f"{seconds / 86400:.1f} d" if seconds >= 8640 else f"{seconds / 3600:.2g} h"
+
+
 def _one_line(summary: dict[str, Any]) -> str:
     # Here, not at the top: the report package loads matplotlib (~60 ms on every start).
     from fattorus.report.labels import policy_name
@@ -447,7 +481,7 @@ def _one_line(summary: dict[str, Any]) -> str:
         f"{c['topo']} {policy_name(c)}/{c['sched']} speedup={c['speedup']} seed={c['seed']} "
         f"workload={wl['name']} x{scale}: "
         f"{summary['counts']['replayed']} jobs{skipped}, mean wait {_wait(summary['wait_s']['mean'])}, "
-        f"utilization {summary['utilization']['mean']:.1%}, makespan {summary['makespan_s'] / 86400:.1f} d, "
+        f"utilization {summary['utilization']['mean']:.1%}, makespan {_span(summary['makespan_s'])}, "
         f"replay {summary['replay_wall_s']:.1f} s"
     )
 
@@ -540,7 +574,7 @@ def _claim(out_dir: Path) -> None:
     try:
         fd = os.open(out_dir / ".fattorus-run", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
-        raise RunError(f"{out_dir} already holds another run; not writing into it") from None
+        raise UserError(_held(out_dir)) from None
     with os.fdopen(fd, "w") as fh:
         fh.write(f"{os.getpid()}\n")
 

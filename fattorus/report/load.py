@@ -177,12 +177,23 @@ def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+def speedup_text(config: Mapping[str, Any]) -> str:
+    """A run's speedup scenario as label text: its name, followed by what the run changed of
+    the scenario's file (``config.speedup_edits``) as ``{path=value, ...}``
+    (``x20{classes.0.min_nodes=4096}``): a scenario edited on the command line is another one."""
+    edits = _mapping(config.get("speedup_edits"))
+    shown = ", ".join(f"{k}={_setting_text(v)}" for k, v in sorted(edits.items()))
+    return f"{config.get('speedup', 'none')}{{{shown}}}" if shown else str(config.get("speedup", "none"))
+
+
 def arm_settings(summary: Mapping[str, Any]) -> dict[str, str]:
     """The settings that tell a run's arm from other arms of its policy and speedup scenario.
 
     Every ``config.policy_params`` entry (first fit's ``ordering``, ``ta``'s heuristics, prism's
     fill: what a study's ``arms`` set besides the policy) and, under ``speedup=model``, the
-    model's :data:`MODEL_SETTINGS`, as ``name -> value text``. Why not only ``ordering`` (as
+    model's :data:`MODEL_SETTINGS`, as ``name -> value text``; and ``speedup``
+    (:func:`speedup_text`) where the summary records the scenario: runs of one label share the
+    scenario's name, so it shows only what a run changed of it. Why not only ``ordering`` (as
     ``compare`` shows): any parameter of a policy makes another arm, and runs of two arms merged
     under one label would be averaged as seeds. The other settings that change results are the
     workload's (machine, log, scale, window, node kind, cores per node) and the scheduler, told
@@ -193,6 +204,8 @@ def arm_settings(summary: Mapping[str, Any]) -> dict[str, str]:
     settings = _flat(_mapping(config.get("policy_params")))
     model = _mapping(summary.get("runtime_model"))
     settings.update({k: _setting_text(model[k]) for k in MODEL_SETTINGS if k in model})
+    if "speedup" in config:
+        settings["speedup"] = speedup_text(config)
     return settings
 
 
