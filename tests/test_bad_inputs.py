@@ -182,6 +182,12 @@ CASES = [
     bad("study_speedup_key_without_speedup", "no speedup scenario is chosen", "s.yaml", "speedup.comm_fraction=0.5",
         cli="study", files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n"}),
     bad("topo_radix_cannot_wire", "radix", "topo.pods=40"),
+    # A list for a config group merged the configs (the last machine ran); run directories
+    # outside a results/ directory wrote there (session 31 review).
+    bad("topo_list", "+topo=[cab,pinot]: choose one topo config; a list merges them", "+topo=[cab,pinot]"),
+    bad("run_dir_outside_results", "hydra.run.dir=mine: must lie under a results/ directory", "hydra.run.dir=mine"),
+    bad("sweep_dir_outside_results", "hydra.sweep.dir=mine: must lie under a results/ directory", "--multirun",
+        "hydra.sweep.dir=mine"),
     # Paths that would leave the results root: refused or made one path component.
     bad("study_dotdot", "cannot name a results directory", "--multirun", "study=../../x"),
     bad("study_absolute", "cannot name a results directory", "--multirun", "study=/tmp/fattorus-escape"),

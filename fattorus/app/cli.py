@@ -153,6 +153,22 @@ def unchosen_group(overrides: Iterable[str], groups: Sequence[str] = APPENDED_GR
     return None
 
 
+def listed_group(overrides: Iterable[str]) -> str | None:
+    """Why an override gives a config group a list (``+topo=[cab,pinot]``), or None: Hydra
+    merges the listed configs, the last one's values winning, so the run silently used the
+    last machine (review, session 31); several values are a multirun's comma list."""
+    from fattorus import paths
+
+    groups = {p.name for p in paths.conf_dir().iterdir() if p.is_dir() and p.name != "hydra"}
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key.lstrip("+~") in groups and value.strip().startswith("["):
+            group = key.lstrip("+~")
+            return (f"{o}: choose one {group} config; a list merges them (the last one's values win). "
+                    f"To run each, use --multirun {key}=" + value.strip().strip("[]").replace(" ", ""))
+    return None
+
+
 def is_interrupt(err: BaseException) -> bool:
     """Whether ``err`` is a Ctrl-C in disguise: one that landed inside a JAX host callback
     (the QoS model's sparse solves) reaches Python as ``ValueError: INTERNAL: CpuCallback
@@ -237,7 +253,7 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
     from fattorus import interrupt
 
     interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
-    problem = launcher_problem(sys.argv[1:])
+    problem = launcher_problem(sys.argv[1:]) or listed_group(sys.argv[1:])
     if problem:
         sys.stderr.write(f"{prog}: error: {problem}\n")
         sys.exit(2)
