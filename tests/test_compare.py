@@ -59,7 +59,8 @@ def test_damaged_trials_are_named_and_skipped(tmp_path, capsys):
 
 def test_reference_that_matches_no_arm(tmp_path, capsys):
     """A given --reference naming no arm is refused in one line listing the labels, before any write;
-    the default (a torus label) naming no arm drops the break-even column with one note, never ``nan``."""
+    the default is first fit over O2, else `to`; naming no arm it drops the break-even column
+    with one note, never ``nan``."""
     _trial(tmp_path / "a", "to", {}, 0.9, [0.0, 7200.0], [True, False])
     _trial(tmp_path / "b", "ta", {}, 0.72, [3600.0, 3600.0], [False, False])
     assert compare.main([str(tmp_path), "--reference", "TO"]) == 2
@@ -68,18 +69,23 @@ def test_reference_that_matches_no_arm(tmp_path, capsys):
     assert len(err) == 1 and "--reference 'TO'" in err[0] and "'ta', 'to'" in err[0], err
     assert captured.out == "" and not (tmp_path / "compare.md").exists()
 
+    # The default: first fit over O2 (the torus paper's), else `to` (the fat-tree paper's).
+    for args in ([], ["--reference", "to"]):
+        assert compare.main([str(tmp_path), *args]) == 0
+        assert "| ta | 2 | 1.00 | 72.0% | 2.00 | 4.00 | 9.0 | 0.0% | 0.75 | 1.250 |" in (tmp_path / "compare.md").read_text()
+        assert capsys.readouterr().err == ""
+
+    # Neither default names an arm: no break-even column, one note, never `nan`.
+    (tmp_path / "a" / "summary.json").write_text((tmp_path / "a" / "summary.json").read_text().replace('"to"',
+                                                                                                      '"tree_bestfit"'))
     assert compare.main([str(tmp_path)]) == 0
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "first_fit ordering=O2" in err[0] and "--reference LABEL" in err[0], err
-    assert "'ta', 'to'" in err[0]
+    assert "'ta', 'tree_bestfit'" in err[0]
     text = (tmp_path / "compare.md").read_text()
     assert "nan |\n" not in text and "break-even" not in text
     assert "| ta | 2 | 1.00 | 72.0% | 2.00 | 4.00 | 9.0 | 0.0% | 0.75 |\n" in text
-
-    assert compare.main([str(tmp_path), "--reference", "to"]) == 0
-    assert "| ta | 2 | 1.00 | 72.0% | 2.00 | 4.00 | 9.0 | 0.0% | 0.75 | 1.250 |" in (tmp_path / "compare.md").read_text()
-    assert capsys.readouterr().err == ""
 
 
 def test_workload_without_the_reference_gets_a_note(tmp_path, capsys):

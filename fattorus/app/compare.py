@@ -28,8 +28,9 @@ submission span to the last submission: the paper's "steady state scheduling eff
 without the empty machine's fill-up and the final drain — and the break-even speedup from it.
 The reference must be one of the study's arms, named by its label or by the start of the only
 label that begins with it (``to`` for ``to speedup=none``): a ``--reference`` that names no arm, or several, is refused
-(exit 2, the labels present listed); when the default reference (a torus label) names no arm,
-as in every fat-tree study, the tables have no break-even column and one note on stderr says
+(exit 2, the labels present listed). The default reference is first fit over the ALPS
+ordering (the torus paper's), else ``to`` (the fat-tree paper's topology-oblivious policy);
+when neither names one arm, the tables have no break-even column and one note on stderr says
 how to pick one. A workload without the reference arm gets no break-even column either.
 Folders whose ``summary.json`` has no ``config`` (QoS, network or dragonfly study results) are
 not replay trials: they are skipped and counted, not reported as damaged.
@@ -65,6 +66,15 @@ from fattorus.report.labels import policy_name
 from fattorus.report.load import WORKLOAD_SETTINGS, arm_settings, disambiguate, with_arm_settings, workload_settings
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
+#: The default references in turn: the torus paper's (first fit over the ALPS ordering), then
+#: the fat-tree paper's (``to``, topology-oblivious): the first that names one arm of the study.
+DEFAULT_REFERENCES = (DEFAULT_REFERENCE, "to")
+
+
+def default_reference(arms: list[str]) -> str:
+    """The first of :data:`DEFAULT_REFERENCES` that names one arm (:func:`resolve_reference`),
+    else :data:`DEFAULT_REFERENCE` (which then names none: no break-even column, one note)."""
+    return next((ref for ref in DEFAULT_REFERENCES if resolve_reference(arms, ref)), DEFAULT_REFERENCE)
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
 
 
@@ -362,7 +372,7 @@ def _parser() -> OneLineParser:
     p.add_argument("--reference", default=None,
                    help="the arm to compare against: its label, or the start of the only label that begins with it "
                         f"(default: '{DEFAULT_REFERENCE}', first fit over the ALPS default ordering, where the study "
-                        "has that arm)")
+                        "has that arm, else 'to', the topology-oblivious policy)")
     p.add_argument("--large", type=int, default=1024, help="jobs of at least this many nodes count as large (>= 1)")
     return p
 
@@ -396,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     labels = arm_labels([summary for _, summary in found])
     workloads = workload_labels([summary for _, summary in found])
     trials = [(trial, summary, lab, wl) for (trial, summary), lab, wl in zip(found, labels, workloads)]
-    reference, given = (a.reference, True) if a.reference is not None else (DEFAULT_REFERENCE, False)
+    reference, given = ((a.reference, True) if a.reference is not None
+                        else (default_reference(sorted(set(labels))), False))
     reference, code = _named_reference(sorted(set(labels)), reference, given and bool(trials))
     if code:
         return code
