@@ -168,6 +168,10 @@ CASES = [
     bad("speedup_bad_bin", "need 0 <= lo <= hi < 1", "+speedup=v1",
         "speedup.classes=[{min_nodes:1,bins:[{lo:0.5,hi:2.0}]}]"),
     bad("ta_param_unknown", "policy.params.bogus", "policy.params.bogus=1"),
+    bad("ta_param_misspelt", "unknown parameter(s) ['t1_pod_ordr'] (did you mean 't1_pod_order'?)",
+        "+policy.params.t1_pod_ordr=most"),
+    bad("ta_param_misspelt_without_plus", "unknown setting 'policy.params.t1_pod_ordr' (did you mean "
+        "'policy.params.t1_pod_order'?)", "policy.params.t1_pod_ordr=most"),
     bad("ta_order_bad", "t1_pod_order", "policy.params.t1_pod_order=sideways"),
     bad("key_unknown", "nosuchkey", "nosuchkey=1"),
     # A misspelt key without '+': the closest setting, not Hydra's "use +key=value" (session 27).

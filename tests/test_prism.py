@@ -263,6 +263,8 @@ def test_blocking_other_kinds_keeps_prisms_off_the_xk_block():
     assert len(blocked) > 10 and not any(xk[r].any() for r in blocked)
     with pytest.raises(ValueError, match="block_other_kinds and internal_ends_first true/false"):
         PrismParams.from_mapping({"block_other_kinds": "yes"})
+    with pytest.raises(ValueError, match=r"got unknown \['fil'\] \(did you mean 'fill'\?\)"):
+        PrismParams.from_mapping({"fil": 1.0})
     for bad in ({"bisection": float("nan")}, {"contact": "nan"}, {"fill": float("inf")}, {"slack": "inf"},
                 {"fill": -1}, {"slack": 0.5}):
         with pytest.raises(ValueError, match="finite numbers >= 0 and slack a finite number >= 1"):

@@ -102,6 +102,17 @@ def unknown_setting(keys: Iterable[Any], known: Sequence[str], where: str) -> st
     return None
 
 
+def _policy_parameters() -> list[str]:
+    """The parameter names the allocation policies take (``policy.params.*``), sorted."""
+    import dataclasses
+
+    from fattorus.sched.policy.fattree.ta import TAParams
+    from fattorus.sched.policy.torus.prism import PrismParams
+
+    fields = {f.name for cls in (TAParams, PrismParams) for f in dataclasses.fields(cls)}
+    return sorted(fields | {"ordering", "features", "min_nodes"})
+
+
 def hydra_error(err: BaseException) -> str:
     """One line for a Hydra or OmegaConf error, its cause appended. A misspelt key without '+'
     (``workload.windw_days=1``) reads as :func:`unknown_setting` does for one with '+' — the
@@ -121,6 +132,13 @@ def hydra_error(err: BaseException) -> str:
         why = unknown_setting([name], [f.name for f in dataclasses.fields(cls)], parent + "." if parent else "")
         if why:
             return why
+    if asked and asked.group(1).startswith("policy.params."):  # the closest parameter of any policy
+        import difflib
+
+        name = asked.group(1).removeprefix("policy.params.")
+        close = difflib.get_close_matches(name, _policy_parameters(), n=1)
+        if close:
+            return f"unknown setting {asked.group(1)!r} (did you mean 'policy.params.{close[0]}'?)"
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
         return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
     return f"{squash(err)}{f' ({squash(cause)})' if cause else ''}"

@@ -77,7 +77,11 @@ class TAParams:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(params) - known)
         if unknown:
-            raise ValueError(f"policy ta: unknown parameter(s) {unknown}; known: {sorted(known)}")
+            import difflib
+
+            near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"policy ta: unknown parameter(s) {unknown}{hint}; known: {sorted(known)}")
         return cls(**params)
 
     @classmethod

@@ -99,7 +99,11 @@ class PrismParams:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(params) - names)
         if unknown:
-            raise ValueError(f"policy 'prism' takes {sorted(names)}, got unknown {unknown}")
+            import difflib
+
+            near = difflib.get_close_matches(unknown[0], sorted(names), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"policy 'prism' takes {sorted(names)}, got unknown {unknown}{hint}")
         flags = ("internal", "block_other_kinds", "internal_ends_first")
         try:
             if not all(isinstance(params.get(k, False), bool) for k in flags):
