@@ -186,6 +186,8 @@ CASES = [
     bad("study_speedup_key_without_speedup", "no speedup scenario is chosen", "s.yaml", "speedup.comm_fraction=0.5",
         cli="study", files={"log.swf": _log(), "s.yaml": STUDY_HEAD + "arms:\n  - [seed=0]\n"}),
     bad("topo_radix_cannot_wire", "radix", "topo.pods=40"),
+    # A tiny factor given as a number: every job one node, a run (its scale line divided by it: a traceback).
+    Case("scale_tiny", W + ("workload.scale=1e-308",), 0, files={"log.swf": _log()}),
     # A list for a config group merged the configs (the last machine ran); run directories
     # outside a results/ directory wrote there (session 31 review).
     bad("topo_list", "+topo=[cab,pinot]: choose one topo config; a list merges them", "+topo=[cab,pinot]"),

@@ -106,6 +106,53 @@ def test_empty_repeated_unbounded_or_unfit_options_are_one_line_before_any_work(
     assert not any(tmp_path.iterdir())
 
 
+HUGE = str(10**23)  # past int64: what once reached JAX (OverflowError) or NumPy (C long) as a traceback
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--max-iters", HUGE), ("--max-iters", str(2**31)), ("--seed", HUGE), ("--seed", str(2**32)),
+    ("--ranks", HUGE), ("--ranks-per-node", HUGE), ("--ranks-per-node", "1025"),
+])
+def test_counts_past_what_the_solver_takes_are_one_line_and_write_nothing(tmp_path, monkeypatch, capsys,
+                                                                          option, value):
+    """A count the solve cannot take is refused before ``solves/settings.json`` is written: that
+    record made the corrected command an "unfinished study made with other settings"."""
+    monkeypatch.chdir(tmp_path)
+    run = ["--workloads", "WD 4", *SMALL, "--name", "big"]
+    # The option given last overrides SMALL's value of it.
+    assert dragonfly_study.main([*run, option, value]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"dragonfly_study: error: {option} {value}: must be from ")
+    assert "Traceback" not in err and not any(tmp_path.iterdir())
+
+
+def test_the_corrected_command_runs_after_a_refused_max_iters(tmp_path, monkeypatch, capsys):
+    """The refusal leaves nothing that refuses the corrected command (the solve is stubbed: what
+    is tested is that the study's checks let it through to the end, not the solve)."""
+    monkeypatch.chdir(tmp_path)
+    run = ["--workloads", "WD 4", *SMALL, "--name", "big"]
+    assert dragonfly_study.main([*run, "--max-iters", HUGE]) == 2
+    capsys.readouterr()
+    seen = []
+
+    def solve(topo, wd, args, out):
+        seen.append(args.max_iters)
+        return ([{"workload": wd, "cables": "x", "class": "green", "max_MB": 1.0, "mean_MB": 1.0, "iterations": 3,
+                  "capped": False}], [{"job": 0}], [{"rank": 0}])
+
+    monkeypatch.setattr(dragonfly_study, "solve", solve)
+    assert dragonfly_study.main([*run, "--max-iters", "3000"]) == 0, capsys.readouterr().err
+    summary = json.loads((tmp_path / "results" / "dragonfly_study" / "big" / "summary.json").read_text())
+    assert seen == [3000] and summary["max_iters"] == 3000
+
+
+def test_the_largest_counts_allowed_pass_the_checks():
+    args = dragonfly_study.parse(["--max-iters", str(dragonfly_study.MAX_ITERS_MAX), "--seed", str(2**32 - 1),
+                                  "--ranks-per-node", str(dragonfly_study.RANKS_PER_NODE_MAX)])
+    dragonfly_study.check_bounds(args)  # no error
+
+
 def test_other_settings_are_refused_and_stale_maps_removed(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     base = tmp_path / "results" / "dragonfly_study" / "t"

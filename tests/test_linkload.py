@@ -275,6 +275,36 @@ def test_cli_errors(tmp_path, capsys):
     assert "unknown pattern" in err and err.count("\n") == 1
 
 
+HUGE = str(10**23)  # past int64: it reached NumPy (C long) or JAX (overflow) as a traceback
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--seed", HUGE], f"--seed must be from 0 to 4294967295, got {HUGE}"),
+    (["--seed", str(2**32)], "--seed must be from 0 to 4294967295, got 4294967296"),
+    (["--instants", HUGE], f"--instants must be from 1 to 100,000, got {HUGE}"),
+    (["--instants", "3000000000"], "--instants must be from 1 to 100,000"),  # JAX asked for 36 GB at once
+    # inf made every pattern probability nan: the draw went on, silently wrong
+    (["--pattern-mix", "stencil2d=inf,all_to_all=1"], "weight of pattern 'stencil2d' in --pattern-mix must be a "
+                                                      "finite number > 0, got inf"),
+    (["--pattern-mix", "stencil2d=1e308,all_to_all=1e308"], "the weights in --pattern-mix sum past the largest float"),
+])
+def test_cli_counts_and_weights_past_what_it_takes_are_one_line(tmp_path, capsys, args, words):
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
+    before = sorted(p.name for p in run.iterdir())
+    assert interference.main([str(run), *args]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fattorus.interference: error: ") and words in lines[0], err
+    assert "Traceback" not in err and sorted(p.name for p in run.iterdir()) == before  # nothing written
+
+
+def test_cli_takes_the_largest_seed(tmp_path, capsys):
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
+    assert interference.main([str(run), "--pattern-mix", "all_to_all", "--instants", "1",
+                              "--seed", str(2**32 - 1)]) == 0
+    assert (run / "interference.parquet").is_file()
+
+
 # Replay: topology-aware schedules are interference-free ----------------------------------------
 def read_swf(path: Path, n: int, skip: int) -> pl.DataFrame:
     """First ``n`` usable jobs after ``skip`` of a Standard Workload Format trace (hand parser)."""

@@ -150,6 +150,41 @@ def test_mistakes_are_one_line(tmp_path, args, words):
     assert len(out.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
 
 
+HUGE = str(10**23)  # --churn of it ran silently for ever; --sizes up to it never ended factorising sizes
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--churn", HUGE], f"--churn must be from 0 to 1,000, got {HUGE}"),
+    (["--churn", "1001"], "--churn must be from 0 to 1,000, got 1001"),
+    (["--workloads", HUGE], f"--workloads {HUGE}: need 1 to 10,000"),
+    (["--workloads", "10001"], "--workloads 10001: need 1 to 10,000"),
+    (["--seed", HUGE], f"--seed must be from 0 to 4294967295, got {HUGE}"),
+    (["--seed", str(2**32)], "--seed must be from 0 to 4294967295"),
+    (["--sizes", f"1,{HUGE}"], f"jobs of up to {HUGE} nodes do not fit ft6"),
+    (["--comm-fraction", "nan"], "--comm-fraction nan: must be in (0, 1]"),
+    (["--comm-fraction", "inf"], "--comm-fraction inf: must be in (0, 1]"),
+])
+def test_counts_past_what_a_study_can_want_are_one_line_before_any_work(tmp_path, monkeypatch, capsys, args, words):
+    monkeypatch.chdir(tmp_path)
+    assert ns.main(["--machine", "ft6", "--sizes", "2,4", "--workloads", "1", *args]) == 2  # the last given counts
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("network_study: error:") and words in lines[0], err
+    assert "Traceback" not in err and not any(tmp_path.iterdir())
+
+
+def test_the_largest_counts_allowed_pass_the_checks(tmp_path, monkeypatch):
+    """At the caps the checks let the study through (stopped at its first workload)."""
+    monkeypatch.chdir(tmp_path)
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ns, "workload_rows", stop)
+    assert ns.main(["--machine", "ft6", "--sizes", "2,4", "--workloads", str(ns.WORKLOADS_MAX),
+                    "--churn", str(ns.CHURN_MAX), "--seed", str(2**32 - 1)]) == 130
+
+
 def test_an_unwritable_results_directory_is_one_line(tmp_path):
     (tmp_path / "results").write_text("")  # a file where the directory should be
     out = _cli(tmp_path, "--machine", "ft6", "--sizes", "2,4", "--workloads", "1", "--name", "ro")

@@ -209,21 +209,22 @@ def test_counts_cover_only_the_window(tmp_path):
     _, whole = W.from_config(dict(cfg, window_days=None, window_start_days=0), machine_nodes=18)
     assert whole == {"dropped_by_scaling": 6, "outside_window": 0, "scale_factor": 2.0}
 
+    run = tmp_path / "results" / "run"  # the app writes under a results/ directory only
     out = subprocess.run(
-        [sys.executable, "-m", "fattorus.sweep", f"hydra.run.dir={tmp_path / 'run'}", "+topo=ft6", "workload=file",
+        [sys.executable, "-m", "fattorus.sweep", f"hydra.run.dir={run}", "+topo=ft6", "workload=file",
          f"workload.path={log}", "workload.cores_per_node=1", "workload.scale=fit", "workload.window_start_days=1",
          "workload.window_days=2", "progress=false"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "(fit: 18 usable nodes / the log's machine of 9)" in out.stdout  # the header's MaxNodes
     assert "2 job(s) of the window dropped, scaled past the 18 usable nodes" in out.stdout
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    summary = json.loads((run / "summary.json").read_text())
     assert summary["config"]["workload"]["scale_factor"] == 2.0
     assert summary["config"]["workload"]["outside_window"] == 6
     c = summary["counts"]
     assert (c["read"], c["replayed"], c["skipped"]["dropped_by_scaling"], c["skipped"]["too_large"]) == (5, 2, 2, 1)
     assert sum(c["skipped"].values()) == c["read"] - c["replayed"]
-    assert sorted(pl.read_parquet(tmp_path / "run" / "jobs.parquet")["job_id"].to_list()) == [5, 8]
+    assert sorted(pl.read_parquet(run / "jobs.parquet")["job_id"].to_list()) == [5, 8]
 
 
 def test_from_config_needs_a_path():
@@ -615,6 +616,31 @@ def test_scale_nodes():
     assert W.scale_nodes(jobs, 1, 2)[0].equals(jobs)
     with pytest.raises(ValueError):
         W.scale_nodes(jobs, 0, 8)
+
+
+@pytest.mark.parametrize("factor", [1e308, 1.7976931348623157e308])
+def test_a_scale_whose_product_is_infinite_is_the_same_one_line_as_a_large_one(factor):
+    """``nodes x factor`` overflows to inf for a finite factor (1e308 x 9 nodes): refused as a
+    factor past any node count, as 1e9 is, not an ``OverflowError`` from ``math.ceil``."""
+    jobs = _table(nodes=[1, 9, None], procs=[8, 72, None])
+    assert math.isinf(9 * factor)
+    for machine in (8, None):
+        with pytest.raises(ValueError, match=r"makes a 9-node job larger than any node count can be \(2\^31 - 1\); "
+                                             r"use a factor below 2\.39e\+08"):
+            W.scale_nodes(jobs, factor, machine_nodes=machine)
+
+
+def test_an_infinite_scaled_size_is_one_line_through_the_app(tmp_path):
+    log = tmp_path / "big.swf"
+    log.write_text("; MaxNodes: 9\n; MaxProcs: 9\n" + "1 0 -1 600 9 -1 -1 9 1200 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "fattorus.sweep", f"hydra.run.dir={tmp_path / 'results' / 'run'}", "+topo=ft6",
+         "workload=file", f"workload.path={log}", "workload.cores_per_node=1", "workload.scale=1e308",
+         "progress=false"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("fattorus.sweep: error: scale factor 1e+308 makes a 9-node job")
 
 
 def test_window_and_first_days():

@@ -43,6 +43,7 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
     interrupt.on_start("fattorus.interference")
 
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -63,6 +64,11 @@ from fattorus.topology.base import Topology
 #: The four patterns of the fat-tree paper's Section V-B, equally likely.
 DEFAULT_MIX = "stencil4d=1,unstructured_mesh=1,random_pairs=1,subcomm_a2a=1"
 OUTPUT = "interference.parquet"
+#: Sampled instants at most: the table gains a row per running job per instant (with 100 jobs
+#: running, 10 million rows at this cap) and each instant is one exposure solve (~1 ms on ft6),
+#: so this is already hours and gigabytes on a large machine; past it JAX fails instead (3e9
+#: instants asked it for 36 GB at once: a traceback).
+INSTANTS_MAX = 100_000
 
 
 class RunDirError(ValueError):
@@ -83,11 +89,15 @@ def parse_mix(text: str, option: str = "--pattern-mix") -> dict[str, float]:
             w = float(weight) if weight else 1.0
         except ValueError:
             raise ValueError(f"bad weight {weight!r} for pattern {name!r} in {option}") from None
-        if not w > 0:
-            raise ValueError(f"weight of pattern {name!r} in {option} must be > 0, got {w}")
+        # An inf weight made every probability nan: a draw went on, silently wrong.
+        if not (w > 0 and math.isfinite(w)):
+            raise ValueError(f"weight of pattern {name!r} in {option} must be a finite number > 0, got {w}")
         mix[name] = mix.get(name, 0.0) + w
     if not mix:
         raise ValueError(f"{option} names no pattern")
+    if not math.isfinite(sum(mix.values())):  # finite weights whose sum is inf: the same nan
+        raise ValueError(f"the weights in {option} sum past the largest float; give smaller ones (only their "
+                         "ratios count)")
     return mix
 
 
@@ -391,18 +401,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dir", help="replay run directory (jobs.parquet, summary.json)")
     parser.add_argument("--pattern-mix", default=DEFAULT_MIX,
                         help=f"comma-separated NAME[=WEIGHT] (default {DEFAULT_MIX}); names: {', '.join(patterns.PATTERNS)}")
-    parser.add_argument("--seed", type=int, default=0, help="seed of pattern assignment, traffic and instants")
-    parser.add_argument("--instants", type=int, default=16, help="number of sampled instants (default 16)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of pattern assignment, traffic and instants, 0 to 2^32 - 1 (default 0)")
+    parser.add_argument("--instants", type=int, default=16,
+                        help=f"number of sampled instants, 1 to {INSTANTS_MAX:,} (default 16)")
     parser.add_argument("--topo", default=None, help="the run's machine as a topology name or YAML file (default: "
                         "summary.json's config.topo); one other than the run's is refused")
     parser.add_argument("--out", default=None, help=f"output .parquet file in the run directory or under a "
                         f"results/ directory (default RUN_DIR/{OUTPUT})")
     args = parser.parse_args(argv)
+    # Imported here: fattorus.app.sweep brings Hydra, which only a command run needs. The seed
+    # range every other command uses (what jax.random.PRNGKey takes; past it, an OverflowError).
+    from fattorus.app.sweep import SEED_MAX
+
     try:
-        if args.instants < 1:
-            raise ValueError(f"--instants must be >= 1, got {args.instants}")
-        if args.seed < 0:
-            raise ValueError(f"--seed must be >= 0, got {args.seed}")
+        if not 1 <= args.instants <= INSTANTS_MAX:
+            raise ValueError(f"--instants must be from 1 to {INSTANTS_MAX:,}, got {args.instants}")
+        if not 0 <= args.seed <= SEED_MAX:
+            raise ValueError(f"--seed must be from 0 to {SEED_MAX}, got {args.seed}")
         target = _output_path(Path(args.run_dir), args.out)
         mix = parse_mix(args.pattern_mix)
         ft, jobs = load_run(args.run_dir, args.topo)

@@ -18,17 +18,19 @@ class, MB, both ends as group/row/column), ``summary.json`` and per workload and
 matrices (green between columns, black between rows, blue between groups:
 :mod:`fattorus.report.dragonfly_maps`); prints the totals.
 
-Everything is checked before the first solve: the workloads and cable configurations (none
-empty or repeated), the jobs fitting every machine, ``--valiant`` at most the machines'
-``groups - 1`` (a Valiant route passes through one group other than its ends', so more
-candidates would only be empty padding), and that ``NAME`` does not hold results made with
-other settings (those recorded in ``summary.json``: seed, ranks, ranks per node, valiant,
-black first, max iterations, workloads, cables): use another ``--name`` or the original
-options. Each finished solve (a workload on a machine) is kept in ``NAME/solves/`` until the
-study ends: Ctrl-C is one line (exit 130) and the same command resumes with the next solve; an
-unfinished study of other settings is refused the same way; on a finished study of the same
-settings the same command prints its totals again and solves nothing. A run into a folder
-left without ``summary.json`` removes the maps there that it does not draw.
+Everything is checked before the first solve (and before anything is written): the workloads
+and cable configurations (none empty or repeated), every count in its range (``--seed`` 0 to
+2^32 - 1, ``--max-iters`` at most 10^7, ``--ranks-per-node`` at most 1024), the jobs fitting
+every machine, ``--valiant`` at most the machines' ``groups - 1`` (a Valiant route passes
+through one group other than its ends', so more candidates would only be empty padding), and
+that ``NAME`` does not hold results made with other settings (those recorded in
+``summary.json``: seed, ranks, ranks per node, valiant, black first, max iterations, workloads,
+cables): use another ``--name`` or the original options. Each finished solve (a workload on a
+machine) is kept in ``NAME/solves/`` until the study ends: Ctrl-C is one line (exit 130) and
+the same command resumes with the next solve; an unfinished study of other settings is refused
+the same way; on a finished study of the same settings the same command prints its totals
+again and solves nothing. A run into a folder left without ``summary.json`` removes the maps
+there that it does not draw.
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--cables", default=",".join(CABLES), help="topology configs (conf/topo; default: %(default)s)")
     ap.add_argument("--ranks", type=int, default=32_768,
                     help="MPI ranks of each job (each workload runs four jobs; default: %(default)s)")
-    ap.add_argument("--ranks-per-node", type=int, default=24, help="ranks per node (default: %(default)s)")
+    ap.add_argument("--ranks-per-node", type=int, default=24,
+                    help=f"ranks per node, 1 to {RANKS_PER_NODE_MAX} (default: %(default)s)")
     ap.add_argument("--valiant", type=int, default=2,
                     help="Valiant paths per flow besides the minimal one "
                          "(at most groups - 1 of the largest machine: 14 on Edison)")
@@ -157,23 +160,51 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="the other minimal route (local parts black, then green) as a candidate too")
     # 3000: every run of the paper's study reaches its steady state (at most ~1,100 iterations
     # with pooled cables, session 18); at 200, 8 of its 20 joint solves stopped short.
-    ap.add_argument("--max-iters", type=int, default=3000, help="adaptive iterations at most (default: %(default)s)")
+    ap.add_argument("--max-iters", type=int, default=3000,
+                    help=f"adaptive iterations at most, 0 to {MAX_ITERS_MAX:,} (default: %(default)s)")
     ap.add_argument("--parallel-cables", choices=("pooled", "static"), default="pooled",
                     help="pooled: a router pair's parallel cables share its traffic (one link of k times the "
                          "bandwidth); static: each hop on cable (src + dst) mod k, as before session 18")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the jobs' placements (default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the jobs' placements, 0 to 2^32 - 1 (default: %(default)s)")
     ap.add_argument("--name", default="paper",
                     help="the results folder, results/dragonfly_study/NAME (default: %(default)s)")
     return ap.parse_args(argv)
 
 
+#: Rank ids are int32 (:class:`fattorus.analysis.patterns.Traffic`): no job can have more ranks.
+RANKS_MAX = 2**31 - 1
+#: Ranks per node at most: well beyond any node's hardware threads (Edison: 24 cores, 48
+#: threads; a 68-core KNL: 272), so only a typo meets it, and it keeps ``--ranks`` bounded by
+#: the machine's nodes (the jobs must fit) rather than letting one node hold them all.
+RANKS_PER_NODE_MAX = 1024
+#: Adaptive iterations at most: the loop's counter is int32 in JAX (2^31 - 1 at most; past it,
+#: an OverflowError traceback), and a solve stops at its steady state anyway (~1,100 iterations
+#: at most in the paper's study), so 10^7, thousands of times that, leaves room for any real
+#: study while a larger number is a typo.
+MAX_ITERS_MAX = 10**7
+
+
 def check_bounds(args: argparse.Namespace) -> None:
-    """A one-line ``ValueError`` naming the first count option out of its range, and its value."""
-    bounds = (("--ranks", args.ranks, 1), ("--ranks-per-node", args.ranks_per_node, 1), ("--valiant", args.valiant, 0),
-              ("--max-iters", args.max_iters, 0), ("--seed", args.seed, 0))
-    for option, value, least in bounds:
-        if value < least:
+    """A one-line ``ValueError`` naming the first count option out of its range, and its value.
+
+    Checked before anything is written: a value the solver cannot take (``--max-iters`` past
+    int32, ``--seed`` past what ``jax.random.PRNGKey`` takes) would otherwise fail at the first
+    solve, after ``solves/settings.json`` recorded it, and that record then refused the
+    corrected command as an unfinished study of other settings. ``--valiant``'s upper bound
+    depends on the machines (checked once they are loaded)."""
+    # Imported here: fattorus.app.sweep brings Hydra, which only a command run needs (as the
+    # tune CLI does). The seed range every other command uses: NumPy and JAX agree on it.
+    from fattorus.app.sweep import SEED_MAX
+
+    bounds = (("--ranks", args.ranks, 1, RANKS_MAX), ("--ranks-per-node", args.ranks_per_node, 1, RANKS_PER_NODE_MAX),
+              ("--valiant", args.valiant, 0, None), ("--max-iters", args.max_iters, 0, MAX_ITERS_MAX),
+              ("--seed", args.seed, 0, SEED_MAX))
+    for option, value, least, most in bounds:
+        if most is None and value < least:
             raise ValueError(f"{option} {value}: must be >= {least}")
+        if most is not None and not least <= value <= most:
+            raise ValueError(f"{option} {value}: must be from {least} to {most}")
 
 
 def _list(option: str, text: str, hint: str) -> list[str]:

@@ -80,6 +80,15 @@ DEFAULT_WORKLOADS = 15
 DEFAULT_COMM_FRACTION = 1.0
 DEFAULT_A2A_DIMS = 2
 DEFAULT_CHURN = 5
+#: Workloads per case at most: one takes ~0.4 s on Cab and ~3 s on ft44 (steady completion;
+#: minutes each with fluid), so 10,000 is about 9 hours on ft44, 670 times the paper's 15; a
+#: larger number is more likely a typo than a study anyone waits for (it ran for days, silently).
+WORKLOADS_MAX = 10_000
+#: Job ends per workload job at most: the workload fills the machine, so the default 5 already
+#: ends about five machines' worth of other jobs before it starts; each end costs ~0.3 ms per
+#: workload job (Cab), so 1,000 is ~12 s per workload on Cab, and a larger number only stalls
+#: the study before its first progress line (10^23 ran with no output for ever).
+CHURN_MAX = 1_000
 #: Version of how workloads and placements are drawn, recorded in ``summary.json``: 1 until
 #: session 19 (uniform sizes, Sub-a2a in rows of 16 consecutive ranks, first fit on the empty
 #: machine), 2 since (log-uniform near-cubic sizes, grid all-to-all, first fit after churn).
@@ -272,17 +281,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--paper", action="store_true", help="the paper's four cases")
     ap.add_argument("--machine", default=None, help="a fat-tree machine (conf/topo; default ft44)")
     ap.add_argument("--sizes", default=None, help=f"min,max job nodes (default {DEFAULT_SIZES})")
-    ap.add_argument("--workloads", type=int, default=None, help=f"number of random workloads (default {DEFAULT_WORKLOADS})")
+    ap.add_argument("--workloads", type=int, default=None,
+                    help=f"number of random workloads, 1 to {WORKLOADS_MAX:,} (default {DEFAULT_WORKLOADS})")
     ap.add_argument("--comm-fraction", type=float, default=None,
                     help=f"communication share of the run time under ta, in (0, 1] (default {DEFAULT_COMM_FRACTION:g})")
     ap.add_argument("--a2a-dims", type=int, default=None, choices=(1, 2, 3),
                     help=f"Sub-a2a: all-to-all along this many dimensions of a 3D grid (default {DEFAULT_A2A_DIMS})")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the workloads' job sizes and patterns (default 0)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the workloads' job sizes and patterns, 0 to 2^32 - 1 (default 0)")
     ap.add_argument("--oblivious", choices=("to", "to_random"), default="to",
                     help="the topology-oblivious placement: to (first fit by node id) or to_random (any free nodes)")
     ap.add_argument("--churn", type=int, default=DEFAULT_CHURN,
-                    help=f"job ends per workload job on the machine the oblivious placements start on (default {DEFAULT_CHURN}; "
-                         "0: the empty machine)")
+                    help=f"job ends per workload job on the machine the oblivious placements start on, 0 to "
+                         f"{CHURN_MAX:,} (default {DEFAULT_CHURN}; 0: the empty machine)")
     ap.add_argument("--completion", choices=commtime.COMPLETIONS, default="steady",
                     help="step times at the rates all flows start with (steady), or draining, the rates "
                          "solved again as flows finish (fluid; far slower)")
@@ -311,12 +322,12 @@ def cases(args: argparse.Namespace) -> list[tuple]:
         raise ValueError(f"--sizes {args.sizes!r}: give min,max nodes, e.g. 512,4096") from None
     if not 1 <= lo <= hi:
         raise ValueError(f"--sizes {args.sizes!r}: need 1 <= min <= max")
-    if args.workloads < 1:
-        raise ValueError(f"--workloads {args.workloads}: need at least 1")
-    if not 0 < args.comm_fraction <= 1:
+    if not 1 <= args.workloads <= WORKLOADS_MAX:
+        raise ValueError(f"--workloads {args.workloads}: need 1 to {WORKLOADS_MAX:,}")
+    if not 0 < args.comm_fraction <= 1:  # nan fails this too
         raise ValueError(f"--comm-fraction {args.comm_fraction}: must be in (0, 1]")
-    if not len(job_sizes(lo, hi)[0]):
-        raise ValueError(f"--sizes {args.sizes!r}: no size in the range has near-cubic 3D and 4D process grids")
+    # Whether a size in the range has near-cubic grids (job_sizes) is asked in main, once the
+    # machine says how large a job can be: job_sizes factorises every size up to max.
     return [(f"{args.machine}_{lo}-{hi}", args.machine, lo, hi, args.workloads, args.comm_fraction, args.a2a_dims)]
 
 
@@ -405,11 +416,15 @@ def _fat_tree(name: str, oblivious: str) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    # Imported here: fattorus.app.sweep brings Hydra, which only a command run needs. The seed
+    # range every other command uses (NumPy and JAX agree on it).
+    from fattorus.app.sweep import SEED_MAX
+
     try:
-        if args.seed < 0:
-            raise ValueError(f"--seed must be >= 0, got {args.seed}")
-        if args.churn < 0:
-            raise ValueError(f"--churn must be >= 0, got {args.churn}")
+        if not 0 <= args.seed <= SEED_MAX:
+            raise ValueError(f"--seed must be from 0 to {SEED_MAX}, got {args.seed}")
+        if not 0 <= args.churn <= CHURN_MAX:
+            raise ValueError(f"--churn must be from 0 to {CHURN_MAX:,}, got {args.churn}")
         todo = cases(args)
         machines = {m: _fat_tree(m, args.oblivious) for _, m, *_ in todo}
     except (ValueError, FileNotFoundError) as err:
@@ -421,8 +436,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for case, m, lo, hi, *_ in todo:
         if hi > machines[m].n_nodes:
-            print(f"network_study: error: {case}: jobs of up to {hi} nodes do not fit {m} ({machines[m].n_nodes} nodes)",
-                  file=sys.stderr)
+            print(f"network_study: error: {case}: jobs of up to {hi} nodes do not fit {m} ({machines[m].n_nodes} nodes): "
+                  f"give --sizes MIN,MAX up to {machines[m].n_nodes}", file=sys.stderr)
+            return 2
+        # After the fit: job_sizes factorises every size up to hi (--sizes 1,10^12 never ended).
+        if not len(job_sizes(lo, hi)[0]):
+            print(f"network_study: error: --sizes '{lo},{hi}': no size in the range has near-cubic 3D and 4D process "
+                  "grids", file=sys.stderr)
             return 2
     record = settings(args, todo)
     out = paths.results_dir() / "network_study" / name

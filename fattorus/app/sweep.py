@@ -356,8 +356,9 @@ def _scale_line(wl_cfg: dict[str, Any], counts: dict[str, Any], usable: int) -> 
 
     factor = counts.get("scale_factor", 1.0)
     # fit's factor is usable / the log's machine nodes, so the log's size is read back from it.
-    how = {"fit": f"fit: {usable} usable nodes / the log's machine of {round(usable / factor)}"}.get(
-        wl_cfg.get("scale"), "")
+    # (Only for fit: a tiny factor given as a number, 1e-308, made usable / factor infinite.)
+    how = f"fit: {usable} usable nodes / the log's machine of {round(usable / factor)}" if wl_cfg.get("scale") == "fit" \
+        else ""
     start_days, days = workload.check_window(wl_cfg)  # the window from_config cut (checked before the replay)
     windowed = bool(start_days) or days is not None
     unknown = counts.get("unknown_submit", 0)

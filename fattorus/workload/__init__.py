@@ -716,7 +716,10 @@ def _scale_split(jobs: pl.DataFrame, factor: float, machine_nodes: int | None) -
     if factor == 1:
         return jobs, jobs.clear()
     largest = jobs["nodes"].max()
-    if largest is not None and math.ceil(float(largest) * factor) > INT32_MAX:
+    # Compared without math.ceil (ceil(x) > n iff x > n for a whole n): a finite factor can
+    # still make an infinite product (1e308 x 1,140 nodes), past any node count too, and
+    # math.ceil of it raised OverflowError (a traceback) instead of this one line.
+    if largest is not None and float(largest) * factor > INT32_MAX:
         raise ValueError(f"scale factor {factor:g} makes a {largest}-node job larger than any node count "
                          f"can be (2^31 - 1); use a factor below {INT32_MAX / float(largest):.3g}")
     scaled = jobs.with_columns(
