@@ -20,6 +20,11 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 
+#: The largest seed any command takes: ``jax.random.PRNGKey`` and NumPy's generators agree on
+#: seeds in ``[0, 2**32)`` (past it, an OverflowError deep in JAX).
+SEED_MAX = 2**32 - 1
+
+
 class OneLineParser(argparse.ArgumentParser):
     """:class:`argparse.ArgumentParser` with one-line errors: ``PREFIX: error: MESSAGE (see
     --help)`` on stderr and exit code 2, no usage block. ``error_prefix`` is what the entry

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 import pytest
 
-from fattorus import workload
+from fattorus import topology, workload
 from fattorus.sched import batched, policy, replay
 from fattorus.sched.batched import CapacityError, replay_batch
 from fattorus.sched.policy.fattree.ta import TAParams
@@ -167,10 +167,10 @@ def test_ta_heuristics_and_tie_rule_are_honoured(cab, atlas2x):
     """Non-default sort orders and the high-id tie rule, on EASY; one trial, so also the
     engine's one-trial path (no vmap, the backfill pass a real cond) on a real log."""
     submit, runtime, estimate, nodes = atlas2x
-    params = TAParams(t1_pod_order="most", t2_pod_order="most", t2_leaf_order="least",
-                      t3_pod_order="least", tie="high_id")
+    # As a mapping, as `replay` takes policy parameters (TAParams are checked from it).
+    params = dict(t1_pod_order="most", t2_pod_order="most", t2_leaf_order="least", t3_pod_order="least", tie="high_id")
     batch = replay_batch(submit, runtime[None], estimate, nodes, cab, "easy", "ta", params)
-    ref = replay.simulate(submit, runtime, estimate, nodes, cab, policy.make("ta", cab, vars(params)), "easy")
+    ref = replay.simulate(submit, runtime, estimate, nodes, cab, policy.make("ta", cab, params), "easy")
     np.testing.assert_array_equal(batch.start[0], ref.start)
     assert all(np.array_equal(batch.alloc(0, j), np.sort(ref.alloc[j])) for j in range(len(submit)))
 
@@ -201,6 +201,12 @@ def test_small_machine_heavy_load():
         (dict(runtime=np.array([[5.0, 50.0]])), "runtime <= estimate"),
         (dict(submit=np.array([10.0, 0.0])), "sorted by submit"),
         (dict(nodes=np.array([1, 55])), "1 <= nodes <= machine size"),
+        # Session 31 review: an AttributeError (a torus has no leaves; a dict has no fields), an
+        # IndexError (no trial).
+        (dict(ft=topology.load("torus4")), "replays fat-trees only, got torus3d torus4"),
+        (dict(params={"relax_after_s": 60.0}, policy="ta"), "hybrid rule"),
+        (dict(params={"t1_pod_ordr": "most"}, policy="ta"), "did you mean 't1_pod_order'"),
+        (dict(runtime=np.zeros((0, 2))), "holds no trial"),
     ],
 )
 def test_bad_inputs_are_one_clear_error(change, message):

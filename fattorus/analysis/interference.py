@@ -55,7 +55,7 @@ import polars as pl
 
 from fattorus import paths
 from fattorus import topology as topology_mod
-from fattorus.args import OneLineParser
+from fattorus.args import SEED_MAX, OneLineParser
 from fattorus.kernels import linkload
 from fattorus.analysis import patterns
 from fattorus.files import atomic_write
@@ -410,10 +410,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help=f"output .parquet file in the run directory or under a "
                         f"results/ directory (default RUN_DIR/{OUTPUT})")
     args = parser.parse_args(argv)
-    # Imported here: fattorus.app.sweep brings Hydra, which only a command run needs. The seed
-    # range every other command uses (what jax.random.PRNGKey takes; past it, an OverflowError).
-    from fattorus.app.sweep import SEED_MAX
-
     try:
         if not 1 <= args.instants <= INSTANTS_MAX:
             raise ValueError(f"--instants must be from 1 to {INSTANTS_MAX:,}, got {args.instants}")

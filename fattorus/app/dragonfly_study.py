@@ -57,7 +57,7 @@ from fattorus import interrupt, provenance, topology
 from fattorus.analysis import parallel_workloads as pw
 from fattorus.analysis.commtime import on_bundles, solver_capacity
 from fattorus.app import outputs
-from fattorus.args import OneLineParser
+from fattorus.args import SEED_MAX, OneLineParser
 from fattorus.files import atomic_write
 from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
 from fattorus.paths import conf_dir, results_dir
@@ -193,10 +193,6 @@ def check_bounds(args: argparse.Namespace) -> None:
     solve, after ``solves/settings.json`` recorded it, and that record then refused the
     corrected command as an unfinished study of other settings. ``--valiant``'s upper bound
     depends on the machines (checked once they are loaded)."""
-    # Imported here: fattorus.app.sweep brings Hydra, which only a command run needs (as the
-    # tune CLI does). The seed range every other command uses: NumPy and JAX agree on it.
-    from fattorus.app.sweep import SEED_MAX
-
     bounds = (("--ranks", args.ranks, 1, RANKS_MAX), ("--ranks-per-node", args.ranks_per_node, 1, RANKS_PER_NODE_MAX),
               ("--valiant", args.valiant, 0, None), ("--max-iters", args.max_iters, 0, MAX_ITERS_MAX),
               ("--seed", args.seed, 0, SEED_MAX))

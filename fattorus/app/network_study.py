@@ -70,7 +70,7 @@ from fattorus import interrupt, paths, provenance, topology
 from fattorus.analysis import commtime, patterns
 from fattorus.app import outputs
 from fattorus.kernels import aph
-from fattorus.args import OneLineParser
+from fattorus.args import SEED_MAX, OneLineParser
 from fattorus.files import atomic_write
 from fattorus.sched import policy as policy_mod
 from fattorus.sched import state as st
@@ -416,10 +416,6 @@ def _fat_tree(name: str, oblivious: str) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    # Imported here: fattorus.app.sweep brings Hydra, which only a command run needs. The seed
-    # range every other command uses (NumPy and JAX agree on it).
-    from fattorus.app.sweep import SEED_MAX
-
     try:
         if not 0 <= args.seed <= SEED_MAX:
             raise ValueError(f"--seed must be from 0 to {SEED_MAX}, got {args.seed}")

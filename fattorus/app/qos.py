@@ -48,11 +48,11 @@ from fattorus.app import cli, outputs
 from fattorus.app.callbacks import ResultsOnly
 from fattorus.app.cli import Refusal
 from fattorus.app import config as config_mod
+from fattorus.args import SEED_MAX
 from fattorus.files import atomic_write
 
 config_mod.register()
 
-SEED_MAX = 2**32 - 1
 
 
 class UserError(Exception):

@@ -48,6 +48,9 @@ import yaml
 #: The Hydra apps a study file may run (``app:``; default the replay app).
 APPS = ("fattorus.sweep", "fattorus.qos")
 
+#: The fields of a study file (``common`` and ``app`` optional).
+FIELDS = ("study", "app", "common", "cases", "arms")
+
 #: The config each app composes (the ``config_name`` of its ``@hydra.main``).
 CONFIGS = {"fattorus.sweep": "config", "fattorus.qos": "qos_app"}
 
@@ -112,6 +115,13 @@ def load(path: str | Path) -> dict[str, Any]:
         raise StudyError(f"{p}: not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(data, dict) or not isinstance(data.get("study"), str):
         raise StudyError(f"{p}: needs a 'study' name")
+    unknown = [str(k) for k in data if k not in FIELDS]
+    if unknown:  # a misspelt optional field (`comon:`) would drop its overrides without a word
+        import difflib
+
+        near = difflib.get_close_matches(unknown[0], FIELDS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise StudyError(f"{p}: unknown field {unknown[0]!r}{hint}; a study file has {', '.join(FIELDS)}")
     for field in ("common", "cases", "arms"):
         value = data.get(field, [] if field == "common" else None)
         ok = isinstance(value, list) and (field == "common" or all(isinstance(v, list) for v in value))

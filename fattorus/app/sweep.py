@@ -38,6 +38,7 @@ from fattorus.app import config as config_mod
 from fattorus.app import outputs
 from fattorus.app.callbacks import ResultsOnly
 from fattorus.app.cli import Refusal
+from fattorus.args import SEED_MAX  # every command's seed range (also importable from here)
 
 config_mod.register()
 
@@ -73,7 +74,6 @@ def _held(out_dir: Path) -> str:
 
 
 TRIALS_MAX = 100_000
-SEED_MAX = 2**32 - 1  # jax.random.PRNGKey and NumPy generators agree on seeds in [0, 2**32)
 
 
 def check_settings(cfg: DictConfig) -> None:

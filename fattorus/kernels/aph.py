@@ -106,6 +106,9 @@ def _exact(kernel, topo: Topology, allocs: jax.Array) -> jax.Array:
 
     if not isinstance(allocs, (jax.Array, np.ndarray)):
         allocs = np.asarray(allocs, np.int32)  # [[0, 17]]: the jitted kernels want an array
+    if np.ndim(allocs) != 2:  # one allocation [0, 4, 40] read as three one-node ones: APH 0 each
+        raise ValueError(f"allocations: give a (B, n_max) array of padded allocations, got shape {np.shape(allocs)} "
+                         "(one allocation: [nodes])")
     check_nodes(topo, allocs)
     if int32_exact(topo, int(np.shape(allocs)[-1])):
         return kernel(topo, allocs)

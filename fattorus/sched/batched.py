@@ -363,7 +363,8 @@ def replay_batch(
         be positive, finite and at most the job's estimate (EASY's reservations rely on it).
       ft: the machine; every job needs ``1 <= nodes <= ft.n_nodes``.
       queue: ``"easy"`` or ``"fcfs"``; policy: ``"to"`` or ``"ta"`` (``params``: its
-        :class:`~fattorus.sched.policy.fattree.ta.TAParams`, without the hybrid rule).
+        :class:`~fattorus.sched.policy.fattree.ta.TAParams` or a mapping of them, without the
+        hybrid rule).
       record_alloc: keep every job's node set (``B * sum(nodes)`` int32); off for benchmarks.
       queue_capacity: ``Q``, the most jobs that may wait at once (each event's work is
         proportional to it). None: start from twice what the count-based
@@ -387,6 +388,8 @@ def replay_batch(
     nodes = np.asarray(nodes, np.int64)
     runtime = np.atleast_2d(np.asarray(runtime, np.float64))
     _check(submit, runtime, estimate, nodes, ft.n_nodes)
+    if runtime.shape[0] == 0:
+        raise ValueError("replay_batch: runtime holds no trial (shape (0, J)); give at least one row")
     J = len(submit)
     most_running = max(1, min(J, ft.n_nodes))  # every running job holds a node
     Q, C = queue_capacity, running_capacity

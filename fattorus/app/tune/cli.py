@@ -24,7 +24,7 @@ from fattorus.app.tune.space import POLICY
 from fattorus.app.tune.storage import SAMPLERS, check_url
 from fattorus.app.tune.study import run
 from fattorus.app.tune.windows import Window, parse_windows
-from fattorus.args import OneLineParser
+from fattorus.args import SEED_MAX, OneLineParser
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -201,10 +201,7 @@ def _check_numbers(a: argparse.Namespace) -> None:
     if a.cores_per_node is not None and a.cores_per_node < 1:
         raise TuneError(f"--cores-per-node {a.cores_per_node}: must be >= 1")
     # The project's seed range (NumPy's SeedSequence refuses negative seeds, deep in a worker,
-    # after the workload loaded). Imported here, not at the top: fattorus.app.sweep pulls in
-    # Hydra, which ``import fattorus.app.tune`` and ``--help`` should not pay for.
-    from fattorus.app.sweep import SEED_MAX
-
+    # after the workload loaded).
     if not 0 <= a.seed <= SEED_MAX:
         raise TuneError(f"--seed {a.seed}: must be an integer from 0 to {SEED_MAX}")
 

@@ -55,10 +55,21 @@ def export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: 
         f"value: {fmt_values(opts.objectives, chosen.values)}; "
         f"paper defaults: {fmt_values(opts.objectives, base_values)}",
         f"date: {now()}",
-        f"the study also chose the scheduler: run with sched={sched}, e.g.",
+        f"the study also chose the scheduler: run with sched={sched}, e.g."
+        f"{'' if _in_policy_configs(opts.export) else ' (once this file is in conf/policy/, where the app finds it)'}",
         f"  python -m fattorus.sweep +topo={setup.topo.name} policy={opts.export.stem} sched={sched}"
         f"{' +speedup=model' if setup.speedup == 'model' else ''}",
     ]
+
+
+def _in_policy_configs(path: Path) -> bool:
+    """Whether ``path`` is a policy config the app finds by name (``conf/policy/NAME.yaml``)."""
+    from fattorus import paths
+
+    try:
+        return Path(path).resolve().parent == paths.conf_dir("policy").resolve()
+    except OSError:
+        return False
 
 
 def _arm(setup: Setup, arm: str, params: dict[str, Any], sched: str) -> dict[str, Any]:

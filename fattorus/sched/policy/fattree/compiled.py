@@ -20,6 +20,7 @@ feasibility on a future machine (EASY's shadow time) or with a reservation held.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import jax
@@ -51,13 +52,17 @@ class CompiledPolicy:
 
 
 def compile_policy(name: str, ft: FatTree, params=None) -> CompiledPolicy:
-    """The compiled form of policy ``name`` on ``ft`` (``params``: a ``TAParams`` for ``ta``)."""
+    """The compiled form of policy ``name`` on ``ft`` (``params``: a ``TAParams`` for ``ta``, or
+    a mapping of its parameters, checked as ``replay`` checks them)."""
+    if getattr(ft, "kind", None) != "fattree":  # the engine's placements are leaf and pod counts
+        raise ValueError(f"the compiled engine replays fat-trees only, got {getattr(ft, 'kind', type(ft).__name__)} "
+                         f"{getattr(ft, 'name', '')}".rstrip())
     if name == "to":  # the leaf shape only splits the node-level work into rows
         return CompiledPolicy("to", ft.n_nodes, ft.nodes_per_leaf, ft.leaves_per_pod, ft.pods)
     if name == "ta":
         from fattorus.sched.policy.fattree.ta import TAParams
 
-        p = params or TAParams()
+        p = TAParams.from_mapping(params) if isinstance(params, Mapping) else (params or TAParams())
         if p.relax_after_s is not None:
             raise ValueError("the compiled engine has no hybrid rule: ta needs relax_after_s = null")
         orders = (p.t1_pod_order, p.t1_leaf_order, p.t2_pod_order, p.t2_leaf_order, p.t3_pod_order, p.t3_leaf_order)
