@@ -69,10 +69,12 @@ class Level:
 class Topology(abc.ABC):
     """Base class of every family. Subclasses are frozen dataclasses and set ``kind``.
 
-    Required (no default): ``name``, ``n_nodes``, ``levels``, ``coords``, ``hops``,
-    ``link_class_names``, ``n_links``, ``link_class``, ``link_bandwidth``, ``routes``,
-    ``max_route_links``, ``max_hops``, ``config``. The others have generic defaults that a
-    family overrides where it knows better (a closed form, a tighter bound).
+    Required (no default): ``name``, ``n_nodes``, ``levels``, ``coords``, ``_hops`` (the
+    family's hop rule; the public ``hops`` checks node ids first, :meth:`node_ids`),
+    ``link_class_names``, ``n_links``, ``link_class``, ``link_bandwidth``, ``routes`` (which
+    checks its ids with :meth:`node_ids`, negative ones padding), ``max_route_links``,
+    ``max_hops``, ``config``. The others have generic defaults that a family overrides where
+    it knows better (a closed form, a tighter bound).
     """
 
     #: Family name in configs (``kind: fattree``) and in ``summary.json``.
@@ -133,10 +135,42 @@ class Topology(abc.ABC):
         """Family coordinates of each node, e.g. ``(pod, leaf, slot)`` or ``(x, y, z, slot)``."""
         ...
 
+    def node_ids(self, *arrays: Any, padded: bool = False) -> tuple[Any, ...]:
+        """``arrays`` of node ids, checked: NumPy arrays, lists and ints become NumPy integer
+        arrays whose ids must lie in ``0..n_nodes-1`` (``padded``: negative ids pad and are
+        allowed too) — else one ``ValueError`` naming the first id past the machine (a gather
+        past the machine read some other node's answer, or an IndexError deep in a family).
+        JAX arrays pass as they are: a traced one cannot be read, and the kernels that trace
+        these methods check the ids they build (:func:`fattorus.kernels.aph.check_nodes`)."""
+        out = []
+        for x in arrays:
+            if not isinstance(x, np.ndarray) and type(x).__module__.startswith(("jax", "jaxlib")):
+                out.append(x)
+                continue
+            a = np.asarray(x)
+            if a.dtype.kind not in "iu":
+                if a.size and not (a.dtype.kind == "f" and np.array_equal(a, np.round(a))):
+                    raise ValueError(f"topology {self.name!r}: node ids must be whole numbers, got {a.dtype}")
+                a = a.astype(np.int64)
+            if a.size:
+                lo, hi = int(a.min()), int(a.max())
+                if hi >= self.n_nodes or (lo < 0 and not padded):
+                    bad = hi if hi >= self.n_nodes else lo
+                    raise ValueError(f"topology {self.name!r}: node id {bad} is not one of its {self.n_nodes} nodes "
+                                     f"(0..{self.n_nodes - 1}{'; negative ids pad' if padded else ''})")
+            out.append(a)
+        return tuple(out)
+
     # --- distances -----------------------------------------------------------------------
-    @abc.abstractmethod
     def hops(self, a, b):
-        """Inter-switch hops between nodes ``a`` and ``b`` (broadcasting; int array)."""
+        """Inter-switch hops between nodes ``a`` and ``b`` (broadcasting; int array); node ids
+        checked (:meth:`node_ids`: NumPy arrays, lists and ints; JAX arrays as they are)."""
+        a, b = self.node_ids(a, b)
+        return self._hops(a, b)
+
+    @abc.abstractmethod
+    def _hops(self, a, b):
+        """:meth:`hops` without the id check: the family's rule (jit-traceable)."""
         ...
 
     @property
@@ -193,7 +227,7 @@ class Topology(abc.ABC):
         if n <= 1:
             return 0.0
         nodes = np.asarray(self.ideal_allocation(n), np.int64)
-        h = np.asarray(self.hops(nodes[:, None], nodes[None, :]), np.int64)
+        h = np.asarray(self._hops(nodes[:, None], nodes[None, :]), np.int64)
         return float(h.sum() / (n * (n - 1)))
 
     # --- links and routes ----------------------------------------------------------------
@@ -258,6 +292,7 @@ class Topology(abc.ABC):
         """``(n_links,)`` bool: links that the traffic of a job on ``nodes`` can use under the
         family's static routing (used for interference exposure). Default: the union of the
         routes of every ordered pair (``O(n^2)``); families override with their structure."""
+        (nodes,) = self.node_ids(nodes)
         nodes = np.asarray(nodes, np.int64)
         src, dst = np.meshgrid(nodes, nodes, indexing="ij")
         r = np.asarray(self.routes(src.ravel(), dst.ravel()))
@@ -299,11 +334,11 @@ class Topology(abc.ABC):
             return 0
         groups, first = np.unique(np.asarray(self.group_of(0, nodes)), return_index=True)
         if len(groups) == 1:
-            return int(np.asarray(self.hops(nodes[:1], nodes[1:2]))[0])
+            return int(np.asarray(self._hops(nodes[:1], nodes[1:2]))[0])
         reps = nodes[first]
         best = 0
         for i in range(0, len(reps), 512):
-            best = max(best, int(np.max(self.hops(reps[i:i + 512, None], reps[None, :]))))
+            best = max(best, int(np.max(self._hops(reps[i:i + 512, None], reps[None, :]))))
         return best
 
     def placement_metrics(self, nodes: np.ndarray) -> dict[str, Any]:

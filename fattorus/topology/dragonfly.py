@@ -253,7 +253,7 @@ class Dragonfly(Topology):
         return jnp.asarray(table)[ra, rb].astype(jnp.int32)
 
     # Distances -----------------------------------------------------------------------------
-    def hops(self, a, b):
+    def _hops(self, a, b):
         """Router-to-router hops between nodes ``a`` and ``b`` under minimal routing
         (broadcasting; int32)."""
         p = self.nodes_per_router
@@ -596,6 +596,7 @@ class Dragonfly(Topology):
         ``-1`` padded (module docstring for the choices); jit-traceable. ``black_first``: the
         other minimal route, every local part black then green (same gateways and cables)."""
         jnp = _jnp()
+        src, dst = self.node_ids(src, dst, padded=True)
         src, dst = jnp.asarray(src), jnp.asarray(dst)
         p = self.nodes_per_router
         ra, rb = jnp.maximum(src, 0) // p, jnp.maximum(dst, 0) // p
@@ -647,6 +648,7 @@ class Dragonfly(Topology):
         choices of the ``u`` routers are reduced to the
         distinct (router, gateway), (group, group, bundle) and (gateway, router) pairs
         (boolean tables, no sort) before any link is computed."""
+        (nodes,) = self.node_ids(nodes)
         r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
         mask = np.zeros(self.n_links, bool)
         if len(r) < 2:

@@ -134,7 +134,7 @@ class FatTree(Topology):
         """``(pod, leaf_in_pod, slot)`` of each node id."""
         return coords(self, nodes)
 
-    def hops(self, a, b):
+    def _hops(self, a, b):
         """Inter-switch hops between nodes ``a`` and ``b`` (broadcasting): 0, 2 or 4."""
         return hops(self, a, b)
 
@@ -233,6 +233,7 @@ class FatTree(Topology):
         """D-mod-k routes of a batch of pairs (:func:`fattorus.topology.fattree_routing.routes`)."""
         from fattorus.topology import fattree_routing
 
+        src, dst = self.node_ids(src, dst, padded=True)
         return fattree_routing.routes(self, src, dst)
 
     def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -261,6 +262,7 @@ class FatTree(Topology):
         of its leaves inside one pod; plus every L2--core link of its pods across pods."""
         from fattorus.topology import fattree_routing as fr
 
+        (nodes,) = self.node_ids(nodes)
         nodes = np.asarray(nodes, np.int64)
         mask = np.zeros(self.n_links, bool)
         fp = self.footprint_class(nodes)

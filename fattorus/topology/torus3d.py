@@ -129,7 +129,7 @@ class Torus3D(Topology):
         return _assign_kinds(self)
 
     # Distances -----------------------------------------------------------------------------
-    def hops(self, a, b):
+    def _hops(self, a, b):
         """Sum over dimensions of the ring distances between the nodes' routers (broadcasting)."""
         ca, cb = self.coords(a)[:3], self.coords(b)[:3]
         return sum(ring_distance(u, v, n) for u, v, n in zip(ca, cb, self.dims))
@@ -159,7 +159,7 @@ class Torus3D(Topology):
         """The ``n`` nodes of the routers nearest router 0 (an L1 ball in torus distance, ties
         by router id), both slots of a router before the next."""
         routers = np.arange(self.n_routers)
-        dist = self.hops(routers * self.nodes_per_router, np.zeros_like(routers))
+        dist = self._hops(routers * self.nodes_per_router, np.zeros_like(routers))
         order = routers[np.lexsort((routers, dist))]
         nodes = (order[:, None] * self.nodes_per_router + np.arange(self.nodes_per_router)).ravel()
         return nodes[: int(n)]
@@ -392,6 +392,7 @@ class Torus3D(Topology):
         """Dimension-order routes (x, y, z; shorter way, ties positive) of a batch of pairs:
         ``(..., max_route_links)`` link ids, ``-1`` padded; empty for ``src == dst`` or padding."""
         jnp = _jnp()
+        src, dst = self.node_ids(src, dst, padded=True)
         src, dst = jnp.asarray(src), jnp.asarray(dst)
         N, p, W = self.n_nodes, self.nodes_per_router, self.max_route_links
         a, b = self.coords(src)[:3], self.coords(dst)[:3]
@@ -436,6 +437,7 @@ class Torus3D(Topology):
         ``y_s`` to ``y_d``; its z part on ``(x_d, y_d)`` from ``z_s`` to ``z_d``. Each phase is
         the union of ring arcs over the distinct coordinate combinations that can meet there.
         """
+        (nodes,) = self.node_ids(nodes)
         r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
         x, y, z = self.router_coords(r)
         X, Y, Z = self.dims
