@@ -485,3 +485,21 @@ def test_a_library_user_may_name_the_machine_and_the_policy():
     made = replay.simulate(*cols, t, policy.make("to", t))
     assert named.start.tolist() == made.start.tolist() == [0.0, 30.0, 9.0]  # by hand: 18 nodes, EASY backfills job 3
     assert float(aph.aph(t, [[0, 17]])[0]) == 4.0  # a nested list is taken as an array (two pods apart: 4 hops)
+
+
+def test_a_table_or_bins_the_replay_cannot_mean_are_one_line():
+    """A missing column (Polars' error from deep in its engine), a job id given twice, and bin
+    edges out of order (labels such as ``9-2``) are one ValueError each (session 31 review)."""
+    from fattorus.sched import replay
+
+    jobs = pl.DataFrame({"job_id": [1, 2, 3], "submit_s": [0.0, 5.0, 9.0], "runtime_s": [30.0, 10.0, 10.0],
+                         "nodes": pl.Series([10, 10, 4], dtype=pl.Int32), "estimate_s": [30.0, 10.0, 10.0]})
+    assert replay.replay(jobs, "ft6", "to").summary["counts"]["replayed"] == 3
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['nodes'\]; it needs"):
+        replay.replay(jobs.drop("nodes"), "ft6", "to")
+    assert replay.replay(jobs.drop("estimate_s"), "ft6", "to").summary["counts"]["replayed"] == 3  # from requested_s
+    with pytest.raises(ValueError, match="job_id 2 names 2 jobs"):
+        replay.replay(jobs.with_columns(job_id=pl.Series([1, 2, 2])), "ft6", "to")
+    for bins in ((8, 2), (), (0, 4), (4, 4)):
+        with pytest.raises(ValueError, match="bins=.*strictly increasing"):
+            replay.replay(jobs, "ft6", "to", bins=bins)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -147,6 +147,29 @@ def simulate(
                       runtime_at_start=runtime_at_start, kind_nodes=kind_nodes, compiled=compiled)
 
 
+#: The columns a jobs table needs for a replay (of ``fattorus.workload.SCHEMA``; ``estimate_s``
+#: is taken from ``requested_s`` where absent, and ``status`` is optional).
+NEEDED_COLUMNS = ("job_id", "submit_s", "runtime_s", "nodes")
+
+
+def _check_table(jobs: pl.DataFrame, bins: Sequence[int]) -> None:
+    """One-line ``ValueError`` for a table or bins a replay cannot mean anything with: a missing
+    column (Polars' error from deep in its engine), a job id given twice (the outputs name
+    jobs by it), bin edges not strictly increasing from 1 (they made labels such as ``9-2``)."""
+    missing = [c for c in NEEDED_COLUMNS if c not in jobs.columns]
+    if missing:
+        raise ValueError(f"replay: the jobs table lacks column(s) {missing}; it needs {list(NEEDED_COLUMNS)} "
+                         "(fattorus.workload.SCHEMA)")
+    repeated = jobs["job_id"].filter(jobs["job_id"].is_duplicated())
+    if len(repeated):
+        raise ValueError(f"replay: job_id {repeated[0]} names {int((jobs['job_id'] == repeated[0]).sum())} jobs; "
+                         "job ids name the jobs in the outputs, one each")
+    edges = [int(b) for b in bins]
+    if not edges or edges[0] < 1 or any(b >= c for b, c in zip(edges, edges[1:])):
+        raise ValueError(f"replay: bins={edges}: give job-size bin edges (nodes), non-empty and strictly increasing "
+                         "from 1")
+
+
 def replay(
     jobs: pl.DataFrame,
     topo: Any,
@@ -191,6 +214,7 @@ def replay(
         and the model's own counts (``summary()``) go into the summary.
     """
     wall0 = time.perf_counter()
+    _check_table(jobs, bins)
     topo = _machine(topo)
     pol = policy_mod.make(policy, topo, policy_params, seed)
     kinds, kind_nodes = job_kinds(jobs, topo) if node_kind == BY_JOB else (None, None)
