@@ -25,6 +25,14 @@ def test_a_job_alone_in_its_ideal_placement_has_slowdown_one(ft6x6):
         assert got.together[0] > 0 and got.slowdown[0] == pytest.approx(1.0)
 
 
+def test_no_job_and_a_node_past_the_machine(ft6x6):
+    """No job: no step time (was a concatenate error); a node past the machine is named as
+    such (it was named as a link id past the links)."""
+    assert commtime.step_times(ft6x6, []).shape == (0,)
+    with pytest.raises(ValueError, match=r"jobs\[1\]\.alloc: topology 'ft6x6': node id 300 is not one of its 54"):
+        commtime.step_times(ft6x6, [Job(np.array([0, 1]), _pairs(2)), Job(np.array([2, 300]), _pairs(2))])
+
+
 def test_jobs_on_disjoint_leaves_do_not_slow_each_other(ft6):
     # ft6: leaves of 3 nodes. Each job's ring stays inside its own leaf.
     jobs = [Job(np.array([0, 1, 2]), _pairs(3)), Job(np.array([3, 4, 5]), _pairs(3)), Job(np.array([9, 10]), _pairs(2))]

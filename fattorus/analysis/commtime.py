@@ -185,6 +185,13 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady") 
     when the rates are solved again each time flows finish (:mod:`fattorus.analysis.fluid`)."""
     if completion not in COMPLETIONS:
         raise ValueError(f"completion {completion!r}: choices {list(COMPLETIONS)}")
+    if not len(jobs):
+        return np.zeros(0)
+    for j, job in enumerate(jobs):  # a node past the machine was named as a link id past it
+        try:
+            topo.node_ids(job.alloc)
+        except ValueError as err:
+            raise ValueError(f"jobs[{j}].alloc: {err}") from None
     route_ids, nbytes, owner = _flows(topo, jobs)
     F = len(nbytes)
     if F == 0:
