@@ -186,6 +186,13 @@ def test_inputs_no_solve_can_mean_are_one_line_errors():
     with pytest.raises(ValueError, match="capacity: every link's capacity must be a number >= 0"):
         maxmin_rates(two, jnp.array([np.nan]))
     np.testing.assert_allclose(maxmin_rates(two, jnp.array([10.0])).rate, [5.0, 5.0])  # by hand: half each
+    # Session 31 review: a weight vector of another length (a broadcasting error in JAX), a link
+    # id below -1 (read as padding: rate inf); nested lists are taken as arrays.
+    with pytest.raises(ValueError, match=r"weight: one per flow, \(2,\), got shape \(3,\)"):
+        maxmin_rates(two, jnp.array([1.0]), jnp.array([1.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match=r"route_ids: link id -3; link ids run from 0 \(-1 pads\)"):
+        maxmin_rates(jnp.array([[0], [-3]]), jnp.array([1.0]))
+    np.testing.assert_allclose(maxmin_rates([[0, -1], [0, 1], [1, -1]], [1.0, 2.0]).rate, [0.5, 0.5, 1.5])  # by hand
 
 
 def test_a_traced_solve_on_bad_input_still_ends():

@@ -118,7 +118,8 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
 
     Args:
       route_ids: ``(F, L)`` link ids per flow, ``-1`` padded.
-      capacity: ``(E,)`` link capacities (> 0), e.g. bytes/s; sets the dtype of the rates.
+      capacity: ``(E,)`` link capacities (>= 0; a flow crossing a link of capacity 0 gets rate
+        0), e.g. bytes/s; sets the dtype of the rates.
       weight: ``(F,)`` positive weights (default 1: plain max-min fairness).
       active: ``(F,)`` bool, flows that exist (default all).
       rtol: relative residual below which a link counts as saturated.
@@ -141,6 +142,9 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
     Returns:
       :class:`Rates`.
     """
+    # Nested lists are taken as arrays (the compiled solve reads shapes).
+    route_ids, capacity, weight = (np.asarray(x) if isinstance(x, (list, tuple)) else x
+                                   for x in (route_ids, capacity, weight))
     _check_inputs(route_ids, capacity, weight, incidences)
     return _maxmin_rates(route_ids, capacity, weight, active, rtol, incidences, stage_min_flows, goal)
 
@@ -196,11 +200,15 @@ def _check_inputs(route_ids: Any, capacity: Any, weight: Any, incidences: Any) -
     for name, ids in zip(("route_ids", "incidences"), links):
         if ids.size and int(ids.max()) >= E:
             raise ValueError(f"{name}: link id {int(ids.max())} past the {E} links of capacity")
+        if name == "route_ids" and ids.size and int(ids.min()) < -1:  # read as padding: a flow of no link, rate inf
+            raise ValueError(f"{name}: link id {int(ids.min())}; link ids run from 0 (-1 pads)")
     cap = np.asarray(capacity, np.float64)
     if not (cap >= 0).all():  # NaN fails too
         raise ValueError("capacity: every link's capacity must be a number >= 0")
     if weight is not None:
         w = np.asarray(weight, np.float64)
+        if w.shape != (routes.shape[0],):  # a broadcasting error deep in JAX before
+            raise ValueError(f"weight: one per flow, ({routes.shape[0]},), got shape {w.shape}")
         if not (np.isfinite(w) & (w > 0)).all():
             raise ValueError("weight: every flow's weight must be a positive finite number")
 
