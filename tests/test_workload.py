@@ -652,6 +652,10 @@ def test_window_and_first_days():
     assert W.first_days(jobs, 1)["job_id"].to_list() == [1, 2, 3]
     assert W.first_days(jobs, 2, start_days=1)["job_id"].to_list() == [4, 5]
     assert W.first_days(jobs, None, start_days=2)["job_id"].to_list() == [5]
+    # A window that can mean none (NaN kept every job, -1 none, silently; session 31 review).
+    for days, start in ((float("nan"), 0.0), (-1, 0.0), (0, 0.0), (1, -2.0)):
+        with pytest.raises(W.WorkloadError, match="workload.window_"):
+            W.first_days(jobs, days, start_days=start)
 
 
 def test_jobs_of_unknown_submit_time_are_counted_apart_by_a_window(tmp_path):

@@ -782,8 +782,11 @@ def first_days(jobs: pl.DataFrame, days: float | None, start_days: float = 0.0) 
     """Jobs submitted in days ``[start_days, start_days + days)`` counted from the first submit.
 
     Day 0 is the earliest submit in the table, not the log's nominal start: cleaned PWA
-    logs often begin weeks after their header's start time.
+    logs often begin weeks after their header's start time. ``days`` and ``start_days`` are
+    checked as a workload config's window (:func:`check_window`: a NaN ``days`` kept every
+    job, a negative one none, without a word).
     """
+    start_days, days = _window_days({"window_start_days": start_days, "window_days": days})
     origin = jobs["submit_s"].min()
     if origin is None:
         return jobs.clear()
