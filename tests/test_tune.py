@@ -264,6 +264,7 @@ def test_trials_0_on_a_new_study_is_one_line_and_queues_nothing(capsys, tmp_path
     url = f"sqlite:///{tmp_path}/x.db"
     err = one_line_error(capsys, ["--name", "x", "--storage", url, "--trials", "0", "--train", "0:1", "--test", "none"])
     assert "has no finished trial yet; --trials 0 only exports and compares" in err
+    assert not (tmp_path / "x.db").exists()  # nor its empty SQLite file (session 31 review)
     assert optuna.get_all_study_names(storage=url) == []  # the study this run made is dropped again
     # ...so the corrected command, with other windows, is not refused as "another setup".
     assert tune.main(["--name", "x", "--storage", url, "--trials", "1", "--jobs", "1", "--train", "0:2",

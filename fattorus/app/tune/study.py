@@ -9,6 +9,7 @@ scale, training windows, objectives); re-using a name with a different setup is 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fattorus.app.tune.choose import choose, default_trial, is_default
@@ -77,8 +78,27 @@ def _refuse_nothing_to_export(opts: Options, study: optuna.Study, storage: optun
         return
     if counts["total"] == 0 and SETUP_ATTR not in study.user_attrs:
         optuna.delete_study(study_name=opts.name, storage=storage)
+        _drop_empty_sqlite(opts.storage, storage)
     raise TuneError(f"study {opts.name!r} has no finished trial yet; --trials 0 only exports and compares: "
                     "run some with --trials N")
+
+
+def _drop_empty_sqlite(url: str, storage: optuna.storages.BaseStorage) -> None:
+    """Remove the SQLite file of ``url`` when it holds no study (a refused first run made it:
+    the review of session 31 found an empty ``results/tune/NAME.db`` left behind); any other
+    storage, or a file holding studies, is left as it is."""
+    import optuna
+
+    if not url.startswith("sqlite:///") or url.startswith("sqlite:///:memory:"):
+        return
+    if optuna.get_all_study_summaries(storage, include_best_trial=False):
+        return
+    try:
+        storage.remove_session()  # type: ignore[attr-defined]
+        storage.engine.dispose()  # type: ignore[attr-defined]
+    except AttributeError:  # a storage wrapped otherwise: the file stays, as before
+        return
+    Path(url[len("sqlite:///"):]).expanduser().unlink(missing_ok=True)
 
 
 def _announce(opts: Options, setup: Setup, before: dict[str, int]) -> None:
