@@ -43,6 +43,13 @@ def test_break_even_is_the_utilization_ratio(tmp_path, capsys):
     assert exit_.value.code == 2 and "--large -5: give a node count >= 1" in capsys.readouterr().err
 
 
+def test_short_mean_waits_keep_their_digits(tmp_path):
+    """A light load's mean wait of 18 s (0.005 h) read 0.00 h: under 0.01 h three significant digits."""
+    _trial(tmp_path / "a", "to", {}, 0.9, [0.0, 36.0], [False, False])
+    assert compare.main([str(tmp_path)]) == 0
+    assert "| to | 2 | 0.005 | 90.0% |" in (tmp_path / "compare.md").read_text()
+
+
 def test_damaged_trials_are_named_and_skipped(tmp_path, capsys):
     _trial(tmp_path / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False])
     _trial(tmp_path / "cut", "prism", {}, 0.7, [0.0, 1.0], [False, False])

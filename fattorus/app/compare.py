@@ -107,6 +107,12 @@ def arm_labels(summaries: list[dict[str, Any]]) -> list[str]:
     return with_arm_settings([policy_name(s["config"]) for s in summaries], settings, always=always)
 
 
+def _hours(h: float) -> str:
+    """A mean wait in hours for the table: two decimals, or three significant digits under
+    0.01 h (a light load's 17.9 s read 0.00 h)."""
+    return f"{h:.2f}" if h >= 0.01 or h == 0 else f"{h:.3g}"
+
+
 def resolve_reference(arms: list[str], reference: str) -> str | None:
     """The arm ``reference`` names: the arm of exactly that label, else the only arm whose label
     is ``reference`` followed by settings (``to`` for ``to speedup=none`` where the table shows
@@ -278,7 +284,7 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
         fallback = False
         for r in group:
             eff = f" {_cell(r.get('system_eff'), '.1%')} |" if modelled else ""
-            line = (f"| {r['policy']} | {r['jobs']} | {r['wait_h']:.2f} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
+            line = (f"| {r['policy']} | {r['jobs']} | {_hours(r['wait_h'])} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
                     f"{_cell(r['aph_large'], '.2f')} | {_cell(r['max_hops_large'], '.1f')} | {r['exposed']:.1%} | "
                     f"{_cell(r['bbox_fill'], '.2f')} |")
             mine, mark = None, ""
