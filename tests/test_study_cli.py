@@ -83,6 +83,9 @@ def _study(tmp_path: Path, text: str) -> Path:
     ("study: s\ncases: [[policy=to]]\narms: [[seed=0], ['+sede=1']]\n", "s.yaml: arms[1][0]: unknown setting 'sede'"),
     ("study: s\ncases: [[policy=to], ['bins=[5,5]']]\narms: [[seed=0]]\n", "s.yaml: cases[1][0]: bins=[5, 5]"),
     ("study: s\ncommon: [trials=0]\ncases: [[policy=to]]\narms: [[seed=0]]\n", "s.yaml: common[0]: trials=0"),
+    # A config group given a list merges the configs: refused up front, not at block time.
+    ("study: s\ncases: [['+topo=[cab,pinot]']]\narms: [[seed=0]]\n",
+     "s.yaml: cases[0][0]: +topo=[cab,pinot]: choose one topo config; a list merges them"),
     # A misspelt optional field dropped its overrides without a word (session 31 review).
     ("study: s\ncomon: [policy=nosuch]\ncases: [[policy=to]]\narms: [[seed=0]]\n",
      "s.yaml: unknown field 'comon' (did you mean 'common'?); a study file has study, app, common, cases, arms"),
@@ -97,7 +100,7 @@ def _study(tmp_path: Path, text: str) -> Path:
      "s.yaml: cases[1][0]: policy 'ta' does not support torus3d"),  # without it: Cab, where ta runs
     ("study: s\ncases: [[+topo=cab]]\narms: [[policy=to, trials=3], [policy=to_random, trials=3]]\n",
      "s.yaml: arms[1][1]: trials=3: the batched engine replays policies to and ta"),
-], ids=["unknown-option-in-last-arm", "check_settings-key", "check_settings-bins", "check_settings-common", "misspelt-field",
+], ids=["unknown-option-in-last-arm", "check_settings-key", "check_settings-bins", "check_settings-common", "listed-group", "misspelt-field",
         "qos-check_settings-key", "check_run-scale", "check_run-policy-family", "check_run-batched"])
 def test_a_bad_key_is_blamed_on_its_entry(tmp_path: Path, text: str, words: str):
     path = _study(tmp_path, text)

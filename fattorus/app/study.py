@@ -186,7 +186,9 @@ def override_error(entry: Any) -> str | None:
         from fattorus.app.cli import squash
 
         return f"{entry!r}: {squash(err)}"
-    return None
+    from fattorus.app.cli import listed_group  # a group given a list: its block would refuse it
+
+    return listed_group([entry])
 
 
 def flag_error(args: list[str], study: dict[str, Any] | None = None) -> str | None:
