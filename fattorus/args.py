@@ -16,13 +16,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 
 #: The largest seed any command takes: ``jax.random.PRNGKey`` and NumPy's generators agree on
 #: seeds in ``[0, 2**32)`` (past it, an OverflowError deep in JAX).
 SEED_MAX = 2**32 - 1
+
+
+def did_you_mean(name: str, choices: Iterable[str], prefix: str = "") -> str:
+    """`` (did you mean 'PREFIXclosest'?)`` for the choice closest to a misspelt ``name``, or
+    ``""`` when none is close (difflib's ratio): the hint every "unknown ..." line carries."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(choices), n=1)
+    return f" (did you mean {prefix + close[0]!r}?)" if close else ""
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -25,6 +25,12 @@ def _trial(path, policy, params, util, waits, exposed, app_eff=None, speedup=Non
                   "exposed": exposed, "bbox_fill": [1.0, 0.5][:n]}).write_parquet(path / "jobs.parquet")
 
 
+def _row_labels(text: str) -> list[str]:
+    """The row labels of a compare.md table, in its order."""
+    return [line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| policy")]
+
+
 def test_break_even_is_the_utilization_ratio(tmp_path, capsys):
     _trial(tmp_path / "a", "first_fit", {"ordering": "O2"}, 0.9, [0.0, 7200.0], [True, False])
     _trial(tmp_path / "b", "prism", {"fill": 1.0}, 0.72, [3600.0, 3600.0], [False, False])
@@ -160,8 +166,7 @@ def test_arms_of_one_policy_with_other_settings_get_their_own_labels(tmp_path):
     _trial(tmp_path / "c", "first_fit", {"ordering": "id", "x": 1}, 0.5, [0.0, 1.0], [True, False])
     _trial(tmp_path / "d", "first_fit", {"ordering": "O2", "x": 1}, 0.5, [0.0, 1.0], [True, False])
     assert compare.main([str(tmp_path), "--reference", "ta t1_pod_order=most"]) == 0
-    rows = [line.split(" | ")[0].lstrip("| ") for line in (tmp_path / "compare.md").read_text().splitlines()
-            if line.startswith("| ") and not line.startswith("| policy")]
+    rows = _row_labels((tmp_path / "compare.md").read_text())
     assert sorted(rows) == ["first_fit ordering=O2", "first_fit ordering=id", "ta t1_pod_order=least",
                             "ta t1_pod_order=most"]
     text = (tmp_path / "compare.md").read_text()
@@ -177,8 +182,7 @@ def test_arms_of_one_policy_under_other_speedup_scenarios_are_other_rows(tmp_pat
     _trial(tmp_path / "c", "to", {}, 0.8, [0.0, 1.0], [True, False], speedup="none")
     assert compare.main([str(tmp_path), "--reference", "ta speedup=v2"]) == 0
     text = (tmp_path / "compare.md").read_text()
-    rows = [line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
-            if line.startswith("| ") and not line.startswith("| policy")]
+    rows = _row_labels(text)
     assert sorted(rows) == ["ta speedup=none", "ta speedup=v2", "to speedup=none"]
     assert text.split("| ta speedup=none |")[1].splitlines()[0].endswith(" 1.600 |")  # 0.8 / 0.5, by hand
     assert "several trials" not in capsys.readouterr().err
@@ -194,8 +198,7 @@ def test_a_scenario_edited_on_the_command_line_is_another_arm(tmp_path, capsys):
     (tmp_path / "b" / "summary.json").write_text(json.dumps(summary))
     assert compare.main([str(tmp_path), "--reference", "ta speedup=x20"]) == 0
     text = (tmp_path / "compare.md").read_text()
-    rows = sorted(line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
-                  if line.startswith("| ") and not line.startswith("| policy"))
+    rows = sorted(_row_labels(text))
     assert rows == ["ta speedup=x20", "ta speedup=x20{classes.0.min_nodes=4096}"]
     assert "several trials" not in capsys.readouterr().err
 
@@ -231,8 +234,7 @@ def test_a_tuned_configs_runs_are_named_by_the_config(tmp_path):
     (tmp_path / "b" / "summary.json").write_text(json.dumps(summary))
     assert compare.main([str(tmp_path), "--reference", "ta"]) == 0
     text = (tmp_path / "compare.md").read_text()
-    rows = sorted(line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
-                  if line.startswith("| ") and not line.startswith("| policy"))
+    rows = sorted(_row_labels(text))
     assert rows == ["ta", "ta_tuned_x"]
     assert text.split("| ta_tuned_x |")[1].splitlines()[0].endswith(" 0.625 |")  # 0.5 / 0.8, by hand
 

@@ -18,6 +18,17 @@ DEFAULT_BINS: tuple[int, ...] = (18, 64, 256, 1024)
 QUANTILES = {"p05": 0.05, "p25": 0.25, "median": 0.5, "p75": 0.75, "p95": 0.95}
 
 
+def check_bins(bins: Any) -> tuple[int, ...]:
+    """``bins`` as upper edges (nodes), or a one-line ``ValueError``: they must be a non-empty,
+    strictly increasing list of positive integers (out of order they made labels such as
+    ``9-2``; the replay app checks its ``bins`` setting with this before any log is read)."""
+    edges = tuple(int(b) for b in bins)
+    if not edges or edges[0] < 1 or any(b >= c for b, c in zip(edges, edges[1:])):
+        raise ValueError(f"bins={list(edges)}: give job-size bin edges (nodes) as a non-empty, strictly increasing "
+                         "list of positive integers, e.g. [18,64,256,1024]")
+    return edges
+
+
 def bin_labels(bins: tuple[int, ...] = DEFAULT_BINS) -> list[str]:
     """Labels ``1-18``, ``19-64``, ..., ``>1024`` for bins given by their upper edges."""
     lows = (1,) + tuple(b + 1 for b in bins[:-1])

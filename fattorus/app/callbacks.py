@@ -17,17 +17,23 @@ from fattorus import paths
 from fattorus.app.cli import Refusal
 
 
+def selected_dir(config: DictConfig, key: str) -> Path | None:
+    """The directory setting ``key`` of the composed config, or None where only the job can
+    resolve it (an interpolation of job-time values: Hydra reports what is wrong with it)."""
+    try:
+        return Path(str(OmegaConf.select(config, key)))
+    except Exception:  # noqa: BLE001 - see the docstring
+        return None
+
+
 def refuse_outside_results(config: DictConfig, key: str) -> None:
     """Refuse (:class:`~fattorus.app.cli.Refusal`: one line, exit 2) a directory setting
     ``key`` (``hydra.run.dir``, ``hydra.sweep.dir``) that does not lie under a ``results/``
     directory: nothing is written outside the results (README), as for every command's
     ``--out``, and a run never writes into a folder of the user's own (its tables would
     replace files of the same names)."""
-    try:
-        where = Path(str(OmegaConf.select(config, key)))
-    except Exception:  # noqa: BLE001 - an interpolation only the job resolves: Hydra reports it
-        return
-    if not paths.under_results(where):
+    where = selected_dir(config, key)
+    if where is not None and not paths.under_results(where):
         raise Refusal(f"{key}={where}: must lie under a results/ directory (nothing is written outside the results; "
                       f"e.g. {key}={where.parent / 'results' / where.name})")
 

@@ -92,13 +92,11 @@ def unknown_setting(keys: Iterable[Any], known: Sequence[str], where: str) -> st
     """The one-line refusal of the first of ``keys`` that is not in ``known`` (a setting appended
     with '+', which Hydra accepts for any new key), naming the closest known one; None when
     every key is known. ``where`` prefixes the key (``"qos."``)."""
-    import difflib
+    from fattorus.args import did_you_mean
 
     for key in keys:
         if key not in known:
-            close = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            return f"unknown setting {where + str(key)!r}{hint}; settings there: {', '.join(known)}"
+            return f"unknown setting {where + str(key)!r}{did_you_mean(key, known)}; settings there: {', '.join(known)}"
     return None
 
 
@@ -133,12 +131,11 @@ def hydra_error(err: BaseException) -> str:
         if why:
             return why
     if asked and asked.group(1).startswith("policy.params."):  # the closest parameter of any policy
-        import difflib
+        from fattorus.args import did_you_mean
 
-        name = asked.group(1).removeprefix("policy.params.")
-        close = difflib.get_close_matches(name, _policy_parameters(), n=1)
-        if close:
-            return f"unknown setting {asked.group(1)!r} (did you mean 'policy.params.{close[0]}'?)"
+        hint = did_you_mean(asked.group(1).removeprefix("policy.params."), _policy_parameters(), "policy.params.")
+        if hint:
+            return f"unknown setting {asked.group(1)!r}{hint}"
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
         return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
     return f"{squash(err)}{f' ({squash(cause)})' if cause else ''}"

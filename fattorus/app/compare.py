@@ -66,6 +66,7 @@ from fattorus.report.labels import policy_name
 from fattorus.report.load import WORKLOAD_SETTINGS, arm_settings, disambiguate, with_arm_settings, workload_settings
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
+"""The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
 #: The default references in turn: the torus paper's (first fit over the ALPS ordering), then
 #: the fat-tree paper's (``to``, topology-oblivious): the first that names one arm of the study.
 DEFAULT_REFERENCES = (DEFAULT_REFERENCE, "to")
@@ -75,7 +76,6 @@ def default_reference(arms: list[str]) -> str:
     """The first of :data:`DEFAULT_REFERENCES` that names one arm (:func:`resolve_reference`),
     else :data:`DEFAULT_REFERENCE` (which then names none: no break-even column, one note)."""
     return next((ref for ref in DEFAULT_REFERENCES if resolve_reference(arms, ref)), DEFAULT_REFERENCE)
-"""The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
 
 
 def label(config: dict[str, Any]) -> str:

@@ -54,7 +54,6 @@ from fattorus.files import atomic_write
 config_mod.register()
 
 
-
 class UserError(Exception):
     """A configuration mistake: one line, exit 2."""
 

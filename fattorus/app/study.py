@@ -117,11 +117,10 @@ def load(path: str | Path) -> dict[str, Any]:
         raise StudyError(f"{p}: needs a 'study' name")
     unknown = [str(k) for k in data if k not in FIELDS]
     if unknown:  # a misspelt optional field (`comon:`) would drop its overrides without a word
-        import difflib
+        from fattorus.args import did_you_mean
 
-        near = difflib.get_close_matches(unknown[0], FIELDS, n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise StudyError(f"{p}: unknown field {unknown[0]!r}{hint}; a study file has {', '.join(FIELDS)}")
+        raise StudyError(f"{p}: unknown field {unknown[0]!r}{did_you_mean(unknown[0], FIELDS)}; a study file has "
+                         f"{', '.join(FIELDS)}")
     for field in ("common", "cases", "arms"):
         value = data.get(field, [] if field == "common" else None)
         ok = isinstance(value, list) and (field == "common" or all(isinstance(v, list) for v in value))

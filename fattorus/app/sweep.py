@@ -36,7 +36,7 @@ from fattorus import devices, paths
 from fattorus.app import cli
 from fattorus.app import config as config_mod
 from fattorus.app import outputs
-from fattorus.app.callbacks import ResultsOnly
+from fattorus.app.callbacks import ResultsOnly, selected_dir
 from fattorus.app.cli import Refusal
 from fattorus.args import SEED_MAX  # every command's seed range (also importable from here)
 
@@ -61,11 +61,8 @@ class RunChecks(ResultsOnly):
     def on_run_start(self, config: DictConfig, **_: Any) -> None:
         """Check a single run's directory (see the class)."""
         super().on_run_start(config)
-        try:
-            out_dir = Path(str(OmegaConf.select(config, "hydra.run.dir")))
-        except Exception:  # noqa: BLE001 - an interpolation only the job resolves: Hydra reports it
-            return
-        if (out_dir / ".fattorus-run").exists() or (out_dir / "summary.json").exists():
+        out_dir = selected_dir(config, "hydra.run.dir")
+        if out_dir is not None and ((out_dir / ".fattorus-run").exists() or (out_dir / "summary.json").exists()):
             raise Refusal(_held(out_dir))
 
 
@@ -107,10 +104,12 @@ def check_settings(cfg: DictConfig) -> None:
         workload.check_window(OmegaConf.to_container(cfg.workload, resolve=True))
     except ValueError as err:
         raise UserError(str(err)) from None
-    bins = [int(b) for b in cfg.bins]
-    if not bins or bins[0] < 1 or any(b >= c for b, c in zip(bins, bins[1:])):
-        raise UserError(f"bins={bins}: give job-size bin edges (nodes) as a non-empty, strictly increasing list of "
-                        "positive integers, e.g. [18,64,256,1024]")
+    from fattorus.analysis import metrics
+
+    try:
+        metrics.check_bins(cfg.bins)
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 def _stderr_line(text: str) -> None:
@@ -397,8 +396,7 @@ def _run_trials(cfg: DictConfig, ft: Any, scenario: Any, jobs: Any, result: Any,
         raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
     result.summary["trials"] = info
     s = info["mean_wait_s"]
-    # Hours, or seconds for a light load (as the done line: 0.00156 h beside "4.3 s" read as two figures).
-    unit, per = ("h", 3600) if s["mean"] >= 36 or s["mean"] == 0 else ("s", 1)
+    unit, per = _wait_unit(s["mean"])  # as the done line (0.00156 h beside its "4.3 s" read as two figures)
     print(f"trials: {n} draws, mean wait {s['mean'] / per:.3g} {unit} ± {s['std'] / per:.2g} "
           f"(5–95 %: {s['p05'] / per:.3g}–{s['p95'] / per:.3g} {unit}), {info['wall_s']:.1f} s", flush=True)
 
@@ -453,10 +451,16 @@ def _write(result: Any, out_dir: Path) -> None:
         raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
 
 
+def _wait_unit(seconds: float) -> tuple[str, float]:
+    """The unit a wait of ``seconds`` reads in and its size in seconds: hours, or seconds under
+    36 s (a light load's waits of seconds read "0.00 h")."""
+    return ("h", 3600.0) if seconds >= 36 or seconds == 0 else ("s", 1.0)
+
+
 def _wait(seconds: float) -> str:
-    """A mean wait for the done line: hours to two decimals, or seconds under 36 s (a light
-    load's waits of seconds read "0.00 h" beside the trials line's 0.00165 h)."""
-    return f"{seconds / 3600:.2f} h" if seconds >= 36 or seconds == 0 else f"{seconds:.3g} s"
+    """A mean wait for the done line: hours to two decimals, or seconds (:func:`_wait_unit`)."""
+    unit, per = _wait_unit(seconds)
+    return f"{seconds / per:{'.2f' if unit == 'h' else '.3g'}} {unit}"
 
 
 def _span(seconds: float) -> str:

@@ -200,7 +200,7 @@ def _check_inputs(route_ids: Any, capacity: Any, weight: Any, incidences: Any) -
     for name, ids in zip(("route_ids", "incidences"), links):
         if ids.size and int(ids.max()) >= E:
             raise ValueError(f"{name}: link id {int(ids.max())} past the {E} links of capacity")
-        if name == "route_ids" and ids.size and int(ids.min()) < -1:  # read as padding: a flow of no link, rate inf
+        if name == "route_ids" and ids.size and int(ids.min()) < -1:  # read as padding: no link, rate inf
             raise ValueError(f"{name}: link id {int(ids.min())}; link ids run from 0 (-1 pads)")
     cap = np.asarray(capacity, np.float64)
     if not (cap >= 0).all():  # NaN fails too

@@ -164,10 +164,10 @@ def _check_table(jobs: pl.DataFrame, bins: Sequence[int]) -> None:
     if len(repeated):
         raise ValueError(f"replay: job_id {repeated[0]} names {int((jobs['job_id'] == repeated[0]).sum())} jobs; "
                          "job ids name the jobs in the outputs, one each")
-    edges = [int(b) for b in bins]
-    if not edges or edges[0] < 1 or any(b >= c for b, c in zip(edges, edges[1:])):
-        raise ValueError(f"replay: bins={edges}: give job-size bin edges (nodes), non-empty and strictly increasing "
-                         "from 1")
+    try:
+        metrics.check_bins(bins)
+    except ValueError as err:
+        raise ValueError(f"replay: {err}") from None
 
 
 def replay(

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from fattorus.args import did_you_mean
 from fattorus.sched import state as st
 from fattorus.sched.policy.base import Policy
 from fattorus.sched.policy.fattree.leaves import LEAF, POD, T1, T2, T3, take_from_leaves
@@ -77,10 +78,7 @@ class TAParams:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(params) - known)
         if unknown:
-            import difflib
-
-            near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            hint = did_you_mean(unknown[0], sorted(known))
             raise ValueError(f"policy ta: unknown parameter(s) {unknown}{hint}; known: {sorted(known)}")
         return cls(**params)
 

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from fattorus.args import did_you_mean
 from fattorus.sched import state as st
 from fattorus.sched.policy.base import Policy, first_fit_among
 from fattorus.sched.policy.space import FloatRange, Param
@@ -99,10 +100,7 @@ class PrismParams:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(params) - names)
         if unknown:
-            import difflib
-
-            near = difflib.get_close_matches(unknown[0], sorted(names), n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            hint = did_you_mean(unknown[0], sorted(names))
             raise ValueError(f"policy 'prism' takes {sorted(names)}, got unknown {unknown}{hint}")
         flags = ("internal", "block_other_kinds", "internal_ends_first")
         try:
