@@ -1,5 +1,5 @@
-"""The per-job ``exposed`` flag of a run (fattorus.analysis.metrics): interval overlaps per
-interference key, checked against every pair."""
+"""The per-job ``exposed`` flag of a run (fattorus.analysis.metrics): jobs sharing an
+interference key while both run, checked against every pair."""
 
 from __future__ import annotations
 
@@ -9,29 +9,42 @@ import polars as pl
 from fattorus.analysis import metrics
 
 
-def _pairs(groups, start, end) -> np.ndarray:
-    """Brute force: entry i overlaps some other entry of its group ([start, end) intervals)."""
-    n = len(groups)
-    return np.array([any(groups[j] == groups[i] and j != i and start[j] < end[i] and start[i] < end[j]
+def _pairs(keys, start, end) -> np.ndarray:
+    """Brute force: job i shares a key with another job j while both run (their ``[start, end)``
+    intervals intersect: an empty one meets none)."""
+    n = len(keys)
+    return np.array([any(j != i and set(keys[i]) & set(keys[j]) and max(start[i], start[j]) < min(end[i], end[j])
                          for j in range(n)) for i in range(n)], bool)
 
 
-def test_overlaps_equal_every_pair_with_ties_and_touching_intervals():
+def test_concurrent_sharing_equals_every_pair_with_ties_and_touching_intervals():
     rng = np.random.default_rng(3)
     for _ in range(300):
-        n = int(rng.integers(0, 50))
-        groups = rng.integers(0, 6, n)
+        n = int(rng.integers(0, 40))
+        sparse = rng.random() < 0.3  # key ids far apart (counted in a dense space)
+        keys = [rng.choice(6, int(rng.integers(0, 4)), replace=bool(rng.random() < 0.3)) * (10**9 if sparse else 1)
+                for _ in range(n)]  # some jobs name a key twice, some none
         start = rng.integers(0, 20, n).astype(float)  # a coarse grid: equal starts, touching ends
-        end = start + rng.integers(1, 8, n)
+        end = start + rng.integers(0, 8, n)  # some empty intervals [s, s)
         end[rng.random(n) < 0.05] = np.inf  # still running at the end of the replay
-        np.testing.assert_array_equal(metrics._overlapping(groups, start, end), _pairs(groups, start, end))
+        start[rng.random(n) < 0.03] = np.nan  # never started: holds nothing
+        want = _pairs(keys, np.nan_to_num(start, nan=np.inf), end)
+        np.testing.assert_array_equal(metrics._concurrent_sharing(keys, start, end), want)
 
 
 def test_touching_jobs_do_not_interfere():
-    # One group: [0, 1) and [1, 2) touch; [5, inf) and [6, 7) overlap. Another: alone.
-    got = metrics._overlapping(np.array([4, 4, 4, 4, 9]), np.array([0.0, 1, 5, 6, 0]),
-                               np.array([1.0, 2, np.inf, 7, 3]))
+    # One key: [0, 1) and [1, 2) touch; [5, inf) and [6, 7) overlap. Another: alone.
+    keys = [np.array([4]), np.array([4]), np.array([4]), np.array([4]), np.array([9])]
+    got = metrics._concurrent_sharing(keys, np.array([0.0, 1, 5, 6, 0]), np.array([1.0, 2, np.inf, 7, 3]))
     assert got.tolist() == [False, False, True, True, False]
+
+
+def test_a_key_held_past_its_last_holder_flags_the_one_still_running():
+    # 0 holds key 1 over [0, 10); 1 joins over [2, 4) and leaves (both flagged then); 2 starts
+    # at 6 beside 0 alone: key 1's last holder to start is 1, ended; 0 is still running.
+    keys = [np.array([1]), np.array([1]), np.array([1])]
+    got = metrics._concurrent_sharing(keys, np.array([0.0, 2, 6]), np.array([10.0, 4, 8]))
+    assert got.tolist() == [True, True, True]
 
 
 class _Keys:
