@@ -136,21 +136,24 @@ def test_sizes_past_the_machine_are_refused_in_one_line(topo):
 
 
 def test_node_ids_past_the_machine_are_refused_in_one_line(topo):
-    """``hops``, ``routes`` and ``job_links`` given an id past the machine (or a negative one
-    where it is no padding) raise one ValueError naming the machine; they read some other
-    node's answer or raised an IndexError deep in the family (session 31 review). Lists are
-    taken as arrays, and routes keep taking negative ids as padding (an empty route)."""
+    """``hops``, ``routes``, ``job_links`` and ``coords`` given an id past the machine (or a
+    negative one where it is no padding) raise one ValueError naming the machine; they read
+    some other node's answer, raised an IndexError deep in the family or (coords) gave
+    coordinates past the machine (session 31 review). Lists are taken as arrays, and routes
+    keep taking negative ids as padding (an empty route)."""
     n = topo.n_nodes
     words = f"topology '{topo.name}': node id"
     for call in (lambda: topo.hops(0, n), lambda: topo.hops(np.array([0, 1]), np.array([n + 5, 0])),
                  lambda: topo.hops(-1, 0), lambda: topo.routes(np.array([0]), np.array([n])),
-                 lambda: topo.job_links(np.array([0, 1, n])), lambda: topo.job_links([-1, 0])):
+                 lambda: topo.job_links(np.array([0, 1, n])), lambda: topo.job_links([-1, 0]),
+                 lambda: topo.coords(np.array([0, n])), lambda: topo.coords(-1)):
         with pytest.raises(ValueError, match=words):
             call()
     assert np.array_equal(np.asarray(topo.hops([0, 1, n - 1], [n - 1, 0, 1])),
                           np.asarray(topo.hops(np.array([0, 1, n - 1]), np.array([n - 1, 0, 1]))))
     assert (np.asarray(topo.routes(np.array([-1, 0]), np.array([0, -1]))) == -1).all()  # padding: empty routes
     assert np.array_equal(topo.job_links([0, n - 1]), topo.job_links(np.array([0, n - 1])))
+    assert all(np.array_equal(a, b) for a, b in zip(topo.coords([0, n - 1]), topo.coords(np.array([0, n - 1]))))
 
 
 def test_compiled_routes_equal_the_familys_routes(topo):

@@ -69,7 +69,7 @@ class Level:
 class Topology(abc.ABC):
     """Base class of every family. Subclasses are frozen dataclasses and set ``kind``.
 
-    Required (no default): ``name``, ``n_nodes``, ``levels``, ``coords``, ``_hops`` (the
+    Required (no default): ``name``, ``n_nodes``, ``levels``, ``_coords``, ``_hops`` (the
     family's hop rule; the public ``hops`` checks node ids first, :meth:`node_ids`),
     ``link_class_names``, ``n_links``, ``link_class``, ``link_bandwidth``, ``routes`` (which
     checks its ids with :meth:`node_ids`, negative ones padding), ``max_route_links``,
@@ -130,9 +130,15 @@ class Topology(abc.ABC):
         """Label of a size or footprint class in outputs (``T1``, ``T2``, ...)."""
         return f"T{int(c)}"
 
-    @abc.abstractmethod
     def coords(self, nodes) -> tuple:
-        """Family coordinates of each node, e.g. ``(pod, leaf, slot)`` or ``(x, y, z, slot)``."""
+        """Family coordinates of each node, e.g. ``(pod, leaf, slot)`` or ``(x, y, z, slot)``;
+        node ids checked (:meth:`node_ids`: an id past the machine had coordinates past it)."""
+        (nodes,) = self.node_ids(nodes)
+        return self._coords(nodes)
+
+    @abc.abstractmethod
+    def _coords(self, nodes) -> tuple:
+        """:meth:`coords` without the id check: the family's rule (jit-traceable)."""
         ...
 
     def node_ids(self, *arrays: Any, padded: bool = False) -> tuple[Any, ...]:

@@ -164,7 +164,7 @@ class Dragonfly(Topology):
         R, C = self.rows, self.cols
         return routers // (R * C), (routers // C) % R, routers % C
 
-    def coords(self, nodes) -> tuple:
+    def _coords(self, nodes) -> tuple:
         """``(group, row, column, slot)`` of each node id."""
         p = self.nodes_per_router
         return (*self.router_coords(nodes // p), nodes % p)

@@ -130,7 +130,7 @@ class FatTree(Topology):
         """Grouping levels, innermost first: leaf (``k`` nodes), pod (``L * k`` nodes)."""
         return (Level("leaf", self.nodes_per_leaf), Level("pod", self.nodes_per_pod))
 
-    def coords(self, nodes) -> tuple:
+    def _coords(self, nodes) -> tuple:
         """``(pod, leaf_in_pod, slot)`` of each node id."""
         return coords(self, nodes)
 

@@ -112,7 +112,7 @@ class Torus3D(Topology):
         _, Y, Z = self.dims
         return routers // (Y * Z), (routers // Z) % Y, routers % Z
 
-    def coords(self, nodes) -> tuple:
+    def _coords(self, nodes) -> tuple:
         """``(x, y, z, slot)`` of each node id."""
         p = self.nodes_per_router
         return (*self.router_coords(nodes // p), nodes % p)
@@ -131,7 +131,7 @@ class Torus3D(Topology):
     # Distances -----------------------------------------------------------------------------
     def _hops(self, a, b):
         """Sum over dimensions of the ring distances between the nodes' routers (broadcasting)."""
-        ca, cb = self.coords(a)[:3], self.coords(b)[:3]
+        ca, cb = self._coords(a)[:3], self._coords(b)[:3]
         return sum(ring_distance(u, v, n) for u, v, n in zip(ca, cb, self.dims))
 
     @property
@@ -146,7 +146,7 @@ class Torus3D(Topology):
         :func:`fattorus.kernels.aph.aph_of`)."""
         jnp = _jnp()
         w = jnp.asarray(valid).astype(int)
-        coords = self.coords(jnp.where(valid, nodes, 0))[:3]
+        coords = self._coords(jnp.where(valid, nodes, 0))[:3]
         total = jnp.asarray(0, int)
         for c, n in zip(coords, self.dims):
             h = jnp.zeros(n, int).at[c].add(w)
@@ -395,7 +395,7 @@ class Torus3D(Topology):
         src, dst = self.node_ids(src, dst, padded=True)
         src, dst = jnp.asarray(src), jnp.asarray(dst)
         N, p, W = self.n_nodes, self.nodes_per_router, self.max_route_links
-        a, b = self.coords(src)[:3], self.coords(dst)[:3]
+        a, b = self._coords(src)[:3], self._coords(dst)[:3]
         steps, signs = [], []
         for u, v, n in zip(a, b, self.dims):
             delta = (v - u) % n
