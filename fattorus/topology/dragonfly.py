@@ -668,18 +668,13 @@ class Dragonfly(Topology):
               self.black_per_pair)
         if m == 0 or len(np.unique(g)) < 2:
             return mask
-        n = self.bundle_choice[r].take(r, axis=1).astype(np.int64)  # (u, u) bundle of each pair (take: ~3x ix_)
-        off = g[:, None] != g[None, :]
+        from fattorus.topology.dragonfly_pairs import pair_tables  # numba, loaded on first need
+
         u = len(r)
-        gw = self.gateways
-        near = gw[g[:, None], g[None, :], n] - g[:, None] * A  # local id of the source-side gateway
-        far = gw[g[None, :], g[:, None], n] - g[None, :] * A  # local id of the far-side gateway
-        to_gate = np.zeros(u * A, bool)  # (source router index, gateway in its group)
-        to_gate[(np.arange(u)[:, None] * A + near)[off]] = True
-        bundles = np.zeros(G * G * m, bool)  # (source group, destination group, bundle)
-        bundles[((g[:, None] * G + g[None, :]) * m + n)[off]] = True
-        from_gate = np.zeros(A * u, bool)  # (gateway in the destination's group, destination index)
-        from_gate[(far * u + np.arange(u)[None, :])[off]] = True
+        # (source router index, gateway in its group), (source group, destination group,
+        # bundle), (gateway in the destination's group, destination index): one compiled loop
+        # over the u^2 pairs.
+        to_gate, bundles, from_gate = pair_tables(r, g, self.bundle_choice, self.gateways, A, G, m)
         ia, gate = np.divmod(np.flatnonzero(to_gate), A)
         hops = self._local_hops(r[ia], g[ia] * A + gate)
         ga, gb, nb = np.unravel_index(np.flatnonzero(bundles), (G, G, m))
