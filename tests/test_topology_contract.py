@@ -92,6 +92,8 @@ def test_hop_sum_kernel_equals_pairwise_sums(topo):
     h = np.asarray(topo.hops(nodes[:, :, None], nodes[:, None, :]), np.int64)
     slow = [int(h[i, :len(a), :len(a)].sum()) for i, a in enumerate(allocs)]
     assert fast.tolist() == slow
+    host = topo.host_hop_sums(allocs)  # a family's host rule, where it has one
+    assert host is None or host.tolist() == slow
 
 
 def test_ideal_allocation_is_at_least_as_compact_as_random(topo):

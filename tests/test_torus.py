@@ -90,14 +90,18 @@ def test_bad_configs_are_one_line():
             topology.from_config(cfg)
 
 
-def test_job_links_are_exactly_the_links_of_the_job_routes():
+@pytest.mark.parametrize("dims", [(4, 4, 4), (3, 5, 6), (7, 2, 5)])
+def test_job_links_are_exactly_the_links_of_the_job_routes(dims):
+    # Even rings (half-way ties go positive), odd ones, a ring of two; scattered jobs and
+    # runs of consecutive nodes (many routers sharing rings).
+    t = topology.from_config({"kind": "torus3d", "name": "t", "dims": list(dims), "nodes_per_router": 2})
     rng = np.random.default_rng(5)
-    for n in (2, 5, 17, 60):
-        nodes = rng.choice(N, n, replace=False)
-        src, dst = np.meshgrid(nodes, nodes, indexing="ij")
-        r = np.asarray(T4.routes(src.ravel(), dst.ravel()))
-        used = np.unique(r[r >= 2 * N])  # router links only
-        assert np.array_equal(np.flatnonzero(T4.job_links(nodes)), used)
+    for n in (1, 2, 5, 17, 60, t.n_nodes):
+        for nodes in (rng.choice(t.n_nodes, n, replace=False), np.arange(n) + rng.integers(0, t.n_nodes - n + 1)):
+            src, dst = np.meshgrid(nodes, nodes, indexing="ij")
+            r = np.asarray(t.routes(src.ravel(), dst.ravel()))
+            used = np.unique(r[r >= 2 * t.n_nodes])  # router links only
+            assert np.array_equal(np.flatnonzero(t.job_links(nodes)), used)
 
 
 def test_orderings_have_the_structure_the_paper_describes():

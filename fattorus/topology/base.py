@@ -282,6 +282,14 @@ class Topology(abc.ABC):
         routing itself."""
         return None
 
+    def host_hop_sums(self, allocs: list[np.ndarray]) -> np.ndarray | None:
+        """:meth:`hop_sum` of many allocations (lists of node ids, checked by the caller)
+        computed on the host, ``(len(allocs),)`` int64, where the family has a cheaper host
+        rule than its compiled kernel; else None (the default): callers batch the compiled
+        kernel (:func:`fattorus.kernels.aph.aph_of`). The contract test checks it against the
+        pairwise sums."""
+        return None
+
     def flow_loads(self, src, dst, nbytes, dtype=None):
         """Bytes per link ``(n_links,)`` of flows ``src -> dst`` (``-1`` pads) along the static
         routes: a scatter-add of each flow's bytes onto its route's links (jit-traceable).

@@ -42,3 +42,37 @@ def _pair_tables(r, g, choice, gw, A, G, m):
             bundles[(ga * G + gb) * m + n] = True
             from_gate[(gw[gb, ga, n] - gb * A) * u + ib] = True
     return to_gate, bundles, from_gate
+
+
+def router_hop_sums(allocs: list[np.ndarray], nodes_per_router: int, distance: np.ndarray) -> np.ndarray:
+    """Hop sum of each allocation (int64): over its routers ``a, b`` with ``c_a, c_b`` of its
+    nodes, ``sum c_a c_b D[a, b]`` (``D = distance``, the router distance table, 0 on the
+    diagonal) — :meth:`fattorus.topology.dragonfly.Dragonfly.host_hop_sums`."""
+    out = np.zeros(len(allocs), np.int64)
+    counts = np.zeros(distance.shape[0], np.int64)  # lent to every allocation, handed back zero
+    for i, nodes in enumerate(allocs):
+        if len(nodes) > 1:
+            out[i] = _router_hop_sum(np.ascontiguousarray(nodes, np.int64), nodes_per_router, distance, counts)
+    return out
+
+
+@numba.njit(cache=True)
+def _router_hop_sum(nodes, p, D, counts):
+    u = 0
+    routers = np.empty(nodes.shape[0], np.int64)
+    for v in nodes:  # the router histogram, routers in order of first use
+        a = v // p
+        if counts[a] == 0:
+            routers[u] = a
+            u += 1
+        counts[a] += 1
+    total = 0
+    for i in range(u):
+        a = routers[i]
+        row = 0
+        for j in range(u):
+            row += counts[routers[j]] * np.int64(D[a, routers[j]])
+        total += counts[a] * row
+    for i in range(u):
+        counts[routers[i]] = 0
+    return total

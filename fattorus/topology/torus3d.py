@@ -435,63 +435,14 @@ class Torus3D(Topology):
         Exact and without enumerating pairs: a route's x part runs on the source's row
         ``(y_s, z_s)`` towards any destination x; its y part on column ``(x_d, z_s)`` from
         ``y_s`` to ``y_d``; its z part on ``(x_d, y_d)`` from ``z_s`` to ``z_d``. Each phase is
-        the union of ring arcs over the distinct coordinate combinations that can meet there.
+        the union of ring arcs over the distinct coordinate combinations that can meet there
+        (walked in one compiled loop: :func:`fattorus.topology.torus_host_routes.job_link_mask`).
         """
+        from fattorus.topology import torus_host_routes  # numba, loaded on first need
+
         (nodes,) = self.node_ids(nodes)
         r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
-        x, y, z = self.router_coords(r)
-        X, Y, Z = self.dims
-        mask = np.zeros(self.n_links, bool)
-        # x: every source router towards every destination x (line: the source's (y, z)).
-        ux = np.unique(x)
-        a, b = np.repeat(x, len(ux)), np.tile(ux, len(r))
-        self._mark(mask, 0, a, b, np.repeat(y * Z + z, len(ux)))
-        # y: (y_s, z_s) of a source with (x_d, y_d) of a destination (line: (x_d, z_s)).
-        yz, xy = np.unique(y * Z + z), np.unique(x * Y + y)  # scalar keys: unique(axis=0) is slow
-        ys, zs = np.repeat(yz // Z, len(xy)), np.repeat(yz % Z, len(xy))
-        xd, yd = np.tile(xy // Y, len(yz)), np.tile(xy % Y, len(yz))
-        self._mark(mask, 1, ys, yd, xd * Y * Z + zs)
-        # z: z_s of a source with a destination router (line: (x_d, y_d)).
-        uz = np.unique(z)
-        zs2, xd2, yd2, zd2 = np.repeat(uz, len(r)), np.tile(x, len(uz)), np.tile(y, len(uz)), np.tile(z, len(uz))
-        self._mark(mask, 2, zs2, zd2, (xd2 * Y + yd2) * Z)
-        return mask
-
-    def _mark(self, mask: np.ndarray, d: int, a: np.ndarray, b: np.ndarray, line: np.ndarray) -> None:
-        """Mark the links of the dimension-``d`` ring arcs from ``a`` to ``b`` (the shorter
-        way, half a ring positive) on the rings ``line`` (the router id at position 0).
-
-        Why difference arrays: a large job has ~10^5 arcs of up to half a ring each; adding
-        +1/-1 at each arc's ends per ring and direction and summing along the ring covers them
-        in ``O(arcs + rings x n)`` instead of one index per link of every arc."""
-        n = self.dims[d]
-        stride = (self.dims[1] * self.dims[2], self.dims[2], 1)[d]
-        delta = (b - a) % n
-        positive = 2 * delta <= n
-        steps = np.where(positive, delta, n - delta)
-        keep = steps > 0
-        a, steps, positive, line = a[keep], steps[keep], positive[keep], line[keep]
-        # positive arcs use the + links of positions a .. a+s-1; negative ones the - links of a-s+1 .. a
-        first = np.where(positive, a, (a - steps + 1) % n)
-        width = 2 * n + 1
-        for direction, sel in ((0, positive), (1, ~positive)):
-            if not sel.any():
-                continue
-            # One difference row per ring the arcs run on (numbered densely: a job touches few
-            # of the machine's rings, and rows for all of them made this the cost of a torus
-            # run's exposure metric).
-            present = np.zeros(self.n_routers, bool)
-            present[line[sel]] = True
-            rings = np.flatnonzero(present)
-            dense = np.zeros(self.n_routers, np.int64)
-            dense[rings] = np.arange(len(rings))
-            row, size = dense[line[sel]] * width, len(rings) * width
-            diff = (np.bincount(row + first[sel], minlength=size)
-                    - np.bincount(row + first[sel] + steps[sel], minlength=size)).reshape(len(rings), width)
-            cover = np.cumsum(diff, axis=1)[:, : 2 * n]
-            on, pos = np.nonzero(cover[:, :n] + cover[:, n:] > 0)
-            routers = rings[on] + pos * stride
-            mask[2 * self.n_nodes + (3 * routers + d) * 2 + direction] = True
+        return torus_host_routes.job_link_mask(self.dims, self.n_nodes, self.n_links, r)
 
     # Node orderings (what first fit walks; the torus paper, Section II-A2) ------------------
     @property

@@ -52,3 +52,59 @@ def _host_routes(src, dst, dims, p, N, width):
                 here[d] = (here[d] + (1 if positive else n - 1)) % n
         out[i, t] = N + b
     return out
+
+
+def job_link_mask(dims: tuple[int, int, int], n_nodes: int, n_links: int, routers: np.ndarray) -> np.ndarray:
+    """``(n_links,)`` bool: the router links that the dimension-order routes between any two
+    of ``routers`` (distinct router ids) use — :meth:`fattorus.topology.torus3d.Torus3D.job_links`.
+
+    A route's x part runs on the source's x ring towards any destination x; its y part on the
+    y ring ``(x_d, z_s)`` from ``y_s`` to ``y_d``; its z part on ``(x_d, y_d)`` from ``z_s`` to
+    ``z_d``: so the arcs are (source router, distinct destination x), (distinct source
+    ``(y, z)``, distinct destination ``(x, y)``) and (distinct source z, destination router),
+    each walked link by link in one compiled loop (a job's arcs repeat far less than their
+    pairs; a month of Atlas x2 on Blue Waters: the replay's exposure keys 1.2 s -> ~0.1 s)."""
+    return _job_link_mask(np.ascontiguousarray(routers, np.int64), np.asarray(dims, np.int64), int(n_nodes),
+                          int(n_links))
+
+
+@numba.njit(cache=True, inline="always")
+def _arc(mask, N, d, n, stride, line, a, b):
+    """Mark the dimension-``d`` links of the arc from position ``a`` to ``b`` on the ring whose
+    position 0 is router ``line`` (positions ``stride`` apart): the shorter way, half-way
+    ties positive, each link named by the router it leaves."""
+    delta = (b - a) % n
+    positive = 2 * delta <= n
+    steps = delta if positive else n - delta
+    pos = a
+    for _ in range(steps):
+        mask[2 * N + (3 * (line + pos * stride) + d) * 2 + (0 if positive else 1)] = True
+        pos = (pos + 1) % n if positive else (pos + n - 1) % n
+
+
+@numba.njit(cache=True)
+def _job_link_mask(r, dims, N, n_links):
+    """The loop of :func:`job_link_mask`."""
+    X, Y, Z = dims[0], dims[1], dims[2]
+    mask = np.zeros(n_links, np.bool_)
+    u = r.shape[0]
+    x, y, z = r // (Y * Z), (r // Z) % Y, r % Z
+    has_x, has_z = np.zeros(X, np.bool_), np.zeros(Z, np.bool_)
+    has_yz, has_xy = np.zeros(Y * Z, np.bool_), np.zeros(X * Y, np.bool_)
+    for i in range(u):
+        has_x[x[i]] = True
+        has_z[z[i]] = True
+        has_yz[y[i] * Z + z[i]] = True
+        has_xy[x[i] * Y + y[i]] = True
+    xs, zs = np.flatnonzero(has_x), np.flatnonzero(has_z)
+    yzs, xys = np.flatnonzero(has_yz), np.flatnonzero(has_xy)
+    for i in range(u):  # x: every source router towards every destination x
+        for xd in xs:
+            _arc(mask, N, 0, X, Y * Z, y[i] * Z + z[i], x[i], xd)
+    for yz in yzs:  # y: a source's (y, z) with a destination's (x, y), on the ring (x_d, z_s)
+        for xy in xys:
+            _arc(mask, N, 1, Y, Z, (xy // Y) * Y * Z + yz % Z, yz // Z, xy % Y)
+    for zsrc in zs:  # z: a source's z with a destination router, on the ring (x_d, y_d)
+        for i in range(u):
+            _arc(mask, N, 2, Z, 1, (x[i] * Y + y[i]) * Z, zsrc, z[i])
+    return mask
