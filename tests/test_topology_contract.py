@@ -96,6 +96,18 @@ def test_hop_sum_kernel_equals_pairwise_sums(topo):
     assert host is None or host.tolist() == slow
 
 
+def test_max_hops_of_equals_the_pairwise_maximum(topo):
+    """A placement's largest hop count (one node per innermost group, in chunks of 512,
+    stopping at the machine's diameter) against every pair, on jobs of up to 2,000 nodes
+    scattered over the machine or packed."""
+    rng = np.random.default_rng(8)
+    for n in (1, 2, 9, 300, 2000):
+        n = min(n, topo.n_nodes)
+        for nodes in (rng.choice(topo.n_nodes, n, replace=False), np.arange(n) + rng.integers(0, topo.n_nodes - n + 1)):
+            brute = int(np.asarray(topo.hops(nodes[:, None], nodes[None, :])).max()) if n > 1 else 0
+            assert topo.max_hops_of(nodes) == brute
+
+
 def test_ideal_allocation_is_at_least_as_compact_as_random(topo):
     for n in (2, 7, min(40, topo.n_nodes)):
         ideal = topo.ideal_aph(n)

@@ -350,9 +350,11 @@ class Topology(abc.ABC):
         if len(groups) == 1:
             return int(np.asarray(self._hops(nodes[:1], nodes[1:2]))[0])
         reps = nodes[first]
-        best = 0
+        best, top = 0, self.max_hops
         for i in range(0, len(reps), 512):
             best = max(best, int(np.max(self._hops(reps[i:i + 512, None], reps[None, :]))))
+            if best >= top:  # the machine's diameter: no pair can be farther (spread jobs stop here)
+                break
         return best
 
     def placement_metrics(self, nodes: np.ndarray) -> dict[str, Any]:
