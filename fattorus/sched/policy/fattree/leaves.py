@@ -14,7 +14,7 @@ LEAF, POD = 0, 1
 #: Job types of the fat-tree paper = the topology's size / footprint classes 1, 2, 3.
 T1, T2, T3 = 1, 2, 3
 
-__all__ = ["LEAF", "POD", "T1", "T2", "T3", "take_from_leaves"]
+__all__ = ["LEAF", "POD", "T1", "T2", "T3", "take_counts", "take_from_leaves"]
 
 
 def take_from_leaves(state, leaves: np.ndarray, n: int) -> np.ndarray:
@@ -27,4 +27,13 @@ def take_from_leaves(state, leaves: np.ndarray, n: int) -> np.ndarray:
     before = np.concatenate([[0], np.cumsum(free2d.sum(axis=1))[:-1]])
     take = np.clip(n - before, 0, k)
     chosen = free2d & (rank <= take[:, None])
+    return (leaves[:, None] * k + np.arange(k))[chosen]
+
+
+def take_counts(state, leaves: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The first ``counts[i]`` free nodes of each of ``leaves`` (lowest slot first), leaf by
+    leaf in the given order; each count at most its leaf's free nodes."""
+    k = state.topo.nodes_per_leaf
+    free2d = state.free.reshape(-1, k)[leaves]
+    chosen = free2d & (np.cumsum(free2d, axis=1) <= np.asarray(counts)[:, None])
     return (leaves[:, None] * k + np.arange(k))[chosen]
