@@ -657,45 +657,37 @@ class Dragonfly(Topology):
         Exact and without routing every pair: within a group a route is green from the source
         to any column of the job's routers there, then black from any of their rows to the
         destination; between groups each pair's bundle fixes its links, so the ``u^2`` bundle
-        choices of the ``u`` routers are reduced to the
-        distinct (router, gateway), (group, group, bundle) and (gateway, router) pairs
-        (boolean tables, no sort) before any link is computed."""
+        choices of the ``u`` routers are reduced to the distinct (router, gateway), (group,
+        group, bundle) and (gateway, router) pairs before any link is marked — one compiled
+        loop (:func:`fattorus.topology.dragonfly_pairs.job_link_mask`)."""
+        from fattorus.topology.dragonfly_pairs import job_link_mask  # numba, loaded on first need
+
         (nodes,) = self.node_ids(nodes)
         r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
-        mask = np.zeros(self.n_links, bool)
         if len(r) < 2:
-            return mask
-        G, R, C, A, m = self.groups, self.rows, self.cols, self.routers_per_group, self.bundles_per_group_pair
-        g, i, j = self.router_coords(r)
-        cols, rows = np.zeros((G, C), bool), np.zeros((G, R), bool)
-        cols[g, j] = True
-        rows[g, i] = True
-        # green: a towards every other column of the job in its group; black: into b from every other row
-        a_idx, col = np.nonzero(cols[g] & (np.arange(C) != j[:, None]))
-        a = r[a_idx]
-        _mark(mask, self._green_base + (a * (C - 1) + col - (col > j[a_idx])) * self.green_per_pair, self.green_per_pair)
-        b_idx, row = np.nonzero(rows[g] & (np.arange(R) != i[:, None]))
-        tail = r[b_idx] + (row - i[b_idx]) * C
-        _mark(mask, self._black_base + (tail * (R - 1) + i[b_idx] - (i[b_idx] > row)) * self.black_per_pair,
-              self.black_per_pair)
-        if m == 0 or len(np.unique(g)) < 2:
-            return mask
-        from fattorus.topology.dragonfly_pairs import pair_tables  # numba, loaded on first need
+            return np.zeros(self.n_links, bool)
+        return job_link_mask(r, self._job_link_tables)
 
-        u = len(r)
-        # (source router index, gateway in its group), (source group, destination group,
-        # bundle), (gateway in the destination's group, destination index): one compiled loop
-        # over the u^2 pairs.
-        to_gate, bundles, from_gate = pair_tables(r, g, self.bundle_choice, self.gateways, A, G, m)
-        ia, gate = np.divmod(np.flatnonzero(to_gate), A)
-        hops = self._local_hops(r[ia], g[ia] * A + gate)
-        ga, gb, nb = np.unravel_index(np.flatnonzero(bundles), (G, G, m))
-        hops.append((np.ones(len(ga), bool), *self._blue_hop(ga, gb, nb)))
-        gate, ib = np.divmod(np.flatnonzero(from_gate), u)
-        hops += self._local_hops(g[ib] * A + gate, r[ib])
-        for present, link, k in hops:
-            _mark(mask, np.asarray(link)[present], k)
-        return mask
+    @functools.cached_property
+    def _job_link_tables(self) -> Any:
+        """:class:`fattorus.topology.dragonfly_pairs.JobLinkTables` of this machine."""
+        from fattorus.topology.dragonfly_pairs import JobLinkTables
+
+        G, m = self.groups, self.bundles_per_group_pair
+        g, h, n = np.meshgrid(np.arange(G), np.arange(G), np.arange(m), indexing="ij")
+        other = g != h
+        blue = np.zeros((G, G, m), np.int64)  # the diagonal g == h is never read
+        blue[other] = self._blue_hop(g[other], h[other], n[other])[0]
+        choice, A = self.bundle_choice, self.routers_per_group
+        if not np.array_equal(choice, choice.T):  # the compiled job_links relies on it (both ways alike)
+            raise AssertionError(f"dragonfly {self.name!r}: bundle choice differs between a pair's two directions")
+        towards = np.zeros((self.n_routers, G), np.int64)  # distinct bundles of each router's routes to each group
+        for grp in range(G):
+            block = np.sort(choice[:, grp * A:(grp + 1) * A], axis=1)
+            towards[:, grp] = 1 + (block[:, 1:] != block[:, :-1]).sum(axis=1)
+        return JobLinkTables(self.n_links, G, self.rows, self.cols, m, self._green_base, self.green_per_pair,
+                             self._black_base, self.black_per_pair, choice, towards, self.gateways, blue,
+                             self.blue_per_bundle)
 
     # Configuration -------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -723,11 +715,6 @@ class Dragonfly(Topology):
         if isinstance(data.get("bandwidth"), list):
             data["bandwidth"] = tuple(data["bandwidth"])
         return cls(**data)
-
-
-def _mark(mask: np.ndarray, first: np.ndarray, k: int) -> None:
-    """Set ``mask`` on links ``first + c`` for every cable ``c < k`` (``first``: cable 0's ids)."""
-    mask[(np.asarray(first)[:, None] + np.arange(k)).ravel()] = True
 
 
 def _cables(tail: np.ndarray, head: np.ndarray, k: int) -> np.ndarray:

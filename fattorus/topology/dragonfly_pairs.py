@@ -1,47 +1,135 @@
-"""The per-pair part of a dragonfly's :meth:`~fattorus.topology.dragonfly.Dragonfly.job_links`,
-compiled (numba): which (router, gateway), (group, group, bundle) and (gateway, router)
-pairs the minimal routes between a job's routers of different groups take. One loop over
-the ``u^2`` router pairs instead of eight ``(u, u)`` NumPy arrays (a week of Atlas x2 on
-Edison: ~1 ms a job of a few hundred routers). Its own module so that loading a dragonfly
-does not load numba."""
+"""A dragonfly's per-job link sets and hop sums, compiled (numba): the links a job's minimal
+routes can use (:meth:`~fattorus.topology.dragonfly.Dragonfly.job_links`, the replay's
+exposure keys) and its hop sum (:meth:`~fattorus.topology.dragonfly.Dragonfly.host_hop_sums`,
+its APH). One loop each instead of dozens of NumPy arrays a job (a month of Atlas x2 on
+Edison: the replay's exposure keys under ``compact`` ~0.74 s -> see docs/decisions.md).
+Its own module so that loading a dragonfly does not load numba."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 
-def pair_tables(routers: np.ndarray, groups: np.ndarray, bundle_choice: np.ndarray, gateways: np.ndarray,
-                routers_per_group: int, n_groups: int, bundles_per_pair: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For the job's ``routers`` (``u`` distinct ids) in ``groups``, over every ordered pair
-    ``(a, b)`` in different groups taking bundle ``n = bundle_choice[a, b]``:
+def job_link_mask(routers: np.ndarray, tables: "JobLinkTables") -> np.ndarray:
+    """``(n_links,)`` bool: :meth:`fattorus.topology.dragonfly.Dragonfly.job_links` of a job on
+    ``routers`` (distinct router ids), from the dragonfly's ``tables``."""
+    t = tables
+    return _job_link_mask(np.ascontiguousarray(routers, np.int64), t.n_links, t.groups, t.rows, t.cols,
+                          t.bundles_per_pair, t.green_base, t.green_per_pair, t.black_base, t.black_per_pair,
+                          t.bundle_choice, t.choices_towards, t.gateways, t.blue_first, t.blue_per_bundle)
 
-    * ``to_gate`` ``(u * A,)`` bool: ``(index of a, local id of a's gateway gateways[ga, gb, n])``,
-    * ``bundles`` ``(G * G * m,)`` bool: ``(ga, gb, n)``,
-    * ``from_gate`` ``(A * u,)`` bool: ``(local id of the far gateway gateways[gb, ga, n], index of b)``.
-    """
-    return _pair_tables(np.ascontiguousarray(routers, np.int64), np.ascontiguousarray(groups, np.int64),
-                        bundle_choice, np.ascontiguousarray(gateways, np.int64), int(routers_per_group),
-                        int(n_groups), int(bundles_per_pair))
+
+class JobLinkTables(NamedTuple):
+    """What :func:`job_link_mask` reads of a dragonfly: its sizes, the first link id of each
+    colour's cables and their counts per hop, the bundle choice of every router pair and how
+    many distinct bundles each router's routes to each group take, the gateway and the first
+    blue cable of every (group, group, bundle)."""
+
+    n_links: int
+    groups: int
+    rows: int
+    cols: int
+    bundles_per_pair: int
+    green_base: int
+    green_per_pair: int
+    black_base: int
+    black_per_pair: int
+    bundle_choice: np.ndarray  # (NR, NR) int16, symmetric (a pair takes one bundle both ways)
+    choices_towards: np.ndarray  # (NR, G) int64: distinct bundles a router's routes to a group take
+    gateways: np.ndarray  # (G, G, m) int64 global router ids
+    blue_first: np.ndarray  # (G, G, m) int64 link id of cable 0
+    blue_per_bundle: int
+
+
+@numba.njit(cache=True, inline="always")
+def _cables(mask, first, k):
+    for c in range(k):
+        mask[first + c] = True
+
+
+@numba.njit(cache=True, inline="always")
+def _local(mask, a, b, R, C, green_base, gpp, black_base, bpp):
+    """The local minimal route from router ``a`` to ``b`` of its group: green along ``a``'s
+    row to ``b``'s column, then black along that column to ``b``'s row (every cable)."""
+    ia, ja = (a // C) % R, a % C
+    ib, jb = (b // C) % R, b % C
+    if ja != jb:
+        _cables(mask, green_base + (a * (C - 1) + jb - (1 if jb > ja else 0)) * gpp, gpp)
+    if ia != ib:
+        mid = a + jb - ja
+        _cables(mask, black_base + (mid * (R - 1) + ib - (1 if ib > ia else 0)) * bpp, bpp)
 
 
 @numba.njit(cache=True)
-def _pair_tables(r, g, choice, gw, A, G, m):
+def _job_link_mask(r, n_links, G, R, C, m, green_base, gpp, black_base, bpp, choice, choices_towards, gw, blue_first,
+                   bpb):
+    """The loop of :func:`job_link_mask`: within each group every green hop from a job router
+    towards another of the job's columns and every black hop into a job router from another
+    of its rows; between groups, over every ordered pair of routers in different groups, the
+    local route to the gateway of the pair's bundle, the bundle's blue cables and the local
+    route from the far gateway (each (router, gateway), bundle and (gateway, router) marked
+    once)."""
+    A = R * C
     u = r.shape[0]
-    to_gate = np.zeros(u * A, np.bool_)
-    bundles = np.zeros(G * G * m, np.bool_)
-    from_gate = np.zeros(A * u, np.bool_)
+    mask = np.zeros(n_links, np.bool_)
+    g, i, j = r // A, (r // C) % R, r % C
+    cols, rows = np.zeros((G, C), np.bool_), np.zeros((G, R), np.bool_)
+    for t in range(u):
+        cols[g[t], j[t]] = True
+        rows[g[t], i[t]] = True
+    for t in range(u):
+        for c in range(C):
+            if cols[g[t], c] and c != j[t]:
+                _cables(mask, green_base + (r[t] * (C - 1) + c - (1 if c > j[t] else 0)) * gpp, gpp)
+        for row in range(R):
+            if rows[g[t], row] and row != i[t]:
+                tail = r[t] + (row - i[t]) * C
+                _cables(mask, black_base + (tail * (R - 1) + i[t] - (1 if i[t] > row else 0)) * bpp, bpp)
+    if m == 0:
+        return mask
+    to_gate = np.zeros(u * A, np.bool_)  # (source router index, gateway in its group)
+    bundles = np.zeros(G * G * m, np.bool_)  # (source group, destination group, bundle)
+    # The job's routers come sorted, so each group's are one run [lo[h], lo[h + 1]).
+    lo = np.zeros(G + 1, np.int64)
+    for t in range(u):
+        lo[g[t] + 1] += 1
+    for h in range(G):
+        lo[h + 1] += lo[h]
+    seen = np.zeros(m, np.bool_)
     for ia in range(u):
         ga, ra = g[ia], r[ia]
-        for ib in range(u):
-            gb = g[ib]
-            if ga == gb:
+        for gb in range(G):
+            if gb == ga or lo[gb] == lo[gb + 1]:
                 continue
-            n = np.int64(choice[ra, r[ib]])
-            to_gate[ia * A + gw[ga, gb, n] - ga * A] = True
-            bundles[(ga * G + gb) * m + n] = True
-            from_gate[(gw[gb, ga, n] - gb * A) * u + ib] = True
-    return to_gate, bundles, from_gate
+            # Stop once every bundle a's routes to gb can take has shown up: the rest of the
+            # group's routers add nothing (a job spread over a whole group visits a few).
+            left = choices_towards[ra, gb]
+            for ib in range(lo[gb], lo[gb + 1]):
+                n = np.int64(choice[ra, r[ib]])
+                if not seen[n]:
+                    seen[n] = True
+                    to_gate[ia * A + gw[ga, gb, n] - ga * A] = True
+                    bundles[(ga * G + gb) * m + n] = True
+                    left -= 1
+                    if left == 0:
+                        break
+            seen[:] = False
+    for ia in range(u):
+        for gate in range(A):
+            if to_gate[ia * A + gate]:
+                _local(mask, r[ia], g[ia] * A + gate, R, C, green_base, gpp, black_base, bpp)
+                # A pair takes the same bundle both ways (bundle_choice is symmetric), so the
+                # far gateways that routes into router ia leave from are the ones its own
+                # routes out reach: the local route from each of them to ia.
+                _local(mask, g[ia] * A + gate, r[ia], R, C, green_base, gpp, black_base, bpp)
+    for k in range(G * G * m):
+        if bundles[k]:
+            gs, rest = k // (G * m), k % (G * m)
+            _cables(mask, blue_first[gs, rest // m, rest % m], bpb)
+    return mask
 
 
 def router_hop_sums(allocs: list[np.ndarray], nodes_per_router: int, distance: np.ndarray) -> np.ndarray:
