@@ -34,7 +34,7 @@ from fattorus.files import atomic_write
 #: The command's name in its error lines.
 PROG = "fattorus.bench"
 
-SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow", "dragonfly", "qos")
+SECTIONS = ("kernels", "replay", "network", "batched", "torus", "flow", "dragonfly", "qos", "outputs")
 
 
 def available_sections() -> list[str]:

@@ -192,9 +192,10 @@ def int32_exact(topo: Topology, width: int) -> bool:
     return int(topo.max_hops) * int(width) * (int(width) - 1) < 2**31
 
 
-def aph_of(ft: Topology, allocs: list[np.ndarray]) -> np.ndarray:
+def aph_of(ft: Topology, allocs: list[np.ndarray], host: bool = True) -> np.ndarray:
     """APH (float64) of many variable-size allocations with the closed-form kernel, or the
-    family's host rule where it has one (:meth:`~fattorus.topology.base.Topology.host_hop_sums`).
+    family's host rule where it has one (:meth:`~fattorus.topology.base.Topology.host_hop_sums`;
+    ``host=False``: always the kernel, as the benchmark compares them).
 
     Allocations are grouped by padding bucket and each group's batch is padded to a power of
     two, so a replay of any workload compiles the kernel only a handful of times. A bucket
@@ -207,9 +208,9 @@ def aph_of(ft: Topology, allocs: list[np.ndarray]) -> np.ndarray:
     sizes = np.array([len(a) for a in allocs], dtype=np.int64)
     if len(allocs):  # before they become padded rows, where a -1 would read as padding
         check_nodes(ft, np.concatenate([np.asarray(a).ravel() for a in allocs]), padded=False)
-    host = ft.host_hop_sums(allocs) if len(allocs) else None
-    if host is not None:  # the family's host rule, cheaper than padded batches (same sums)
-        return aph_from_sums(np.asarray(host, np.int64).astype(np.float64), sizes).astype(np.float64)
+    on_host = ft.host_hop_sums(allocs) if host and len(allocs) else None
+    if on_host is not None:  # the family's host rule, cheaper than padded batches (same sums)
+        return aph_from_sums(np.asarray(on_host, np.int64).astype(np.float64), sizes).astype(np.float64)
     sums = np.zeros(len(allocs), dtype=np.int64)
     widths = np.array([bucket(max(int(s), 1)) for s in sizes], dtype=np.int64)
     for width in np.unique(widths):
