@@ -668,6 +668,17 @@ class Dragonfly(Topology):
             return np.zeros(self.n_links, bool)
         return job_link_mask(r, self._job_link_tables)
 
+    def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+        """Minimal routes computed on the host
+        (:func:`fattorus.topology.dragonfly_host_routes.host_routes`); None on a machine of
+        several groups without global bundles (the compiled routes then)."""
+        if self.groups > 1 and self.bundles_per_group_pair == 0:
+            return None
+        from fattorus.topology import dragonfly_host_routes  # numba, loaded on first need
+
+        return dragonfly_host_routes.host_routes(self._job_link_tables, self.nodes_per_router, self.n_nodes,
+                                                 self.max_route_links, src, dst)
+
     @functools.cached_property
     def _job_link_tables(self) -> Any:
         """:class:`fattorus.topology.dragonfly_pairs.JobLinkTables` of this machine."""
