@@ -22,8 +22,9 @@ def test_concurrent_sharing_equals_every_pair_with_ties_and_touching_intervals()
     for _ in range(300):
         n = int(rng.integers(0, 40))
         sparse = rng.random() < 0.3  # key ids far apart (counted in a dense space)
-        keys = [rng.choice(6, int(rng.integers(0, 4)), replace=bool(rng.random() < 0.3)) * (10**9 if sparse else 1)
-                for _ in range(n)]  # some jobs name a key twice, some none
+        shift = -3 if rng.random() < 0.2 else 0  # negative key ids (counted in a dense space too)
+        keys = [(rng.choice(6, int(rng.integers(0, 4)), replace=bool(rng.random() < 0.3)) + shift)
+                * (10**9 if sparse else 1) for _ in range(n)]  # some jobs name a key twice, some none
         start = rng.integers(0, 20, n).astype(float)  # a coarse grid: equal starts, touching ends
         end = start + rng.integers(0, 8, n)  # some empty intervals [s, s)
         end[rng.random(n) < 0.05] = np.inf  # still running at the end of the replay

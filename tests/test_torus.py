@@ -175,6 +175,25 @@ def test_hilbert_ordering_walks_neighbouring_routers():
     assert np.array_equal(np.sort(bw.ordering("hilbert")), np.arange(bw.n_nodes))
 
 
+def test_max_hops_of_finds_a_far_pair_past_its_first_chunk():
+    """The generic ``max_hops_of`` (fat-trees and dragonflies use it) goes over one node per
+    router in chunks of 512 rows against all, stopping at the machine's diameter: a job whose
+    farthest pair lies wholly past the first chunk. On Blue Waters (24^3 routers, diameter
+    36) the 512 routers of ids 0-511 (x = 0) are at most 35 hops from the two routers added,
+    (1, 0, 0) and (13, 12, 12), which are 36 apart. The torus's own method too."""
+    from fattorus.topology.base import Topology
+
+    bw = load("bluewaters")
+    p, (X, Y, Z) = bw.nodes_per_router, bw.dims
+    far = [(1 * Y + 0) * Z + 0, (13 * Y + 12) * Z + 12]
+    nodes = np.array(list(range(512)) + far) * p
+    assert bw.max_hops == 36
+    assert Topology.max_hops_of(bw, nodes) == bw.max_hops_of(nodes) == 36
+    # Only the far pair is 36 apart (pairwise hops: the cluster is at most 35 from either).
+    h = np.asarray(bw.hops(nodes[:, None], nodes[None, :]))
+    assert h[:512].max() == 35 and h[512, 513] == 36
+
+
 def test_max_hops_of_equals_pairwise():
     from fattorus.topology.base import Topology
 

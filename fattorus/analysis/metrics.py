@@ -148,10 +148,10 @@ def summary(
 
 
 def _concurrent_sharing(keys: list[np.ndarray], start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Per job: whether another job holding one of its ``keys`` (non-negative ints; a key
-    named twice by one job counts once: the sweep's indexed updates apply once per index) runs at the
-    same time, the jobs' ``[start, end)`` intervals intersecting (a job that never started,
-    NaN start, or ran for no time holds nothing).
+    """Per job: whether another job holding one of its ``keys`` (ints; a key named twice by
+    one job counts once: the sweep's indexed updates apply once per index) runs at the
+    same time, the jobs' ``[start, end)`` intervals intersecting (a job whose start is not
+    finite — never started —, whose end is NaN or no later than its start holds nothing).
 
     One sweep in start order (ties in job order), ends first at equal times: a key's count of
     running holders and its last holder to start. A starting job whose key is held is
@@ -165,7 +165,7 @@ def _concurrent_sharing(keys: list[np.ndarray], start: np.ndarray, end: np.ndarr
     if J == 0 or not sizes.any():
         return out
     flat = np.concatenate(keys).astype(np.int64)
-    if int(flat.max()) >= 4 * len(flat) + 1024:  # sparse key ids: count in a dense space
+    if int(flat.min()) < 0 or int(flat.max()) >= 4 * len(flat) + 1024:  # negative or sparse ids: count densely
         _, flat = np.unique(flat, return_inverse=True)
     bounds = np.r_[0, np.cumsum(sizes)]
     count = np.zeros(int(flat.max()) + 1, np.int64)

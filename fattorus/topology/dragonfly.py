@@ -264,7 +264,7 @@ class Dragonfly(Topology):
         histogram ``c`` against the router distance table, ``c^T D c`` over the ``u`` routers it
         uses (same-router pairs add ``D[a, a] = 0``). ``u^2`` table entries per job, where
         the compiled :meth:`hop_sum` pads each job to a power-of-two width and sums ``W^2``
-        node pairs (a month of Atlas x2 on Edison under `compact`: 1.32 s -> ~0.1 s for the
+        node pairs (a month of Atlas x2 on Edison under `compact`: 1.32 s -> 0.04 s for the
         replay's APH). One compiled loop per allocation
         (:func:`fattorus.topology.dragonfly_pairs.router_hop_sums`)."""
         from fattorus.topology.dragonfly_pairs import router_hop_sums  # numba, loaded on first need
