@@ -10,7 +10,8 @@ warm-up replay (compilations, numba caches), ``repeats`` rounds, interleaved:
   table with every per-job figure, utilization, summary); ``outputs_ratio = replay_s /
   simulate_s``;
 * the per-job figures of the replay's schedule on their own: ``aph_s``
-  (:func:`fattorus.kernels.aph.aph_of`, the family's host rule where it has one),
+  (:func:`fattorus.kernels.aph.aph_of` as a replay runs it: the family's host rule where it
+  has one and JAX runs on the CPU),
   ``aph_kernel_s`` (the compiled padded kernel the host rule replaces, same APH checked
   equal; ``aph_speedup = aph_kernel_s / aph_s``), ``exposed_s``
   (:func:`fattorus.analysis.metrics.exposed`) and ``max_hops_s`` (``max_hops_of`` per job).
