@@ -64,7 +64,7 @@ def test_late_events_solve_compacted_arrays(monkeypatch):
     real = fluid.maxmin_rates
     monkeypatch.setattr(fluid, "maxmin_rates", lambda ids, *a, **k: rows.append(ids.shape[0]) or real(ids, *a, **k))
     finish, solves = fluid.finish_times(_routes(*[[e] for e in range(n)]), np.ones(n, np.float32),
-                                        np.arange(1.0, n + 1))
+                                        np.arange(1.0, n + 1), compiled=False)  # the JAX drain compacts
     assert solves == n and np.allclose(finish, np.arange(1.0, n + 1), rtol=1e-5)
     assert rows == [512] * (n - 128) + [128] * 128
 
@@ -145,3 +145,17 @@ def test_step_times_fluid_pool_parallel_cables():
     pairs = patterns.Traffic(np.array([0, 1]), np.array([1, 0]), np.array([4.0, 4.0]))
     jobs = [commtime.Job(np.array([0, 8]), pairs), commtime.Job(np.array([1, 9]), pairs)]
     np.testing.assert_allclose(commtime.step_times(t, jobs, completion="fluid"), 4.0 / 5.25, rtol=1e-6)
+
+
+@pytest.mark.parametrize("n_flows,sparse", [(40, False), (300, True), (2000, False)])
+def test_the_compiled_drain_is_the_jax_drain_bit_for_bit(n_flows, sparse, on_cpu):
+    """``compiled=True`` solves each event with the compiled solver on the open flows alone;
+    the JAX drain (compacted, padded arrays) must give the same finish times and events."""
+    rng = np.random.default_rng(n_flows)
+    E = max(8, n_flows // 8)
+    routes = np.where(rng.random((n_flows, 5)) < 0.7, rng.integers(0, E, (n_flows, 5)), -1).astype(np.int32)
+    cap = rng.choice([1.0, 2.0, 0.5], E).astype(np.float32)
+    nbytes = rng.choice([0.0, 1.0, 4.0, 64.0, 1e3], n_flows)
+    jax_drain = fluid.finish_times(routes, cap, nbytes, sparse=sparse, compiled=False)
+    compiled = fluid.finish_times(routes, cap, nbytes, sparse=sparse, compiled=True)
+    assert np.array_equal(compiled[0], jax_drain[0]) and compiled[1] == jax_drain[1]

@@ -1,7 +1,9 @@
-"""The compiled goal solve of a ``speedup=model`` replay (fattorus.kernels.maxmin_compiled):
-hand-worked step times, the NumPy progressive filling (an independent reference) on random
-problems, and the JAX goal solve it replaced, bit for bit, on random problems, on the flows
-of jobs on every configured machine, and in a whole model replay."""
+"""The compiled solves (fattorus.kernels.maxmin_compiled): the goal solve of a
+``speedup=model`` replay — hand-worked step times, the NumPy progressive filling (an
+independent reference) on random problems, and the JAX goal solve it replaced, bit for bit,
+on random problems, on the flows of jobs on every configured machine, and in a whole model
+replay — and the full solve the fluid drain uses, against the NumPy filling and bit for bit
+against the JAX solver."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import pytest
 
 from fattorus import workload
 from fattorus.analysis import commtime, interference, patterns
-from fattorus.kernels.maxmin import maxmin_rates_numpy
-from fattorus.kernels.maxmin_compiled import goal_step_time, new_workspace
+from fattorus.kernels.maxmin import maxmin_rates, maxmin_rates_numpy
+from fattorus.kernels.maxmin_compiled import goal_step_time, maxmin_rates_compiled, new_workspace
 from fattorus.sched import replay
 from fattorus.topology import fattree
 
@@ -69,6 +71,38 @@ def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_
             linked = (routes[:own] >= 0).any(axis=1)
             want = float((nbytes[:own][linked] / ref[:own][linked]).max()) if linked.any() else 0.0
             assert got == pytest.approx(want, rel=1e-4)
+
+
+def test_full_rates_by_hand():
+    # Link 0 (1) carries f0 and f1, link 1 (2) carries f1 and f2: rates 1/2, 1/2, 3/2; a flow
+    # with no link: inf.
+    got = maxmin_rates_compiled(_routes([0], [0, 1], [1], []), np.float32([1, 2]))
+    assert got.dtype == np.float32 and got.tolist() == [0.5, 0.5, 1.5, np.inf]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_full_rates_match_the_numpy_filling_and_the_jax_solver_bit_for_bit(seed, on_cpu):
+    rng = np.random.default_rng(100 + seed)
+    for F, E, L in [(1, 1, 1), (7, 3, 2), (60, 12, 4), (400, 50, 6), (3000, 300, 7)]:
+        routes, _, cap = _random_problem(rng, F, E, L)
+        workspace = new_workspace(E)
+        got = maxmin_rates_compiled(routes, cap, workspace)
+        assert (workspace == -1).all()  # handed back as it came
+        ref, _ = maxmin_rates_numpy(routes, cap.astype(np.float64))
+        np.testing.assert_allclose(got, ref, rtol=1e-4)
+        # The JAX solver in stages (the default) and from crossing lists: the same floats.
+        assert np.array_equal(got, np.asarray(maxmin_rates(routes, cap).rate))
+        from fattorus.kernels.maxmin import flow_incidences
+
+        inc = tuple(np.asarray(x) for x in flow_incidences(routes))
+        assert np.array_equal(got, np.asarray(maxmin_rates(routes, cap, incidences=inc).rate))
+
+
+def test_every_machine_s_flows_get_the_jax_solver_s_rates(conf_topo, on_cpu):
+    jobs = _scattered_jobs(conf_topo, np.random.default_rng(12))
+    route_ids, _, _ = commtime._flows(conf_topo, jobs)
+    cap = commtime.solver_capacity(conf_topo).astype(np.float32)
+    assert np.array_equal(maxmin_rates_compiled(route_ids, cap), np.asarray(maxmin_rates(route_ids, cap).rate))
 
 
 def _scattered_jobs(topo, rng: np.random.Generator) -> list[commtime.Job]:

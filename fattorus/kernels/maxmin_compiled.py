@@ -303,3 +303,74 @@ def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.nd
         if t > slowest_time:
             slowest_time = t
     return slowest_time, rounds
+
+
+def maxmin_rates_compiled(route_ids: np.ndarray, capacity: np.ndarray, workspace: np.ndarray | None = None) -> np.ndarray:
+    """Every flow's max-min fair rate with unit weights, ``(F,)`` float32 in capacity units —
+    bit for bit what :func:`fattorus.kernels.maxmin.maxmin_rates` gives on the CPU for the
+    same routes, every flow active (the same rounds as :func:`goal_step_time`, run until every
+    flow is frozen). A flow that crosses no link gets ``inf``.
+
+    Args:
+      route_ids: ``(F, L)`` int link ids, ``-1`` padded (anywhere).
+      capacity: ``(E,)`` float32 link capacities (> 0).
+      workspace: optional :func:`new_workspace` of ``E`` entries, lent and handed back as it
+        came (callers that solve many times keep one).
+    """
+    routes = np.ascontiguousarray(route_ids, np.int32)
+    if routes.ndim != 2:
+        raise ValueError(f"maxmin_rates_compiled: routes {routes.shape}, want (F, L)")
+    capacity = np.ascontiguousarray(capacity, np.float32)
+    if workspace is None:
+        workspace = new_workspace(len(capacity))
+    elif workspace.shape != capacity.shape or workspace.dtype != np.int32:
+        raise ValueError(f"maxmin_rates_compiled: a workspace of {capacity.shape[0]} int32 entries, got "
+                         f"{workspace.shape} {workspace.dtype}")
+    return _full_rates(routes, capacity, workspace, _BOTTLENECK_SLACK)
+
+
+@numba.njit(cache=True, nogil=True)
+def _full_rates(routes: np.ndarray, capacity: np.ndarray, index: np.ndarray, bottleneck_slack: np.float32) -> np.ndarray:
+    """:func:`maxmin_rates_compiled`: :func:`_goal_step`'s rounds with no goal, until every
+    flow with a link is frozen."""
+    start, link, used, count = _crossings(routes, index)
+    for u in range(used.shape[0]):
+        index[used[u]] = -1  # the workspace goes back as it came
+    F, E = routes.shape[0], used.shape[0]
+    inf = np.float32(np.inf)
+    load = np.empty(E, np.float32)
+    residual = np.empty(E, np.float32)
+    for u in range(E):
+        residual[u] = capacity[used[u]]
+        load[u] = np.float32(count[u])
+    share = np.empty(E, np.float32)
+    around = np.empty(E, np.float32)
+    bottleneck = np.zeros(E, np.bool_)
+    frozen_sum = np.zeros(E, np.float32)
+    touched = np.zeros(E, np.bool_)
+    touched_links = np.empty(E, np.int64)
+    open_flows = np.empty(F, np.int64)
+    rate = np.zeros(F, np.float32)
+    n_open = 0
+    for f in range(F):
+        if start[f + 1] > start[f]:
+            open_flows[n_open] = f
+            n_open += 1
+        else:
+            rate[f] = inf  # no link: the network does not limit it
+    frozen = np.zeros(F, np.bool_)
+    tight = np.full(F, inf, np.float32)
+    for e in range(E):
+        share[e] = residual[e] / load[e] if load[e] > 0 else inf
+    no_bytes = np.zeros(0, np.float64)  # own = 0: the freezing never reads bytes
+    _tighten(open_flows, n_open, start, link, share, tight, around, no_bytes, 0)
+    rounds = 0
+    while n_open > 0 and rounds <= F:
+        for e in range(E):
+            bottleneck[e] = load[e] > 0 and share[e] <= around[e] * bottleneck_slack
+        n_open, _ = _freeze_round(open_flows, n_open, start, link, bottleneck, tight, rate, frozen, load, residual,
+                                  share, frozen_sum, touched, touched_links, no_bytes, 0)
+        rounds += 1
+        if n_open > 0:
+            _around_rest(open_flows, n_open, 0, start, link, share, tight, around)
+    return rate
