@@ -15,7 +15,9 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
   max-min rates solved again each time flows finish) against the same drain in NumPy
   (:func:`~fattorus.analysis.fluid.finish_times_numpy`: float64, the open flows alone each
   solve); ``rounds`` / ``numpy_rounds`` are the solves here, ``repeats`` timed drains each
-  (interleaved, after one untimed JAX drain that compiles: ``compile_s``).
+  (interleaved, after one untimed drain that compiles: ``compile_s``). On a CPU the drain
+  solves with the compiled solver (:func:`fattorus.kernels.maxmin_compiled.maxmin_rates_compiled`,
+  the JAX solver's rates bit for bit; since session 32), elsewhere with JAX.
 
 * ``goal_cab_instant``: the goal solve a ``speedup=model`` replay makes at a start, for every
   job of ``cab_instant`` in turn (its flows first, then the others'): the compiled solve
@@ -74,8 +76,9 @@ MONTH, QUICK_MONTH = 30.0, 3.0
 WAVES, QUICK_WAVES = 2, 1  # Table II waves (15 min apart) on Blue Waters
 REPEATS, QUICK_REPEATS = 5, 2
 SOLVE_REPEATS = 15  # fewest timed calls of each solve case (JAX, JAX from crossing lists, NumPy), interleaved
-NOTES = ("Solve rows (cab_instant, ft44_stencil4d, fluid_cab_instant): one weighted max-min solve (a drain for "
-         "fluid) by JAX jit vs the same rounds in NumPy, same flows, same run; median_s / numpy_s: medians after a "
+NOTES = ("Solve rows (cab_instant, ft44_stencil4d): one weighted max-min solve by JAX jit vs the same rounds in "
+         "NumPy; fluid_cab_instant: a drain (the compiled solver on a CPU, JAX elsewhere) vs NumPy's; same flows, "
+         "same run; median_s / numpy_s: medians after a "
          "warm-up call, compile_s apart; target speedup >= 20 (CPU). replay_model* rows: whole replays, "
          "median_s = with speedup=model, numpy_s = the same replay without it, each the second of two runs "
          "(compile_s = the model's first run minus its second, 0 where an earlier row compiled it); "
@@ -194,7 +197,8 @@ def _goal_case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
 
 
 def _fluid_case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
-    """Drained finish times of ``jobs``' flows: JAX (compacting) against NumPy, interleaved."""
+    """Drained finish times of ``jobs``' flows: :func:`fattorus.analysis.fluid.finish_times`
+    (the compiled solver on a CPU, JAX elsewhere) against NumPy, interleaved."""
     route_ids, nbytes, _ = commtime._flows(topo, jobs)
     cap = commtime.solver_capacity(topo).astype(np.float32)
     t0 = time.perf_counter()
@@ -211,7 +215,7 @@ def _fluid_case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict
     med, ref_med = statistics.median(times), statistics.median(ref_times)
     pos = ref > 0
     diff = float(np.max(np.abs(got[pos] - ref[pos]) / ref[pos])) if pos.any() else 0.0
-    _log(f"{name}: {len(nbytes)} flows, {solves} solves, jax {med:.3f} s, numpy {ref_med:.3f} s")
+    _log(f"{name}: {len(nbytes)} flows, {solves} solves, drain {med:.3f} s, numpy {ref_med:.3f} s")
     return {"case": name, "machine": topo.name, "flows": len(nbytes), "rounds": solves, "numpy_rounds": ref_solves,
             "compile_s": first_s - med, "median_s": med, "incidences_s": None, "after_other_s": None,
             "numpy_s": ref_med, "speedup": ref_med / med, "speedup_after_other": None, "max_rel_diff": diff,
