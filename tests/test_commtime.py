@@ -201,3 +201,19 @@ def test_long_routes_are_solved_from_compact_crossings_with_the_same_numbers(mon
     for slow, end in ((slow_sparse, end_sparse), (slow_padded, end_padded)):
         assert np.array_equal(slow_compiled, slow, equal_nan=True) and np.array_equal(end_compiled, end)
     assert np.nanmax(slow_compiled) > 1  # first fit on a torus: some jobs do slow each other down
+
+
+@pytest.mark.parametrize("completion", commtime.COMPLETIONS)
+def test_compiled_step_times_are_the_jax_solver_s_on_every_machine(conf_topo, completion, on_cpu):
+    """``step_times(..., compiled=True)`` (the compiled solver, the default on a CPU) against
+    the JAX solver's step times (``compiled=False``), bit for bit: three jobs on random nodes
+    sharing links, keyed patterns; steady and drained."""
+    rng = np.random.default_rng(21)
+    key = jax.random.PRNGKey(5)
+    n = min(32, conf_topo.n_nodes // 3)
+    nodes = rng.permutation(conf_topo.n_nodes)[: 3 * n].reshape(3, n)
+    jobs = [Job(nodes[k], patterns.make(p, jax.random.fold_in(key, k), n))
+            for k, p in enumerate(["unstructured_mesh", "random_pairs", "stencil4d"])]
+    want = commtime.step_times(conf_topo, jobs, completion, compiled=False)
+    got = commtime.step_times(conf_topo, jobs, completion, compiled=True)
+    assert np.array_equal(got, want) and (got > 0).all()

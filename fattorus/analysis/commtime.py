@@ -43,7 +43,7 @@ import polars as pl
 from fattorus.analysis import fluid, patterns
 from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time
-from fattorus.kernels.maxmin_compiled import goal_step_time, new_workspace
+from fattorus.kernels.maxmin_compiled import goal_step_time, maxmin_rates_compiled, new_workspace
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
 
@@ -178,11 +178,16 @@ def _sparse_incidences(topo: Topology, route_ids: np.ndarray) -> tuple[jax.Array
 COMPLETIONS = ("steady", "fluid")
 
 
-def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady") -> np.ndarray:
+def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady",
+               compiled: bool | None = None) -> np.ndarray:
     """Step time of each job when all of ``jobs`` run at once, ``(J,)`` (s when link
     bandwidths are bytes/s): with ``completion="steady"`` its slowest flow's bytes over that
     flow's max-min rate when all flows start; with ``"fluid"`` its last flow's finish time
-    when the rates are solved again each time flows finish (:mod:`fattorus.analysis.fluid`)."""
+    when the rates are solved again each time flows finish (:mod:`fattorus.analysis.fluid`).
+    ``compiled``: solve with the compiled solver
+    (:func:`fattorus.kernels.maxmin_compiled.maxmin_rates_compiled`, the JAX solver's rates
+    bit for bit on the CPU, and no compilation per flow-count bucket) rather than JAX; None
+    (default): where JAX computes on the CPU. The same step times either way on a CPU."""
     if completion not in COMPLETIONS:
         raise ValueError(f"completion {completion!r}: choices {list(COMPLETIONS)}")
     if not len(jobs):
@@ -196,12 +201,25 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady") 
     F = len(nbytes)
     if F == 0:
         return np.zeros(len(jobs))
+    if compiled is None:
+        compiled = jax.default_backend() == "cpu"
     if completion == "fluid":
         finish, _ = fluid.finish_times(route_ids, solver_capacity(topo).astype(np.float32), nbytes,
-                                       sparse=topo.max_route_links >= SPARSE_ROUTE_SLOTS)
+                                       sparse=topo.max_route_links >= SPARSE_ROUTE_SLOTS, compiled=compiled)
         out = np.zeros(len(jobs))
         np.maximum.at(out, owner, finish)
         return out
+    if compiled:
+        rate = maxmin_rates_compiled(route_ids, solver_capacity(topo).astype(np.float32))
+        # step_time's float32 arithmetic: bytes / rate, 0 where no link holds a flow, inf where
+        # one starves it; the slowest flow per job.
+        b = np.asarray(nbytes).astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(np.isinf(rate), np.float32(0), b / np.where(rate > 0, rate, np.float32(1)))
+        t = np.where((rate > 0) | np.isinf(rate), t, np.float32(np.inf)).astype(np.float32)
+        out = np.zeros(len(jobs), np.float32)
+        np.maximum.at(out, owner, t)
+        return out.astype(np.float64)
     pad = bucket_size(F) - F  # one compilation of the solver per bucket, not per flow count
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]
