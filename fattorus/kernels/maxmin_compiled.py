@@ -1,5 +1,6 @@
-"""The replay's goal solve, compiled with numba: one job's step time among the flows running
-with it, the same floats as :func:`fattorus.kernels.maxmin.maxmin_rates` with a ``goal``.
+"""Max-min solves compiled with numba, the same floats as :func:`fattorus.kernels.maxmin.maxmin_rates`:
+the replay's goal solve (one job's step time among the flows running with it, as with a
+``goal``) and the full solve (every flow's rate).
 
 A ``speedup=model`` replay (:class:`fattorus.analysis.commtime.ModelRuntimes`) solves once or
 twice per job start: the starting job's flows first, then those of every running job connected
@@ -9,6 +10,11 @@ stop after one to ten rounds; each round of the JAX solver is a few whole-array 
 with their dispatch a solve took ~1-7 ms. Here a round is two passes over the open flows'
 crossings (the ones that froze drop out of the lists): ~4-8x faster per solve on this CPU
 (bench row ``goal_cab_instant``).
+
+The same rounds run to the end give every flow's rate (:func:`maxmin_rates_compiled`): what
+the steady and drained step times (:func:`fattorus.analysis.commtime.step_times`,
+:func:`fattorus.analysis.fluid.finish_times`) solve with on a CPU — ~4x a JAX solve, and no
+XLA compilation per flow-count bucket.
 
 **Same bits as the JAX solver.** Every step is the one of
 :func:`~fattorus.kernels.maxmin._round` in float32, in the same order where order matters:
