@@ -49,7 +49,10 @@ routes before the solver ran in stages, no longer); ``numpy_s`` = median of the 
 reference; ``speedup = numpy_s / median_s`` (target ≥ 20 on CPU); ``after_other_s`` = median
 of the same JAX solve right after the NumPy one (XLA's CPU threads idle, as between two solves
 of a replay: ~0.5 ms more on Cab's instant), ``speedup_after_other = numpy_s /
-after_other_s``. All solves interleaved round by round. ``rounds`` = filling rounds;
+after_other_s``; ``compiled_s`` = median of the same solve by
+:func:`fattorus.kernels.maxmin_compiled.maxmin_rates_compiled` (what ``step_times`` and the
+fluid drain solve with on a CPU; its rates checked equal to JAX's), ``speedup_compiled =
+numpy_s / compiled_s``. All solves interleaved round by round. ``rounds`` = filling rounds;
 ``max_rel_diff`` between the two rate vectors (they solve the same problem; float32 vs
 float64).
 """
@@ -68,7 +71,7 @@ from fattorus import topology, workload
 from fattorus.analysis import commtime, fluid, interference, patterns
 from fattorus.bench.replay import trace_path
 from fattorus.kernels.maxmin import flow_incidences, maxmin_rates, maxmin_rates_numpy
-from fattorus.kernels.maxmin_compiled import goal_step_time
+from fattorus.kernels.maxmin_compiled import goal_step_time, maxmin_rates_compiled, new_workspace
 from fattorus.sched import policy, replay
 
 DAYS, QUICK_DAYS = 7.0, 2.0
@@ -77,7 +80,8 @@ WAVES, QUICK_WAVES = 2, 1  # Table II waves (15 min apart) on Blue Waters
 REPEATS, QUICK_REPEATS = 5, 2
 SOLVE_REPEATS = 15  # fewest timed calls of each solve case (JAX, JAX from crossing lists, NumPy), interleaved
 NOTES = ("Solve rows (cab_instant, ft44_stencil4d): one weighted max-min solve by JAX jit vs the same rounds in "
-         "NumPy; fluid_cab_instant: a drain (the compiled solver on a CPU, JAX elsewhere) vs NumPy's; same flows, "
+         "NumPy (compiled_s / speedup_compiled: the same solve by the compiled solver step_times and the fluid drain "
+         "use on a CPU, its rates checked equal to JAX's); fluid_cab_instant: a drain (the compiled solver on a CPU, JAX elsewhere) vs NumPy's; same flows, "
          "same run; median_s / numpy_s: medians after a "
          "warm-up call, compile_s apart; target speedup >= 20 (CPU). replay_model* rows: whole replays, "
          "median_s = with speedup=model, numpy_s = the same replay without it, each the second of two runs "
@@ -122,12 +126,18 @@ def _case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
     def solve_incidences():  # the host-side crossing lists are part of this timed solve
         return maxmin_rates(r, c, incidences=tuple(jnp.asarray(x) for x in flow_incidences(route_ids)))
 
+    workspace = new_workspace(len(cap))
+
+    def solve_compiled():  # what step_times and the fluid drain solve with on a CPU
+        return maxmin_rates_compiled(route_ids, cap, workspace)
+
     t0 = time.perf_counter()
     first = solve()
     first.rate.block_until_ready()
     first_s = time.perf_counter() - t0
     solve_incidences().rate.block_until_ready()
-    times, after_other, with_incidences, ref_times = [], [], [], []
+    solve_compiled()
+    times, after_other, with_incidences, ref_times, compiled_times = [], [], [], [], []
     # Rounds of: the JAX solve right after other work (the NumPy solve of the round before:
     # XLA's CPU threads have gone idle, as between two solves of a replay), the same solve again
     # (warm), the solve from crossing lists twice (the second timed), then the NumPy reference.
@@ -146,17 +156,25 @@ def _case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict:
         solve_incidences().rate.block_until_ready()
         with_incidences.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
+        compiled_rate = solve_compiled()
+        compiled_times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
         ref, ref_rounds = maxmin_rates_numpy(route_ids, cap)
         ref_times.append(time.perf_counter() - t0)
+    if not np.array_equal(compiled_rate, np.asarray(got.rate)):
+        raise AssertionError(f"{name}: the compiled solve's rates differ from the JAX solver's")
     med, ref_med = statistics.median(times), statistics.median(ref_times)
+    compiled_med = statistics.median(compiled_times)
     rate = np.asarray(got.rate, np.float64)
     finite = np.isfinite(ref)
     diff = float(np.max(np.abs(rate[finite] - ref[finite]) / ref[finite])) if finite.any() else 0.0
-    _log(f"{name}: {len(nbytes)} flows, jax {med * 1e3:.1f} ms, numpy {ref_med * 1e3:.1f} ms")
+    _log(f"{name}: {len(nbytes)} flows, jax {med * 1e3:.1f} ms, compiled {compiled_med * 1e3:.2f} ms, "
+         f"numpy {ref_med * 1e3:.1f} ms")
     return {"case": name, "machine": topo.name, "flows": len(nbytes), "rounds": int(got.rounds),
             "numpy_rounds": ref_rounds, "compile_s": first_s - med, "median_s": med,
             "incidences_s": statistics.median(with_incidences), "after_other_s": statistics.median(after_other),
             "numpy_s": ref_med, "speedup": ref_med / med, "speedup_after_other": ref_med / statistics.median(after_other),
+            "compiled_s": compiled_med, "speedup_compiled": ref_med / compiled_med,
             "max_rel_diff": diff, "repeats": len(times)}
 
 
