@@ -156,6 +156,9 @@ def test_the_compiled_drain_is_the_jax_drain_bit_for_bit(n_flows, sparse, on_cpu
     routes = np.where(rng.random((n_flows, 5)) < 0.7, rng.integers(0, E, (n_flows, 5)), -1).astype(np.int32)
     cap = rng.choice([1.0, 2.0, 0.5], E).astype(np.float32)
     nbytes = rng.choice([0.0, 1.0, 4.0, 64.0, 1e3], n_flows)
-    jax_drain = fluid.finish_times(routes, cap, nbytes, sparse=sparse, compiled=False)
-    compiled = fluid.finish_times(routes, cap, nbytes, sparse=sparse, compiled=True)
-    assert np.array_equal(compiled[0], jax_drain[0]) and compiled[1] == jax_drain[1]
+    cap[rng.random(E) < 0.05] = 0  # starved flows: they never finish
+    active = rng.random(n_flows) < 0.9
+    for act in (None, active):
+        jax_drain = fluid.finish_times(routes, cap, nbytes, act, sparse=sparse, compiled=False)
+        compiled = fluid.finish_times(routes, cap, nbytes, act, sparse=sparse, compiled=True)
+        assert np.array_equal(compiled[0], jax_drain[0]) and compiled[1] == jax_drain[1]

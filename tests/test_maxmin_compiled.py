@@ -98,6 +98,16 @@ def test_full_rates_match_the_numpy_filling_and_the_jax_solver_bit_for_bit(seed,
         assert np.array_equal(got, np.asarray(maxmin_rates(routes, cap, incidences=inc).rate))
 
 
+def test_full_rates_refuse_what_the_jax_solver_refuses():
+    # A link id past the capacities (an out-of-bounds write, a crash, before the check), an id
+    # below -1, a negative capacity; a link of capacity 0 starves its flows (rate 0).
+    for routes, cap, words in (([[0, 7]], [1, 1], "link id 7 past the 2 links"), ([[0, -3]], [1.0], "link id -3"),
+                               ([[0]], [-1.0], "capacity")):
+        with pytest.raises(ValueError, match=words):
+            maxmin_rates_compiled(np.array(routes, np.int32), np.float32(cap))
+    assert maxmin_rates_compiled(_routes([0], [1]), np.float32([0, 2])).tolist() == [0.0, 2.0]
+
+
 def test_every_machine_s_flows_get_the_jax_solver_s_rates(conf_topo, on_cpu):
     jobs = _scattered_jobs(conf_topo, np.random.default_rng(12))
     route_ids, _, _ = commtime._flows(conf_topo, jobs)

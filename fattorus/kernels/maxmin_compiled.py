@@ -38,7 +38,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from fattorus.kernels.maxmin import GOAL_MARGIN, RTOL
+from fattorus.kernels.maxmin import GOAL_MARGIN, RTOL, _check_inputs
 
 #: The float32 factors of the solver's tests, rounded as JAX rounds a Python float multiplying
 #: a float32 array (weak typing: the scalar becomes float32 first).
@@ -319,13 +319,22 @@ def maxmin_rates_compiled(route_ids: np.ndarray, capacity: np.ndarray, workspace
 
     Args:
       route_ids: ``(F, L)`` int link ids, ``-1`` padded (anywhere).
-      capacity: ``(E,)`` float32 link capacities (> 0).
+      capacity: ``(E,)`` float32 link capacities (>= 0; a flow crossing a link of capacity 0
+        gets rate 0). Subnormal capacities (below ~1.2e-38) are the one place the floats can
+        differ: XLA on the CPU flushes them to zero, this solve does not.
       workspace: optional :func:`new_workspace` of ``E`` entries, lent and handed back as it
         came (callers that solve many times keep one).
+
+    Inputs are checked as :func:`~fattorus.kernels.maxmin.maxmin_rates` checks them (one-line
+    ``ValueError``).
     """
-    routes = np.ascontiguousarray(route_ids, np.int32)
+    routes = np.asarray(route_ids)
     if routes.ndim != 2:
         raise ValueError(f"maxmin_rates_compiled: routes {routes.shape}, want (F, L)")
+    # As the JAX solver checks them: a link id past the capacities was an out-of-bounds write
+    # here (a crash), a negative capacity or an id below -1 a wrong answer.
+    _check_inputs(routes, capacity, None, None)
+    routes = np.ascontiguousarray(routes, np.int32)
     capacity = np.ascontiguousarray(capacity, np.float32)
     if workspace is None:
         workspace = new_workspace(len(capacity))

@@ -676,6 +676,7 @@ class Dragonfly(Topology):
             return None
         from fattorus.topology import dragonfly_host_routes  # numba, loaded on first need
 
+        src, dst = self.node_ids(src, dst, padded=True)  # as routes: an id past the machine is one line
         return dragonfly_host_routes.host_routes(self._job_link_tables, self.nodes_per_router, self.n_nodes,
                                                  self.max_route_links, src, dst)
 
