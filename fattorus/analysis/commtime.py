@@ -42,7 +42,7 @@ import polars as pl
 
 from fattorus.analysis import fluid, patterns
 from fattorus.kernels import threefry
-from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time
+from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time, step_time_host
 from fattorus.kernels.maxmin_compiled import goal_step_time, maxmin_rates_compiled, new_workspace
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
@@ -211,15 +211,7 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady",
         return out
     if compiled:
         rate = maxmin_rates_compiled(route_ids, solver_capacity(topo).astype(np.float32))
-        # step_time's float32 arithmetic: bytes / rate, 0 where no link holds a flow, inf where
-        # one starves it; the slowest flow per job.
-        b = np.asarray(nbytes).astype(np.float32)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(np.isinf(rate), np.float32(0), b / np.where(rate > 0, rate, np.float32(1)))
-        t = np.where((rate > 0) | np.isinf(rate), t, np.float32(np.inf)).astype(np.float32)
-        out = np.zeros(len(jobs), np.float32)
-        np.maximum.at(out, owner, t)
-        return out.astype(np.float64)
+        return step_time_host(rate, nbytes, owner, len(jobs)).astype(np.float64)
     pad = bucket_size(F) - F  # one compilation of the solver per bucket, not per flow count
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]

@@ -402,3 +402,18 @@ def step_time(rate: jax.Array, nbytes: jax.Array, owner: jax.Array, n_owners: in
     t = jnp.where(jnp.isinf(rate), 0.0, jnp.asarray(nbytes, rate.dtype) / jnp.where(rate > 0, rate, 1))
     t = jnp.where((rate > 0) | jnp.isinf(rate), t, jnp.inf)  # a starved flow never finishes
     return jnp.zeros(n_owners, rate.dtype).at[jnp.where(owner >= 0, owner, n_owners)].max(t, mode="drop")
+
+
+def step_time_host(rate: np.ndarray, nbytes: np.ndarray, owner: np.ndarray, n_owners: int) -> np.ndarray:
+    """:func:`step_time` in NumPy, float32 as there (the same floats): for rates solved on the
+    host (:func:`fattorus.kernels.maxmin_compiled.maxmin_rates_compiled`), with no JAX call to
+    compile per flow count. Returns ``(n_owners,)`` float32."""
+    rate = np.asarray(rate, np.float32)
+    b = np.asarray(nbytes).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(np.isinf(rate), np.float32(0), b / np.where(rate > 0, rate, np.float32(1)))
+    t = np.where((rate > 0) | np.isinf(rate), t, np.float32(np.inf)).astype(np.float32)  # starved: never
+    out = np.zeros(n_owners, np.float32)
+    np.maximum.at(out, owner, t)
+    return out
+

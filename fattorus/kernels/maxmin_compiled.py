@@ -71,11 +71,7 @@ def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity
     if routes.ndim != 2 or len(nbytes) != routes.shape[0] or not 0 <= own <= routes.shape[0]:
         raise ValueError(f"goal_step_time: routes {routes.shape}, {len(nbytes)} byte counts, own {own}")
     capacity = np.ascontiguousarray(capacity, np.float32)
-    if workspace is None:
-        workspace = new_workspace(len(capacity))
-    elif workspace.shape != capacity.shape or workspace.dtype != np.int32:
-        raise ValueError(f"goal_step_time: a workspace of {capacity.shape[0]} int32 entries, got {workspace.shape} "
-                         f"{workspace.dtype}")
+    workspace = _lent(workspace, capacity, "goal_step_time")
     if own == 0:
         return 0.0
     return float(_goal_step(routes, np.ascontiguousarray(nbytes, np.float64), int(own), capacity, workspace,
@@ -85,6 +81,16 @@ def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity
 def new_workspace(n_links: int) -> np.ndarray:
     """A workspace for :func:`goal_step_time` on a machine of ``n_links`` links."""
     return np.full(n_links, -1, np.int32)
+
+
+def _lent(workspace: np.ndarray | None, capacity: np.ndarray, caller: str) -> np.ndarray:
+    """The caller's workspace, checked against ``capacity``, or a new one."""
+    if workspace is None:
+        return new_workspace(len(capacity))
+    if workspace.shape != capacity.shape or workspace.dtype != np.int32:
+        raise ValueError(f"{caller}: a workspace of {capacity.shape[0]} int32 entries, got {workspace.shape} "
+                         f"{workspace.dtype}")
+    return workspace
 
 
 @numba.njit(cache=True)
@@ -250,45 +256,61 @@ def _freeze_round(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: 
 
 
 @numba.njit(cache=True)
-def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, index: np.ndarray,
-               bottleneck_slack: np.float32, goal_slack: np.float32) -> tuple[float, int]:
-    """:func:`goal_step_time` (and the filling rounds it took), over the used links only."""
+def _setup(routes: np.ndarray, capacity: np.ndarray, index: np.ndarray):
+    """A solve's starting state over the links its flows use (renumbered densely):
+    ``(start, link, load, residual, share, open_flows, n_open)`` — the crossing lists, each
+    link's open flows (integers, exact in float32 below 2**24), residual capacity and share,
+    and the flows with a link in flow order. The workspace ``index`` goes back as it came."""
     start, link, used, count = _crossings(routes, index)
     for u in range(used.shape[0]):
-        index[used[u]] = -1  # the workspace goes back as it came
+        index[used[u]] = -1
     F, E = routes.shape[0], used.shape[0]
     inf = np.float32(np.inf)
-    load = np.empty(E, np.float32)  # open flows per link: integers, exact in float32 below 2**24
+    load = np.empty(E, np.float32)
     residual = np.empty(E, np.float32)
+    share = np.empty(E, np.float32)
     for u in range(E):
         residual[u] = capacity[used[u]]
         load[u] = np.float32(count[u])
-    share = np.empty(E, np.float32)
-    around = np.empty(E, np.float32)
-    bottleneck = np.zeros(E, np.bool_)
-    frozen_sum = np.zeros(E, np.float32)  # this round's frozen rates per link, summed in flow order
-    touched = np.zeros(E, np.bool_)
-    touched_links = np.empty(E, np.int64)
-    open_flows = np.empty(F, np.int64)  # open flows in flow order (flows with no link never open)
+        share[u] = residual[u] / load[u] if load[u] > 0 else inf
+    open_flows = np.empty(F, np.int64)  # flows with no link never open
     n_open = 0
     for f in range(F):
         if start[f + 1] > start[f]:
             open_flows[n_open] = f
             n_open += 1
+    return start, link, load, residual, share, open_flows, n_open
+
+
+@numba.njit(cache=True, inline="always")
+def _mark_bottlenecks(bottleneck, load, share, around, slack):
+    """A link no tighter than any link its open flows cross is a bottleneck now: its flows
+    freeze at their tightest share (maxmin._round)."""
+    for e in range(load.shape[0]):
+        bottleneck[e] = load[e] > 0 and share[e] <= around[e] * slack
+
+
+@numba.njit(cache=True)
+def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, index: np.ndarray,
+               bottleneck_slack: np.float32, goal_slack: np.float32) -> tuple[float, int]:
+    """:func:`goal_step_time` (and the filling rounds it took), over the used links only."""
+    start, link, load, residual, share, open_flows, n_open = _setup(routes, capacity, index)
+    F, E = routes.shape[0], load.shape[0]
+    inf = np.float32(np.inf)
+    around = np.empty(E, np.float32)
+    bottleneck = np.zeros(E, np.bool_)
+    frozen_sum = np.zeros(E, np.float32)  # this round's frozen rates per link, summed in flow order
+    touched = np.zeros(E, np.bool_)
+    touched_links = np.empty(E, np.int64)
     rate = np.zeros(F, np.float32)
     frozen = np.zeros(F, np.bool_)
     tight = np.full(F, inf, np.float32)
-    for e in range(E):
-        share[e] = residual[e] / load[e] if load[e] > 0 else inf
     slowest = np.float32(0.0)
     bound = _tighten(open_flows, n_open, start, link, share, tight, around, nbytes, own)
     rounds = 0
     going = _going(n_open, bound, slowest, goal_slack, rounds, F)
     while going:
-        # A link no tighter than any link its open flows cross is a bottleneck now: its flows
-        # freeze at their tightest share (maxmin._round).
-        for e in range(E):
-            bottleneck[e] = load[e] > 0 and share[e] <= around[e] * bottleneck_slack
+        _mark_bottlenecks(bottleneck, load, share, around, bottleneck_slack)
         n_open, settled = _freeze_round(open_flows, n_open, start, link, bottleneck, tight, rate, frozen, load,
                                         residual, share, frozen_sum, touched, touched_links, nbytes, own)
         if settled > slowest:
@@ -336,53 +358,32 @@ def maxmin_rates_compiled(route_ids: np.ndarray, capacity: np.ndarray, workspace
     _check_inputs(routes, capacity, None, None)
     routes = np.ascontiguousarray(routes, np.int32)
     capacity = np.ascontiguousarray(capacity, np.float32)
-    if workspace is None:
-        workspace = new_workspace(len(capacity))
-    elif workspace.shape != capacity.shape or workspace.dtype != np.int32:
-        raise ValueError(f"maxmin_rates_compiled: a workspace of {capacity.shape[0]} int32 entries, got "
-                         f"{workspace.shape} {workspace.dtype}")
-    return _full_rates(routes, capacity, workspace, _BOTTLENECK_SLACK)
+    return _full_rates(routes, capacity, _lent(workspace, capacity, "maxmin_rates_compiled"), _BOTTLENECK_SLACK)
 
 
 @numba.njit(cache=True, nogil=True)
 def _full_rates(routes: np.ndarray, capacity: np.ndarray, index: np.ndarray, bottleneck_slack: np.float32) -> np.ndarray:
     """:func:`maxmin_rates_compiled`: :func:`_goal_step`'s rounds with no goal, until every
     flow with a link is frozen."""
-    start, link, used, count = _crossings(routes, index)
-    for u in range(used.shape[0]):
-        index[used[u]] = -1  # the workspace goes back as it came
-    F, E = routes.shape[0], used.shape[0]
+    start, link, load, residual, share, open_flows, n_open = _setup(routes, capacity, index)
+    F, E = routes.shape[0], load.shape[0]
     inf = np.float32(np.inf)
-    load = np.empty(E, np.float32)
-    residual = np.empty(E, np.float32)
-    for u in range(E):
-        residual[u] = capacity[used[u]]
-        load[u] = np.float32(count[u])
-    share = np.empty(E, np.float32)
     around = np.empty(E, np.float32)
     bottleneck = np.zeros(E, np.bool_)
     frozen_sum = np.zeros(E, np.float32)
     touched = np.zeros(E, np.bool_)
     touched_links = np.empty(E, np.int64)
-    open_flows = np.empty(F, np.int64)
     rate = np.zeros(F, np.float32)
-    n_open = 0
     for f in range(F):
-        if start[f + 1] > start[f]:
-            open_flows[n_open] = f
-            n_open += 1
-        else:
+        if start[f + 1] == start[f]:
             rate[f] = inf  # no link: the network does not limit it
     frozen = np.zeros(F, np.bool_)
     tight = np.full(F, inf, np.float32)
-    for e in range(E):
-        share[e] = residual[e] / load[e] if load[e] > 0 else inf
     no_bytes = np.zeros(0, np.float64)  # own = 0: the freezing never reads bytes
     _tighten(open_flows, n_open, start, link, share, tight, around, no_bytes, 0)
     rounds = 0
     while n_open > 0 and rounds <= F:
-        for e in range(E):
-            bottleneck[e] = load[e] > 0 and share[e] <= around[e] * bottleneck_slack
+        _mark_bottlenecks(bottleneck, load, share, around, bottleneck_slack)
         n_open, _ = _freeze_round(open_flows, n_open, start, link, bottleneck, tight, rate, frozen, load, residual,
                                   share, frozen_sum, touched, touched_links, no_bytes, 0)
         rounds += 1
