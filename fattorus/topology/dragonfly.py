@@ -265,7 +265,7 @@ class Dragonfly(Topology):
         uses (same-router pairs add ``D[a, a] = 0``). ``u^2`` table entries per job, where
         the compiled :meth:`hop_sum` pads each job to a power-of-two width and sums ``W^2``
         node pairs (a month of Atlas x2 on Edison under `compact`: 1.32 s -> 0.04 s for the
-        replay's APH). One compiled loop per allocation
+        replay's APH). One compiled call for all of them
         (:func:`fattorus.topology.dragonfly_pairs.router_hop_sums`)."""
         from fattorus.topology.dragonfly_pairs import router_hop_sums  # numba, loaded on first need
 
@@ -668,12 +668,9 @@ class Dragonfly(Topology):
             return np.zeros(self.n_links, bool)
         return job_link_mask(r, self._job_link_tables)
 
-    def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+    def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Minimal routes computed on the host
-        (:func:`fattorus.topology.dragonfly_host_routes.host_routes`); None on a machine of
-        several groups without global bundles (the compiled routes then)."""
-        if self.groups > 1 and self.bundles_per_group_pair == 0:
-            return None
+        (:func:`fattorus.topology.dragonfly_host_routes.host_routes`)."""
         from fattorus.topology import dragonfly_host_routes  # numba, loaded on first need
 
         src, dst = self.node_ids(src, dst, padded=True)  # as routes: an id past the machine is one line

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from fattorus.topology.dragonfly_pairs import JobLinkTables
+from fattorus.topology.dragonfly_pairs import JobLinkTables, local_hops
 
 
 def host_routes(tables: JobLinkTables, nodes_per_router: int, n_nodes: int, width: int, src: np.ndarray,
@@ -30,17 +30,14 @@ def host_routes(tables: JobLinkTables, nodes_per_router: int, n_nodes: int, widt
 
 @numba.njit(cache=True, inline="always")
 def _local(out, i, pos, a, b, R, C, green_base, gpp, black_base, bpp, cable):
-    """Append the local route from router ``a`` to ``b`` (green along ``a``'s row to ``b``'s
-    column, then black along it; each hop on cable ``cable mod k``) to row ``i`` from ``pos``;
-    returns the next free position."""
-    ia, ja = (a // C) % R, a % C
-    ib, jb = (b // C) % R, b % C
-    if ja != jb:
-        out[i, pos] = green_base + (a * (C - 1) + jb - (1 if jb > ja else 0)) * gpp + cable % gpp
+    """Append the local route from router ``a`` to ``b`` (:func:`~fattorus.topology.dragonfly_pairs.local_hops`,
+    each hop on cable ``cable mod k``) to row ``i`` from ``pos``; returns the next free position."""
+    green, black = local_hops(a, b, R, C, green_base, gpp, black_base, bpp)
+    if green >= 0:
+        out[i, pos] = green + cable % gpp
         pos += 1
-    if ia != ib:
-        mid = a + jb - ja
-        out[i, pos] = black_base + (mid * (R - 1) + ib - (1 if ib > ia else 0)) * bpp + cable % bpp
+    if black >= 0:
+        out[i, pos] = black + cable % bpp
         pos += 1
     return pos
 

@@ -56,16 +56,26 @@ def _cables(mask, first, k):
 
 
 @numba.njit(cache=True, inline="always")
-def _local(mask, a, b, R, C, green_base, gpp, black_base, bpp):
-    """The local minimal route from router ``a`` to ``b`` of its group: green along ``a``'s
-    row to ``b``'s column, then black along that column to ``b``'s row (every cable)."""
+def local_hops(a, b, R, C, green_base, gpp, black_base, bpp):
+    """Cable 0's link id of each hop of the local minimal route from router ``a`` to ``b`` of
+    its group — green along ``a``'s row to ``b``'s column, then black along that column to
+    ``b``'s row — ``(green, black)``, ``-1`` for a hop the route does not take."""
     ia, ja = (a // C) % R, a % C
     ib, jb = (b // C) % R, b % C
-    if ja != jb:
-        _cables(mask, green_base + (a * (C - 1) + jb - (1 if jb > ja else 0)) * gpp, gpp)
-    if ia != ib:
-        mid = a + jb - ja
-        _cables(mask, black_base + (mid * (R - 1) + ib - (1 if ib > ia else 0)) * bpp, bpp)
+    green = green_base + (a * (C - 1) + jb - (1 if jb > ja else 0)) * gpp if ja != jb else -1
+    mid = a + jb - ja  # (a's row, b's column)
+    black = black_base + (mid * (R - 1) + ib - (1 if ib > ia else 0)) * bpp if ia != ib else -1
+    return green, black
+
+
+@numba.njit(cache=True, inline="always")
+def _local(mask, a, b, R, C, green_base, gpp, black_base, bpp):
+    """Mark every cable of the local minimal route from router ``a`` to ``b`` (:func:`local_hops`)."""
+    green, black = local_hops(a, b, R, C, green_base, gpp, black_base, bpp)
+    if green >= 0:
+        _cables(mask, green, gpp)
+    if black >= 0:
+        _cables(mask, black, bpp)
 
 
 @numba.njit(cache=True)
