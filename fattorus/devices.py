@@ -22,6 +22,15 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def jax_on_cpu() -> bool:
+    """Whether JAX computes on the CPU (its default backend): there the host solvers and
+    rules compiled with numba are the faster way to the same numbers (the flow model's
+    solves, a dragonfly's APH); on an accelerator the JAX kernels are."""
+    import jax
+
+    return jax.default_backend() == "cpu"
+
+
 def use_cpu_cores() -> None:
     """Give JAX's CPU backend one device per usable core. Leaves things as they are when the
     user chose a device count (``XLA_FLAGS`` with ``--xla_force_host_platform_device_count``

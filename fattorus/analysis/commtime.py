@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
+from fattorus import devices
 from fattorus.analysis import fluid, patterns
 from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time, step_time_host
@@ -202,7 +203,7 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady",
     if F == 0:
         return np.zeros(len(jobs))
     if compiled is None:
-        compiled = jax.default_backend() == "cpu"
+        compiled = devices.jax_on_cpu()
     if completion == "fluid":
         finish, _ = fluid.finish_times(route_ids, solver_capacity(topo).astype(np.float32), nbytes,
                                        sparse=topo.max_route_links >= SPARSE_ROUTE_SLOTS, compiled=compiled)

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fattorus import devices
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, maxmin_rates_numpy
 from fattorus.kernels.maxmin_compiled import maxmin_rates_compiled, new_workspace
 
@@ -65,7 +66,7 @@ def finish_times(route_ids: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray
     live = remaining > 0 if active is None else (np.asarray(active, bool) & (remaining > 0))
     finish = np.zeros(F)
     if compiled is None:
-        compiled = jax.default_backend() == "cpu"
+        compiled = devices.jax_on_cpu()
     if compiled:
         cap32 = np.ascontiguousarray(capacity, np.float32)
         workspace = new_workspace(len(cap32))

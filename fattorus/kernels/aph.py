@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fattorus import devices
 from fattorus.lazyjit import lazy_jit
 from fattorus.topology.base import Topology
 
@@ -204,7 +205,6 @@ def aph_of(ft: Topology, allocs: list[np.ndarray], host: bool = True) -> np.ndar
     7,723 nodes) runs under ``jax.enable_x64``, where the kernels sum in int64: exact, one
     more compilation for that bucket.
     """
-    import jax
     import jax.numpy as jnp
 
     sizes = np.array([len(a) for a in allocs], dtype=np.int64)
@@ -212,7 +212,7 @@ def aph_of(ft: Topology, allocs: list[np.ndarray], host: bool = True) -> np.ndar
         check_nodes(ft, np.concatenate([np.asarray(a).ravel() for a in allocs]), padded=False)
     # The host rule where JAX computes on the CPU: on an accelerator the padded kernel is the
     # faster one (an H200: 0.010 s against 0.020 s for three days of Edison).
-    on_host = ft.host_hop_sums(allocs) if host and len(allocs) and jax.default_backend() == "cpu" else None
+    on_host = ft.host_hop_sums(allocs) if host and len(allocs) and devices.jax_on_cpu() else None
     if on_host is not None:  # the family's host rule, cheaper than padded batches (same sums)
         return aph_from_sums(np.asarray(on_host, np.int64).astype(np.float64), sizes).astype(np.float64)
     sums = np.zeros(len(allocs), dtype=np.int64)
