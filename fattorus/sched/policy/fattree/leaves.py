@@ -20,19 +20,16 @@ __all__ = ["LEAF", "POD", "T1", "T2", "T3", "take_counts", "take_from_leaves"]
 def take_from_leaves(state, leaves: np.ndarray, n: int) -> np.ndarray:
     """The first ``n`` free nodes of ``leaves`` visited in the given order (lowest slot first)."""
     k = state.topo.nodes_per_leaf
-    free2d = state.free.reshape(-1, k)[leaves]
-    rank = np.cumsum(free2d, axis=1)
+    free = state.free.reshape(-1, k)[leaves].sum(axis=1)
     # How many nodes each visited leaf still has to give: what is left of n after the
     # leaves before it.
-    before = np.concatenate([[0], np.cumsum(free2d.sum(axis=1))[:-1]])
-    take = np.clip(n - before, 0, k)
-    chosen = free2d & (rank <= take[:, None])
-    return (leaves[:, None] * k + np.arange(k))[chosen]
+    before = np.concatenate([[0], np.cumsum(free)[:-1]])
+    return take_counts(state, leaves, np.clip(n - before, 0, k))
 
 
 def take_counts(state, leaves: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The first ``counts[i]`` free nodes of each of ``leaves`` (lowest slot first), leaf by
-    leaf in the given order; each count at most its leaf's free nodes."""
+    leaf in the given order (a count past a leaf's free nodes takes them all)."""
     k = state.topo.nodes_per_leaf
     free2d = state.free.reshape(-1, k)[leaves]
     chosen = free2d & (np.cumsum(free2d, axis=1) <= np.asarray(counts)[:, None])
