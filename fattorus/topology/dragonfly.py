@@ -687,16 +687,11 @@ class Dragonfly(Topology):
         other = g != h
         blue = np.zeros((G, G, m), np.int64)  # the diagonal g == h is never read
         blue[other] = self._blue_hop(g[other], h[other], n[other])[0]
-        choice, A = self.bundle_choice, self.routers_per_group
+        choice = self.bundle_choice
         if not np.array_equal(choice, choice.T):  # the compiled job_links relies on it (both ways alike)
             raise AssertionError(f"dragonfly {self.name!r}: bundle choice differs between a pair's two directions")
-        towards = np.zeros((self.n_routers, G), np.int64)  # distinct bundles of each router's routes to each group
-        for grp in range(G):
-            block = np.sort(choice[:, grp * A:(grp + 1) * A], axis=1)
-            towards[:, grp] = 1 + (block[:, 1:] != block[:, :-1]).sum(axis=1)
         return JobLinkTables(self.n_links, G, self.rows, self.cols, m, self._green_base, self.green_per_pair,
-                             self._black_base, self.black_per_pair, choice, towards, self.gateways, blue,
-                             self.blue_per_bundle)
+                             self._black_base, self.black_per_pair, choice, self.gateways, blue, self.blue_per_bundle)
 
     # Configuration -------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:

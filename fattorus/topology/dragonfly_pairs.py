@@ -16,22 +16,17 @@ import numpy as np
 
 def job_link_mask(routers: np.ndarray, tables: "JobLinkTables") -> np.ndarray:
     """``(n_links,)`` bool: :meth:`fattorus.topology.dragonfly.Dragonfly.job_links` of a job on
-    ``routers`` (distinct router ids in increasing order, as ``np.unique`` gives them: the
-    loop takes each group's routers as one run), from the dragonfly's ``tables``."""
-    routers = np.asarray(routers, np.int64)
-    if routers.size > 1 and not (np.diff(routers) > 0).all():
-        raise ValueError("job_link_mask: router ids must be distinct and increasing (np.unique)")
+    ``routers`` (router ids, in any order), from the dragonfly's ``tables``."""
     t = tables
     return _job_link_mask(np.ascontiguousarray(routers, np.int64), t.n_links, t.groups, t.rows, t.cols,
                           t.bundles_per_pair, t.green_base, t.green_per_pair, t.black_base, t.black_per_pair,
-                          t.bundle_choice, t.choices_towards, t.gateways, t.blue_first, t.blue_per_bundle)
+                          t.bundle_choice, t.gateways, t.blue_first, t.blue_per_bundle)
 
 
 class JobLinkTables(NamedTuple):
     """What :func:`job_link_mask` reads of a dragonfly: its sizes, the first link id of each
-    colour's cables and their counts per hop, the bundle choice of every router pair and how
-    many distinct bundles each router's routes to each group take, the gateway and the first
-    blue cable of every (group, group, bundle)."""
+    colour's cables and their counts per hop, the bundle choice of every router pair, the
+    gateway and the first blue cable of every (group, group, bundle)."""
 
     n_links: int
     groups: int
@@ -43,7 +38,6 @@ class JobLinkTables(NamedTuple):
     black_base: int
     black_per_pair: int
     bundle_choice: np.ndarray  # (NR, NR) int16, symmetric (a pair takes one bundle both ways)
-    choices_towards: np.ndarray  # (NR, G) int64: distinct bundles a router's routes to a group take
     gateways: np.ndarray  # (G, G, m) int64 global router ids
     blue_first: np.ndarray  # (G, G, m) int64 link id of cable 0
     blue_per_bundle: int
@@ -79,8 +73,7 @@ def _local(mask, a, b, R, C, green_base, gpp, black_base, bpp):
 
 
 @numba.njit(cache=True)
-def _job_link_mask(r, n_links, G, R, C, m, green_base, gpp, black_base, bpp, choice, choices_towards, gw, blue_first,
-                   bpb):
+def _job_link_mask(r, n_links, G, R, C, m, green_base, gpp, black_base, bpp, choice, gw, blue_first, bpb):
     """The loop of :func:`job_link_mask`: within each group every green hop from a job router
     towards another of the job's columns and every black hop into a job router from another
     of its rows; between groups, over every ordered pair of routers in different groups, the
@@ -107,32 +100,14 @@ def _job_link_mask(r, n_links, G, R, C, m, green_base, gpp, black_base, bpp, cho
         return mask
     to_gate = np.zeros(u * A, np.bool_)  # (source router index, gateway in its group)
     bundles = np.zeros(G * G * m, np.bool_)  # (source group, destination group, bundle)
-    # The job's routers come sorted, so each group's are one run [lo[h], lo[h + 1]).
-    lo = np.zeros(G + 1, np.int64)
-    for t in range(u):
-        lo[g[t] + 1] += 1
-    for h in range(G):
-        lo[h + 1] += lo[h]
-    seen = np.zeros(m, np.bool_)
     for ia in range(u):
         ga, ra = g[ia], r[ia]
-        for gb in range(G):
-            if gb == ga or lo[gb] == lo[gb + 1]:
-                continue
-            # Stop once every bundle a's routes to gb can take has shown up: the rest of the
-            # group's routers add nothing (only when a job holds most of a group: on Edison a
-            # router's routes to a group take 15-30 of its 34 bundles).
-            left = choices_towards[ra, gb]
-            for ib in range(lo[gb], lo[gb + 1]):
+        for ib in range(u):
+            gb = g[ib]
+            if gb != ga:
                 n = np.int64(choice[ra, r[ib]])
-                if not seen[n]:
-                    seen[n] = True
-                    to_gate[ia * A + gw[ga, gb, n] - ga * A] = True
-                    bundles[(ga * G + gb) * m + n] = True
-                    left -= 1
-                    if left == 0:
-                        break
-            seen[:] = False
+                to_gate[ia * A + gw[ga, gb, n] - ga * A] = True
+                bundles[(ga * G + gb) * m + n] = True
     for ia in range(u):
         for gate in range(A):
             if to_gate[ia * A + gate]:
