@@ -49,13 +49,11 @@ def _log(msg: str) -> None:
     print(f"[outputs] {msg}", file=sys.stderr, flush=True)
 
 
-def _median_of(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+def _timed(fn) -> tuple[float, object]:
+    """``fn()``'s wall time (s) and result."""
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
 
 
 def run(quick: bool = False, repeats: int | None = None) -> list[dict]:
@@ -77,17 +75,16 @@ def run(quick: bool = False, repeats: int | None = None) -> list[dict]:
         aph_of(topo, allocs, host=False)
         sim, full, aph_t, kernel_t, exp_t, hops_t = ([] for _ in range(6))
         for _ in range(repeats):
-            sim.append(_median_of(lambda: replay.simulate(*cols, topo, policy.make(pol, topo), "easy", usable=held),
-                                  1)[0])
-            full.append(_median_of(lambda: replay.replay(window, topo, pol, "easy"), 1)[0])
-            t, host = _median_of(lambda: aph_of(topo, allocs), 1)
+            sim.append(_timed(lambda: replay.simulate(*cols, topo, policy.make(pol, topo), "easy", usable=held))[0])
+            full.append(_timed(lambda: replay.replay(window, topo, pol, "easy"))[0])
+            t, host = _timed(lambda: aph_of(topo, allocs))
             aph_t.append(t)
-            t, kernel = _median_of(lambda: aph_of(topo, allocs, host=False), 1)
+            t, kernel = _timed(lambda: aph_of(topo, allocs, host=False))
             kernel_t.append(t)
             if not np.array_equal(host, kernel):
                 raise RuntimeError(f"{machine}: the host APH differs from the kernel's")
-            exp_t.append(_median_of(lambda: metrics.exposed(result.jobs, topo), 1)[0])
-            hops_t.append(_median_of(lambda: [topo.max_hops_of(a) for a in allocs], 1)[0])
+            exp_t.append(_timed(lambda: metrics.exposed(result.jobs, topo))[0])
+            hops_t.append(_timed(lambda: [topo.max_hops_of(a) for a in allocs])[0])
         med = {k: statistics.median(v) for k, v in (("simulate_s", sim), ("replay_s", full), ("aph_s", aph_t),
                                                      ("aph_kernel_s", kernel_t), ("exposed_s", exp_t),
                                                      ("max_hops_s", hops_t))}
