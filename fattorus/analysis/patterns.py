@@ -102,11 +102,11 @@ def grid_dims(n: int, ndim: int) -> tuple[int, ...]:
 
 
 def _neighbour_ranks(dims: tuple[int, ...], offsets: np.ndarray) -> np.ndarray:
-    """``(n, m)`` rank of ``rank + offset`` on the periodic grid ``dims`` (row-major ranks)."""
-    n = int(np.prod(dims))
-    coords = np.stack(np.unravel_index(np.arange(n), dims), axis=-1)  # (n, d)
-    moved = (coords[:, None, :] + offsets[None, :, :]) % np.asarray(dims)  # (n, m, d)
-    return np.ravel_multi_index(tuple(np.moveaxis(moved, -1, 0)), dims)
+    """``(n, m)`` rank of ``rank + offset`` on the periodic grid ``dims`` (row-major ranks;
+    :func:`fattorus.kernels.grid.neighbour_ranks`, one compiled loop)."""
+    from fattorus.kernels import grid  # numba loads with the first pattern, not with this module
+
+    return grid.neighbour_ranks(dims, offsets)
 
 
 # Structured stencils ------------------------------------------------------------------------
@@ -146,14 +146,11 @@ def stencil4d(key: Key | None, n: int, nbytes: float = 4 * MiB) -> Traffic:
 
 # Random neighbourhoods ----------------------------------------------------------------------
 def _first_unique(cand: np.ndarray, self_rank: np.ndarray) -> np.ndarray:
-    """Mask of entries of each row of ``cand`` that are not ``self_rank`` nor an earlier repeat."""
-    order = np.argsort(cand, axis=1, kind="stable")
-    srt = np.take_along_axis(cand, order, axis=1)
-    dup_sorted = np.zeros_like(srt, dtype=bool)
-    dup_sorted[:, 1:] = srt[:, 1:] == srt[:, :-1]
-    dup = np.empty_like(dup_sorted)
-    np.put_along_axis(dup, order, dup_sorted, axis=1)
-    return ~dup & (cand != self_rank[:, None])
+    """Mask of entries of each row of ``cand`` that are not ``self_rank`` nor an earlier repeat
+    (:func:`fattorus.kernels.grid.first_unique`, one compiled loop)."""
+    from fattorus.kernels import grid
+
+    return grid.first_unique(cand, self_rank)
 
 
 def _uniform(key: Key, rows: int, cols: int | None = None) -> np.ndarray:
