@@ -177,7 +177,7 @@ def test_a_single_qos_run_interrupted_before_a_placement_says_it_kept_nothing(tm
 
 @pytest.mark.parametrize("app, argv, line", [
     ("sweep", [], "a single run writes its results when it ends: nothing was kept"),
-    ("sweep", ["-m"], "finished runs are kept, re-run to resume"),
+    ("sweep", ["-m"], "finished runs (and a trials=N run's finished batches) are kept, re-run to resume"),
     ("qos", [], "no placement had finished: nothing was kept"),
     ("qos", ["--multirun"], "finished placements are kept, re-run to resume"),
 ])

@@ -101,3 +101,81 @@ def test_a_trials_run_without_its_trials_table_is_not_finished(runs, tmp_path):
     assert outputs.check_complete(run) == "trials.parquet has 1 rows, summary.json says 2"
     single = runs["to", 1, 4]  # trials=1: no table, none expected
     assert not (single / "trials.parquet").exists() and outputs.check_complete(single) is None
+
+
+# Enough batches of 64 (~0.4 s each here) that a Ctrl-C after the first lands mid-run.
+MANY = [*BASE, "sched=fcfs", "policy=to", "trials=640"]
+
+
+def _interrupted_run(tmp: Path) -> Path:
+    """A single ``trials=640`` run stopped by SIGINT once its first batch is kept; its directory."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "fattorus.sweep", *MANY], cwd=tmp, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    deadline = time.monotonic() + 300
+    while not list((tmp / "results" / "runs").glob("*/trials.parts/b000000.parquet")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    (run,) = (tmp / "results" / "runs").iterdir()
+    assert f"hydra.run.dir={run}" in err and "to resume" in err, err[-2000:]
+    assert not (run / "summary.json").exists()
+    return run
+
+
+def test_an_interrupted_trials_run_resumes_its_kept_batches(tmp_path):
+    """Ctrl-C keeps the finished batches; the same command with ``hydra.run.dir=`` that
+    directory replays only the others, and its table is the one an uninterrupted run writes.
+    Settings other than the kept batches' are refused, the batches left alone."""
+    whole = sweep(tmp_path, *MANY, f"hydra.run.dir={tmp_path / 'results' / 'whole'}")
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    (tmp_path / "results" / "runs").mkdir(parents=True)
+    run = _interrupted_run(tmp_path)
+    kept = sorted(p.name for p in (run / "trials.parts").glob("b*.parquet"))
+    assert kept and len(kept) < 10
+
+    other = sweep(tmp_path, *MANY, "seed=3", f"hydra.run.dir={run}")
+    assert other.returncode == 2 and "other settings (seed=0 there, 3 now)" in other.stderr, other.stderr[-2000:]
+    assert sorted(p.name for p in (run / "trials.parts").glob("b*.parquet")) == kept
+
+    resumed = sweep(tmp_path, *MANY, f"hydra.run.dir={run}")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"trials: {64 * len(kept)} of 640 kept" in resumed.stdout
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["trials"]["kept"] == 64 * len(kept)
+    assert not (run / "trials.parts").exists()
+    assert pl.read_parquet(run / "trials.parquet").equals(pl.read_parquet(tmp_path / "results" / "whole" / "trials.parquet"))
+    again = sweep(tmp_path, *MANY, f"hydra.run.dir={run}")  # finished now: refused as any run's directory
+    assert again.returncode == 2 and "already holds another run" in again.stderr
+
+
+def test_kept_batches_of_other_settings_or_damaged_are_replayed(tmp_path, capsys):
+    """:func:`fattorus.app.trials._kept_batches`: batches recorded with other settings are
+    dropped (and the record rewritten); an unreadable or short batch file is left out, so its
+    trials are replayed; the others are kept as written."""
+    from fattorus.app import trials
+
+    parts = tmp_path / "trials.parts"
+    settings = {"config": {"seed": 0}, "n": 5, "batch": 2}
+    assert trials._kept_batches(parts, settings) == {}  # a first run: the record only
+    assert json.loads((parts / "settings.json").read_text())["n"] == 5
+    rows = {k: np.arange(2, dtype=np.int32 if k == "jobs" else np.float64) for k in trials._COLUMNS}
+    pl.DataFrame(rows).write_parquet(parts / "b000000.parquet")
+    (parts / "b000002.parquet").write_bytes(b"not parquet")
+    pl.DataFrame({k: v[:1] for k, v in rows.items()}).write_parquet(parts / "b000004.parquet")  # the right length
+    pl.DataFrame(rows).write_parquet(parts / "b000006.parquet")  # past n: never read
+    kept = trials._kept_batches(parts, settings)
+    assert sorted(kept) == [0, 4]
+    np.testing.assert_array_equal(kept[0]["mean_wait_s"], rows["mean_wait_s"])
+    assert "b000002.parquet: cannot be read" in capsys.readouterr().err
+    short = parts / "b000004.parquet"
+    pl.DataFrame(rows).write_parquet(short)  # two rows where the last batch holds one
+    assert sorted(trials._kept_batches(parts, settings)) == [0]
+    assert trials._kept_batches(parts, {**settings, "config": {"seed": 1}}) == {}
+    assert "made with other settings" in capsys.readouterr().err
+    assert not list(parts.glob("b*.parquet"))
+    assert json.loads((parts / "settings.json").read_text())["config"] == {"seed": 1}

@@ -23,6 +23,8 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 import json
 import logging
 import os
+import shlex
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -63,11 +65,53 @@ class RunChecks(ResultsOnly):
         super().on_run_start(config)
         out_dir = selected_dir(config, "hydra.run.dir")
         if out_dir is not None and ((out_dir / ".fattorus-run").exists() or (out_dir / "summary.json").exists()):
-            raise Refusal(_held(out_dir))
+            if not _resumable(out_dir):
+                raise Refusal(_held(out_dir))
+            why = _other_job(out_dir, config)
+            if why is not None:
+                raise Refusal(f"{out_dir} holds an interrupted trials run with other settings ({why}); not writing "
+                              "into it: resume it with the settings it ran with, or leave hydra.run.dir out for a new "
+                              "directory")
 
 
 def _held(out_dir: Path) -> str:
     return f"{out_dir} already holds another run; not writing into it (leave hydra.run.dir out for a new directory)"
+
+
+#: Where a ``trials=N`` run keeps its finished batches until its results are written
+#: (:mod:`fattorus.app.trials`): a single run resumes them with ``hydra.run.dir=`` its directory.
+TRIAL_PARTS = "trials.parts"
+
+
+def _resumable(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds an interrupted ``trials=N`` run: kept batches and their
+    settings record, no results yet."""
+    parts = out_dir / TRIAL_PARTS
+    return not (out_dir / "summary.json").exists() and (parts / "settings.json").is_file() and any(
+        parts.glob("b*.parquet"))
+
+
+#: Job settings that do not change what a run computes (as ``hydra.job.config.override_dirname``'s exclusions).
+_NOT_RESULTS = ("progress", "logger", "study")
+
+
+def _other_job(out_dir: Path, config: DictConfig) -> str | None:
+    """How the interrupted run in ``out_dir`` was set up differently from ``config`` (its
+    job settings against Hydra's copy of them there, read before Hydra rewrites it; a few
+    keys), or None when they agree. The app compares what the run records of itself too
+    (:func:`fattorus.app.trials.run`: the log's bytes included)."""
+    try:
+        stored = OmegaConf.to_container(OmegaConf.load(out_dir / ".hydra" / "config.yaml"), resolve=False)
+        wanted = OmegaConf.to_container(config, resolve=False)
+    except Exception:  # noqa: BLE001 - no readable copy (hydra.output_subdir=null, damaged): cannot tell
+        return "its settings cannot be read"
+    wanted.pop("hydra", None)
+    a, b = ({k: v for k, v in d.items() if k not in _NOT_RESULTS} for d in (stored, wanted))
+    if a == b:
+        return None
+    there, now = config_mod.config_edits(b, a), config_mod.config_edits(a, b)
+    diff = [f"{k}={there.get(k, '<unset>')} there, {now.get(k, '<unset>')} now" for k in sorted(set(there) | set(now))]
+    return "; ".join(diff[:3]) + ("; ..." if len(diff) > 3 else "")
 
 
 TRIALS_MAX = 100_000
@@ -254,6 +298,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     if n_trials > 1:
         _run_trials(cfg, ft, scenario, jobs, result, out_dir, n_trials)
     _write(result, out_dir)
+    shutil.rmtree(out_dir / TRIAL_PARTS, ignore_errors=True)  # the finished batches, now in trials.parquet
     if cfg.logger.name == "wandb":
         from fattorus.app import logger
 
@@ -386,15 +431,21 @@ def _run_trials(cfg: DictConfig, ft: Any, scenario: Any, jobs: Any, result: Any,
     from fattorus.app import trials
     from fattorus.files import atomic_write
 
-    table, info = trials.run(jobs, ft, cfg.policy.name, cfg.sched.name,
-                             OmegaConf.to_container(cfg.policy.params, resolve=True), n, int(cfg.seed),
-                             lambda s: _speedup_runtimes(scenario, s, jobs), result.jobs["start_s"].to_numpy(),
-                             progress=bool(cfg.progress) and sys.stderr.isatty())
+    try:
+        table, info = trials.run(jobs, ft, cfg.policy.name, cfg.sched.name,
+                                 OmegaConf.to_container(cfg.policy.params, resolve=True), n, int(cfg.seed),
+                                 lambda s: _speedup_runtimes(scenario, s, jobs), result.jobs["start_s"].to_numpy(),
+                                 progress=bool(cfg.progress) and sys.stderr.isatty(), parts=out_dir / TRIAL_PARTS,
+                                 identity={k: v for k, v in result.summary["config"].items() if k not in _NOT_RESULTS})
+    except OSError as err:  # a batch could not be kept
+        raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
     try:
         atomic_write(out_dir / "trials.parquet", lambda p: table.write_parquet(p))
     except OSError as err:
         raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
     result.summary["trials"] = info
+    if info["kept"]:
+        print(f"trials: {info['kept']} of {n} kept from the interrupted run in {out_dir}", flush=True)
     s = info["mean_wait_s"]
     unit, per = _wait_unit(s["mean"])  # as the done line (0.00156 h beside its "4.3 s" read as two figures)
     print(f"trials: {n} draws, mean wait {s['mean'] / per:.3g} {unit} ± {s['std'] / per:.2g} "
@@ -495,6 +546,22 @@ def _one_line(summary: dict[str, Any]) -> str:
 NOTHING_KEPT = "a single run writes its results when it ends: nothing was kept"
 
 
+def _single_run_interrupted(out_dir: Path) -> None:
+    """What a Ctrl-C keeps of a single run: a ``trials=N`` run's finished batches, with the
+    override that resumes them (the directory is named by time: the same command alone would
+    start afresh); otherwise nothing, and a directory of stubs alone goes."""
+    parts = out_dir / TRIAL_PARTS
+    done = sorted(parts.glob("b*.parquet")) if parts.is_dir() else []
+    if done and not (out_dir / "summary.json").exists():
+        cli.kept_on_interrupt(f"{len(done)} finished batches of trials are kept in {out_dir}; re-run the same "
+                              f"command with {shlex.quote(f'hydra.run.dir={out_dir}')} to resume")
+        return
+    if not done:
+        shutil.rmtree(parts, ignore_errors=True)  # its settings record alone
+    cli.discard_stub(out_dir, "runs")
+    cli.kept_on_interrupt(NOTHING_KEPT)
+
+
 # An absolute path: the app runs as `python -m fattorus.sweep` (a shim), so Hydra cannot
 # resolve a path relative to the caller.
 @hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
@@ -527,9 +594,8 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
             _claim(out_dir)
         summary = run(cfg, out_dir)
     except KeyboardInterrupt:
-        if not multirun:  # its results are written at the end: nothing but stubs to keep
-            cli.discard_stub(out_dir, "runs")
-            cli.kept_on_interrupt(NOTHING_KEPT)
+        if not multirun:
+            _single_run_interrupted(out_dir)
         raise
     except (UserError, RunError, TopologyError, SpeedupError, WorkloadError, ValueError, OSError) as err:
         error = err if isinstance(err, (UserError, RunError)) else (
@@ -579,7 +645,9 @@ def _claim(out_dir: Path) -> None:
     try:
         fd = os.open(out_dir / ".fattorus-run", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
-        raise UserError(_held(out_dir)) from None
+        if not _resumable(out_dir):  # an interrupted trials run is this run's own to resume (RunChecks)
+            raise UserError(_held(out_dir)) from None
+        fd = os.open(out_dir / ".fattorus-run", os.O_TRUNC | os.O_WRONLY)
     with os.fdopen(fd, "w") as fh:
         fh.write(f"{os.getpid()}\n")
 
@@ -595,7 +663,8 @@ def main() -> None:
         sys.stderr.write(f"fattorus.sweep: error: {problem}\n")
         sys.exit(2)
     devices.use_cpu_cores()  # trials=N splits its batches over them
-    cli.run_main(_app, "fattorus.sweep", (UserError,), (RunError,), single=NOTHING_KEPT)
+    cli.run_main(_app, "fattorus.sweep", (UserError,), (RunError,), single=NOTHING_KEPT,
+                 interrupted="finished runs (and a trials=N run's finished batches) are kept")
 
 
 if __name__ == "__main__":

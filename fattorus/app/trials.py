@@ -13,18 +13,34 @@ one row per trial:
 (float64: node-seconds used / (usable nodes × makespan), the exact integral of the per-minute
 series whose mean ``summary.json`` reports).
 
-``summary.json`` adds ``trials``: ``{"n", "batch", "wall_s", "mean_wait_s": {"mean", "std",
-"p05", "p50", "p95"}, "utilization": {...}}``.
+``summary.json`` adds ``trials``: ``{"n", "batch", "wall_s", "kept", "mean_wait_s": {"mean", "std",
+"p05", "p50", "p95"}, "utilization": {...}}`` (``kept``: trials taken from an interrupted
+run's finished batches).
+
+**Interrupted and resumed.** Each finished batch's rows are written at once (atomically) to
+``trials.parts/b<first trial>.parquet`` in the run directory, beside ``trials.parts/settings.json``
+(what the batches were made with: the run's ``summary.json`` ``config``, ``n`` and the batch
+size, and the code's :func:`fattorus.provenance.stamp`). A run that finds batches made with the
+same settings keeps them and replays the others (a trial depends on its seed alone, so the
+table is the one an uninterrupted run writes); batches made with other settings are dropped,
+with a warning. The app removes ``trials.parts/`` once the run's results are written.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+
+from fattorus import provenance
+from fattorus.files import atomic_write
 
 #: Trials per compiled call (memory grows with it; 64 keeps a month of Cab under 1 GB).
 BATCH = 64
@@ -54,10 +70,13 @@ def per_trial(submit: np.ndarray, start: np.ndarray, runtime: np.ndarray, nodes:
 
 def run(jobs: pl.DataFrame, ft: Any, policy: str, sched: str, params: dict[str, Any] | None, n: int, seed: int,
         runtimes_of: Callable[[int], np.ndarray | None], trial0_start: np.ndarray,
-        progress: bool = False) -> tuple[pl.DataFrame, dict[str, Any]]:
+        progress: bool = False, parts: Path | None = None, identity: dict[str, Any] | None = None,
+        batch: int = BATCH) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Replay ``n`` trials (module docstring); returns ``trials.parquet``'s table and the
     summary's ``trials`` entry. ``trial0_start``: the NumPy engine's start times of trial 0 in
-    prepared order (the cross-check)."""
+    prepared order (the cross-check). ``parts``: where finished batches are kept (and taken
+    from, when made with the same ``identity``, the run's settings); None keeps nothing.
+    ``batch``: trials per compiled call."""
     from fattorus.sched import batched, replay
     from fattorus.sched.policy.fattree.ta import TAParams
 
@@ -67,11 +86,14 @@ def run(jobs: pl.DataFrame, ft: Any, policy: str, sched: str, params: dict[str, 
     idx = prepared["_row"].to_numpy().astype(np.int64)
     submit, estimate = prepared["submit_s"].to_numpy(), prepared["estimate_s"].to_numpy()
     nodes = prepared["nodes"].to_numpy().astype(np.int64)
-    runtime = draws(jobs, n, seed, runtimes_of)[:, idx]
     ta_params = TAParams.from_mapping(params or {}) if policy == "ta" else None
-    parts, capacities = [], None
-    for lo in range(0, n, BATCH):
-        chunk = runtime[lo:lo + BATCH]
+    kept = _kept_batches(parts, {"config": identity, "n": n, "batch": batch}) if parts is not None else {}
+    parts_list, capacities = [], None
+    for lo in range(0, n, batch):
+        if lo in kept:
+            parts_list.append(kept[lo])
+            continue
+        chunk = draws(jobs, min(batch, n - lo), seed + lo, runtimes_of)[:, idx]
         # Later batches start from the capacities the earlier ones needed (no count-based
         # schedule again, no recompilation unless a draw needs more).
         res = batched.replay_batch(submit, chunk, estimate, nodes, ft, sched, policy, ta_params, record_alloc=False,
@@ -79,13 +101,70 @@ def run(jobs: pl.DataFrame, ft: Any, policy: str, sched: str, params: dict[str, 
         capacities = (res.queue_capacity, res.running_capacity)
         if lo == 0 and not np.array_equal(res.start[0], trial0_start):
             raise RuntimeError("the batched engine's trial 0 differs from the NumPy engine's: please report")
-        parts.append(per_trial(submit, res.start, chunk, nodes, ft.n_nodes))
+        parts_list.append(per_trial(submit, res.start, chunk, nodes, ft.n_nodes))
+        if parts is not None:
+            atomic_write(_batch_file(parts, lo), lambda p, d=parts_list[-1]: pl.DataFrame(d).write_parquet(p))
         if progress:
-            print(f"[trials] {min(lo + BATCH, n)}/{n}", flush=True)
-    cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+            print(f"[trials] {min(lo + batch, n)}/{n}", flush=True)
+    cols = {k: np.concatenate([p[k] for p in parts_list]) for k in parts_list[0]}
     table = pl.DataFrame({"trial": np.arange(n, dtype=np.int32), "seed": seed + np.arange(n, dtype=np.int64), **cols})
-    return table, {"n": n, "batch": BATCH, "wall_s": time.perf_counter() - t0,
+    n_kept = sum(len(p["jobs"]) for p in kept.values())
+    return table, {"n": n, "batch": batch, "wall_s": time.perf_counter() - t0, "kept": n_kept,
                    "mean_wait_s": _stats(cols["mean_wait_s"]), "utilization": _stats(cols["utilization"])}
+
+
+#: Per-trial columns of a kept batch, with their dtypes (:func:`per_trial`).
+_COLUMNS = {"jobs": pl.Int32, "mean_wait_s": pl.Float64, "median_wait_s": pl.Float64, "p95_wait_s": pl.Float64,
+            "makespan_s": pl.Float64, "utilization": pl.Float64}
+
+
+def _batch_file(parts: Path, lo: int) -> Path:
+    return parts / f"b{lo:06d}.parquet"
+
+
+def _kept_batches(parts: Path, settings: dict[str, Any]) -> dict[int, dict[str, np.ndarray]]:
+    """The finished batches kept in ``parts`` (first trial -> per-trial columns) when they were
+    made with ``settings``; otherwise (or none yet) none, and ``parts`` starts afresh with
+    ``settings`` recorded. A batch file that cannot be read, or holds the wrong rows, is made
+    again (a trial is a function of the settings and its seed)."""
+    record = parts / "settings.json"
+    try:
+        stored = json.loads(record.read_text()) if record.exists() else None
+    except (OSError, ValueError):
+        stored = {}
+    if isinstance(stored, dict) and stored.get("fattorus") is not None:
+        made = provenance.other_source(stored.pop("fattorus"))
+    else:
+        made = None
+    if stored != json.loads(json.dumps(settings, default=str)):
+        if stored is not None and any(parts.glob("b*.parquet")):
+            _warn(f"{parts}: its batches were made with other settings; dropped, the trials are replayed")
+        shutil.rmtree(parts, ignore_errors=True)
+        atomic_write(record, json.dumps({**settings, "fattorus": provenance.stamp()}, indent=2, default=str) + "\n")
+        return {}
+    if made and any(parts.glob("b*.parquet")):
+        _warn(f"{parts}: its batches were {made}; they are kept (delete {parts} to replay them)")
+    kept: dict[int, dict[str, np.ndarray]] = {}
+    n, batch = int(settings["n"]), int(settings["batch"])
+    for lo in range(0, n, batch):
+        path = _batch_file(parts, lo)
+        if not path.exists():
+            continue
+        try:
+            frame = pl.read_parquet(path, glob=False)
+            if frame.height != min(batch, n - lo) or dict(frame.schema) != _COLUMNS:
+                raise ValueError(f"{frame.height} rows of {list(frame.schema)}")
+        except (OSError, ValueError, pl.exceptions.PolarsError) as err:
+            _warn(f"{path}: cannot be read ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
+                  "its trials are replayed")
+            continue
+        kept[lo] = {k: frame[k].to_numpy() for k in _COLUMNS}
+    return kept
+
+
+def _warn(text: str) -> None:
+    sys.stderr.write(f"fattorus.sweep: warning: {text}\n")
+    sys.stderr.flush()
 
 
 def _stats(x: np.ndarray) -> dict[str, float]:
