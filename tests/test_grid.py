@@ -66,5 +66,26 @@ def test_grid_kernels_refuse_bad_shapes():
         grid.neighbour_ranks((4, 0), np.zeros((3, 2), int))
     with pytest.raises(ValueError, match="first_unique"):
         grid.first_unique(np.zeros((3, 2), int), np.zeros(2, int))
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(ValueError, match=r"in \[0, "):
         grid.first_unique(np.array([[1, -1]]), np.zeros(1, int))
+
+
+@pytest.mark.parametrize("dims, offsets", [
+    ((), np.zeros((1, 0), int)),  # no extent
+    ((4, 4), np.zeros((2, 2))),  # float offsets would be truncated
+    ((2**32, 2**32), np.zeros((1, 2), int)),  # 2**64 ranks overflow int64
+    ((4,), np.array([[2**63]], np.uint64)),  # past int64
+])
+def test_neighbour_ranks_refuse_what_they_cannot_index(dims, offsets):
+    with pytest.raises(ValueError, match="neighbour_ranks"):
+        grid.neighbour_ranks(dims, offsets)
+
+
+def test_first_unique_is_sized_by_its_candidates_alone():
+    # A row's own rank is compared, never an index: a huge one allocates nothing and meets no candidate.
+    np.testing.assert_array_equal(grid.first_unique(np.array([[1, 2, 1]]), np.array([10**12])), [[True, True, False]])
+    np.testing.assert_array_equal(grid.first_unique(np.array([[1, 0]], np.uint32), np.array([-2**62])), [[True, True]])
+    for cand, own in [(np.array([[2**40]]), [0]), (np.array([[1.0]]), [0]), (np.array([[True]]), [0]),
+                      (np.array([[1]]), np.array([0.5]))]:
+        with pytest.raises(ValueError, match="first_unique"):
+            grid.first_unique(cand, np.asarray(own))

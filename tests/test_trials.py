@@ -140,6 +140,10 @@ def test_an_interrupted_trials_run_resumes_its_kept_batches(tmp_path):
 
     other = sweep(tmp_path, *MANY, "seed=3", f"hydra.run.dir={run}")
     assert other.returncode == 2 and "other settings (seed=0 there, 3 now)" in other.stderr, other.stderr[-2000:]
+    # Without Hydra's copy of the settings to read first, the app compares what the run
+    # recorded of itself (the job log's bytes too) and refuses as well.
+    blind = sweep(tmp_path, *MANY, "seed=3", "hydra.output_subdir=null", f"hydra.run.dir={run}")
+    assert blind.returncode == 2 and "other settings (config.seed=0 there, 3 now)" in blind.stderr, blind.stderr[-2000:]
     assert sorted(p.name for p in (run / "trials.parts").glob("b*.parquet")) == kept
 
     resumed = sweep(tmp_path, *MANY, f"hydra.run.dir={run}")
@@ -175,7 +179,62 @@ def test_kept_batches_of_other_settings_or_damaged_are_replayed(tmp_path, capsys
     short = parts / "b000004.parquet"
     pl.DataFrame(rows).write_parquet(short)  # two rows where the last batch holds one
     assert sorted(trials._kept_batches(parts, settings)) == [0]
+    with pytest.raises(trials.OtherSettings, match="config.seed=0 there, 1 now"):  # a single run's refusal
+        trials._kept_batches(parts, {**settings, "config": {"seed": 1}}, refuse_other=True)
+    assert sorted(trials._kept_batches(parts, settings)) == [0]  # left alone
     assert trials._kept_batches(parts, {**settings, "config": {"seed": 1}}) == {}
     assert "made with other settings" in capsys.readouterr().err
     assert not list(parts.glob("b*.parquet"))
     assert json.loads((parts / "settings.json").read_text())["config"] == {"seed": 1}
+
+
+def test_a_run_directory_is_claimed_by_one_run_at_a_time(tmp_path):
+    """An interrupted trials run's directory is resumed only where no running process holds
+    its claim (an exclusive lock on ``.fattorus-run``): two resumes at once would share it."""
+    import fcntl
+
+    from fattorus.app import sweep as app
+    from fattorus.app import trials
+
+    run = tmp_path / "run"
+    (run / trials.PARTS).mkdir(parents=True)
+    (run / trials.PARTS / "settings.json").write_text("{}")
+    (run / trials.PARTS / "b000000.parquet").write_bytes(b"")
+    (run / ".fattorus-run").write_text("1\n")
+    held = os.open(run / ".fattorus-run", os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another run, still going
+        assert app._claimed_elsewhere(run)
+        with pytest.raises(app.UserError, match="being written by another run"):
+            app._claim(run)
+    finally:
+        os.close(held)
+    assert not app._claimed_elsewhere(run)
+    app._claim(run)  # no one holds it: this run resumes it, and holds it now
+    try:
+        assert (run / ".fattorus-run").read_text() == f"{os.getpid()}\n"
+        (run / trials.PARTS / "b000000.parquet").unlink()  # no kept batch: an ordinary run's directory
+        with pytest.raises(app.UserError, match="already holds another run"):
+            app._claim(run)
+    finally:
+        os.close(app._CLAIMS.pop())
+
+
+def test_a_ctrl_c_after_the_results_are_written_says_the_run_finished(runs, tmp_path):
+    """Interrupted between its results and the removal of its batches, a single run is
+    finished: the Ctrl-C line says so and the kept batches go."""
+    import shutil
+
+    from fattorus.app import cli
+    from fattorus.app import sweep as app
+    from fattorus.app import trials
+
+    run = shutil.copytree(runs["to", 2, 4], tmp_path / "results" / "runs" / "r")
+    (run / trials.PARTS).mkdir()
+    (run / trials.PARTS / "b000000.parquet").write_bytes(b"")
+    try:
+        app._single_run_interrupted(run)
+        assert cli._kept_note[0] == cli.finished_note(run)
+    finally:
+        cli._kept_note[0] = None  # this process's Ctrl-C line, not the test's to keep
+    assert not (run / trials.PARTS).exists() and (run / "summary.json").exists()

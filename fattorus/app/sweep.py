@@ -23,7 +23,6 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 import json
 import logging
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -62,33 +61,30 @@ class RunChecks(ResultsOnly):
 
     def on_run_start(self, config: DictConfig, **_: Any) -> None:
         """Check a single run's directory (see the class)."""
+        from fattorus.app import trials
+
         super().on_run_start(config)
         out_dir = selected_dir(config, "hydra.run.dir")
-        if out_dir is not None and ((out_dir / ".fattorus-run").exists() or (out_dir / "summary.json").exists()):
-            if not _resumable(out_dir):
-                raise Refusal(_held(out_dir))
+        if out_dir is None:
+            return
+        if trials.resumable(out_dir):  # an interrupted trials=N run (a single run's, or a multirun trial's)
             why = _other_job(out_dir, config)
             if why is not None:
-                raise Refusal(f"{out_dir} holds an interrupted trials run with other settings ({why}); not writing "
-                              "into it: resume it with the settings it ran with, or leave hydra.run.dir out for a new "
-                              "directory")
+                raise Refusal(_other_trials(out_dir, why))
+            if _claimed_elsewhere(out_dir):
+                raise Refusal(f"{out_dir} is being written by another run now; not writing into it")
+            cli.kept_on_interrupt(trials.resume_note(out_dir))  # its batches stay, from the first moment
+        elif (out_dir / ".fattorus-run").exists() or (out_dir / "summary.json").exists():
+            raise Refusal(_held(out_dir))
 
 
 def _held(out_dir: Path) -> str:
     return f"{out_dir} already holds another run; not writing into it (leave hydra.run.dir out for a new directory)"
 
 
-#: Where a ``trials=N`` run keeps its finished batches until its results are written
-#: (:mod:`fattorus.app.trials`): a single run resumes them with ``hydra.run.dir=`` its directory.
-TRIAL_PARTS = "trials.parts"
-
-
-def _resumable(out_dir: Path) -> bool:
-    """Whether ``out_dir`` holds an interrupted ``trials=N`` run: kept batches and their
-    settings record, no results yet."""
-    parts = out_dir / TRIAL_PARTS
-    return not (out_dir / "summary.json").exists() and (parts / "settings.json").is_file() and any(
-        parts.glob("b*.parquet"))
+def _other_trials(out_dir: Path, why: str) -> str:
+    return (f"{out_dir} holds an interrupted trials run with other settings ({why}); not writing into it: resume it "
+            "with the settings it ran with, or leave hydra.run.dir out for a new directory")
 
 
 #: Job settings that do not change what a run computes (as ``hydra.job.config.override_dirname``'s exclusions).
@@ -96,22 +92,25 @@ _NOT_RESULTS = ("progress", "logger", "study")
 
 
 def _other_job(out_dir: Path, config: DictConfig) -> str | None:
-    """How the interrupted run in ``out_dir`` was set up differently from ``config`` (its
-    job settings against Hydra's copy of them there, read before Hydra rewrites it; a few
-    keys), or None when they agree. The app compares what the run records of itself too
-    (:func:`fattorus.app.trials.run`: the log's bytes included)."""
+    """How the interrupted run in ``out_dir`` was set up differently from ``config`` — its job
+    settings against Hydra's copy of them there (``hydra.output_subdir``), read before Hydra
+    rewrites it; a few keys — or None when they agree or there is no copy to read. The app
+    then compares what the run recorded of itself (:func:`fattorus.app.trials.run`: the job
+    log's bytes included) and refuses other settings."""
+    from fattorus.app import trials
+
+    subdir = OmegaConf.select(config, "hydra.output_subdir", default=None)
+    copy = out_dir / str(subdir) / "config.yaml" if subdir else None
+    if copy is None or not copy.is_file():
+        return None
     try:
-        stored = OmegaConf.to_container(OmegaConf.load(out_dir / ".hydra" / "config.yaml"), resolve=False)
+        stored = OmegaConf.to_container(OmegaConf.load(copy), resolve=False)
         wanted = OmegaConf.to_container(config, resolve=False)
-    except Exception:  # noqa: BLE001 - no readable copy (hydra.output_subdir=null, damaged): cannot tell
-        return "its settings cannot be read"
+    except Exception:  # noqa: BLE001 - a damaged copy: the app's own comparison decides
+        return None
     wanted.pop("hydra", None)
     a, b = ({k: v for k, v in d.items() if k not in _NOT_RESULTS} for d in (stored, wanted))
-    if a == b:
-        return None
-    there, now = config_mod.config_edits(b, a), config_mod.config_edits(a, b)
-    diff = [f"{k}={there.get(k, '<unset>')} there, {now.get(k, '<unset>')} now" for k in sorted(set(there) | set(now))]
-    return "; ".join(diff[:3]) + ("; ..." if len(diff) > 3 else "")
+    return None if a == b else trials.differences(a, b)
 
 
 TRIALS_MAX = 100_000
@@ -298,7 +297,10 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     if n_trials > 1:
         _run_trials(cfg, ft, scenario, jobs, result, out_dir, n_trials)
     _write(result, out_dir)
-    shutil.rmtree(out_dir / TRIAL_PARTS, ignore_errors=True)  # the finished batches, now in trials.parquet
+    if n_trials > 1:
+        from fattorus.app import trials
+
+        shutil.rmtree(out_dir / trials.PARTS, ignore_errors=True)  # the finished batches, now in trials.parquet
     if cfg.logger.name == "wandb":
         from fattorus.app import logger
 
@@ -431,12 +433,17 @@ def _run_trials(cfg: DictConfig, ft: Any, scenario: Any, jobs: Any, result: Any,
     from fattorus.app import trials
     from fattorus.files import atomic_write
 
+    hc = _hydra()
+    multirun = hc is not None and hc.mode.name == "MULTIRUN"
     try:
         table, info = trials.run(jobs, ft, cfg.policy.name, cfg.sched.name,
                                  OmegaConf.to_container(cfg.policy.params, resolve=True), n, int(cfg.seed),
                                  lambda s: _speedup_runtimes(scenario, s, jobs), result.jobs["start_s"].to_numpy(),
-                                 progress=bool(cfg.progress) and sys.stderr.isatty(), parts=out_dir / TRIAL_PARTS,
-                                 identity={k: v for k, v in result.summary["config"].items() if k not in _NOT_RESULTS})
+                                 progress=bool(cfg.progress) and sys.stderr.isatty(), parts=out_dir / trials.PARTS,
+                                 identity={k: v for k, v in result.summary["config"].items() if k not in _NOT_RESULTS},
+                                 refuse_other=not multirun)  # a multirun's trial is redone; a single run's directory is not its own
+    except trials.OtherSettings as err:
+        raise UserError(_other_trials(out_dir, str(err))) from None
     except OSError as err:  # a batch could not be kept
         raise RunError(f"cannot write the results to {out_dir}: {err.strerror or err}") from None
     try:
@@ -547,19 +554,22 @@ NOTHING_KEPT = "a single run writes its results when it ends: nothing was kept"
 
 
 def _single_run_interrupted(out_dir: Path) -> None:
-    """What a Ctrl-C keeps of a single run: a ``trials=N`` run's finished batches, with the
-    override that resumes them (the directory is named by time: the same command alone would
-    start afresh); otherwise nothing, and a directory of stubs alone goes."""
-    parts = out_dir / TRIAL_PARTS
-    done = sorted(parts.glob("b*.parquet")) if parts.is_dir() else []
-    if done and not (out_dir / "summary.json").exists():
-        cli.kept_on_interrupt(f"{len(done)} finished batches of trials are kept in {out_dir}; re-run the same "
-                              f"command with {shlex.quote(f'hydra.run.dir={out_dir}')} to resume")
-        return
-    if not done:
+    """What a Ctrl-C keeps of a single run: the run had finished (its results are written);
+    or a ``trials=N`` run's finished batches, with the override that resumes them
+    (:func:`fattorus.app.trials.resume_note`); otherwise nothing, and a directory of stubs
+    alone goes."""
+    from fattorus.app import trials
+
+    parts = out_dir / trials.PARTS
+    if outputs.check_complete(out_dir) is None:  # interrupted after its results were written
+        shutil.rmtree(parts, ignore_errors=True)
+        cli.kept_on_interrupt(cli.finished_note(out_dir))
+    elif trials.resumable(out_dir):
+        cli.kept_on_interrupt(trials.resume_note(out_dir))
+    else:
         shutil.rmtree(parts, ignore_errors=True)  # its settings record alone
-    cli.discard_stub(out_dir, "runs")
-    cli.kept_on_interrupt(NOTHING_KEPT)
+        cli.discard_stub(out_dir, "runs")
+        cli.kept_on_interrupt(NOTHING_KEPT)
 
 
 # An absolute path: the app runs as `python -m fattorus.sweep` (a shim), so Hydra cannot
@@ -639,17 +649,53 @@ def _changed_log(out_dir: Path) -> str | None:
     return None if digest == recorded else f"the job log {path} changed since this trial ran"
 
 
+#: The claim files this process holds (locked until it exits): see :func:`_claim`.
+_CLAIMS: list[int] = []
+
+
 def _claim(out_dir: Path) -> None:
-    """Mark ``out_dir`` as this run's own; refuse a directory another run already claimed
-    (a single run never writes into a directory holding another run's files)."""
+    """Mark ``out_dir`` as this run's own and hold it (an exclusive ``flock`` on its
+    ``.fattorus-run`` until the process ends); refuse a directory another run already claimed
+    (a single run never writes into a directory holding another run's files), unless it holds
+    an interrupted ``trials=N`` run that no process holds any more: this run resumes it."""
+    from fattorus.app import trials
+
+    path = out_dir / ".fattorus-run"
     try:
-        fd = os.open(out_dir / ".fattorus-run", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
-        if not _resumable(out_dir):  # an interrupted trials run is this run's own to resume (RunChecks)
+        if not trials.resumable(out_dir):
             raise UserError(_held(out_dir)) from None
-        fd = os.open(out_dir / ".fattorus-run", os.O_TRUNC | os.O_WRONLY)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(f"{os.getpid()}\n")
+        fd = os.open(path, os.O_WRONLY)
+    if not _lock(fd):
+        os.close(fd)
+        raise UserError(f"{out_dir} is being written by another run now; not writing into it")
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _CLAIMS.append(fd)
+
+
+def _lock(fd: int) -> bool:
+    """Take an exclusive lock on ``fd`` without waiting; False when another process holds it."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _claimed_elsewhere(out_dir: Path) -> bool:
+    """Whether a running process holds ``out_dir``'s claim (:func:`_claim`)."""
+    try:
+        fd = os.open(out_dir / ".fattorus-run", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return not _lock(fd)
+    finally:
+        os.close(fd)  # closing releases a lock taken here
 
 
 def _squash(text: Any) -> str:

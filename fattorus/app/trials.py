@@ -71,12 +71,14 @@ def per_trial(submit: np.ndarray, start: np.ndarray, runtime: np.ndarray, nodes:
 def run(jobs: pl.DataFrame, ft: Any, policy: str, sched: str, params: dict[str, Any] | None, n: int, seed: int,
         runtimes_of: Callable[[int], np.ndarray | None], trial0_start: np.ndarray,
         progress: bool = False, parts: Path | None = None, identity: dict[str, Any] | None = None,
-        batch: int = BATCH) -> tuple[pl.DataFrame, dict[str, Any]]:
+        batch: int = BATCH, refuse_other: bool = False) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Replay ``n`` trials (module docstring); returns ``trials.parquet``'s table and the
     summary's ``trials`` entry. ``trial0_start``: the NumPy engine's start times of trial 0 in
     prepared order (the cross-check). ``parts``: where finished batches are kept (and taken
     from, when made with the same ``identity``, the run's settings); None keeps nothing.
-    ``batch``: trials per compiled call."""
+    ``batch``: trials per compiled call. ``refuse_other``: batches kept with other settings
+    raise :class:`OtherSettings` (a single run: the directory is not its own), instead of
+    being dropped (a multirun's trial, redone)."""
     from fattorus.sched import batched, replay
     from fattorus.sched.policy.fattree.ta import TAParams
 
@@ -87,7 +89,7 @@ def run(jobs: pl.DataFrame, ft: Any, policy: str, sched: str, params: dict[str, 
     submit, estimate = prepared["submit_s"].to_numpy(), prepared["estimate_s"].to_numpy()
     nodes = prepared["nodes"].to_numpy().astype(np.int64)
     ta_params = TAParams.from_mapping(params or {}) if policy == "ta" else None
-    kept = _kept_batches(parts, {"config": identity, "n": n, "batch": batch}) if parts is not None else {}
+    kept = _kept_batches(parts, {"config": identity, "n": n, "batch": batch}, refuse_other) if parts is not None else {}
     parts_list, capacities = [], None
     for lo in range(0, n, batch):
         if lo in kept:
@@ -122,10 +124,15 @@ def _batch_file(parts: Path, lo: int) -> Path:
     return parts / f"b{lo:06d}.parquet"
 
 
-def _kept_batches(parts: Path, settings: dict[str, Any]) -> dict[int, dict[str, np.ndarray]]:
+class OtherSettings(Exception):
+    """Kept batches were made with other settings (the message says which, a few keys)."""
+
+
+def _kept_batches(parts: Path, settings: dict[str, Any], refuse_other: bool = False) -> dict[int, dict[str, np.ndarray]]:
     """The finished batches kept in ``parts`` (first trial -> per-trial columns) when they were
     made with ``settings``; otherwise (or none yet) none, and ``parts`` starts afresh with
-    ``settings`` recorded. A batch file that cannot be read, or holds the wrong rows, is made
+    ``settings`` recorded — or, with ``refuse_other``, :class:`OtherSettings` is raised and
+    ``parts`` left alone. A batch file that cannot be read, or holds the wrong rows, is made
     again (a trial is a function of the settings and its seed)."""
     record = parts / "settings.json"
     try:
@@ -136,8 +143,11 @@ def _kept_batches(parts: Path, settings: dict[str, Any]) -> dict[int, dict[str, 
         made = provenance.other_source(stored.pop("fattorus"))
     else:
         made = None
-    if stored != json.loads(json.dumps(settings, default=str)):
+    wanted = json.loads(json.dumps(settings, default=str))
+    if stored != wanted:
         if stored is not None and any(parts.glob("b*.parquet")):
+            if refuse_other:
+                raise OtherSettings(differences(stored if isinstance(stored, dict) else {}, wanted))
             _warn(f"{parts}: its batches were made with other settings; dropped, the trials are replayed")
         shutil.rmtree(parts, ignore_errors=True)
         atomic_write(record, json.dumps({**settings, "fattorus": provenance.stamp()}, indent=2, default=str) + "\n")
@@ -160,6 +170,38 @@ def _kept_batches(parts: Path, settings: dict[str, Any]) -> dict[int, dict[str, 
             continue
         kept[lo] = {k: frame[k].to_numpy() for k in _COLUMNS}
     return kept
+
+
+#: The folder of a run directory where a ``trials=N`` run keeps its finished batches until its
+#: results are written: a single run resumes them with ``hydra.run.dir=`` that directory.
+PARTS = "trials.parts"
+
+
+def resumable(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds an interrupted ``trials=N`` run: kept batches and their
+    settings record, no results yet."""
+    parts = out_dir / PARTS
+    return not (out_dir / "summary.json").exists() and (parts / "settings.json").is_file() and any(
+        parts.glob("b*.parquet"))
+
+
+def resume_note(out_dir: Path) -> str:
+    """What a Ctrl-C keeps of a single ``trials=N`` run in ``out_dir`` and the override that
+    resumes it (its directory is named by time: the same command alone would start afresh)."""
+    import shlex
+
+    done = len(list((out_dir / PARTS).glob("b*.parquet")))
+    return (f"{done} finished batches of trials are kept in {out_dir}; re-run the same command with "
+            f"{shlex.quote(f'hydra.run.dir={out_dir}')} to resume")
+
+
+def differences(stored: dict[str, Any], wanted: dict[str, Any]) -> str:
+    """``key=value there, value now`` for the first few settings that differ (dotted paths)."""
+    from fattorus.app.config import config_edits
+
+    there, now = config_edits(wanted, stored), config_edits(stored, wanted)
+    diff = [f"{k}={there.get(k, '<unset>')} there, {now.get(k, '<unset>')} now" for k in sorted(set(there) | set(now))]
+    return "; ".join(diff[:3]) + ("; ..." if len(diff) > 3 else "")
 
 
 def _warn(text: str) -> None:

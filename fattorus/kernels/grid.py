@@ -10,8 +10,14 @@ over ranks and offsets gives the same integers.
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
+
+#: Most entries a grid kernel makes (2**31): far past any job's ranks times offsets, and a
+#: one-line refusal instead of an allocation that fails or an index that overflows.
+_MAX_ENTRIES = 2**31
 
 
 def neighbour_ranks(dims: tuple[int, ...], offsets: np.ndarray) -> np.ndarray:
@@ -22,11 +28,17 @@ def neighbour_ranks(dims: tuple[int, ...], offsets: np.ndarray) -> np.ndarray:
       dims: the grid's extents (each >= 1).
       offsets: ``(m, len(dims))`` integer coordinate offsets (any sign).
     """
-    extents = np.asarray(dims, np.int64)
-    offsets = np.ascontiguousarray(offsets, np.int64)
-    if extents.ndim != 1 or (extents < 1).any() or offsets.ndim != 2 or offsets.shape[1] != extents.shape[0]:
-        raise ValueError(f"neighbour_ranks: dims {tuple(dims)}, offsets {offsets.shape}")
-    return _neighbour_ranks(extents, offsets)
+    offsets = np.asarray(offsets)
+    sizes = [int(d) for d in dims] if all(isinstance(d, (int, np.integer)) for d in dims) else []
+    n = math.prod(sizes)
+    if (not sizes or min(sizes) < 1 or offsets.ndim != 2 or offsets.shape[1] != len(sizes)
+            or not np.issubdtype(offsets.dtype, np.integer)
+            or (offsets.dtype == np.uint64 and offsets.size and int(offsets.max()) > np.iinfo(np.int64).max)):
+        raise ValueError(f"neighbour_ranks: dims {tuple(dims)}, offsets {offsets.shape} {offsets.dtype} "
+                         "(integer extents >= 1, one integer offset column per extent)")
+    if n * max(offsets.shape[0], 1) > _MAX_ENTRIES:
+        raise ValueError(f"neighbour_ranks: {n} ranks x {offsets.shape[0]} offsets is more than {_MAX_ENTRIES} entries")
+    return _neighbour_ranks(np.asarray(sizes, np.int64), np.ascontiguousarray(offsets, np.int64))
 
 
 @numba.njit(cache=True)
@@ -65,14 +77,17 @@ def first_unique(cand: np.ndarray, self_rank: np.ndarray) -> np.ndarray:
       cand: ``(n, m)`` non-negative integer ranks.
       self_rank: ``(n,)`` each row's own rank.
     """
-    cand = np.ascontiguousarray(cand)
-    self_rank = np.ascontiguousarray(self_rank, np.int64)
-    if cand.ndim != 2 or self_rank.shape != (cand.shape[0],):
-        raise ValueError(f"first_unique: candidates {cand.shape}, own ranks {self_rank.shape}")
-    if cand.size and cand.min() < 0:
-        raise ValueError("first_unique: candidate ranks must be >= 0")
-    top = int(max(cand.max(initial=0), self_rank.max(initial=0))) + 1
-    return _first_unique(cand, self_rank, top)
+    cand, self_rank = np.asarray(cand), np.asarray(self_rank)
+    if (cand.ndim != 2 or self_rank.shape != (cand.shape[0],) or not np.issubdtype(cand.dtype, np.integer)
+            or not np.issubdtype(self_rank.dtype, np.integer)):
+        raise ValueError(f"first_unique: candidates {cand.shape} {cand.dtype}, own ranks {self_rank.shape} "
+                         f"{self_rank.dtype} (integers, one own rank per row)")
+    if cand.size and not 0 <= int(cand.min()) <= int(cand.max()) < _MAX_ENTRIES:
+        raise ValueError(f"first_unique: candidate ranks must be in [0, {_MAX_ENTRIES})")
+    # A row's own rank is only compared, never an index: only the candidates size the marks.
+    top = int(cand.max(initial=0)) + 1
+    own = np.where(self_rank > _MAX_ENTRIES, _MAX_ENTRIES, self_rank).astype(np.int64)  # meets no candidate, as before
+    return _first_unique(np.ascontiguousarray(cand, np.int64), own, top)
 
 
 @numba.njit(cache=True)
