@@ -16,9 +16,11 @@ import pytest
 from fattorus import workload
 from fattorus.analysis import commtime, interference, patterns
 from fattorus.kernels.maxmin import maxmin_rates, maxmin_rates_numpy
-from fattorus.kernels.maxmin_compiled import goal_step_time, maxmin_rates_compiled, new_workspace
+from fattorus.kernels.maxmin_compiled import (compact_routes, goal_step_time, goal_step_time_compact,
+                                              maxmin_rates_compiled, new_workspace)
 from fattorus.sched import replay
 from fattorus.topology import fattree
+from compact_lists import padded
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 
@@ -41,6 +43,26 @@ def test_step_times_by_hand():
     assert goal_step_time(_routes([0]), np.array([5.0]), 0, np.float32([1])) == 0.0
     with pytest.raises(ValueError, match="workspace of 2 int32"):
         goal_step_time(_routes([0]), np.array([5.0]), 1, np.float32([1, 1]), new_workspace(3))
+
+
+def test_compact_routes_keep_each_route_s_links_in_order():
+    routes = _routes([3, -1, 1], [], [-1, -1, 0], [2, 2, 4])  # padding anywhere, a flow with none, a repeat
+    lengths, links = compact_routes(routes)
+    assert lengths.tolist() == [2, 0, 1, 3] and links.tolist() == [3, 1, 0, 2, 2, 4]
+    np.testing.assert_array_equal(padded(lengths, links, 3), _routes([3, 1], [], [0], [2, 2, 4]))
+
+
+def test_the_compact_goal_solve_refuses_lists_that_do_not_add_up():
+    cap = np.float32([1, 1])
+    one = np.array([1.0])
+    assert goal_step_time_compact(np.array([2]), np.array([0, 1]), one, 1, cap) == pytest.approx(1.0)
+    workspace = new_workspace(2)
+    for lengths, links in [([3], [0, 1]), ([-1], []), ([2], [0, 2]), ([2], [-1, 0])]:
+        with pytest.raises(ValueError, match="goal_step_time_compact"):
+            goal_step_time_compact(np.array(lengths), np.array(links, np.int32), one, 1, cap, workspace)
+        assert (workspace == -1).all()  # handed back as it came
+    with pytest.raises(ValueError, match="goal_step_time_compact"):
+        goal_step_time_compact(np.array([1, 1]), np.array([0, 1]), one, 1, cap)  # two flows, one byte count
 
 
 def _random_problem(rng: np.random.Generator, F: int, E: int, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,6 +88,8 @@ def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_
             got = goal_step_time(routes, nbytes, own, cap)
             workspace = new_workspace(E)  # lent to the solve and handed back as it came
             assert goal_step_time(routes, nbytes, own, cap, workspace) == got and (workspace == -1).all()
+            lengths, links = compact_routes(routes)  # the same crossings as compact lists: the same bits
+            assert goal_step_time_compact(lengths, links, nbytes, own, cap, workspace) == got and (workspace == -1).all()
             for sparse in (False, True):
                 assert got == commtime.goal_step_time_jax(routes, nbytes, own, cap, sparse=sparse), (F, own, sparse)
             linked = (routes[:own] >= 0).any(axis=1)

@@ -44,7 +44,8 @@ from fattorus import devices
 from fattorus.analysis import fluid, patterns
 from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time, step_time_host
-from fattorus.kernels.maxmin_compiled import goal_step_time, maxmin_rates_compiled, new_workspace
+from fattorus.kernels.maxmin_compiled import (compact_routes, goal_step_time, goal_step_time_compact,
+                                              maxmin_rates_compiled, new_workspace)
 from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
 
@@ -361,6 +362,8 @@ class ModelRuntimes:
                     self._names[j], self._params[j] = self.app_patterns[app]
                     self.by_app += 1
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._compact: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # their compact crossing lists, made when needed
+        self._compact_lists = self.topo.max_route_links >= SPARSE_ROUTE_SLOTS
         self._cap_f32 = solver_capacity(self.topo).astype(np.float32)
         self._workspace = new_workspace(len(self._cap_f32))  # lent to every goal solve
         self.slowdown = np.full(len(self._base), np.nan)
@@ -404,11 +407,34 @@ class ModelRuntimes:
         route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
         return route_ids, nbytes
 
-    def _step(self, route_ids: np.ndarray, nbytes: np.ndarray, own: int) -> float:
-        """Step time of the first ``own`` flows when all flows run together: the compiled goal
-        solve (:func:`fattorus.kernels.maxmin_compiled.goal_step_time`, the JAX solve's floats
-        on the CPU, ~4-8x faster per solve; :func:`goal_step_time_jax` is the same solve in JAX)."""
-        return goal_step_time(route_ids, nbytes, own, self._cap_f32, self._workspace)
+    def _step(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int) -> float:
+        """Step time of the first ``own`` flows when all ``flows`` (padded routes, or compact
+        crossing lists on long routes: :meth:`_solver_flows`) run together: the compiled goal
+        solve (:mod:`fattorus.kernels.maxmin_compiled`, the JAX solve's floats on the CPU,
+        ~4-8x faster per solve; :func:`goal_step_time_jax` is the same solve in JAX)."""
+        if isinstance(flows, tuple):
+            return goal_step_time_compact(flows[0], flows[1], nbytes, own, self._cap_f32, self._workspace)
+        return goal_step_time(flows, nbytes, own, self._cap_f32, self._workspace)
+
+    def _solver_flows(self, routes: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """``routes`` as the solve takes them: compact crossing lists where routes are long
+        (:data:`SPARSE_ROUTE_SLOTS`: Blue Waters pads ~6 links to 38 slots, and concatenating
+        the running jobs' padded routes at every start cost more than some solves; 6.1 -> 4.5 s
+        for two Table II waves, same slowdowns), the padded routes elsewhere (6 slots, ~60 %
+        filled: converting cost what it saved)."""
+        return compact_routes(routes) if self._compact_lists else routes
+
+    def _together(self, j: int, own_routes: np.ndarray, sharing: list[int]) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """The flows of a together solve: job ``j``'s (``own_routes``) first, then those of
+        ``sharing`` in order; each job's compact lists made once."""
+        if not self._compact_lists:
+            return np.concatenate([own_routes] + [self._flows[k][0] for k in sharing])
+        self._compact[j] = compact_routes(own_routes)
+        for k in sharing:
+            if k not in self._compact:
+                self._compact[k] = compact_routes(self._flows[k][0])
+        parts = [self._compact[k] for k in [j, *sharing]]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def _one_router(self, nodes: np.ndarray) -> bool:
         """Whether ``nodes`` share one innermost group (the level-0 group: a router, a fat-tree switch)."""
@@ -468,7 +494,8 @@ class ModelRuntimes:
         traffic = self._traffic(j, len(nodes))  # drawn once: the same traffic in both placements
         own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
         self._links[j] = self._shared_links(own_routes)
-        others = [self._flows[k] for k in self._sharing(j, [k for k in running if k in self._flows])]
+        sharing = self._sharing(j, [k for k in running if k in self._flows])
+        others = [self._flows[k] for k in sharing]
         key = (self._names[j], self._params[j], len(nodes))
         keyless = self._names[j] in patterns.KEYLESS
         ideal = self._ideal.get(key) if keyless else None
@@ -480,13 +507,12 @@ class ModelRuntimes:
             if self._renamed(own_routes, ideal_flows[0]):
                 self.renamed += 1
                 return 1.0
-        route_ids = np.concatenate([own_routes] + [r for r, _ in others])
-        nbytes = np.concatenate([own_bytes] + [b for _, b in others])
-        together = self._step(route_ids, nbytes, len(own_bytes))
+        together = self._step(self._together(j, own_routes, sharing), np.concatenate([own_bytes] + [b for _, b in others]),
+                              len(own_bytes))
         if ideal is None:
             candidates = [ideal_flows or self._job_flows(traffic, ideals[0])] if single else \
                 [self._job_flows(traffic, c) for c in ideals]
-            ideal = min(self._step(r, b, len(b)) for r, b in candidates)
+            ideal = min(self._step(self._solver_flows(r), b, len(b)) for r, b in candidates)
             if keyless:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0
@@ -558,6 +584,7 @@ class ModelRuntimes:
         running = {k for _, k in replay.running}
         if len(self._nodes) > 2 * len(running) + 16:  # forget the flows of jobs that ended
             self._flows = {k: v for k, v in self._flows.items() if k in running}
+            self._compact = {k: v for k, v in self._compact.items() if k in running}
             self._links = {k: v for k, v in self._links.items() if k in running}
             self._nodes = {k: v for k, v in self._nodes.items() if k in running}
             self._keys = {k: v for k, v in self._keys.items() if k in running}

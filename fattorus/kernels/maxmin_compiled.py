@@ -78,6 +78,41 @@ def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity
                             _BOTTLENECK_SLACK, _GOAL_SLACK)[0])
 
 
+def compact_routes(route_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``route_ids`` (``(F, L)``, ``-1`` padded anywhere) as compact crossing lists: each
+    flow's number of links ``(F,)`` int32 and their ids in flow order, route order within a
+    flow ``(C,)`` int32 — what :func:`goal_step_time_compact` takes. A route of Blue Waters
+    pads ~6 links to 38 slots: a replay that solves the same running jobs at many starts keeps
+    each job's flows this way once, and each solve reads (and concatenates) a sixth of the
+    padded bytes."""
+    routes = np.ascontiguousarray(route_ids, np.int32)
+    if routes.ndim != 2:
+        raise ValueError(f"compact_routes: routes {routes.shape}, want (F, L)")
+    return _compact(routes)
+
+
+def goal_step_time_compact(lengths: np.ndarray, links: np.ndarray, nbytes: np.ndarray, own: int,
+                           capacity: np.ndarray, workspace: np.ndarray | None = None) -> float:
+    """:func:`goal_step_time` of flows given as compact crossing lists (:func:`compact_routes`:
+    flow ``f`` crosses the next ``lengths[f]`` ids of ``links``): the same floats, bit for bit
+    (the same crossings in the same order)."""
+    lengths = np.ascontiguousarray(lengths, np.int32)
+    links = np.ascontiguousarray(links, np.int32)
+    if lengths.ndim != 1 or links.ndim != 1 or len(nbytes) != len(lengths) or not 0 <= own <= len(lengths):
+        raise ValueError(f"goal_step_time_compact: {lengths.shape} lengths, {links.shape} link ids, "
+                         f"{len(nbytes)} byte counts, own {own}")
+    capacity = np.ascontiguousarray(capacity, np.float32)
+    workspace = _lent(workspace, capacity, "goal_step_time_compact")
+    if own == 0:
+        return 0.0
+    start, link, used, count, bad = _crossings_compact(lengths, links, workspace)
+    if bad:  # checked in the compiled pass: two NumPy reductions per solve cost more than some solves
+        raise ValueError(f"goal_step_time_compact: lengths must be >= 0 and add up to the {len(links)} link ids, "
+                         f"each in [0, {len(capacity)})")
+    return float(_goal_core(start, link, used, count, np.ascontiguousarray(nbytes, np.float64), int(own), capacity,
+                            workspace, _BOTTLENECK_SLACK, _GOAL_SLACK)[0])
+
+
 def new_workspace(n_links: int) -> np.ndarray:
     """A workspace for :func:`goal_step_time` on a machine of ``n_links`` links."""
     return np.full(n_links, -1, np.int32)
@@ -121,6 +156,57 @@ def _crossings(routes: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.nd
                 n += 1
         start[f + 1] = n
     return start, link[:n], used[:n_used], count[:n_used]
+
+
+@numba.njit(cache=True)
+def _compact(routes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`compact_routes`' loop."""
+    F, L = routes.shape
+    lengths = np.zeros(F, np.int32)
+    links = np.empty(F * L, np.int32)
+    n = 0
+    for f in range(F):
+        for k in range(L):
+            e = routes[f, k]
+            if e >= 0:
+                links[n] = e
+                n += 1
+                lengths[f] += 1
+    return lengths, links[:n].copy()
+
+
+@numba.njit(cache=True)
+def _crossings_compact(lengths: np.ndarray, links: np.ndarray, index: np.ndarray):
+    """:func:`_crossings` from compact lists (the same crossings in the same order, so the
+    same dense numbering); ``bad``: a negative length, lengths that do not add up to the
+    links, or a link id outside ``index`` (then ``index`` goes back as it came)."""
+    F, C, E = lengths.shape[0], links.shape[0], index.shape[0]
+    start = np.zeros(F + 1, np.int64)
+    negative = False
+    for f in range(F):
+        negative |= lengths[f] < 0
+        start[f + 1] = start[f] + lengths[f]
+    link = np.empty(C, np.int32)
+    n_max = min(C, E)
+    used = np.empty(n_max, np.int64)
+    count = np.zeros(n_max, np.int64)
+    if negative or start[F] != C:
+        return start, link, used[:0], count[:0], True
+    n_used = 0
+    for c in range(C):
+        e = links[c]
+        if e < 0 or e >= E:
+            for u in range(n_used):
+                index[used[u]] = -1
+            return start, link, used[:0], count[:0], True
+        u = index[e]  # numbered as _crossings numbers (a shared helper returning a tuple cost ~50 %)
+        if u < 0:
+            u = index[e] = n_used
+            used[n_used] = e
+            n_used += 1
+        link[c] = u
+        count[u] += 1
+    return start, link, used[:n_used], count[:n_used], False
 
 
 @numba.njit(cache=True, inline="always")
@@ -262,9 +348,17 @@ def _setup(routes: np.ndarray, capacity: np.ndarray, index: np.ndarray):
     link's open flows (integers, exact in float32 below 2**24), residual capacity and share,
     and the flows with a link in flow order. The workspace ``index`` goes back as it came."""
     start, link, used, count = _crossings(routes, index)
+    load, residual, share, open_flows, n_open = _state(start, used, count, capacity, index)
+    return start, link, load, residual, share, open_flows, n_open
+
+
+@numba.njit(cache=True)
+def _state(start: np.ndarray, used: np.ndarray, count: np.ndarray, capacity: np.ndarray, index: np.ndarray):
+    """:func:`_setup` after the crossing lists: ``index`` put back, then ``(load, residual,
+    share, open_flows, n_open)``."""
     for u in range(used.shape[0]):
         index[used[u]] = -1
-    F, E = routes.shape[0], used.shape[0]
+    F, E = start.shape[0] - 1, used.shape[0]
     inf = np.float32(np.inf)
     load = np.empty(E, np.float32)
     residual = np.empty(E, np.float32)
@@ -279,7 +373,7 @@ def _setup(routes: np.ndarray, capacity: np.ndarray, index: np.ndarray):
         if start[f + 1] > start[f]:
             open_flows[n_open] = f
             n_open += 1
-    return start, link, load, residual, share, open_flows, n_open
+    return load, residual, share, open_flows, n_open
 
 
 @numba.njit(cache=True, inline="always")
@@ -294,8 +388,17 @@ def _mark_bottlenecks(bottleneck, load, share, around, slack):
 def _goal_step(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, index: np.ndarray,
                bottleneck_slack: np.float32, goal_slack: np.float32) -> tuple[float, int]:
     """:func:`goal_step_time` (and the filling rounds it took), over the used links only."""
-    start, link, load, residual, share, open_flows, n_open = _setup(routes, capacity, index)
-    F, E = routes.shape[0], load.shape[0]
+    start, link, used, count = _crossings(routes, index)
+    return _goal_core(start, link, used, count, nbytes, own, capacity, index, bottleneck_slack, goal_slack)
+
+
+@numba.njit(cache=True)
+def _goal_core(start: np.ndarray, link: np.ndarray, used: np.ndarray, count: np.ndarray, nbytes: np.ndarray, own: int,
+               capacity: np.ndarray, index: np.ndarray, bottleneck_slack: np.float32,
+               goal_slack: np.float32) -> tuple[float, int]:
+    """:func:`_goal_step` from crossing lists (:func:`_crossings`, :func:`_crossings_compact`)."""
+    load, residual, share, open_flows, n_open = _state(start, used, count, capacity, index)
+    F, E = start.shape[0] - 1, load.shape[0]
     inf = np.float32(np.inf)
     around = np.empty(E, np.float32)
     bottleneck = np.zeros(E, np.bool_)
