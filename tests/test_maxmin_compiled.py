@@ -63,6 +63,18 @@ def test_the_compact_goal_solve_refuses_lists_that_do_not_add_up():
         assert (workspace == -1).all()  # handed back as it came
     with pytest.raises(ValueError, match="goal_step_time_compact"):
         goal_step_time_compact(np.array([1, 1]), np.array([0, 1]), one, 1, cap)  # two flows, one byte count
+    # Refused before the workspace is lent: bytes of the wrong shape or kind (a numba typing
+    # error after it was filled left it dirty, and the next solve wrong), ids that are not
+    # integers or do not fit in int32 (they would be truncated or wrap round), a fractional own.
+    lengths, links = np.array([2]), np.array([0, 1])
+    for args in [(lengths, links, np.ones((1, 1)), 1), (lengths, links, np.array(["a"]), 1),
+                 (np.array([2.0]), links, one, 1), (lengths, np.array([0, 2**32]), one, 1), (lengths, links, one, 0.5)]:
+        with pytest.raises(ValueError, match="goal_step_time_compact"):
+            goal_step_time_compact(*args, cap, workspace)
+        assert (workspace == -1).all()
+    assert goal_step_time_compact(lengths, links, one, 1, cap, workspace) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="compact_routes: routes must fit"):
+        compact_routes(np.array([[2**32]]))
 
 
 def _random_problem(rng: np.random.Generator, F: int, E: int, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

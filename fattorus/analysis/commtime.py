@@ -493,6 +493,7 @@ class ModelRuntimes:
                 self._build(k)
         traffic = self._traffic(j, len(nodes))  # drawn once: the same traffic in both placements
         own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
+        self._compact.pop(j, None)  # made from these flows when a solve needs them
         self._links[j] = self._shared_links(own_routes)
         sharing = self._sharing(j, [k for k in running if k in self._flows])
         others = [self._flows[k] for k in sharing]
@@ -573,6 +574,7 @@ class ModelRuntimes:
         nodes = self._nodes[k]
         self.built_late += 1
         routes, _ = self._flows[k] = self._job_flows(self._traffic(k, len(nodes)), nodes)
+        self._compact.pop(k, None)
         self._links[k] = self._shared_links(routes)
 
     def _renamed(self, a: np.ndarray, b: np.ndarray) -> bool:

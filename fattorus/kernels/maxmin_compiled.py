@@ -67,15 +67,15 @@ def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity
     A flow that crosses no link takes no time (rate ``inf``); a flow starved at rate 0 takes
     ``inf``; no own flows: 0.
     """
-    routes = np.ascontiguousarray(route_ids, np.int32)
-    if routes.ndim != 2 or len(nbytes) != routes.shape[0] or not 0 <= own <= routes.shape[0]:
+    routes = _ids(route_ids, "goal_step_time", "routes")
+    nbytes = _bytes(nbytes, "goal_step_time")
+    if routes.ndim != 2 or len(nbytes) != routes.shape[0] or not _count(own, routes.shape[0]):
         raise ValueError(f"goal_step_time: routes {routes.shape}, {len(nbytes)} byte counts, own {own}")
     capacity = np.ascontiguousarray(capacity, np.float32)
     workspace = _lent(workspace, capacity, "goal_step_time")
     if own == 0:
         return 0.0
-    return float(_goal_step(routes, np.ascontiguousarray(nbytes, np.float64), int(own), capacity, workspace,
-                            _BOTTLENECK_SLACK, _GOAL_SLACK)[0])
+    return float(_goal_step(routes, nbytes, int(own), capacity, workspace, _BOTTLENECK_SLACK, _GOAL_SLACK)[0])
 
 
 def compact_routes(route_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +85,7 @@ def compact_routes(route_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pads ~6 links to 38 slots: a replay that solves the same running jobs at many starts keeps
     each job's flows this way once, and each solve reads (and concatenates) a sixth of the
     padded bytes."""
-    routes = np.ascontiguousarray(route_ids, np.int32)
+    routes = _ids(route_ids, "compact_routes", "routes")
     if routes.ndim != 2:
         raise ValueError(f"compact_routes: routes {routes.shape}, want (F, L)")
     return _compact(routes)
@@ -96,9 +96,10 @@ def goal_step_time_compact(lengths: np.ndarray, links: np.ndarray, nbytes: np.nd
     """:func:`goal_step_time` of flows given as compact crossing lists (:func:`compact_routes`:
     flow ``f`` crosses the next ``lengths[f]`` ids of ``links``): the same floats, bit for bit
     (the same crossings in the same order)."""
-    lengths = np.ascontiguousarray(lengths, np.int32)
-    links = np.ascontiguousarray(links, np.int32)
-    if lengths.ndim != 1 or links.ndim != 1 or len(nbytes) != len(lengths) or not 0 <= own <= len(lengths):
+    lengths = _ids(lengths, "goal_step_time_compact", "lengths")
+    links = _ids(links, "goal_step_time_compact", "link ids")
+    nbytes = _bytes(nbytes, "goal_step_time_compact")  # before the workspace is lent: a refusal leaves it as it came
+    if lengths.ndim != 1 or links.ndim != 1 or len(nbytes) != len(lengths) or not _count(own, len(lengths)):
         raise ValueError(f"goal_step_time_compact: {lengths.shape} lengths, {links.shape} link ids, "
                          f"{len(nbytes)} byte counts, own {own}")
     capacity = np.ascontiguousarray(capacity, np.float32)
@@ -109,8 +110,37 @@ def goal_step_time_compact(lengths: np.ndarray, links: np.ndarray, nbytes: np.nd
     if bad:  # checked in the compiled pass: two NumPy reductions per solve cost more than some solves
         raise ValueError(f"goal_step_time_compact: lengths must be >= 0 and add up to the {len(links)} link ids, "
                          f"each in [0, {len(capacity)})")
-    return float(_goal_core(start, link, used, count, np.ascontiguousarray(nbytes, np.float64), int(own), capacity,
-                            workspace, _BOTTLENECK_SLACK, _GOAL_SLACK)[0])
+    return float(_goal_core(start, link, used, count, nbytes, int(own), capacity, workspace, _BOTTLENECK_SLACK,
+                            _GOAL_SLACK)[0])
+
+
+def _ids(a: np.ndarray, caller: str, what: str) -> np.ndarray:
+    """``a`` as contiguous int32, refused in one line unless its values are integers that fit
+    (a float or a 64-bit id past int32 would be truncated or wrapped, silently)."""
+    a = np.asarray(a)
+    if not np.issubdtype(a.dtype, np.integer) and not (a.size == 0 and a.dtype == np.float64):
+        raise ValueError(f"{caller}: {what} must be integers, got {a.dtype}")
+    if a.dtype.itemsize > 4 or a.dtype == np.uint32:
+        info = np.iinfo(np.int32)
+        if a.size and not (info.min <= int(a.min()) and int(a.max()) <= info.max):
+            raise ValueError(f"{caller}: {what} must fit in int32")
+    return np.ascontiguousarray(a, np.int32)
+
+
+def _bytes(nbytes: np.ndarray, caller: str) -> np.ndarray:
+    """Each flow's bytes as a contiguous float64 ``(F,)`` array, refused in one line otherwise."""
+    try:
+        out = np.ascontiguousarray(nbytes, np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{caller}: byte counts must be numbers") from None
+    if out.ndim != 1:
+        raise ValueError(f"{caller}: byte counts {out.shape}, want (F,)")
+    return out
+
+
+def _count(own: object, flows: int) -> bool:
+    """Whether ``own`` is a whole number of flows in ``[0, flows]``."""
+    return isinstance(own, (int, np.integer)) and not isinstance(own, bool) and 0 <= own <= flows
 
 
 def new_workspace(n_links: int) -> np.ndarray:
