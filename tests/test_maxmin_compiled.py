@@ -45,6 +45,16 @@ def test_step_times_by_hand():
         goal_step_time(_routes([0]), np.array([5.0]), 1, np.float32([1, 1]), new_workspace(3))
 
 
+def test_a_flow_starved_by_a_capacity_of_0_takes_forever_as_in_jax(on_cpu):
+    # Link 0 has capacity 0: flow 0 crosses it (rate 0), flow 1 does not (rate 2).
+    routes, cap, nbytes = _routes([0, 1], [1]), np.float32([0, 2]), np.array([1.0, 1.0])
+    for own, want in [(1, np.inf), (2, np.inf)]:
+        assert goal_step_time(routes, nbytes, own, cap) == want
+        assert goal_step_time_compact(*compact_routes(routes), nbytes, own, cap) == want
+        assert commtime.goal_step_time_jax(routes, nbytes, own, cap) == want
+    assert goal_step_time(_routes([1], [0]), nbytes, 1, cap) == pytest.approx(0.5)  # its own link alone
+
+
 def test_compact_routes_keep_each_route_s_links_in_order():
     routes = _routes([3, -1, 1], [], [-1, -1, 0], [2, 2, 4])  # padding anywhere, a flow with none, a repeat
     lengths, links = compact_routes(routes)

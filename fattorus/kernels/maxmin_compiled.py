@@ -58,7 +58,8 @@ def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity
       route_ids: ``(F, L)`` int link ids of each flow's route, ``-1`` padded (anywhere).
       nbytes: ``(F,)`` bytes of each flow (only the first ``own`` are read).
       own: how many leading flows are the job's.
-      capacity: ``(E,)`` float32 link capacities (> 0).
+      capacity: ``(E,)`` float32 link capacities (>= 0; a flow starved by a capacity of 0
+        takes ``inf``).
       workspace: optional ``(E,)`` int32 array of ``-1`` (:func:`new_workspace`), lent to the
         solve and handed back as it came: callers that solve many times on one machine keep
         one, so that a solve costs its crossings and not the machine's links (a torus of
@@ -273,7 +274,7 @@ def _tighten(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.nd
         tight[f] = t
         _lower_around(f, t, start, link, around)
         if f < own and np.float32(nbytes[f]) > 0:
-            b = np.float32(nbytes[f]) / t
+            b = np.float32(nbytes[f]) / t if t > 0 else np.float32(np.inf)  # starved: as JAX, not an error
             if b > bound:
                 bound = b
     return bound
@@ -294,7 +295,7 @@ def _own_bound(open_flows: np.ndarray, n_open: int, start: np.ndarray, link: np.
         t = _tightest(f, start, link, share)
         tight[f] = t
         if np.float32(nbytes[f]) > 0:
-            b = np.float32(nbytes[f]) / t
+            b = np.float32(nbytes[f]) / t if t > 0 else np.float32(np.inf)  # starved: as JAX, not an error
             if b > bound:
                 bound = b
     return bound, n_open
