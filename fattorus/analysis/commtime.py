@@ -424,13 +424,12 @@ class ModelRuntimes:
         filled: converting cost what it saved)."""
         return compact_routes(routes) if self._compact_lists else routes
 
-    def _together(self, j: int, own_routes: np.ndarray, sharing: list[int]) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """The flows of a together solve: job ``j``'s (``own_routes``) first, then those of
-        ``sharing`` in order; each job's compact lists made once."""
+    def _together(self, j: int, sharing: list[int]) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """The flows of a together solve: job ``j``'s first, then those of ``sharing`` in
+        order; each job's compact lists made once."""
         if not self._compact_lists:
-            return np.concatenate([own_routes] + [self._flows[k][0] for k in sharing])
-        self._compact[j] = compact_routes(own_routes)
-        for k in sharing:
+            return np.concatenate([self._flows[k][0] for k in [j, *sharing]])
+        for k in [j, *sharing]:  # a job's lists go whenever its flows are set (_slowdown, _build)
             if k not in self._compact:
                 self._compact[k] = compact_routes(self._flows[k][0])
         parts = [self._compact[k] for k in [j, *sharing]]
@@ -508,7 +507,7 @@ class ModelRuntimes:
             if self._renamed(own_routes, ideal_flows[0]):
                 self.renamed += 1
                 return 1.0
-        together = self._step(self._together(j, own_routes, sharing), np.concatenate([own_bytes] + [b for _, b in others]),
+        together = self._step(self._together(j, sharing), np.concatenate([own_bytes] + [b for _, b in others]),
                               len(own_bytes))
         if ideal is None:
             candidates = [ideal_flows or self._job_flows(traffic, ideals[0])] if single else \

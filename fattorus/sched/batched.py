@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fattorus.devices import jax_on_cpu
 from fattorus.sched import counted
 from fattorus.sched.policy.fattree import compiled as bp
 from fattorus.sched.policy.fattree.compiled import CompiledPolicy
@@ -478,7 +479,7 @@ def _run(submit, runtime, estimate, nodes, offset, pol: CompiledPolicy, easy: bo
     rt = np.concatenate([runtime, np.ones((len(runtime), Q))], axis=1)
     # On an accelerator the lockstep batch is what pays (thousands of trials per call); the
     # chunks are for CPUs (see below).
-    chunk = CHUNK if jax.default_backend() == "cpu" else max(1, len(rt))
+    chunk = CHUNK if jax_on_cpu() else max(1, len(rt))
     devices = jax.devices()[:-(-len(rt) // chunk)]
 
     def part(rows: np.ndarray, device) -> tuple[np.ndarray, ...]:
