@@ -1,0 +1,245 @@
+"""The torus paper's 3D halo exchange (Table III) on the flow model: three task placements.
+
+``python -m fattorus.app.halo_study [--machine bluewaters] [--grid 32,32,32] [--ranks-per-node 32]
+[--kib 32] [--feature 12,8,12] [--positions 32 | --origin X,Y,Z] [--ordering 2Y]
+[--block 4,2,4] [--per-gemini 4,4,4] [--periodic] [--seed 0] [--name NAME]``
+
+A ``--grid`` of partitions (one rank each, ``--ranks-per-node`` ranks a node) exchanges halos:
+every rank sends ``--kib`` KiB to each face neighbour, all at once (non-periodic unless
+``--periodic``). The job runs in a node feature, a ``--feature`` prism of Geminis, under the
+paper's three placements (:mod:`fattorus.analysis.rank_layout`): ``default`` (SMP rank order on
+the first nodes ALPS lists, ``--ordering``), ``grid_order`` (a ``--block`` of partitions per
+node on the same nodes) and ``topaware`` (a logical grid of Geminis with ``--per-gemini``
+partitions each, skipping unusable Geminis along z). For each, the flow model gives the step
+time (:func:`fattorus.analysis.commtime.step_times`: the slowest message at max-min rates) and
+the most hops a message takes.
+
+Where the paper's feature lay on Blue Waters is not known, and the service nodes of the model
+are drawn (conf/topo/bluewaters.yaml), so the study places the feature at ``--positions``
+origins drawn with ``--seed`` among those that hold no node of another compute type (or at
+one ``--origin``) and reports, per placement, the mean and range of the step time over the
+default's and of the max hops. Results go to ``results/halo_study/<name>/`` under the current
+directory (``positions.parquet``: one row per position and placement; ``summary.json``: the
+settings and the per-placement figures beside the paper's), written atomically; a folder that
+holds results of other settings is refused (use another ``--name``). Takes seconds.
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("halo_study")
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from fattorus import interrupt, paths, provenance, topology
+from fattorus.analysis import commtime
+from fattorus.analysis import rank_layout as rl
+from fattorus.app import outputs
+from fattorus.args import SEED_MAX, OneLineParser
+from fattorus.files import atomic_write
+from fattorus.topology.torus3d import Torus3D
+
+#: The paper's Table III (Blue Waters, 32 x 32 x 32 partitions, 32 tasks a node, 32 kB
+#: messages, a 12 x 8 x 12 feature): iteration time (ms) and max hops per placement.
+PAPER = {"default": (11.315, 9), "grid_order": (7.722, 16), "topaware": (2.771, 2)}
+
+PLACEMENTS = ("default", "grid_order", "topaware")
+POSITIONS_MAX = 4096
+
+
+def _triple(text: str, what: str, low: int = 1) -> tuple[int, int, int]:
+    parts = text.split(",")
+    try:
+        out = tuple(int(p) for p in parts)
+    except ValueError:
+        out = ()
+    if len(out) != 3 or min(out) < low:
+        raise ValueError(f"--{what} {text!r}: want three integers >= {low}, e.g. "
+                         f"{'0,8,0' if low == 0 else '12,8,12'}")
+    return out  # type: ignore[return-value]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line (module docstring)."""
+    ap = OneLineParser(prog="python -m fattorus.app.halo_study", error_prefix="halo_study",
+                       description=__doc__.split("\n\n")[0])
+    ap.add_argument("--machine", default="bluewaters", help="a 3D torus of conf/topo (default bluewaters)")
+    ap.add_argument("--grid", default="32,32,32", help="partitions along each virtual dimension (default 32,32,32)")
+    ap.add_argument("--ranks-per-node", type=int, default=32, help="ranks a node (default 32)")
+    ap.add_argument("--kib", type=float, default=32.0, help="message size in KiB (default 32)")
+    ap.add_argument("--feature", default="12,8,12", help="the node feature's Geminis along x,y,z (default 12,8,12)")
+    ap.add_argument("--positions", type=int, default=32,
+                    help=f"feature positions drawn with --seed, 1 to {POSITIONS_MAX} (default 32)")
+    ap.add_argument("--origin", default=None, help="one feature position X,Y,Z instead of --positions")
+    ap.add_argument("--ordering", default="2Y", help="the ALPS order the default and grid_order nodes come in (default 2Y)")
+    ap.add_argument("--block", default="4,2,4", help="grid_order's partitions a node (default 4,2,4)")
+    ap.add_argument("--per-gemini", default="4,4,4", help="Topaware's partitions a Gemini (default 4,4,4)")
+    ap.add_argument("--periodic", action="store_true", help="wrap-around neighbours too")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the feature positions, 0 to 2^32 - 1 (default 0)")
+    ap.add_argument("--name", default=None, help="results/halo_study/NAME (default: table3, or the grid)")
+    return ap.parse_args(argv)
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings a folder's results are made with (checked against a folder's own)."""
+    return {"machine": args.machine, "grid": list(_triple(args.grid, "grid")), "ranks_per_node": args.ranks_per_node,
+            "kib": args.kib, "feature": list(_triple(args.feature, "feature")),
+            "origin": None if args.origin is None else list(_triple(args.origin, "origin", 0)),
+            "positions": 1 if args.origin is not None else args.positions, "ordering": args.ordering,
+            "block": list(_triple(args.block, "block")), "per_gemini": list(_triple(args.per_gemini, "per-gemini")),
+            "periodic": bool(args.periodic), "seed": args.seed}
+
+
+def candidate_origins(topo: Torus3D, shape: tuple[int, int, int]) -> np.ndarray:
+    """``(K, 3)`` feature origins whose prism holds only the default compute type and
+    unusable nodes of no other compute type (service nodes may lie inside, as on the machine)."""
+    usable = topo.usable().reshape(-1, topo.nodes_per_router)
+    service = np.isin(topo.node_kind, [i for i, k in enumerate(topo.node_kind_names) if k == "service"])
+    clean = (usable | service.reshape(usable.shape)).all(1).reshape(topo.dims)
+    ok = clean.copy()
+    for axis, s in enumerate(shape):  # a prism is clean when every router in it is
+        ok = np.logical_and.reduce([np.roll(ok, -k, axis) for k in range(s)])
+    return np.argwhere(ok)
+
+
+def placements(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any]) -> dict[str, tuple[np.ndarray, int]]:
+    """Node per rank of each placement at ``origin``, and Topaware's most skipped Geminis."""
+    grid = tuple(s["grid"])
+    n = int(np.prod(grid))
+    if n % s["ranks_per_node"]:
+        raise rl.LayoutError(f"{n} ranks do not fill nodes of {s['ranks_per_node']} ranks")
+    routers = rl.feature_routers(topo, origin, tuple(s["feature"]))
+    alps = rl.alps_nodes(topo, routers, n // s["ranks_per_node"], s["ordering"])
+    if np.prod(s["block"]) != s["ranks_per_node"]:
+        raise rl.LayoutError(f"--block {s['block']} holds {int(np.prod(s['block']))} partitions, not "
+                             f"{s['ranks_per_node']} ranks a node")
+    if np.prod(s["per_gemini"]) != s["ranks_per_node"] * topo.nodes_per_router:
+        raise rl.LayoutError(f"--per-gemini {s['per_gemini']} holds {int(np.prod(s['per_gemini']))} partitions, not "
+                             f"{s['ranks_per_node']} ranks on each of a Gemini's {topo.nodes_per_router} nodes")
+    grid_nodes = rl.grid_order(grid, tuple(s["block"]))
+    ta = rl.topaware(topo, routers, grid, tuple(s["per_gemini"]))
+    return {"default": (alps[rl.smp(n, s["ranks_per_node"])], 0), "grid_order": (alps[grid_nodes], 0),
+            "topaware": (ta.node, ta.skipped)}
+
+
+def position_rows(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per placement at ``origin``: max hops, step time (bytes over the torus'
+    relative bandwidth unit) and its ratio to the default placement's."""
+    traffic = rl.cartesian_halo(tuple(s["grid"]), s["kib"] * 1024, s["periodic"])
+    rows = []
+    for name, (node, skipped) in placements(topo, origin, s).items():
+        step = float(commtime.step_times(topo, [rl.as_job(node, traffic)])[0])
+        rows.append({"origin": list(map(int, origin)), "placement": name, "max_hops": rl.max_hops(topo, node, traffic),
+                     "step": step, "skipped": skipped})
+    base = rows[0]["step"]
+    for row in rows:
+        row["vs_default"] = row["step"] / base if base > 0 else 1.0
+    return rows
+
+
+def summarize(table: pl.DataFrame) -> dict[str, Any]:
+    """Per placement: step time over the default's (mean, min, max) and max hops (median, min, max)."""
+    out = {}
+    for name in PLACEMENTS:
+        t = table.filter(pl.col("placement") == name)
+        out[name] = {"vs_default": {"mean": t["vs_default"].mean(), "min": t["vs_default"].min(),
+                                    "max": t["vs_default"].max()},
+                     "max_hops": {"median": t["max_hops"].median(), "min": t["max_hops"].min(),
+                                  "max": t["max_hops"].max()},
+                     "paper": {"ms": PAPER[name][0], "vs_default": PAPER[name][0] / PAPER["default"][0],
+                               "max_hops": PAPER[name][1]}}
+    return out
+
+
+def report(summary: dict[str, Any], positions: int) -> list[str]:
+    """The printed table: ours beside the paper's Table III."""
+    lines = [f"3D halo exchange over {positions} feature position(s): time relative to default (mean, range); "
+             "max hops (median, range); the paper's Table III beside",
+             f"{'placement':<11} {'time/default':>13} {'range':>13}   {'max hops':>8} {'range':>7}   "
+             f"{'paper: time/default':>19} {'max hops':>8}"]
+    for name, s in summary.items():
+        v, h, p = s["vs_default"], s["max_hops"], s["paper"]
+        lines.append(f"{name:<11} {v['mean']:>13.3f} {v['min']:>6.3f}-{v['max']:<6.3f}   {h['median']:>8g} "
+                     f"{h['min']:>3d}-{h['max']:<3d}   {p['vs_default']:>19.3f} {p['max_hops']:>8d}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        if not 0 <= args.seed <= SEED_MAX:
+            raise ValueError(f"--seed must be from 0 to {SEED_MAX}, got {args.seed}")
+        if not 1 <= args.positions <= POSITIONS_MAX:
+            raise ValueError(f"--positions must be from 1 to {POSITIONS_MAX}, got {args.positions}")
+        if args.ranks_per_node < 1 or not args.kib > 0 or not np.isfinite(args.kib):
+            raise ValueError("--ranks-per-node must be >= 1 and --kib a positive number")
+        s = settings(args)
+        topo = topology.load(args.machine)
+        if not isinstance(topo, Torus3D):
+            raise ValueError(f"--machine {args.machine!r} is a {topo.kind}; the study places Geminis of a 3D torus")
+        if args.ordering not in topo.ordering_names:
+            raise ValueError(f"--ordering {args.ordering!r}: choices {list(topo.ordering_names)}")
+        if s["origin"] is not None:
+            origins = np.array([s["origin"]]) % np.array(topo.dims)
+        else:
+            found = candidate_origins(topo, tuple(s["feature"]))
+            if not len(found):
+                raise ValueError(f"no {s['feature']} feature of {args.machine} holds only its default compute type")
+            rng = np.random.default_rng(args.seed)
+            origins = found[np.sort(rng.choice(len(found), min(args.positions, len(found)), replace=False))]
+        placements(topo, tuple(origins[0]), s)  # a placement that cannot be made: one line, before the work
+    except (ValueError, FileNotFoundError) as err:
+        print(f"halo_study: error: {err}", file=sys.stderr)
+        return 2
+    default_name = "table3" if args.origin is None and s == settings(parse_args([])) else "x".join(map(str, s["grid"]))
+    name = args.name if args.name is not None else default_name
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
+        print(f"halo_study: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
+        return 2
+    out = paths.results_dir() / "halo_study" / name
+    old = outputs.stored_summary(out)
+    if isinstance(old, str) or (isinstance(old, dict) and old.get("settings") != s):
+        why = old if isinstance(old, str) else f"{out} holds results of other settings; use another --name"
+        print(f"halo_study: error: {why}", file=sys.stderr)
+        return 2
+    interrupt.armed()
+    rows: list[dict[str, Any]] = []
+    try:
+        for i, origin in enumerate(origins, 1):
+            try:
+                rows.extend(position_rows(topo, tuple(int(o) for o in origin), s))
+            except rl.LayoutError as err:  # e.g. too many service Geminis in this feature's pencils
+                print(f"[halo_study] position {list(map(int, origin))}: skipped ({err})", file=sys.stderr, flush=True)
+            print(f"[halo_study] position {i}/{len(origins)}", file=sys.stderr, flush=True)
+        if not rows:
+            print("halo_study: error: no position could hold every placement", file=sys.stderr)
+            return 2
+        table = pl.DataFrame(rows)
+        summary = summarize(table)
+        positions = table["origin"].n_unique()
+        atomic_write(out / "positions.parquet", lambda p: table.write_parquet(p))
+        atomic_write(out / "summary.json", json.dumps({"settings": s, "positions": positions, "placements": summary,
+                                                       "fattorus": provenance.stamp()}, indent=1))
+    except OSError as err:
+        print(f"halo_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("halo_study: interrupted; nothing written (the study takes seconds: run it again)", file=sys.stderr)
+        return 130
+    print("\n".join(report(summary, positions)))
+    print(f"-> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    interrupt.exit_with(main())
