@@ -52,3 +52,71 @@ def _host_routes(src, dst, k, p, S, C, node_up, node_down, leaf_up, leaf_down, l
         out[i, 4] = leaf_down + leaf_b * S + s
         out[i, 5] = node_down + b
     return out
+
+
+def balanced_routes(ft: FatTree, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The loop of :func:`~fattorus.topology.fattree_routing.load_balanced_routes`, compiled:
+    flows ``src -> dst`` (node ids, ``nbytes`` bytes) routed one after another in ``order``,
+    each up-path the L2 switch (and core) whose most loaded link is least loaded, counting the
+    bytes routed before it (the first such in L2-then-core order). ``(F, HOPS_MAX)`` int32
+    link ids, ``-1`` padded. Greedy and sequential by nature (each choice reads the loads the
+    earlier ones left), hence one compiled loop rather than array operations. A flow with both
+    ends on one node (or a negative id) gets no route, as in :func:`routes`."""
+    src = np.ascontiguousarray(np.ravel(src), np.int64)
+    dst = np.ascontiguousarray(np.ravel(dst), np.int64)
+    nbytes = np.ascontiguousarray(np.ravel(nbytes), np.float64)
+    order = np.ascontiguousarray(np.ravel(order), np.int64)
+    if not src.shape == dst.shape == nbytes.shape == order.shape:
+        raise ValueError(f"balanced_routes: {src.shape[0]} sources, {dst.shape[0]} destinations, "
+                         f"{nbytes.shape[0]} byte counts, an order of {order.shape[0]}")
+    if len(order) and not np.array_equal(np.sort(order), np.arange(len(order))):
+        raise ValueError("balanced_routes: order must be a permutation of the flows")
+    lo = layout(ft)
+    return _balanced_routes(src, dst, nbytes, order, ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod,
+                            cores_per_l2(ft), lo.node_up, lo.node_down, lo.leaf_up, lo.leaf_down, lo.l2_up, lo.l2_down,
+                            lo.n_links)
+
+
+@numba.njit(cache=True)
+def _balanced_routes(src, dst, nbytes, order, k, p, S, C, node_up, node_down, leaf_up, leaf_down, l2_up, l2_down,
+                     n_links):
+    """The loop of :func:`balanced_routes`; a strict ``<`` keeps the first least candidate,
+    as ``np.argmin``."""
+    out = np.full((src.shape[0], HOPS_MAX), -1, np.int32)
+    load = np.zeros(n_links)
+    for f in order:
+        a, b, w = src[f], dst[f], nbytes[f]
+        if a < 0 or b < 0 or a == b:  # no route, as routes() gives (padding, or both ends on one node)
+            continue
+        leaf_a, leaf_b, pod_a, pod_b = a // k, b // k, a // p, b // p
+        out[f, 0] = node_up + a
+        if leaf_a == leaf_b:
+            out[f, 1] = node_down + b
+            n = 2
+        elif pod_a == pod_b:
+            best, pick = np.inf, 0
+            for s in range(S):
+                m = max(load[leaf_up + leaf_a * S + s], load[leaf_down + leaf_b * S + s])
+                if m < best:
+                    best, pick = m, s
+            out[f, 1] = leaf_up + leaf_a * S + pick
+            out[f, 2] = leaf_down + leaf_b * S + pick
+            out[f, 3] = node_down + b
+            n = 4
+        else:
+            best, pick_s, pick_j = np.inf, 0, 0
+            for s in range(S):
+                edge = max(load[leaf_up + leaf_a * S + s], load[leaf_down + leaf_b * S + s])
+                for j in range(C):
+                    m = max(edge, load[l2_up + (pod_a * S + s) * C + j], load[l2_down + (pod_b * S + s) * C + j])
+                    if m < best:
+                        best, pick_s, pick_j = m, s, j
+            out[f, 1] = leaf_up + leaf_a * S + pick_s
+            out[f, 2] = l2_up + (pod_a * S + pick_s) * C + pick_j
+            out[f, 3] = l2_down + (pod_b * S + pick_s) * C + pick_j
+            out[f, 4] = leaf_down + leaf_b * S + pick_s
+            out[f, 5] = node_down + b
+            n = 6
+        for i in range(n):
+            load[out[f, i]] += w
+    return out

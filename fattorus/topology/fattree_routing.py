@@ -324,29 +324,12 @@ def load_balanced_routes(ft: FatTree, src: np.ndarray, dst: np.ndarray, nbytes: 
     """``(F, 6)`` minimal routes of flows ``src -> dst`` (node ids, ``nbytes`` bytes each) whose
     up-paths are chosen by load instead of by destination: flows, largest first (ties in a
     random order from ``rng``), each take the L2 switch and core whose most loaded link,
-    counting the bytes already routed, is least loaded. ``-1`` padded like :func:`routes`."""
-    S, C = ft.l2_per_pod, cores_per_l2(ft)
-    a, b = np.asarray(src), np.asarray(dst)
+    counting the bytes already routed, is least loaded (the first such, L2 switch then core).
+    ``-1`` padded like :func:`routes`. One compiled loop over the flows
+    (:func:`fattorus.topology.fattree_host_routes.balanced_routes`): each choice reads the
+    loads the earlier ones left."""
+    from fattorus.topology import fattree_host_routes  # numba, loaded on first need
+
     nbytes = np.asarray(nbytes, float)
-    la, lb = a // ft.nodes_per_leaf, b // ft.nodes_per_leaf
-    pa, pb = a // ft.nodes_per_pod, b // ft.nodes_per_pod
-    load = np.zeros(ft.n_links)
-    out = np.full((len(a), HOPS_MAX), -1, np.int32)
-    s_opt, j_opt = np.repeat(np.arange(S), C), np.tile(np.arange(C), S)
-    tie = (rng or np.random.default_rng(0)).permutation(len(a))
-    for f in np.lexsort((tie, -nbytes)):
-        up, down = node_up_link(ft, a[f]), node_down_link(ft, b[f])
-        if la[f] == lb[f]:
-            path = [up, down]
-        elif pa[f] == pb[f]:
-            cand = np.stack([leaf_up_link(ft, la[f], np.arange(S)), leaf_down_link(ft, lb[f], np.arange(S))])
-            k = int(np.argmin(load[cand].max(axis=0)))
-            path = [up, cand[0, k], cand[1, k], down]
-        else:
-            cand = np.stack([leaf_up_link(ft, la[f], s_opt), l2_up_link(ft, pa[f], s_opt, j_opt),
-                             l2_down_link(ft, pb[f], s_opt, j_opt), leaf_down_link(ft, lb[f], s_opt)])
-            k = int(np.argmin(load[cand].max(axis=0)))
-            path = [up, *cand[:, k], down]
-        load[path] += nbytes[f]
-        out[f, :len(path)] = path
-    return out
+    tie = (rng or np.random.default_rng(0)).permutation(len(nbytes))
+    return fattree_host_routes.balanced_routes(ft, src, dst, nbytes, np.lexsort((tie, -nbytes)))
