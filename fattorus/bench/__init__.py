@@ -2,13 +2,16 @@
 
 Each section is a module with ``run(quick=False) -> list[dict]`` (one dict per table row):
 
-* :mod:`fattorus.bench.kernels`: the closed-form APH kernel (``aph.hop_sums``) and the
-  random-allocation kernel (``montecarlo.random_allocations``) on Cab, Pinot and ft44, against
+* :mod:`fattorus.bench.kernels`: the closed-form APH kernel (``aph.hop_sums``), the ``n x n``
+  hop-matrix kernel (``aph.hop_matrix``) and the random-allocation kernel
+  (``montecarlo.random_allocations``) on Cab, Pinot, ft44, torus8 and Blue Waters, against
   plain NumPy references timed in the same run;
 * :mod:`fattorus.bench.replay`: jobs per second of the EASY replay engine (``replay.simulate``)
   under ``to`` and ``ta`` on the LLNL-Atlas trace scaled to Cab and Pinot, against the
   count-based pure-Python EASY of :mod:`fattorus.sched.reference`;
-* :mod:`fattorus.bench.network`: D-mod-k routes and link loads (JAX) against NumPy;
+* :mod:`fattorus.bench.network`: D-mod-k routes and link loads (JAX), the interference kernel
+  (``linkload.interference``) and the communication-pattern generators (``patterns.make``:
+  4D stencil, unstructured mesh) against NumPy;
 * :mod:`fattorus.bench.batched`: the batched JAX replay engine (``trials=N``) against the NumPy engine;
 * :mod:`fattorus.bench.torus`: the torus hop-sum kernel against NumPy pairwise sums, and the
   ``prism`` EASY replay beside ``first_fit`` in the same run;

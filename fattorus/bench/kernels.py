@@ -1,10 +1,10 @@
-"""Benchmark: the APH and random-allocation kernels against plain NumPy, in the same run.
+"""Benchmark: the APH, hop-matrix and random-allocation kernels against plain NumPy, in the same run.
 
 For each machine (the fat-trees Cab 1,296 nodes, Pinot 2,592, ft44 10,648, and the 3D torus
 torus8, 1,024, and Blue Waters, 27,648 slots: the kernels take any topology) and allocation size ``n`` in
 16 / 256 / 1,024 / 4,096 (sizes larger than the machine are skipped), a batch of ``B =
 1,024`` allocations is drawn uniformly on an empty machine with
-:func:`fattorus.kernels.montecarlo.random_allocations` (``width = aph.bucket(n)``). Two rows per cell:
+:func:`fattorus.kernels.montecarlo.random_allocations` (``width = aph.bucket(n)``). Three rows per cell:
 
 * ``hop_sums``: :func:`fattorus.kernels.aph.hop_sums`, the topology's ``hop_sum`` kernel
   (on a fat-tree the closed-form ``sum_{i != j} H`` from per-group counts) on the
@@ -12,6 +12,15 @@ torus8, 1,024, and Blue Waters, 27,648 slots: the kernels take any topology) and
   NumPy (``topo.hops`` on NumPy arrays, broadcast) and sums it, one allocation at a time.
   The kernel's sums must equal the reference's on every
   allocation the reference timed, or the benchmark raises.
+* ``hop_matrix``: :func:`fattorus.kernels.aph.hop_matrix`, the general ``n x n`` hop matrix
+  (``topo.hops`` broadcast, jitted) of one allocation, the batch's first (``batch = 1``,
+  ``width = n``: the kernel takes the ``n`` node ids unpadded). The reference
+  (:data:`HOP_MATRIX_REFERENCES`, by family) is written from the node coordinates
+  (``topo.coords``) broadcast in NumPy, independently of ``topo.hops``: on a fat-tree 4 hops
+  across pods, 2 across leaves of a pod, 0 on a leaf; on a 3D torus the sum of the ring
+  distances ``min(|dc|, X - |dc|)`` per dimension. The two matrices must be equal, and the
+  kernel's matrix must sum to the ``hop_sums`` kernel's sum of that allocation, or the
+  benchmark raises (a family without a reference gets no row).
 * ``random_allocations``: the kernel itself (``top_k`` of uniform scores on the free mask).
   The reference is ``numpy.random.Generator.choice(free_ids, n, replace=False)`` per
   allocation. Both outputs are checked to be ``n`` distinct free node ids per row.
@@ -20,7 +29,7 @@ Columns: ``compile_s`` is the first call on that shape minus ``run_s``; ``aot_co
 times ``lower(...).compile()`` alone, after ``jax.clear_caches()`` (the first-call estimate
 is noisy when one run is long, as for ``random_allocations`` on ft44); ``run_s`` is the median
 of ``repeats`` timed calls after two warm-up calls, each waiting on ``block_until_ready``;
-``allocs_per_s = B / run_s``. The reference is timed on a subset of
+``allocs_per_s = B / run_s`` (``hop_matrix``: ``1 / run_s``). The reference is timed on a subset of
 ``ref_allocs`` allocations of the batch, sized from a one-allocation probe so that one pass
 takes about ``REF_TARGET_S`` (capped at the batch; ``ref_passes`` passes over that subset
 when even the whole batch is quicker); ``ref_s_per_alloc`` is the median over
@@ -59,11 +68,14 @@ NOTES = (
     "compile_s = first call on the shape minus run_s; aot_compile_s = lower().compile() alone "
     "after jax.clear_caches(); run_s = median of `repeats` calls after "
     "2 warm-up calls (block_until_ready); allocs_per_s = batch / run_s. Reference (NumPy, one "
-    "allocation at a time): hop_sums -> n x n hop matrix then sum; random_allocations -> "
+    "allocation at a time): hop_sums -> n x n hop matrix then sum; hop_matrix (one allocation, "
+    "batch 1, unpadded) -> n x n matrix from the node coordinates broadcast (fat-tree: pod/leaf "
+    "differ; torus: ring distances per dimension); random_allocations -> "
     "Generator.choice(free, n, replace=False). It is timed on `ref_allocs` allocations of the "
     "batch x `ref_passes` passes (median of 3) and scaled per allocation; "
     "ratio = ref_s_per_alloc / (run_s / batch). Kernel hop sums equal the reference's on every "
-    "timed allocation (checked)."
+    "timed allocation, and the kernel's hop matrix equals the reference's (and sums to hop_sums') "
+    "(checked)."
 )
 
 
@@ -148,6 +160,34 @@ def reference_hop_sum(topo: Topology, row: np.ndarray) -> int:
     return int(np.asarray(topo.hops(a[:, None], a[None, :])).sum())
 
 
+def reference_hop_matrix_fattree(topo: Topology, nodes: np.ndarray) -> np.ndarray:
+    """``(n, n)`` fat-tree hops from ``(pod, leaf_in_pod, slot)`` coordinates broadcast: 4
+    between pods, 2 between leaves of one pod, 0 on one leaf (the routes' up-down lengths)."""
+    pod, leaf, _ = topo.coords(nodes)
+    other_pod = pod[:, None] != pod[None, :]
+    other_leaf = leaf[:, None] != leaf[None, :]
+    return np.where(other_pod, 4, np.where(other_leaf, 2, 0))
+
+
+def reference_hop_matrix_torus3d(topo: Topology, nodes: np.ndarray) -> np.ndarray:
+    """``(n, n)`` 3D-torus hops from ``(x, y, z, slot)`` coordinates broadcast: per dimension
+    the ring distance ``min(|dc|, extent - |dc|)``, summed."""
+    x, y, z, _ = topo.coords(nodes)
+    total = np.zeros((len(nodes), len(nodes)), np.int64)
+    for c, extent in zip((x, y, z), topo.dims):
+        d = np.abs(c[:, None] - c[None, :])
+        total += np.minimum(d, extent - d)
+    return total
+
+
+#: ``kind`` -> a plain NumPy ``(topo, nodes) -> (n, n)`` hop matrix from the node coordinates,
+#: written independently of the family's ``hops`` (a family without one gets no ``hop_matrix`` row).
+HOP_MATRIX_REFERENCES = {
+    "fattree": reference_hop_matrix_fattree,
+    "torus3d": reference_hop_matrix_torus3d,
+}
+
+
 def _check_allocations(allocs: np.ndarray, n: int, free: np.ndarray, what: str) -> None:
     """Every row holds ``n`` distinct free node ids then -1 padding; raise otherwise."""
     head, tail = allocs[:, :n], allocs[:, n:]
@@ -162,7 +202,8 @@ def _check_allocations(allocs: np.ndarray, n: int, free: np.ndarray, what: str) 
 
 
 def bench_cell(topo: Topology, n: int, batch: int, repeats: int, ref_target_s: float, key: jax.Array) -> list[dict]:
-    """The two rows (``random_allocations``, ``hop_sums``) of one machine and size."""
+    """The rows (``random_allocations``, ``hop_sums``, ``hop_matrix`` where the family has a
+    reference) of one machine and size."""
     width = aph.bucket(n)
     free = jnp.ones(topo.n_nodes, bool)
     free_np = np.ones(topo.n_nodes, bool)
@@ -203,7 +244,37 @@ def bench_cell(topo: Topology, n: int, batch: int, repeats: int, ref_target_s: f
     hop_row = _row("hop_sums", common, compile_s, aot_s, run_s, batch, ref_s, ref_m, ref_passes)
     _log(f"{topo.name} n={n}: hop_sums compile {hop_row['compile_s']:.3f} s (AOT {aot_s:.3f} s), run {run_s * 1e3:.2f} ms, "
          f"ratio {hop_row['ratio']:.1f} (sums agree on {ref_m} allocations)")
-    return [rand_row, hop_row]
+    rows = [rand_row, hop_row]
+
+    # The n x n hop matrix of the batch's first allocation (unpadded), then NumPy's from coordinates.
+    reference = HOP_MATRIX_REFERENCES.get(topo.kind)
+    if reference is None:
+        _log(f"{topo.name} n={n}: no hop_matrix row (no NumPy reference for kind {topo.kind!r})")
+        return rows
+    nodes_np = allocs_np[:1, :n]  # one allocation: the reference's rows
+    nodes = jnp.asarray(nodes_np[0])
+    jax.block_until_ready(nodes)
+    compile_s, aot_s, run_s, matrix = _time_jax(
+        lambda: aph.hop_matrix(topo, nodes), lambda: aph.hop_matrix.lower(topo, nodes), repeats
+    )
+    matrix_np = np.asarray(matrix)
+    ref_s, ref_m, ref_passes, ref_matrices = _time_reference(lambda row: reference(topo, row), nodes_np, ref_target_s)
+    if not np.array_equal(matrix_np, ref_matrices[0]):
+        i, j = (int(v[0]) for v in np.nonzero(matrix_np != ref_matrices[0]))
+        raise AssertionError(
+            f"hop_matrix {topo.name} n={n}: kernel {int(matrix_np[i, j])} != NumPy reference "
+            f"{int(ref_matrices[0][i, j])} at ({i}, {j}) (nodes {int(nodes_np[0, i])}, {int(nodes_np[0, j])})"
+        )
+    if int(matrix_np.sum(dtype=np.int64)) != int(sums_np[0]):
+        raise AssertionError(
+            f"hop_matrix {topo.name} n={n}: the matrix sums to {int(matrix_np.sum(dtype=np.int64))}, "
+            f"hop_sums says {int(sums_np[0])}"
+        )
+    matrix_row = _row("hop_matrix", {**common, "width": n, "batch": 1}, compile_s, aot_s, run_s, 1, ref_s, ref_m,
+                      ref_passes)
+    _log(f"{topo.name} n={n}: hop_matrix compile {matrix_row['compile_s']:.3f} s (AOT {aot_s:.3f} s), "
+         f"run {run_s * 1e3:.2f} ms, ratio {matrix_row['ratio']:.1f} (matrices agree, sum = hop_sums)")
+    return rows + [matrix_row]
 
 
 def run(quick: bool = False, seed: int = 0) -> list[dict]:
@@ -223,5 +294,5 @@ def run(quick: bool = False, seed: int = 0) -> list[dict]:
             key = jax.random.fold_in(jax.random.fold_in(root, m), n)
             for row in bench_cell(topo, n, batch, repeats, target, key):
                 rows.append({**row, "repeats": repeats})
-    order = {"hop_sums": 0, "random_allocations": 1}
+    order = {"hop_sums": 0, "hop_matrix": 1, "random_allocations": 2}
     return sorted(rows, key=lambda r: order[r["kernel"]])
