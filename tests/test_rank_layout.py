@@ -163,8 +163,10 @@ def test_the_study_ranks_the_placements_as_the_paper_does(tmp_path):
     ta = rows.filter(pl.col("placement") == "topaware").row(0, named=True)
     assert ta["max_hops"] == 1 + ta["skipped"]
     # Other settings into the same folder: refused, nothing rewritten.
+    before = (tmp_path / "results/halo_study/one/summary.json").read_bytes()
     again = run_study(tmp_path, "--origin", "4,10,6", "--kib", "64", "--name", "one")
     assert again.returncode == 2 and "other settings" in again.stderr and len(again.stderr.splitlines()) == 1
+    assert (tmp_path / "results/halo_study/one/summary.json").read_bytes() == before
 
 
 @pytest.mark.parametrize("args, words", [
@@ -176,9 +178,16 @@ def test_the_study_ranks_the_placements_as_the_paper_does(tmp_path):
     (("--positions", "0"), "--positions"),
     (("--name", "../x"), "--name"),
 ])
-def test_bad_settings_are_one_line(tmp_path, args, words):
-    out = run_study(tmp_path, *args)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0], out.stderr
+def test_bad_settings_are_one_line(tmp_path, monkeypatch, capsys, args, words):
+    """In-process (the command line's own ``main``; its process start is the test above)."""
+    from fattorus.app import halo_study
+
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = halo_study.main(list(args))
+    except SystemExit as stop:  # argparse's refusals
+        code = stop.code
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and words in lines[0], err
     assert not (tmp_path / "results").exists()

@@ -17,7 +17,8 @@ torus8, 1,024, and Blue Waters, 27,648 slots: the kernels take any topology) and
   ``width = n``: the kernel takes the ``n`` node ids unpadded). The reference
   (:data:`HOP_MATRIX_REFERENCES`, by family) is written from the node coordinates
   (``topo.coords``) broadcast in NumPy, independently of ``topo.hops``: on a fat-tree 4 hops
-  across pods, 2 across leaves of a pod, 0 on a leaf; on a 3D torus the sum of the ring
+  between its outer switch groups, 2 between inner groups of one outer group, 0 within an inner
+  group; on a 3D torus the sum of the ring
   distances ``min(|dc|, X - |dc|)`` per dimension. The two matrices must be equal, and the
   kernel's matrix must sum to the ``hop_sums`` kernel's sum of that allocation, or the
   benchmark raises (a family without a reference gets no row).
@@ -69,8 +70,8 @@ NOTES = (
     "after jax.clear_caches(); run_s = median of `repeats` calls after "
     "2 warm-up calls (block_until_ready); allocs_per_s = batch / run_s. Reference (NumPy, one "
     "allocation at a time): hop_sums -> n x n hop matrix then sum; hop_matrix (one allocation, "
-    "batch 1, unpadded) -> n x n matrix from the node coordinates broadcast (fat-tree: pod/leaf "
-    "differ; torus: ring distances per dimension); random_allocations -> "
+    "batch 1, unpadded) -> n x n matrix from the node coordinates broadcast (fat-tree: which switch "
+    "groups differ; torus: ring distances per dimension); random_allocations -> "
     "Generator.choice(free, n, replace=False). It is timed on `ref_allocs` allocations of the "
     "batch x `ref_passes` passes (median of 3) and scaled per allocation; "
     "ratio = ref_s_per_alloc / (run_s / batch). Kernel hop sums equal the reference's on every "
@@ -161,12 +162,13 @@ def reference_hop_sum(topo: Topology, row: np.ndarray) -> int:
 
 
 def reference_hop_matrix_fattree(topo: Topology, nodes: np.ndarray) -> np.ndarray:
-    """``(n, n)`` fat-tree hops from ``(pod, leaf_in_pod, slot)`` coordinates broadcast: 4
-    between pods, 2 between leaves of one pod, 0 on one leaf (the routes' up-down lengths)."""
-    pod, leaf, _ = topo.coords(nodes)
-    other_pod = pod[:, None] != pod[None, :]
-    other_leaf = leaf[:, None] != leaf[None, :]
-    return np.where(other_pod, 4, np.where(other_leaf, 2, 0))
+    """``(n, n)`` fat-tree hops from its ``(outer group, inner group, slot)`` coordinates
+    broadcast: 4 between outer groups, 2 between inner groups of one outer group, 0 within an
+    inner group (the routes' up-down lengths)."""
+    outer, inner, _ = topo.coords(nodes)
+    other_outer = outer[:, None] != outer[None, :]
+    other_inner = inner[:, None] != inner[None, :]
+    return np.where(other_outer, 4, np.where(other_inner, 2, 0))
 
 
 def reference_hop_matrix_torus3d(topo: Topology, nodes: np.ndarray) -> np.ndarray:
