@@ -195,6 +195,11 @@ CASES = [
     bad("sweep_dir_outside_results", "hydra.sweep.dir=mine: must lie under a results/ directory", "--multirun",
         "hydra.sweep.dir=mine"),
     # Paths that would leave the results root: refused or made one path component.
+    # Hydra's flags: two modes, or a flag between overrides (its parser left the rest over, in a usage block).
+    bad("two_mode_flags", "--multirun and --cfg cannot be given together", "--multirun", "--cfg", "job"),
+    bad("flag_between_overrides", "put -m before the overrides", "-m", "seed=0"),
+    # A value Hydra's grammar cannot read: a '~' a script left unexpanded (was Hydra's lexer's name).
+    bad("tilde_path", "give the full path (a '~' left unexpanded)", "workload.path=~/x.swf"),
     bad("study_dotdot", "cannot name a results directory", "--multirun", "study=../../x"),
     bad("study_absolute", "cannot name a results directory", "--multirun", "study=/tmp/fattorus-escape"),
     Case("workload_name_dotdot", W + ("workload.name=../../../escape",), 0, files={"log.swf": _log()}),

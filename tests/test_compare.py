@@ -94,8 +94,8 @@ def test_reference_that_matches_no_arm(tmp_path, capsys):
     assert compare.main([str(tmp_path)]) == 0
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
-    assert len(err) == 1 and "first_fit ordering=O2" in err[0] and "--reference LABEL" in err[0], err
-    assert "'ta', 'tree_bestfit'" in err[0]
+    assert len(err) == 1 and "'first_fit ordering=O2' is not an arm" in err[0] and "--reference LABEL" in err[0], err
+    assert "'ta', 'tree_bestfit'" in err[0] and "'to' is not an arm" in err[0]
     text = (tmp_path / "compare.md").read_text()
     assert "nan |\n" not in text and "break-even" not in text
     assert "| ta | 2 | 1.00 | 72.0% | 2.00 | 4.00 | 9.0 | 0.0% | 0.75 |\n" in text
@@ -458,3 +458,15 @@ def test_trials_made_by_several_code_sources_are_noted(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "compare: note: these trials were made by 3 fattorus sources (aaaaaaaaaaaa: 2, " in err, err
     assert "bbbbbbbbbbbb: 1" in err and "unrecorded: 1" in err
+
+
+def test_the_default_reference_note_says_why_to_names_no_arm():
+    """Beside ``to speedup=none`` and ``to speedup=v2`` the default ``to`` names two arms: the
+    note says so rather than only that the torus paper's default is missing."""
+    from fattorus.app import compare
+
+    rows = [{"arm": a, "policy": a.split()[0], "workload": "w"} for a in ("to speedup=none", "to speedup=v2", "ta speedup=v2")]
+    ref, notes, code = compare.check_reference(rows, compare.default_reference([r["arm"] for r in rows]), False)
+    assert ref is None and code == 0 and len(notes) == 1
+    assert "'first_fit ordering=O2' is not an arm" in notes[0]
+    assert "'to' names 2 arms ('to speedup=none', 'to speedup=v2')" in notes[0]

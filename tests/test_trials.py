@@ -238,3 +238,27 @@ def test_a_ctrl_c_after_the_results_are_written_says_the_run_finished(runs, tmp_
     finally:
         cli._kept_note[0] = None  # this process's Ctrl-C line, not the test's to keep
     assert not (run / trials.PARTS).exists() and (run / "summary.json").exists()
+
+
+def test_a_ctrl_c_before_the_first_batch_says_no_batch_was_kept(tmp_path):
+    """A ``trials=N`` run interrupted before any batch finished (its parts folder holds only
+    its settings): the Ctrl-C line names the batches, not a plain single run, and the run
+    directory's stubs go; with one kept batch the resume line counts it in the singular."""
+    import json
+
+    from fattorus.app import cli
+    from fattorus.app import sweep as app
+    from fattorus.app import trials
+
+    run = tmp_path / "results" / "runs" / "r"
+    (run / trials.PARTS).mkdir(parents=True)
+    (run / trials.PARTS / "settings.json").write_text(json.dumps({"n": 1000}))
+    try:
+        app._single_run_interrupted(run)
+        assert cli._kept_note[0] == trials.NO_BATCH_KEPT and f"no batch of {trials.BATCH} trials" in trials.NO_BATCH_KEPT
+    finally:
+        cli._kept_note[0] = None
+    assert not (run / trials.PARTS).exists()
+    (run / trials.PARTS).mkdir(parents=True)
+    (run / trials.PARTS / "b000000.parquet").write_bytes(b"")
+    assert trials.resume_note(run).startswith(f"1 finished batch of trials is kept in {run};")

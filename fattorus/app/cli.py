@@ -138,6 +138,13 @@ def hydra_error(err: BaseException) -> str:
             return f"unknown setting {asked.group(1)!r}{hint}"
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
         return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
+    unread = re.search(r"LexerNoViableAltException: (\S+)", text)
+    if unread:  # a character Hydra's override grammar does not take unquoted
+        key, _, value = unread.group(1).partition("=")
+        if "~" in value:
+            return f"Hydra cannot read the override {unread.group(1)!r}: give the full path (a '~' left unexpanded)"
+        return (f"Hydra cannot read the override {unread.group(1)!r}: quote its value inside shell quotes, "
+                f"e.g. '{key}=\"{value}\"'")
     return f"{squash(err)}{f' ({squash(cause)})' if cause else ''}"
 
 
@@ -220,6 +227,28 @@ def launcher_problem(argv: list[str]) -> str | None:
     return None
 
 
+#: Hydra's flags that pick what a command does: it accepts one of them per command line.
+_MODE_FLAGS = {"-r": "--run", "--run": "--run", "-m": "--multirun", "--multirun": "--multirun", "-c": "--cfg",
+               "--cfg": "--cfg", "-i": "--info", "--info": "--info", "-sc": "--shell-completion",
+               "--shell-completion": "--shell-completion"}
+
+
+def flag_problem(argv: list[str]) -> str | None:
+    """Why Hydra would refuse ``argv``'s flags with a traceback or a usage block, in one line,
+    or None: two of its mode flags (``--multirun --cfg job``), or a flag between overrides
+    (``a=1 -m b=2``: its parser takes the overrides in one run, so ``b=2`` is left over)."""
+    modes = list(dict.fromkeys(_MODE_FLAGS[a] for a in argv if a in _MODE_FLAGS))
+    if len(modes) > 1:
+        return (f"{' and '.join(modes)} cannot be given together: a command does one of --run, --multirun, --cfg, "
+                "--info (--cfg job shows a single run's composed config)")
+    first = next((i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")), None)
+    if first is not None:
+        flag = next((i for i in range(first + 1, len(argv)) if argv[i].startswith("-")), None)
+        if flag is not None and any("=" in a and not a.startswith("-") for a in argv[flag + 1:]):
+            return f"put {argv[flag]} before the overrides (e.g. {argv[flag]} {argv[first]} ...): Hydra reads its flags first"
+    return None
+
+
 def finished_note(out_dir: Any) -> str:
     """A single run's Ctrl-C line once its results are written (its last line may not be out)."""
     return f"the run had finished: its results are in {out_dir}"
@@ -268,7 +297,7 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
     from fattorus import interrupt
 
     interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
-    problem = launcher_problem(sys.argv[1:]) or listed_group(sys.argv[1:])
+    problem = flag_problem(sys.argv[1:]) or launcher_problem(sys.argv[1:]) or listed_group(sys.argv[1:])
     if problem:
         sys.stderr.write(f"{prog}: error: {problem}\n")
         sys.exit(2)

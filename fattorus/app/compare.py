@@ -348,6 +348,19 @@ def _quoted(labels: Any) -> str:
     return ", ".join(f"'{x}'" for x in sorted(set(labels)))
 
 
+def _defaults_named(rows: list[dict[str, Any]]) -> str:
+    """Why no default reference (:data:`DEFAULT_REFERENCES`) names one arm of ``rows``: what
+    each names (none, or several: ``to`` is ambiguous beside ``to speedup=none`` and ``to
+    speedup=v2``)."""
+    arms = sorted({r.get("arm", r["policy"]) for r in rows})
+    said = []
+    for ref in DEFAULT_REFERENCES:
+        several = [a for a in arms if a == ref or a.startswith(ref + " ")]
+        said.append(f"'{ref}' names {len(several)} arms ({_quoted(several)})" if len(several) > 1
+                    else f"'{ref}' is not an arm")
+    return "no default reference names one arm of this study: " + ", ".join(said)
+
+
 def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> tuple[str | None, list[str], int]:
     """The reference to use, the notes to print (stderr), and an exit code (0: go on).
 
@@ -362,8 +375,8 @@ def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> 
     if not with_ref:
         if given:
             return None, [f"compare: --reference '{reference}' matches no arm; labels present: {labels}"], 2
-        return None, [f"compare: note: no break-even column: the default reference '{reference}' is not an arm of "
-                      f"this study; choose one with --reference LABEL (labels present: {labels})"], 0
+        return None, [f"compare: note: no break-even column: {_defaults_named(rows)}; choose one with "
+                      f"--reference LABEL (labels present: {labels})"], 0
     lacking = sorted(workloads - with_ref)
     notes = [f"compare: note: no break-even column for {'; '.join(lacking)}: no arm '{reference}' there"] if lacking else []
     return reference, notes, 0

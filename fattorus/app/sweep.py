@@ -567,9 +567,10 @@ def _single_run_interrupted(out_dir: Path) -> None:
     elif trials.resumable(out_dir):
         cli.kept_on_interrupt(trials.resume_note(out_dir))
     else:
+        was_trials = parts.is_dir()
         shutil.rmtree(parts, ignore_errors=True)  # its settings record alone
         cli.discard_stub(out_dir, "runs")
-        cli.kept_on_interrupt(NOTHING_KEPT)
+        cli.kept_on_interrupt(trials.NO_BATCH_KEPT if was_trials else NOTHING_KEPT)
 
 
 # An absolute path: the app runs as `python -m fattorus.sweep` (a shim), so Hydra cannot

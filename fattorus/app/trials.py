@@ -176,6 +176,11 @@ def _kept_batches(parts: Path, settings: dict[str, Any], refuse_other: bool = Fa
 #: results are written: a single run resumes them with ``hydra.run.dir=`` that directory.
 PARTS = "trials.parts"
 
+#: A ``trials=N`` run's Ctrl-C line when no batch had finished: a batch is one compiled call,
+#: which a Ctrl-C cannot cut short, so the interrupt took effect when the running one ended.
+NO_BATCH_KEPT = (f"no batch of {BATCH} trials had finished (each is kept when it ends, and a Ctrl-C waits for the "
+                 "running one): nothing was kept")
+
 
 def resumable(out_dir: Path) -> bool:
     """Whether ``out_dir`` holds an interrupted ``trials=N`` run: kept batches and their
@@ -191,7 +196,8 @@ def resume_note(out_dir: Path) -> str:
     import shlex
 
     done = len(list((out_dir / PARTS).glob("b*.parquet")))
-    return (f"{done} finished batches of trials are kept in {out_dir}; re-run the same command with "
+    return (f"{done} finished batch{'' if done == 1 else 'es'} of trials {'is' if done == 1 else 'are'} kept in "
+            f"{out_dir}; re-run the same command with "
             f"{shlex.quote(f'hydra.run.dir={out_dir}')} to resume")
 
 
