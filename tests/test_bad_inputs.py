@@ -177,6 +177,12 @@ CASES = [
     # A misspelt key without '+': the closest setting, not Hydra's "use +key=value" (session 27).
     bad("key_misspelt_without_plus", "unknown setting 'workload.windw_days' (did you mean 'window_days'?)",
         "workload.windw_days=1"),
+    # A key misspelt in a config without a schema (the QoS app's): the closest key it holds.
+    bad("qos_key_misspelt", "unknown setting 'qos.imbalanc' (did you mean 'imbalance'?)", "qos.imbalanc=0.1",
+        cli="qos", files={}),
+    # ... and in a machine's config (no schema either).
+    bad("topo_key_misspelt", "unknown setting 'topo.nodes_per_lef' (did you mean 'nodes_per_leaf'?)",
+        "topo.nodes_per_lef=2"),
     bad("top_key_misspelt_without_plus", "unknown setting 'polcy' (did you mean 'policy'?)", "polcy=ta"),
     # A setting of an appended group that is not chosen (was OmegaConf's traceback for speedup).
     bad("speedup_key_without_speedup", "speedup.comm_fraction=0.5: sets a speedup scenario's setting, and no speedup "

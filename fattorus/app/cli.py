@@ -136,6 +136,13 @@ def hydra_error(err: BaseException) -> str:
         hint = did_you_mean(asked.group(1).removeprefix("policy.params."), _policy_parameters(), "policy.params.")
         if hint:
             return f"unknown setting {asked.group(1)!r}{hint}"
+    parent_node = getattr(err.__cause__, "parent_node", None)
+    if asked and parent_node is not None and hasattr(parent_node, "keys"):
+        # a config without a schema (the QoS app's): the keys it holds name the closest one
+        parent, _, name = asked.group(1).rpartition(".")
+        why = unknown_setting([name], [str(k) for k in parent_node.keys()], parent + "." if parent else "")
+        if why:
+            return why
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
         return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
     unread = re.search(r"LexerNoViableAltException: (\S+)", text)
