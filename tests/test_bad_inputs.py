@@ -558,3 +558,35 @@ def test_wandb_settings_name_no_trial_folder(results):
     re-ran every replay into new folders (session 27 review)."""
     dirs = results["wandb_settings_not_in_folders"]["summary_dirs"]
     assert len(dirs) == 2 and all("logger" not in part for d in dirs for part in d), dirs
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--multirun", "--cfg", "job"], "--multirun and --cfg cannot be given together"),
+    (["a=1", "-m", "b=2"], "put -m before the overrides"),
+    (["a=1", "--cfg", "job", "b=2"], "put --cfg job before the overrides"),  # the flag's value goes with it
+    (["a=1", "-cn", "other", "b=2"], "put -cn other before the overrides"),
+    (["--cfg", "job", "a=1", "--", "b=2"], None),  # '--' ends the flags: Hydra takes the rest
+    (["--help", "--cfg", "job", "-m"], None),  # Hydra prints its help
+    (["-m", "a=1,2", "~logger", "+x=-1"], None),
+    (["a=1", "b=2", "--multirun"], None),  # a flag last: Hydra takes it
+])
+def test_hydra_flag_order(argv, words):
+    """The flag checks before Hydra (``cli.flag_problem``): by hand, what Hydra's own parser
+    refuses with a traceback or a usage block, and what it accepts."""
+    from fattorus.app import cli
+
+    got = cli.flag_problem(argv)
+    assert (got is None) if words is None else (got is not None and words in got), got
+
+
+def test_a_misspelt_key_names_the_key_the_lookup_failed_on(tmp_path):
+    """``qos.sytem.radix``: the closest key to ``sytem`` (was "settings there" without a hint,
+    the last part ``radix`` looked up); ``polcy.name``: ``policy``."""
+    env = {**os.environ}
+    qos = subprocess.run([sys.executable, "-m", "fattorus.qos", "--cfg", "job", "qos.sytem.radix=4"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert qos.returncode == 2 and "unknown setting 'qos.sytem' (did you mean 'system'?)" in qos.stderr, qos.stderr
+    sweep = subprocess.run([sys.executable, "-m", "fattorus.sweep", "--cfg", "job", "polcy.name=ta"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert sweep.returncode == 2 and "unknown setting 'polcy' (did you mean 'policy'?)" in sweep.stderr, sweep.stderr
+    assert not any(tmp_path.iterdir())

@@ -59,3 +59,7 @@ def test_bad_arguments_are_refused():
         fattree_host_routes.balanced_routes(ft, [0, 1], [2, 3], [1.0, 1.0], [0, 0])
     with pytest.raises(ValueError, match="2 sources, 1 destinations"):
         fattree_host_routes.balanced_routes(ft, [0, 1], [2], [1.0, 1.0], [0, 1])
+    with pytest.raises(ValueError, match="node id 18000 past the machine's 18 nodes"):
+        fattree_host_routes.balanced_routes(ft, [18000], [0], [1.0], [0])
+    with pytest.raises(ValueError, match="finite"):
+        fattree_host_routes.balanced_routes(ft, [0], [5], [float("nan")], [0])

@@ -177,6 +177,8 @@ def test_the_study_ranks_the_placements_as_the_paper_does(tmp_path):
     (("--ordering", "nope"), "choices"),
     (("--positions", "0"), "--positions"),
     (("--name", "../x"), "--name"),
+    (("--kib", "1e308", "--origin", "4,10,6"), "--kib"),
+    (("--grid", "2097152,2097152,2097152"), "ranks do not fit"),
 ])
 def test_bad_settings_are_one_line(tmp_path, monkeypatch, capsys, args, words):
     """In-process (the command line's own ``main``; its process start is the test above)."""
@@ -191,3 +193,17 @@ def test_bad_settings_are_one_line(tmp_path, monkeypatch, capsys, args, words):
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and words in lines[0], err
     assert not (tmp_path / "results").exists()
+
+
+def test_a_position_that_cannot_hold_topaware_is_skipped_not_the_study(tmp_path, monkeypatch, capsys):
+    """An 8 x 8 x 9 feature leaves Topaware one spare Gemini a pencil: some drawn positions
+    have a pencil with two service Geminis. Those are skipped with a line each; the others
+    are the study (seed 1 draws such a position first)."""
+    from fattorus.app import halo_study
+
+    monkeypatch.chdir(tmp_path)
+    assert halo_study.main(["--feature", "8,8,9", "--positions", "8", "--seed", "1", "--name", "f"]) == 0
+    err = capsys.readouterr().err
+    skipped = [line for line in err.splitlines() if "skipped" in line]
+    summary = json.loads((tmp_path / "results/halo_study/f/summary.json").read_text())
+    assert skipped and summary["positions"] == 8 - len(skipped) >= 1

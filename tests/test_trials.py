@@ -255,7 +255,7 @@ def test_a_ctrl_c_before_the_first_batch_says_no_batch_was_kept(tmp_path):
     (run / trials.PARTS / "settings.json").write_text(json.dumps({"n": 1000}))
     try:
         app._single_run_interrupted(run)
-        assert cli._kept_note[0] == trials.NO_BATCH_KEPT and f"no batch of {trials.BATCH} trials" in trials.NO_BATCH_KEPT
+        assert cli._kept_note[0] == trials.NO_BATCH_KEPT and trials.NO_BATCH_KEPT.startswith("no batch of trials")
     finally:
         cli._kept_note[0] = None
     assert not (run / trials.PARTS).exists()

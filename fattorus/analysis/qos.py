@@ -317,7 +317,7 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
     sizes = cfg.get("message_bytes") or {}
     for p in jobs:
         v = sizes.get(p)
-        if not isinstance(v, (int, float)) or v <= 0:
+        if not isinstance(v, (int, float)) or not 0 < v < float("inf"):  # NaN too
             raise ValueError(f"qos.message_bytes.{p}={v!r}: give the bytes per message (> 0)")
     imbalance = cfg.get("imbalance", "uniform")
     if imbalance not in bsp.IMBALANCE:

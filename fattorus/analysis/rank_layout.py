@@ -13,8 +13,8 @@ placements of its ranks in a *node feature* (a predefined prism of Geminis):
 * ``topaware``: the Topaware tool: a logical grid of ``L1 x L2 x L3`` Geminis, ``N1 x N2 x N3``
   partitions on each Gemini's node pair (``Di = Li * Ni``), chosen in the feature as the paper
   describes — ``L2`` xz planes, each with ``L1`` z-pencils that hold at least ``L3`` Geminis
-  whose nodes are all usable, scanning each pencil from the feature's low-z end and skipping
-  the others (:func:`topaware`).
+  whose nodes are all usable, each pencil scanned along z from a common start, skipping the
+  others; of all positions in the feature, the one that skips fewest (:func:`topaware`).
 
 Every function returns plain arrays (node ids per rank); :func:`as_job` turns a placement into
 a :class:`~fattorus.analysis.commtime.Job` for the flow model. The study that compares them is
@@ -61,7 +61,7 @@ def cartesian_halo(dims: tuple[int, int, int], nbytes: float, periodic: bool = F
             src.append(np.flatnonzero(keep))
             dst.append(np.ravel_multi_index(tuple(moved[keep].T), dims))
     src, dst = np.concatenate(src), np.concatenate(dst)
-    keep = src != dst  # an extent of 1 (periodic) or 2 wrapping onto itself
+    keep = src != dst  # periodic along an extent of 1: a rank's own neighbour
     return patterns.Traffic(src[keep].astype(np.int32), dst[keep].astype(np.int32), np.full(int(keep.sum()), float(nbytes)))
 
 
@@ -118,26 +118,36 @@ class Topaware(NamedTuple):
     skipped: int
 
 
+def logical_grid(dims: tuple[int, int, int], per_gemini: tuple[int, int, int], nodes_per_router: int,
+                 feature: tuple[int, ...]) -> tuple[int, int, int]:
+    """Topaware's logical grid ``dims / per_gemini`` in Geminis, checked against the settings
+    alone (whatever the feature's position): the partitions tile the grid, split over a
+    Gemini's nodes along the last dimension, and the grid fits the ``feature`` prism."""
+    if any(d % g for d, g in zip(dims, per_gemini)):
+        raise LayoutError(f"partitions per Gemini {list(per_gemini)} do not tile the grid {list(dims)}")
+    if per_gemini[2] % nodes_per_router:
+        raise LayoutError(f"{per_gemini[2]} partitions along the last dimension do not split over "
+                          f"{nodes_per_router} nodes per Gemini")
+    L = tuple(d // g for d, g in zip(dims, per_gemini))
+    if any(g > f for g, f in zip(L, feature)):
+        raise LayoutError(f"a logical grid of {list(L)} Geminis does not fit the {list(feature)} feature")
+    return L  # type: ignore[return-value]
+
+
 def topaware(topo: Torus3D, routers: np.ndarray, dims: tuple[int, int, int], per_gemini: tuple[int, int, int],
              job_kind: str | None = None) -> Topaware:
     """Topaware's logical grid in the feature ``routers`` (:func:`feature_routers`; virtual
     dimension ``i`` along torus dimension ``i``): ``L = dims / per_gemini`` Geminis; a
     Gemini counts when all its nodes are usable. Of every offset of the grid's ``L1`` x and
     ``L2`` y positions in the feature and every low-z start, it takes the one whose pencils
-    skip the fewest unusable Geminis (the first such in x, y, z order): the paper's Topaware
+    skip the fewest unusable Geminis (the first such, by z start, then y, then x): the paper's Topaware
     aims at a near-optimal layout, and its Table III run had at most one skip per pencil. A
     Gemini's ``N1 x N2 x N3`` partitions are split among its nodes along the last virtual
     dimension (``N3`` must be a multiple of the nodes per router)."""
     dims, per_gemini = _dims(dims), _dims(per_gemini, "partitions per Gemini")
     p = topo.nodes_per_router
-    if any(d % g for d, g in zip(dims, per_gemini)):
-        raise LayoutError(f"partitions per Gemini {list(per_gemini)} do not tile the grid {list(dims)}")
-    if per_gemini[2] % p:
-        raise LayoutError(f"{per_gemini[2]} partitions along the last dimension do not split over {p} nodes per Gemini")
-    L = tuple(d // g for d, g in zip(dims, per_gemini))
+    L = logical_grid(dims, per_gemini, p, routers.shape)
     sx, sy, sz = routers.shape
-    if L[0] > sx or L[1] > sy or L[2] > sz:
-        raise LayoutError(f"a logical grid of {list(L)} Geminis does not fit the {[sx, sy, sz]} feature")
     whole = topo.usable(job_kind).reshape(-1, p).all(1)[routers]  # (sx, sy, sz): Gemini usable
     # For each pencil and low-z start: the z index (in the feature) of its L3-th usable Gemini.
     rank = np.cumsum(whole, axis=2)  # usable Geminis up to and including each z

@@ -127,6 +127,9 @@ def hydra_error(err: BaseException) -> str:
     cls = getattr(schema, where.group(1), None) if where else None
     if asked and dataclasses.is_dataclass(cls):
         parent, _, name = asked.group(1).rpartition(".")
+        failed = _missing_key(err.__cause__)
+        if failed:  # the key the lookup failed on (``polcy`` of ``polcy.name``), not the last one asked
+            parent, name = failed[0][:len(failed[0]) - len(failed[1])].rstrip("."), failed[1]
         why = unknown_setting([name], [f.name for f in dataclasses.fields(cls)], parent + "." if parent else "")
         if why:
             return why
@@ -136,23 +139,35 @@ def hydra_error(err: BaseException) -> str:
         hint = did_you_mean(asked.group(1).removeprefix("policy.params."), _policy_parameters(), "policy.params.")
         if hint:
             return f"unknown setting {asked.group(1)!r}{hint}"
-    parent_node = getattr(err.__cause__, "parent_node", None)
-    if asked and parent_node is not None and hasattr(parent_node, "keys"):
-        # a config without a schema (the QoS app's): the keys it holds name the closest one
-        parent, _, name = asked.group(1).rpartition(".")
-        why = unknown_setting([name], [str(k) for k in parent_node.keys()], parent + "." if parent else "")
+    missing = _missing_key(err.__cause__)
+    if asked and missing:
+        # a config without a schema (the QoS app's, a machine's): the node where the lookup
+        # failed names the closest key it holds
+        full, name, known = missing
+        why = unknown_setting([name], known, full[:len(full) - len(name)])
         if why:
             return why
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
         return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
-    unread = re.search(r"LexerNoViableAltException: (\S+)", text)
+    unread = re.search(r"LexerNoViableAltException: (.*?)\s+\^", text)
     if unread:  # a character Hydra's override grammar does not take unquoted
         key, _, value = unread.group(1).partition("=")
-        if "~" in value:
+        if value.startswith("~"):
             return f"Hydra cannot read the override {unread.group(1)!r}: give the full path (a '~' left unexpanded)"
         return (f"Hydra cannot read the override {unread.group(1)!r}: quote its value inside shell quotes, "
                 f"e.g. '{key}=\"{value}\"'")
     return f"{squash(err)}{f' ({squash(cause)})' if cause else ''}"
+
+
+def _missing_key(cause: BaseException | None) -> tuple[str, str, list[str]] | None:
+    """``(full key, key, keys held there)`` of an OmegaConf lookup that failed on a node with
+    keys, or None (no such node, or one that holds none)."""
+    node, key = getattr(cause, "parent_node", None), getattr(cause, "key", None)
+    full = getattr(cause, "full_key", None) or key
+    if node is None or not hasattr(node, "keys") or not isinstance(key, str) or not isinstance(full, str):
+        return None
+    known = [str(k) for k in node.keys()]
+    return (full, key, known) if known and full.endswith(key) else None
 
 
 def override_key(override: str) -> str:
@@ -240,19 +255,31 @@ _MODE_FLAGS = {"-r": "--run", "--run": "--run", "-m": "--multirun", "--multirun"
                "--shell-completion": "--shell-completion"}
 
 
+#: Hydra's flags that take a value (``--info``'s is optional: a value without '=' only).
+_VALUE_FLAGS = {"-c", "--cfg", "-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir", "-p",
+                "--package", "-i", "--info", "-sc", "--shell-completion"}
+
+
 def flag_problem(argv: list[str]) -> str | None:
     """Why Hydra would refuse ``argv``'s flags with a traceback or a usage block, in one line,
     or None: two of its mode flags (``--multirun --cfg job``), or a flag between overrides
-    (``a=1 -m b=2``: its parser takes the overrides in one run, so ``b=2`` is left over)."""
-    modes = list(dict.fromkeys(_MODE_FLAGS[a] for a in argv if a in _MODE_FLAGS))
+    (``a=1 -m b=2``: its parser takes the overrides in one run, so ``b=2`` is left over).
+    A help flag, or ``--`` (the end of the flags), leaves the command line to Hydra."""
+    if any(a in ("-h", "--help", "--hydra-help") for a in argv):
+        return None
+    flags = argv[:argv.index("--")] if "--" in argv else argv
+    modes = list(dict.fromkeys(_MODE_FLAGS[a] for a in flags if a in _MODE_FLAGS))
     if len(modes) > 1:
         return (f"{' and '.join(modes)} cannot be given together: a command does one of --run, --multirun, --cfg, "
                 "--info (--cfg job shows a single run's composed config)")
-    first = next((i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")), None)
+    first = next((i for i, a in enumerate(flags) if "=" in a and not a.startswith("-")), None)
     if first is not None:
-        flag = next((i for i in range(first + 1, len(argv)) if argv[i].startswith("-")), None)
-        if flag is not None and any("=" in a and not a.startswith("-") for a in argv[flag + 1:]):
-            return f"put {argv[flag]} before the overrides (e.g. {argv[flag]} {argv[first]} ...): Hydra reads its flags first"
+        flag = next((i for i in range(first + 1, len(flags)) if flags[i].startswith("-")), None)
+        if flag is not None and any("=" in a and not a.startswith("-") for a in flags[flag + 1:]):
+            shown = flags[flag]
+            if shown in _VALUE_FLAGS and flag + 1 < len(flags) and "=" not in flags[flag + 1]:
+                shown += " " + flags[flag + 1]
+            return f"put {shown} before the overrides: Hydra reads its flags first"
     return None
 
 

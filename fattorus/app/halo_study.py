@@ -21,7 +21,8 @@ one ``--origin``) and reports, per placement, the mean and range of the step tim
 default's and of the max hops. Results go to ``results/halo_study/<name>/`` under the current
 directory (``positions.parquet``: one row per position and placement; ``summary.json``: the
 settings and the per-placement figures beside the paper's), written atomically; a folder that
-holds results of other settings is refused (use another ``--name``). Takes seconds.
+holds results of other settings is refused (use another ``--name``). ~0.15 s a position on
+Blue Waters.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ from fattorus.topology.torus3d import Torus3D
 PAPER = {"default": (11.315, 9), "grid_order": (7.722, 16), "topaware": (2.771, 2)}
 
 PLACEMENTS = ("default", "grid_order", "topaware")
-POSITIONS_MAX = 4096
+POSITIONS_MAX = 512  # ~0.15 s a position on Blue Waters: a little over a minute at most
+KIB_MAX = 2.0**30  # a TiB a message: beyond it bytes stop being a useful figure
 
 
 def _triple(text: str, what: str, low: int = 1) -> tuple[int, int, int]:
@@ -97,7 +99,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
             "origin": None if args.origin is None else list(_triple(args.origin, "origin", 0)),
             "positions": 1 if args.origin is not None else args.positions, "ordering": args.ordering,
             "block": list(_triple(args.block, "block")), "per_gemini": list(_triple(args.per_gemini, "per-gemini")),
-            "periodic": bool(args.periodic), "seed": args.seed}
+            "periodic": bool(args.periodic), "seed": None if args.origin is not None else args.seed}
 
 
 def candidate_origins(topo: Torus3D, shape: tuple[int, int, int]) -> np.ndarray:
@@ -112,20 +114,35 @@ def candidate_origins(topo: Torus3D, shape: tuple[int, int, int]) -> np.ndarray:
     return np.argwhere(ok)
 
 
-def placements(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any]) -> dict[str, tuple[np.ndarray, int]]:
-    """Node per rank of each placement at ``origin``, and Topaware's most skipped Geminis."""
-    grid = tuple(s["grid"])
-    n = int(np.prod(grid))
+def check_settings(topo: Torus3D, s: dict[str, Any]) -> None:
+    """Refuse (:class:`~fattorus.analysis.rank_layout.LayoutError`) settings no feature position
+    can hold: ranks that do not fill whole nodes, blocks that do not hold a node's ranks or
+    tile the grid, a logical grid that does not fit the feature, a job larger than the feature."""
+    grid, feature = tuple(s["grid"]), tuple(s["feature"])
+    rl.feature_routers(topo, (0, 0, 0), feature)  # the feature fits the torus
+    n = int(np.prod(grid, dtype=object))  # exact, however large
+    if n > int(np.prod(feature)) * topo.nodes_per_router * s["ranks_per_node"]:
+        raise rl.LayoutError(f"{n:,} ranks do not fit a {feature} feature at {s['ranks_per_node']} ranks a node")
     if n % s["ranks_per_node"]:
         raise rl.LayoutError(f"{n} ranks do not fill nodes of {s['ranks_per_node']} ranks")
-    routers = rl.feature_routers(topo, origin, tuple(s["feature"]))
-    alps = rl.alps_nodes(topo, routers, n // s["ranks_per_node"], s["ordering"])
     if np.prod(s["block"]) != s["ranks_per_node"]:
         raise rl.LayoutError(f"--block {s['block']} holds {int(np.prod(s['block']))} partitions, not "
                              f"{s['ranks_per_node']} ranks a node")
     if np.prod(s["per_gemini"]) != s["ranks_per_node"] * topo.nodes_per_router:
         raise rl.LayoutError(f"--per-gemini {s['per_gemini']} holds {int(np.prod(s['per_gemini']))} partitions, not "
                              f"{s['ranks_per_node']} ranks on each of a Gemini's {topo.nodes_per_router} nodes")
+    if any(g % b for g, b in zip(grid, s["block"])):
+        raise rl.LayoutError(f"block {s['block']} does not tile the grid {list(grid)}")
+    rl.logical_grid(grid, tuple(s["per_gemini"]), topo.nodes_per_router, feature)
+
+
+def placements(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any]) -> dict[str, tuple[np.ndarray, int]]:
+    """Node per rank of each placement at ``origin`` (settings checked by :func:`check_settings`),
+    and Topaware's most skipped Geminis; a position that cannot hold one raises LayoutError."""
+    grid = tuple(s["grid"])
+    n = int(np.prod(grid))
+    routers = rl.feature_routers(topo, origin, tuple(s["feature"]))
+    alps = rl.alps_nodes(topo, routers, n // s["ranks_per_node"], s["ordering"])
     grid_nodes = rl.grid_order(grid, tuple(s["block"]))
     ta = rl.topaware(topo, routers, grid, tuple(s["per_gemini"]))
     return {"default": (alps[rl.smp(n, s["ranks_per_node"])], 0), "grid_order": (alps[grid_nodes], 0),
@@ -181,23 +198,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--seed must be from 0 to {SEED_MAX}, got {args.seed}")
         if not 1 <= args.positions <= POSITIONS_MAX:
             raise ValueError(f"--positions must be from 1 to {POSITIONS_MAX}, got {args.positions}")
-        if args.ranks_per_node < 1 or not args.kib > 0 or not np.isfinite(args.kib):
-            raise ValueError("--ranks-per-node must be >= 1 and --kib a positive number")
+        if args.ranks_per_node < 1 or not 0 < args.kib <= KIB_MAX:
+            raise ValueError(f"--ranks-per-node must be >= 1 and --kib a number in (0, {KIB_MAX:g}] (KiB a message)")
         s = settings(args)
         topo = topology.load(args.machine)
         if not isinstance(topo, Torus3D):
             raise ValueError(f"--machine {args.machine!r} is a {topo.kind}; the study places Geminis of a 3D torus")
         if args.ordering not in topo.ordering_names:
             raise ValueError(f"--ordering {args.ordering!r}: choices {list(topo.ordering_names)}")
+        check_settings(topo, s)
         if s["origin"] is not None:
-            origins = np.array([s["origin"]]) % np.array(topo.dims)
+            s["origin"] = [int(o) % d for o, d in zip(s["origin"], topo.dims)]  # recorded as placed
+            origins = np.array([s["origin"]])
         else:
             found = candidate_origins(topo, tuple(s["feature"]))
             if not len(found):
                 raise ValueError(f"no {s['feature']} feature of {args.machine} holds only its default compute type")
             rng = np.random.default_rng(args.seed)
             origins = found[np.sort(rng.choice(len(found), min(args.positions, len(found)), replace=False))]
-        placements(topo, tuple(origins[0]), s)  # a placement that cannot be made: one line, before the work
     except (ValueError, FileNotFoundError) as err:
         print(f"halo_study: error: {err}", file=sys.stderr)
         return 2

@@ -177,9 +177,10 @@ def _kept_batches(parts: Path, settings: dict[str, Any], refuse_other: bool = Fa
 PARTS = "trials.parts"
 
 #: A ``trials=N`` run's Ctrl-C line when no batch had finished: a batch is one compiled call,
-#: which a Ctrl-C cannot cut short, so the interrupt took effect when the running one ended.
-NO_BATCH_KEPT = (f"no batch of {BATCH} trials had finished (each is kept when it ends, and a Ctrl-C waits for the "
-                 "running one): nothing was kept")
+#: which a Ctrl-C cannot cut short; it takes effect when the call returns, and only the batches
+#: written before it are kept.
+NO_BATCH_KEPT = ("no batch of trials had finished (a Ctrl-C takes effect when the running batch's compiled call "
+                 "returns; only batches finished before it are kept): nothing was kept")
 
 
 def resumable(out_dir: Path) -> bool:

@@ -71,6 +71,13 @@ def balanced_routes(ft: FatTree, src: np.ndarray, dst: np.ndarray, nbytes: np.nd
                          f"{nbytes.shape[0]} byte counts, an order of {order.shape[0]}")
     if len(order) and not np.array_equal(np.sort(order), np.arange(len(order))):
         raise ValueError("balanced_routes: order must be a permutation of the flows")
+    # The compiled loop reads link loads at ids built from these: an id past the machine would
+    # read (or write) outside them, unchecked.
+    if len(src) and max(int(src.max()), int(dst.max())) >= ft.n_nodes:
+        raise ValueError(f"balanced_routes: node id {max(int(src.max()), int(dst.max()))} past the machine's "
+                         f"{ft.n_nodes} nodes")
+    if not np.isfinite(nbytes).all() or (nbytes < 0).any():
+        raise ValueError("balanced_routes: bytes must be finite and >= 0")
     lo = layout(ft)
     return _balanced_routes(src, dst, nbytes, order, ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod,
                             cores_per_l2(ft), lo.node_up, lo.node_down, lo.leaf_up, lo.leaf_down, lo.l2_up, lo.l2_down,
