@@ -590,3 +590,14 @@ def test_a_misspelt_key_names_the_key_the_lookup_failed_on(tmp_path):
                            capture_output=True, text=True, timeout=120, env=env)
     assert sweep.returncode == 2 and "unknown setting 'polcy' (did you mean 'policy'?)" in sweep.stderr, sweep.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_tune_refuses_an_unknown_machine_before_any_progress_line(tmp_path):
+    """``--topo caab``: one line on stderr and nothing on stdout (its "loading ..." line came
+    first)."""
+    out = subprocess.run([sys.executable, "-m", "fattorus.tune", "--name", "x", "--topo", "caab", "--workload", "atlas",
+                          "--train", "0:1", "--test", "1:2", "--trials", "1"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == "", out.stdout
+    assert out.stderr.count("\n") == 1 and "--topo caab: unknown topology 'caab'" in out.stderr
+    assert not any(tmp_path.iterdir())

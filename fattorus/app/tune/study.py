@@ -28,7 +28,7 @@ from fattorus.app.tune.storage import (
     quiet_optuna,
     trial_counts,
 )
-from fattorus.app.tune.windows import Setup, load_setup, window_label
+from fattorus.app.tune.windows import Setup, load_topology, load_setup, window_label
 from fattorus.app.tune.workers import add_trials, countdown, optimize
 
 if TYPE_CHECKING:
@@ -154,6 +154,7 @@ def run(opts: Options) -> dict[str, Any]:
     quiet_optuna()
     t_start = time.perf_counter()
     scale = f"scale={opts.scale}" if isinstance(opts.scale, str) else f"x{opts.scale:g}"
+    load_topology(opts.topo, opts.policy)  # a machine that cannot be tuned on: its one line before any progress line
     print(f"[tune {opts.name}] loading {opts.workload} {scale} on {opts.topo} ...", flush=True)
     setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, opts.test, opts.cores_per_node,
                        opts.policy, opts.speedup)

@@ -155,7 +155,7 @@ def _default_scale(topo: str) -> float | str:
     return OmegaConf.load(path).get("default_scale", 1)  # the machine loaded from it already
 
 
-def _load_topology(topo: str, tuned: str = "ta") -> Topology:
+def load_topology(topo: str, tuned: str = "ta") -> Topology:
     """``--topo``: a ``conf/topo`` name or a YAML path; errors become :class:`TuneError`."""
     from fattorus import topology
     from fattorus.sched import policy
@@ -203,7 +203,7 @@ def load_setup(topo: str, workload_spec: str, scale: float | str, train: Sequenc
 
     from fattorus.topology import TopologyError
 
-    machine = _load_topology(topo, policy)
+    machine = load_topology(topo, policy)
     cfg = workload_config(workload_spec, cores_per_node)
     cfg.update(scale=scale, window_start_days=0, window_days=None)
     from fattorus.sched.replay import machine_nodes
