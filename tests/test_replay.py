@@ -20,6 +20,7 @@ from fattorus.topology import fattree
 from fattorus.app import outputs
 from fattorus.sched import policy
 from fattorus.sched import replay
+from intervals import concurrent_pairs
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 DAYS = 30
@@ -96,18 +97,6 @@ def _to_parquet(tmp_path, result):
     return pl.read_parquet(tmp_path / "jobs.parquet"), pl.read_parquet(tmp_path / "utilization.parquet")
 
 
-def _concurrent_pairs(start, end):
-    """All pairs (a, b) of jobs whose [start, end) intervals overlap, by a sweep line."""
-    order = np.argsort(start, kind="stable")
-    active: list[int] = []
-    for j in order:
-        active = [a for a in active if end[a] > start[j]]
-        for a in active:
-            yield a, j
-        if end[j] > start[j]:
-            active.append(j)
-
-
 @pytest.fixture(scope="module", params=[("cab", 2), ("pinot", 3)], ids=["cab-2x", "pinot-3x"])
 def ta_run(request, atlas_replay, tmp_path_factory):
     topo, scale = request.param
@@ -123,7 +112,7 @@ def test_ta_schedule_is_interference_free(ta_run):
     pods = [set((a // p).tolist()) for a in allocs]
     start, end = jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()
     checked = 0
-    for a, b in _concurrent_pairs(start, end):
+    for a, b in concurrent_pairs(start, end):
         checked += 1
         leaf_clash = len(leaves[a]) > 1 and len(leaves[b]) > 1 and leaves[a] & leaves[b]
         pod_clash = len(pods[a]) > 1 and len(pods[b]) > 1 and pods[a] & pods[b]
@@ -163,7 +152,7 @@ def test_no_node_shared_and_utilization_at_most_one(tmp_path, atlas_replay, pol,
     assert all(len(a) == n and len(set(a.tolist())) == n for a, n in zip(allocs, nodes))
     assert all(a.min() >= 0 and a.max() < ft.n_nodes for a in allocs)
     assert (start >= submit).all()
-    for a, b in _concurrent_pairs(start, end):
+    for a, b in concurrent_pairs(start, end):
         assert not set(allocs[a].tolist()) & set(allocs[b].tolist())
     # Utilization never exceeds 1, and its samples equal an independent recount.
     assert util["utilization"].max() <= 1.0
@@ -321,7 +310,7 @@ def test_hybrid_rule_never_triggered_equals_paper_ta_and_keeps_invariants(atlas,
     assert hybrid["start_s"].to_list() != paper["start_s"].to_list()
     start, end = hybrid["start_s"].to_numpy(), hybrid["end_s"].to_numpy()
     allocs = [set(a) for a in hybrid["alloc"].to_list()]
-    for a, b in _concurrent_pairs(start, end):
+    for a, b in concurrent_pairs(start, end):
         assert not allocs[a] & allocs[b]
     blocked = hybrid.filter(pl.col("shadow_s").is_not_nan())
     assert (blocked["start_s"] <= blocked["shadow_s"]).all()
@@ -336,7 +325,7 @@ def test_exposure_metric_matches_pairwise_check(atlas_replay, pol):
     leaves = [set((np.asarray(a) // k).tolist()) for a in jobs["alloc"].to_list()]
     pods = [set((np.asarray(a) // p).tolist()) for a in jobs["alloc"].to_list()]
     expected = np.zeros(len(jobs), bool)
-    for a, b in _concurrent_pairs(jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()):
+    for a, b in concurrent_pairs(jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()):
         if (len(leaves[a]) > 1 and len(leaves[b]) > 1 and leaves[a] & leaves[b]) or (
             len(pods[a]) > 1 and len(pods[b]) > 1 and pods[a] & pods[b]
         ):

@@ -24,6 +24,7 @@ from fattorus.sched import policy
 from fattorus.sched import replay
 from fattorus.sched import state as st
 from fattorus.topology import fattree_routing as routing
+from intervals import concurrent_pairs
 
 # The default job-size bins of metrics-and-outputs.md, written out by hand: (label, lo, hi)
 # with inclusive edges; None: no upper edge.
@@ -69,18 +70,6 @@ def write_and_read(tmp_path: Path, result: replay.ReplayResult) -> tuple[pl.Data
     """The run written as a run directory and read back: ``(jobs.parquet, summary.json)``."""
     outputs.write_run(tmp_path, result.jobs, result.utilization, result.summary)
     return pl.read_parquet(tmp_path / "jobs.parquet"), json.loads((tmp_path / "summary.json").read_text())
-
-
-def concurrent_pairs(start: np.ndarray, end: np.ndarray):
-    """Every pair (a, b) of jobs whose ``[start, end)`` intervals overlap (a sweep line)."""
-    order = np.argsort(start, kind="stable")
-    active: list[int] = []
-    for j in order:
-        active = [a for a in active if end[a] > start[j]]
-        for a in active:
-            yield a, j
-        if end[j] > start[j]:
-            active.append(j)
 
 
 # --- a hand-worked run on Cab: one job at each bin edge ------------------------------------

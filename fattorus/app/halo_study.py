@@ -37,13 +37,13 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from fattorus import interrupt, paths, provenance, topology
-from fattorus.analysis import commtime
+from fattorus.analysis import commtime, patterns
 from fattorus.analysis import rank_layout as rl
 from fattorus.app import outputs
 from fattorus.args import SEED_MAX, OneLineParser
@@ -114,50 +114,55 @@ def candidate_origins(topo: Torus3D, shape: tuple[int, int, int]) -> np.ndarray:
     return np.argwhere(ok)
 
 
-def check_settings(topo: Torus3D, s: dict[str, Any]) -> None:
-    """Refuse (:class:`~fattorus.analysis.rank_layout.LayoutError`) settings no feature position
-    can hold: ranks that do not fill whole nodes, blocks that do not hold a node's ranks or
-    tile the grid, a logical grid that does not fit the feature, a job larger than the feature."""
+class Plan(NamedTuple):
+    """What every feature position shares: the exchange's traffic, and the node index (into
+    the ALPS list) of each rank under the default and grid_order placements."""
+
+    traffic: patterns.Traffic
+    default_slot: np.ndarray
+    grid_slot: np.ndarray
+
+
+def plan(topo: Torus3D, s: dict[str, Any]) -> Plan:
+    """The study's :class:`Plan`, refusing (:class:`~fattorus.analysis.rank_layout.LayoutError`)
+    settings no feature position can hold: a job larger than the feature, ranks that do not
+    fill whole nodes, blocks that do not hold a node's ranks or tile the grid, a logical grid
+    that does not fit the feature."""
     grid, feature = tuple(s["grid"]), tuple(s["feature"])
     rl.feature_routers(topo, (0, 0, 0), feature)  # the feature fits the torus
-    n = int(np.prod(grid, dtype=object))  # exact, however large
+    n = int(np.prod(grid, dtype=object))  # exact, however large: checked before any array of n ranks
     if n > int(np.prod(feature)) * topo.nodes_per_router * s["ranks_per_node"]:
         raise rl.LayoutError(f"{n:,} ranks do not fit a {feature} feature at {s['ranks_per_node']} ranks a node")
-    if n % s["ranks_per_node"]:
-        raise rl.LayoutError(f"{n} ranks do not fill nodes of {s['ranks_per_node']} ranks")
     if np.prod(s["block"]) != s["ranks_per_node"]:
         raise rl.LayoutError(f"--block {s['block']} holds {int(np.prod(s['block']))} partitions, not "
                              f"{s['ranks_per_node']} ranks a node")
     if np.prod(s["per_gemini"]) != s["ranks_per_node"] * topo.nodes_per_router:
         raise rl.LayoutError(f"--per-gemini {s['per_gemini']} holds {int(np.prod(s['per_gemini']))} partitions, not "
                              f"{s['ranks_per_node']} ranks on each of a Gemini's {topo.nodes_per_router} nodes")
-    if any(g % b for g, b in zip(grid, s["block"])):
-        raise rl.LayoutError(f"block {s['block']} does not tile the grid {list(grid)}")
     rl.logical_grid(grid, tuple(s["per_gemini"]), topo.nodes_per_router, feature)
+    return Plan(rl.cartesian_halo(grid, s["kib"] * 1024, s["periodic"]), rl.smp(n, s["ranks_per_node"]),
+                rl.grid_order(grid, tuple(s["block"])))
 
 
-def placements(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any]) -> dict[str, tuple[np.ndarray, int]]:
-    """Node per rank of each placement at ``origin`` (settings checked by :func:`check_settings`),
-    and Topaware's most skipped Geminis; a position that cannot hold one raises LayoutError."""
-    grid = tuple(s["grid"])
-    n = int(np.prod(grid))
+def placements(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any],
+               p: Plan) -> dict[str, tuple[np.ndarray, int]]:
+    """Node per rank of each placement at ``origin``, and Topaware's most skipped Geminis; a
+    position that cannot hold one raises LayoutError."""
     routers = rl.feature_routers(topo, origin, tuple(s["feature"]))
-    alps = rl.alps_nodes(topo, routers, n // s["ranks_per_node"], s["ordering"])
-    grid_nodes = rl.grid_order(grid, tuple(s["block"]))
-    ta = rl.topaware(topo, routers, grid, tuple(s["per_gemini"]))
-    return {"default": (alps[rl.smp(n, s["ranks_per_node"])], 0), "grid_order": (alps[grid_nodes], 0),
+    alps = rl.alps_nodes(topo, routers, len(p.default_slot) // s["ranks_per_node"], s["ordering"])
+    ta = rl.topaware(topo, routers, tuple(s["grid"]), tuple(s["per_gemini"]))
+    return {"default": (alps[p.default_slot], 0), "grid_order": (alps[p.grid_slot], 0),
             "topaware": (ta.node, ta.skipped)}
 
 
-def position_rows(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any]) -> list[dict[str, Any]]:
+def position_rows(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any], p: Plan) -> list[dict[str, Any]]:
     """One row per placement at ``origin``: max hops, step time (bytes over the torus'
     relative bandwidth unit) and its ratio to the default placement's."""
-    traffic = rl.cartesian_halo(tuple(s["grid"]), s["kib"] * 1024, s["periodic"])
     rows = []
-    for name, (node, skipped) in placements(topo, origin, s).items():
-        step = float(commtime.step_times(topo, [rl.as_job(node, traffic)])[0])
-        rows.append({"origin": list(map(int, origin)), "placement": name, "max_hops": rl.max_hops(topo, node, traffic),
-                     "step": step, "skipped": skipped})
+    for name, (node, skipped) in placements(topo, origin, s, p).items():
+        step = float(commtime.step_times(topo, [rl.as_job(node, p.traffic)])[0])
+        rows.append({"origin": list(map(int, origin)), "placement": name,
+                     "max_hops": rl.max_hops(topo, node, p.traffic), "step": step, "skipped": skipped})
     base = rows[0]["step"]
     for row in rows:
         row["vs_default"] = row["step"] / base if base > 0 else 1.0
@@ -206,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--machine {args.machine!r} is a {topo.kind}; the study places Geminis of a 3D torus")
         if args.ordering not in topo.ordering_names:
             raise ValueError(f"--ordering {args.ordering!r}: choices {list(topo.ordering_names)}")
-        check_settings(topo, s)
+        shared = plan(topo, s)
         if s["origin"] is not None:
             s["origin"] = [int(o) % d for o, d in zip(s["origin"], topo.dims)]  # recorded as placed
             origins = np.array([s["origin"]])
@@ -235,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for i, origin in enumerate(origins, 1):
             try:
-                rows.extend(position_rows(topo, tuple(int(o) for o in origin), s))
+                rows.extend(position_rows(topo, tuple(int(o) for o in origin), s, shared))
             except rl.LayoutError as err:  # e.g. too many service Geminis in this feature's pencils
                 print(f"[halo_study] position {list(map(int, origin))}: skipped ({err})", file=sys.stderr, flush=True)
             print(f"[halo_study] position {i}/{len(origins)}", file=sys.stderr, flush=True)
