@@ -29,7 +29,7 @@ def test_study_writes_totals_and_per_job_views(tmp_path, monkeypatch):
                                  "--ranks-per-node", "2", "--name", "t"]) == 0
     base = tmp_path / "results" / "dragonfly_study" / "t"
     totals, jobs = pl.read_parquet(base / "totals.parquet"), pl.read_parquet(base / "jobs.parquet")
-    assert set(totals["class"]) == {"green", "black", "blue"}
+    assert set(totals["class"]) == {"green", "black", "blue", "all"}
     assert set(jobs["view"]) == {"individual", "in_workload"} and set(jobs["job"]) == {0, 1, 2, 3}
     # The jobs' shares of the joint solve add up to its traffic: per class, their means sum
     # to the total mean (every link of the class counted in each).
@@ -338,3 +338,86 @@ def test_a_finished_study_run_again_is_reported_not_redone(tmp_path, monkeypatch
     monkeypatch.setattr(dragonfly_study, "solve", no_solve)
     assert dragonfly_study.main(run) == 0
     assert "finished earlier with these settings, nothing run" in capsys.readouterr().out
+
+
+def test_the_all_links_row_is_the_max_and_mean_over_every_router_link_by_brute_force():
+    """Class ``all`` (the paper's "maximum traffic on any link"): a plain loop over the links,
+    skipping a node's own links (no class: they carry every path's bytes), gives its max and
+    mean; the class rows are those without ``all_links``."""
+    t = topology.load("dragonfly_small")
+    names = t.link_class_names
+    cls = np.asarray(t.link_class)
+    rng = np.random.default_rng(5)
+    for spike_class in ("node-router", "green", "black", "blue"):
+        traffic = rng.uniform(0, 3e6, t.n_links)
+        spike = int(np.flatnonzero(cls == names.index(spike_class))[3])
+        traffic[spike] = 9e6  # the busiest link, in each class in turn
+        rows = dragonfly_study.class_rows(t, traffic, all_links=True, workload="w")
+        big, total, count = 0.0, 0.0, 0
+        for e in range(t.n_links):
+            if names[cls[e]] == "node-router":
+                continue
+            big, total, count = max(big, traffic[e]), total + traffic[e], count + 1
+        assert [r["class"] for r in rows] == ["green", "black", "blue", "all"]
+        assert rows[:3] == dragonfly_study.class_rows(t, traffic, workload="w")
+        assert rows[3] == {"workload": "w", "class": "all", "max_MB": pytest.approx(big / 1e6),
+                           "mean_MB": pytest.approx(total / count / 1e6)}
+        assert (rows[3]["max_MB"] == 9.0) == (spike_class != "node-router")
+
+
+def test_max_vs_def_divides_by_defs_max_of_the_same_workload_and_class(tmp_path, monkeypatch, capsys):
+    """``max_vs_DEF`` by hand: stubbed solves give each (workload, cables) literal maxima; the
+    ratio pairs a row with DEF's row of its own workload and class, ``all`` included, and the
+    printed table shows it (``-`` without DEF among the cables)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(dragonfly_study.LABEL, "dragonfly_small", "DEF")
+    (tmp_path / "small_k.yaml").write_text((topology.conf_dir() / "topo" / "dragonfly_small.yaml").read_text()
+                                           .replace("name: dragonfly_small", "name: small_k")
+                                           .replace("black_per_pair: 2", "black_per_pair: 1"))
+    # (max green, max black, max blue, max all) per workload and machine, MB
+    maxima = {("WD 4", "DEF"): (40.0, 10.0, 20.0, 40.0), ("WD 4", "small_k"): (40.0, 25.0, 44.0, 44.0),
+              ("WD 2", "DEF"): (8.0, 16.0, 5.0, 16.0), ("WD 2", "small_k"): (6.0, 20.0, 4.0, 20.0)}
+
+    def solve(topo, wd, args, out):
+        cables = dragonfly_study.LABEL.get(topo.name, topo.name)
+        (out / dragonfly_study.png_name(wd, topo.name)).write_bytes(b"map")
+        rows = [{"workload": wd, "cables": cables, "class": c, "max_MB": m, "mean_MB": 1.0, "iterations": 1,
+                 "capped": False} for c, m in zip(("green", "black", "blue", "all"), maxima[wd, cables])]
+        return rows[::-1] if cables == "DEF" else rows, [{"job": 0}], [{"rank": 0}]  # the order must not matter
+
+    monkeypatch.setattr(dragonfly_study, "solve", solve)
+    run = ["--workloads", "WD 4,WD 2", "--ranks", "24", "--ranks-per-node", "2"]
+    assert dragonfly_study.main([*run, "--cables", f"dragonfly_small,{tmp_path / 'small_k.yaml'}", "--name", "k"]) == 0
+    totals = pl.read_parquet(tmp_path / "results" / "dragonfly_study" / "k" / "totals.parquet")
+    got = {(r["workload"], r["cables"], r["class"]): r["max_vs_DEF"] for r in totals.iter_rows(named=True)}
+    by_hand = {("WD 4", "small_k"): (1.0, 2.5, 2.2, 1.1), ("WD 2", "small_k"): (0.75, 1.25, 0.8, 1.25)}
+    for (wd, cables), ratios in by_hand.items():
+        for c, ratio in zip(("green", "black", "blue", "all"), ratios):
+            assert got[wd, cables, c] == pytest.approx(ratio)
+            assert got[wd, "DEF", c] == 1.0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["workload", "cables", "class", "max", "(MB)", "mean", "(MB)", "max", "vs", "DEF",
+                              "(ratio)"]
+    table = out[:1 + totals.height]
+    assert len({len(line) for line in table}) == 1  # aligned: numbers right-justified to one width
+    line = "{:8}  {:7}  {:5}  {:>8}  {:>9}  {:>18}".format
+    assert line("WD 4", "small_k", "all", "44.00", "1.00", "1.100") in table
+    assert dragonfly_study.main([*run, "--cables", str(tmp_path / "small_k.yaml"), "--name", "no_def"]) == 0
+    assert line("WD 2", "small_k", "all", "20.00", "1.00", "-") in capsys.readouterr().out
+
+
+def test_the_studys_all_links_row_agrees_with_its_classes_and_hottest_link(tmp_path, monkeypatch):
+    """A real solve: class ``all`` has the largest class max (the busiest link of hot_links)
+    and the class means weighted by each class's number of links."""
+    monkeypatch.chdir(tmp_path)
+    assert dragonfly_study.main(["--workloads", "WD 2", *SMALL, "--name", "a"]) == 0
+    base = tmp_path / "results" / "dragonfly_study" / "a"
+    totals = pl.read_parquet(base / "totals.parquet")
+    t = topology.load("dragonfly_small")
+    cls = np.asarray(t.link_class)
+    rows = {r["class"]: r for r in totals.iter_rows(named=True)}
+    n = {c: int((cls == t.link_class_names.index(c)).sum()) for c in ("green", "black", "blue")}
+    assert rows["all"]["max_MB"] == max(rows[c]["max_MB"] for c in n)
+    assert rows["all"]["mean_MB"] == pytest.approx(sum(rows[c]["mean_MB"] * n[c] for c in n) / sum(n.values()))
+    assert rows["all"]["max_MB"] == pytest.approx(pl.read_parquet(base / "hot_links.parquet")["MB"][0])
+    assert "all" not in set(pl.read_parquet(base / "jobs.parquet")["class"])  # the per-job views as before

@@ -14,6 +14,15 @@ ranks: at 24 ranks per node consecutive ranks share one router, so that layout p
 on any router link, while the paper's Many-to-many loads green links, some blue ones, and peaks
 at ~6x 2D Stencil's maximum at 64K cores (docs/decisions.md, session 18).
 
+Why 32 ranks per sub-communicator at every job size: the paper's Many-to-many uses "groups of
+16, 32 or 64 MPI processes (depending on job size)" but gives no mapping from job size to
+group (its jobs range from 8,192 to 131,072 cores). Its four workloads (Table 1, the dragonfly
+study's default ``--ranks``) run only 32,768-rank jobs: a 32 x 1,024 process grid, 1,024
+sub-communicators of 32 ranks each. 32 is the middle of the paper's three sizes, and one fixed
+group keeps each rank's Many-to-many bytes (31 x 32 KiB) the same at every job size, so a size
+sweep (e.g. the 64K-core maxima: 65,536 ranks, a 32 x 2,048 grid) varies the job size only.
+``PATTERNS`` holds the choice; ``subcomm_a2a`` takes 16 or 64 as well.
+
 Rank flows are summed per (job, source node, destination node): a route depends only on its
 node pair, so link traffic is unchanged, and flows between ranks of one node (memory) drop.
 """
@@ -30,6 +39,8 @@ KiB, MiB = 1024, 1024 * 1024
 PATTERNS = {
     "2D Stencil": ("stencil2d", {"nbytes": 64 * KiB}),
     "4D Stencil": ("stencil4d", {"nbytes": 4 * MiB}),
+    # group 32 at every size: the paper's "16, 32 or 64 ... depending on job size" has no
+    # mapping; its workloads' jobs are 32,768 ranks (module docstring).
     "Many-to-many": ("subcomm_a2a", {"group": 32, "nbytes": 32 * KiB, "strided": True}),
     "UMesh": ("unstructured_mesh", {"nbytes": 512 * KiB}),
     "Spread": ("spread", {"nbytes": 512 * KiB}),

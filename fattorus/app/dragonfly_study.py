@@ -10,13 +10,15 @@ For each workload (:mod:`fattorus.analysis.parallel_workloads`) and cable config
 minimal routes and ``--valiant`` Valiant routes per node pair), each job's share of
 it ("in workload", :func:`~fattorus.kernels.adaptive.job_traffic`), and one solve per job
 alone in its placement ("individual"). Per link class (green, black, blue): the maximum and
-the mean traffic over every link of the class, MB. Writes ``results/dragonfly_study/NAME/``
-under the current directory: ``totals.parquet`` (workload, cables, class, max_MB, mean_MB,
-max_vs_DEF: the max over DEF's), ``jobs.parquet`` (workload, cables, job, pattern, view,
-class, max_MB, mean_MB), ``hot_links.parquet`` (the 10 busiest router links of each run:
+the mean traffic over every link of the class, MB; in the totals also class ``all``, over
+every router link (the paper's "maximum traffic on any link", its Fig. 9). Writes
+``results/dragonfly_study/NAME/`` under the current directory: ``totals.parquet`` (workload,
+cables, class, max_MB, mean_MB, iterations, capped, max_vs_DEF: the max over DEF's of the same
+workload and class, when DEF is among the cables), ``jobs.parquet`` (workload, cables, job,
+pattern, view, class, max_MB, mean_MB), ``hot_links.parquet`` (the 10 busiest router links of each run:
 class, MB, both ends as group/row/column), ``summary.json`` and per workload and machine a PNG of its traffic
 matrices (green between columns, black between rows, blue between groups:
-:mod:`fattorus.report.dragonfly_maps`); prints the totals.
+:mod:`fattorus.report.dragonfly_maps`); prints the totals as an aligned table.
 
 Everything is checked before the first solve (and before anything is written): the workloads
 and cable configurations (none empty or repeated), every count in its range (``--seed`` 0 to
@@ -70,12 +72,21 @@ LABEL = {"edison": "DEF", "edison_2k": "-2K", "edison_k": "-K", "edison_b": "-B"
 SETTINGS = ("seed", "ranks", "ranks_per_node", "valiant", "black_first", "max_iters", "parallel_cables")
 
 
-def class_rows(topo, traffic: np.ndarray, **key) -> list[dict]:
-    """Max and mean MB per router-link class of ``traffic`` ``(n_links,)``."""
+#: The class of the totals row over every router link (green, black and blue together).
+ALL = "all"
+
+
+def class_rows(topo, traffic: np.ndarray, *, all_links: bool = False, **key) -> list[dict]:
+    """Max and mean MB per router-link class of ``traffic`` ``(n_links,)``; with ``all_links``
+    one more row, class ``"all"``: the max and mean over every router link (each parallel
+    cable one link; a node's own links are no class and not counted), the paper's "maximum
+    traffic on any link" (its Fig. 9)."""
     cls = np.asarray(topo.link_class)
-    return [{**key, "class": name, "max_MB": float(traffic[cls == k].max() / 1e6),
-             "mean_MB": float(traffic[cls == k].mean() / 1e6)}
-            for k, name in enumerate(topo.link_class_names) if k and (cls == k).any()]
+    groups = [(name, cls == k) for k, name in enumerate(topo.link_class_names) if k and (cls == k).any()]
+    if all_links:
+        groups.append((ALL, cls > 0))
+    return [{**key, "class": name, "max_MB": float(traffic[on].max() / 1e6), "mean_MB": float(traffic[on].mean() / 1e6)}
+            for name, on in groups]
 
 
 def hot_links(topo, traffic: np.ndarray, k: int = 10, **key) -> list[dict]:
@@ -128,7 +139,8 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
     if capped:  # say so (the table records it too)
         print(f"[dragonfly_study] {wd} on {topo.name}: stopped at --max-iters {args.max_iters} before the "
               f"steady state", file=sys.stderr, flush=True)
-    totals = [{**row, "iterations": iterations, "capped": capped} for row in class_rows(topo, traffic, **key)]
+    totals = [{**row, "iterations": iterations, "capped": capped}
+              for row in class_rows(topo, traffic, all_links=True, **key)]
     hot = hot_links(topo, traffic, **key)
     dragonfly_maps.draw(topo, traffic, out / png_name(wd, topo.name),
                         title=f"{wd} on {topo.name} ({key['cables']}), adaptive routing")
@@ -166,7 +178,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="pooled: a router pair's parallel cables share its traffic (one link of k times the "
                          "bandwidth); static: each hop on cable (src + dst) mod k, as before session 18")
     ap.add_argument("--seed", type=int, default=0,
-                    help="seed of the jobs' placements, 0 to 2^32 - 1 (default: %(default)s)")
+                    help="seed of the random draws: Spread's and UMesh's partners and each flow's Valiant "
+                         "intermediate groups (placements are fixed: each job on consecutive nodes), "
+                         "0 to 2^32 - 1 (default: %(default)s)")
     ap.add_argument("--name", default="paper",
                     help="the results folder, results/dragonfly_study/NAME (default: %(default)s)")
     return ap.parse_args(argv)
@@ -379,9 +393,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _table_text(tot: pl.DataFrame) -> str:
-    """The totals table as printed: every row, up to ten columns."""
-    with pl.Config(tbl_rows=200, tbl_cols=10):
-        return str(tot)
+    """The totals as printed: one aligned line per workload, cables and link class, with the max
+    and mean MB and the max over DEF's (``-`` where there is none: DEF not among the cables)."""
+    vs = tot["max_vs_DEF"] if "max_vs_DEF" in tot.columns else [None] * tot.height
+    rows = [("workload", "cables", "class", "max (MB)", "mean (MB)", "max vs DEF (ratio)")]
+    cols = (tot[c] for c in ("workload", "cables", "class", "max_MB", "mean_MB"))
+    rows += [(w, c, k, f"{mx:.2f}", f"{mn:.2f}", "-" if r is None else f"{r:.3f}") for w, c, k, mx, mn, r in zip(*cols, vs)]
+    widths = [max(len(row[i]) for row in rows) for i in range(6)]
+    # Names left-aligned, numbers right-aligned.
+    return "\n".join("  ".join(x.ljust(w) if i < 3 else x.rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
+                     for row in rows)
 
 
 if __name__ == "__main__":
