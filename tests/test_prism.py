@@ -354,7 +354,11 @@ def test_node_kinds_from_config():
     assert topology.from_config(t.config()) == t
     assert t.usable("XK").sum() == 16 and t.usable().sum() == 128 - 16 - 2 * n_scatter
     for bad, words in [({"kind": "XK"}, "exactly one"), ({"kind": "XK", "region": {"origin": [0, 0]}}, "bad region"),
-                       ({"kind": "XK", "routers": [64]}, "beyond"), ({"kind": "s", "scatter": {"fraction": 2, "seed": 1}}, "bad scatter")]:
+                       ({"kind": "XK", "routers": [64]}, "beyond"), ({"kind": "s", "scatter": {"fraction": 2, "seed": 1}}, "bad scatter"),
+                       # a negative seed, a fraction where an integer belongs, a bool: refused, not cut
+                       ({"kind": "s", "scatter": {"fraction": 0.1, "seed": -1}}, "bad scatter"),
+                       ({"kind": "s", "scatter": {"fraction": 0.1, "seed": 1.9}}, "bad scatter"),
+                       ({"kind": "XK", "routers": [1.7]}, "bad routers"), ({"kind": "XK", "nodes": [True]}, "bad nodes")]:
         with pytest.raises(topology.TopologyError, match=words):
             topology.from_config({"kind": "torus3d", "name": "k", "dims": [4, 4, 4], "node_kinds": [bad]})
 

@@ -14,13 +14,17 @@ warm-up replay (compilations, numba caches), ``repeats`` rounds, interleaved:
   has one and JAX runs on the CPU),
   ``aph_kernel_s`` (the compiled padded kernel the host rule replaces, same APH checked
   equal; ``aph_speedup = aph_kernel_s / aph_s``), ``exposed_s``
-  (:func:`fattorus.analysis.metrics.exposed`) and ``max_hops_s`` (``max_hops_of`` per job).
+  (:func:`fattorus.analysis.metrics.exposed`) and ``max_hops_s`` (``max_hops_of`` per job);
+* ``ideal_s``: ``ideal_aph`` of every job size of the schedule on a fresh copy of the machine
+  (nothing cached: what a process's first replay pays; the replays above reuse the warm-up's
+  ideals); ``ideal_sizes`` how many sizes.
 
 Medians over the rounds; all in seconds on this machine's CPU.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 import time
@@ -42,7 +46,8 @@ CASES = (("cab", "to"), ("cab", "ta"), ("bluewaters", "first_fit"), ("edison", "
 NOTES = ("Atlas x2 fit to each machine, EASY. simulate_s = scheduling alone (the reference); replay_s = the whole "
          "replay.replay (outputs included); outputs_ratio = replay_s / simulate_s; aph_s, aph_kernel_s, exposed_s, "
          "max_hops_s = the per-job figures alone on the replay's schedule (aph_speedup = kernel / host rule, same APH "
-         "checked). Medians of `repeats` interleaved rounds after a warm-up replay.")
+         "checked); ideal_s = ideal_aph of the schedule's ideal_sizes job sizes on a fresh copy of the machine. "
+         "Medians of `repeats` interleaved rounds after a warm-up replay.")
 
 
 def _log(msg: str) -> None:
@@ -73,7 +78,8 @@ def run(quick: bool = False, repeats: int | None = None) -> list[dict]:
         result = replay.replay(window, topo, pol, "easy")  # warm-up: compilations, caches
         allocs = [np.asarray(a, np.int64) for a in result.jobs["alloc"].to_list()]
         aph_of(topo, allocs, host=False)
-        sim, full, aph_t, kernel_t, exp_t, hops_t = ([] for _ in range(6))
+        sizes = np.unique(cols[3]).tolist()
+        sim, full, aph_t, kernel_t, exp_t, hops_t, ideal_t = ([] for _ in range(7))
         for _ in range(repeats):
             sim.append(_timed(lambda: replay.simulate(*cols, topo, policy.make(pol, topo), "easy", usable=held))[0])
             full.append(_timed(lambda: replay.replay(window, topo, pol, "easy"))[0])
@@ -85,11 +91,13 @@ def run(quick: bool = False, repeats: int | None = None) -> list[dict]:
                 raise RuntimeError(f"{machine}: the host APH differs from the kernel's")
             exp_t.append(_timed(lambda: metrics.exposed(result.jobs, topo))[0])
             hops_t.append(_timed(lambda: [topo.max_hops_of(a) for a in allocs])[0])
+            fresh = dataclasses.replace(topo)  # no cached ideals, orderings or distance tables
+            ideal_t.append(_timed(lambda: [fresh.ideal_aph(n) for n in sizes])[0])
         med = {k: statistics.median(v) for k, v in (("simulate_s", sim), ("replay_s", full), ("aph_s", aph_t),
                                                      ("aph_kernel_s", kernel_t), ("exposed_s", exp_t),
-                                                     ("max_hops_s", hops_t))}
+                                                     ("max_hops_s", hops_t), ("ideal_s", ideal_t))}
         _log(f"{machine} {pol}: simulate {med['simulate_s']:.2f} s, replay {med['replay_s']:.2f} s")
-        rows.append({"machine": machine, "policy": pol, "jobs": len(cols[0]), **med,
+        rows.append({"machine": machine, "policy": pol, "jobs": len(cols[0]), "ideal_sizes": len(sizes), **med,
                      "outputs_ratio": med["replay_s"] / med["simulate_s"],
                      "aph_speedup": med["aph_kernel_s"] / med["aph_s"], "repeats": repeats})
     return rows

@@ -297,9 +297,9 @@ class Dragonfly(Topology):
         those taken, by summed distance), and for ``m`` groups (from the fewest that hold
         ``n`` to two more) whole groups with the rest in one more, or ``n`` split evenly —
         each group filled from its first router, row by row — over groups chosen one by one
-        (every first group for two), since under the inter-group wiring which groups matter.
-        Not proven optimal; no placement of the session-17 audit's replays beat it (124 of
-        1,778 beat the first ids alone)."""
+        (every first group for two), since under the inter-group wiring which groups matter;
+        then moved one node at a time while that lowers the hop sum (:func:`compact.descend`).
+        A local optimum: no single-node move lowers it, but not proven the global one."""
         n = self.job_size(n)
         if n not in self._ideal_cache:
             self._ideal_cache[n] = self._most_compact(n)
@@ -341,10 +341,12 @@ class Dragonfly(Topology):
                     cands.append(h)
         sums = [self._hist_sum(h) for h in cands]
         best = cands[int(np.argmin(sums))]  # argmin: the first ids where they tie
-        if best is first:
+        from fattorus.topology import compact  # numba, loaded on first need
+
+        h, moves = compact.descend(best, p, np.arange(R)[None], self.router_distance.astype(np.int64)[None])
+        if best is first and moves == 0:
             return np.arange(n)
-        slots = np.arange(p)
-        return (np.arange(R)[:, None] * p + slots)[slots[None, :] < best[:, None]]  # router ids ascending
+        return compact.nodes_of(h, p)  # router ids ascending
 
     @functools.cached_property
     def _greedy_order(self) -> np.ndarray:
