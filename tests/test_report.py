@@ -131,6 +131,9 @@ def test_labels_and_bins():
     # scale=fit (tori, dragonflies): the recorded factor, or the word when none was recorded
     fit = {"topo": "edison", "workload": {"name": "atlas", "scale": "fit", "scale_factor": 5.0}}
     assert report.workload_label(fit) == "atlas-5x on edison"
+    # four significant digits, as the run's own line says it (Atlas fit to Blue Waters: x19.57)
+    bw = {"topo": "bluewaters", "workload": {"name": "atlas", "scale": "fit", "scale_factor": 22548 / 1152}}
+    assert report.workload_label(bw) == "atlas-19.57x on bluewaters"
     assert report.workload_label({"topo": "edison", "workload": {"name": "atlas", "scale": "fit"}}) == "atlas-fit on edison"
     from fattorus.report.load import _scale
 

@@ -74,7 +74,7 @@ def workload_label(config: Mapping[str, Any]) -> str:
     if factor is None:
         name = f"{name}-{scale}"
     elif factor != 1:
-        name = f"{name}-{factor:g}x"
+        name = f"{name}-{factor:.4g}x"  # four digits, as the run's own line (fattorus.app.sweep) prints it
     return f"{name} on {topo_name(config.get('topo', '?'))}"
 
 
