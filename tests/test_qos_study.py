@@ -460,3 +460,110 @@ def test_summary_improved_share_is_the_settled_assignment_improving_by_more_than
             for p, imp, fin in (("a", 0.2, 0.02), ("a", 0.2, 0.009), ("b", 0.0, 0.011), ("b", 0.3, -0.1))]
     s = qos.summarize(rows)
     assert s["all"]["improved_share"] == 0.5 and s["a"]["improved_share"] == 0.5 and s["b"]["improved_share"] == 0.5
+
+
+def test_message_sizes_counts_and_weights_that_cannot_work_are_refused_with_the_field_named():
+    """A ``qos.message_bytes`` that is not a mapping was an AttributeError (a traceback, in
+    the app and in ``fattorus.study``); ``true`` passed as 1 job or 1 byte; a first weight
+    above the largest allowed one started every new level above the cap."""
+    cfg, _, _ = small()
+    for changes, msg in [({"message_bytes": 5}, "qos.message_bytes=5: give pattern: bytes per message"),
+                         ({"message_bytes": [1, 2]}, r"qos.message_bytes=\[1, 2\]: give pattern"),
+                         ({"message_bytes": "big"}, "qos.message_bytes='big': give pattern"),
+                         ({"message_bytes": {**cfg["message_bytes"], "flood_pairs": True}},
+                          "qos.message_bytes.flood_pairs=True: give the bytes per message"),
+                         ({"jobs": {"flood_pairs": True}}, "qos.jobs.flood_pairs=True: give a number of instances"),
+                         ({"first_weight": 8, "max_weight": 4},
+                          "qos.first_weight=8 with qos.max_weight=4: a new level's weight cannot exceed the largest")]:
+        with pytest.raises(ValueError, match=msg) as err:
+            qos.experiment_from({**cfg, **changes})
+        assert "\n" not in str(err.value)
+    assert qos.experiment_from({**cfg, "first_weight": 4, "max_weight": 4}).params.first_weight == 4
+    # A size given for a pattern the mix does not run is not read.
+    only = qos.experiment_from({**cfg, "jobs": {"flood_pairs": 2},
+                                "message_bytes": {**cfg["message_bytes"], "all_to_all": "x"}})
+    assert only.message_bytes == {"flood_pairs": 4194304.0}
+
+
+def test_the_apps_check_names_the_field_for_the_study_and_the_run():
+    """``fattorus.study`` and the app's pre-run check call :func:`fattorus.app.qos.check_settings`:
+    its error (the app's UserError, one line) names the field; bools are no seed or count."""
+    from fattorus.app import qos as app
+
+    cfg, _, _ = small()
+    for changes, msg in [({"qos": {**cfg, "message_bytes": 5}}, "qos.message_bytes=5"),
+                         ({"qos": {**cfg, "placements": True}}, "qos.placements=True"),
+                         ({"seed": True}, "seed=True")]:
+        with pytest.raises(app.UserError, match=msg.replace("[", r"\[")):
+            app.check_settings(OmegaConf.create({"seed": 0, "progress": False, "qos": cfg, **changes}))
+    topo, exp = app.check_settings(OmegaConf.create({"seed": 0, "progress": False, "qos": cfg}))
+    assert topo.n_nodes == 64 and exp.processes == 8
+
+
+def test_w_and_the_improvement_are_the_papers_ratios_by_hand():
+    """``job_rows``: ``W = I / I_B - 1`` (the paper's Section 6, I_B isolated) and the
+    improvement ``I_Q / I_D - 1``, by hand: job 0 completes 100 iterations alone, 80 on the
+    default level, 90 with QoS and 96 with the settled assignment; job 1 50, 40, 36, 40."""
+    mix = qos.Mix(("flood_pairs", "all_to_all"), np.array([0, 0, 1, 1]), np.arange(4), np.array([0, 2]),
+                  np.array([1, 3]), np.ones(2), np.array([0, 1]))
+    res = qos.PlacementResult(isolated=np.array([100.0, 50.0]), default=np.array([80.0, 40.0]),
+                              qos=np.array([90.0, 36.0]), final=np.array([96.0, 40.0]), best=(), modes=["idle"] * 7,
+                              scores=np.zeros(7), n_assigned=np.zeros(7, np.int32), accepted=0, restarts=0, solves=0,
+                              solve_s=0.0)
+    rows = qos.job_rows(mix, res, placement=3)
+    expect = [(-0.2, -0.1, 0.125, 0.2), (-0.2, -0.28, -0.1, 0.0)]
+    for row, (w_d, w_q, imp, fin) in zip(rows, expect):
+        got = (row["W_default"], row["W_qos"], row["improvement"], row["improvement_final"])
+        assert got == pytest.approx((w_d, w_q, imp, fin), abs=1e-12), row
+    assert [(r["placement"], r["job"], r["pattern"], r["arrived"], r["left"]) for r in rows] == \
+        [(3, 0, "flood_pairs", 0, 7), (3, 1, "all_to_all", 0, 7)]
+    assert rows[1]["I_isolated"] == 50.0 and rows[1]["I_default"] == 40.0 and rows[1]["I_qos"] == 36.0
+
+
+#: The paper's Table 1: nodes, fat-tree height (levels), link bandwidth (GB/s), jobs, processes per job.
+TABLE_1 = {"small": (64, 2, 3.2, 8, 8), "medium": (324, 2, 3.2, 16, 20), "large": (1296, 3, 4.0, 16, 80)}
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_1))
+def test_the_three_systems_are_the_papers_table_1(name):
+    cfg = OmegaConf.to_container(OmegaConf.load(config_file("qos", name)))
+    exp = qos.experiment_from(cfg)
+    topo = FatTree(name, **cfg["system"])
+    # Height: the switch levels routes climb, one more than the highest class of link on the
+    # routes from node 0 to every node (0 node-leaf, 1 leaf-L2, 2 L2-core; a one-pod tree is
+    # modelled with core switches its routes never reach).
+    nodes = np.arange(topo.n_nodes)
+    routes = np.asarray(topo.routes(jnp.zeros_like(jnp.asarray(nodes)), jnp.asarray(nodes)))
+    height = int(np.asarray(topo.link_class)[routes[routes >= 0]].max()) + 1
+    jobs = sum(k for _, k in exp.jobs)
+    assert (topo.n_nodes, height, exp.bandwidth / 1e9, jobs, exp.processes) == TABLE_1[name]
+
+
+def test_history_scores_no_default_period_not_even_after_a_restart_from_idle():
+    # A run that restarts from IDLE (noisy traces, one level to give): every DEFAULT period,
+    # the first observation and the one after the restart alike, scores 0 — there is no
+    # default yet to compare with; the IDLE period that caused the restart scored below 0
+    # (line 23). The restart once kept the old default and scored the new observation by it.
+    _, exp, topo = small(iterations=12, num_sls=2, noise=0.5, default_periods=2)
+    _, res = qos.run_placement(topo, exp, 6)
+    assert "".join(m[0] for m in res.modes) == "ddrrriddrrrr" and res.restarts == 1
+    default = [k for k, m in enumerate(res.modes) if m == "default"]
+    assert default == [0, 1, 6, 7] and all(res.scores[k] == 0.0 for k in default)
+    assert res.scores[5] < 0 and all(res.scores[k] != 0.0 for k in (2, 3, 4, 8, 9, 10, 11))
+
+
+def test_a_redone_trial_loses_every_result_of_its_old_settings(tmp_path):
+    """Before a multirun trial made with other settings is redone, all its results go — the
+    placements and their settings record, and jobs.parquet, history.parquet, improvement.png
+    and summary.json (``fattorus.report.qos`` read an interrupted redo's stale jobs.parquet) —
+    while Hydra's files stay."""
+    from fattorus.app.qos import _discard_results
+
+    made = ["placements/p0.parquet", "placements/h0.parquet", "placements/settings.json", "jobs.parquet",
+            "history.parquet", "improvement.png", "summary.json", ".hydra/config.yaml", "qos.log"]
+    for name in made:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    _discard_results(tmp_path)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == \
+        [".hydra/config.yaml", "qos.log"]

@@ -73,3 +73,27 @@ def test_a_change_that_rounds_to_zero_reads_plus_zero():
     line = qos.markdown([row]).splitlines()[-1]
     assert line == ("| a | s | p | 3 | +50.0% | +25.0% | +0.0% | +0.0% | +41.9% | -10.1% | +0.0% | +0.1% | -0.1% "
                     "| 100.0% |")
+
+
+def test_a_damaged_summary_is_skipped_with_a_warning_as_a_damaged_table_is(tmp_path, capsys):
+    """A run whose summary.json is not JSON, or JSON but not an object, beside a readable
+    jobs.parquet: one warning line naming it, the run skipped (it was a traceback); the other
+    runs are reported; with only such runs the command ends as with none (exit 2)."""
+    _qos_run(tmp_path / "good", [0.1, 0.3])
+    (tmp_path / "good" / "summary.json").write_text(json.dumps({"system": "small"}))
+    for name, text in (("cut", "{broken"), ("list", "[1, 2]")):
+        _qos_run(tmp_path / name, [0.5])
+        (tmp_path / name / "summary.json").write_text(text)
+    assert qos.main([str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    warnings = out.err.strip().splitlines()
+    assert len(warnings) == 2 and all(w.startswith("fattorus.report.qos: warning: skipped ") for w in warnings)
+    assert any("cut" in w and "summary.json" in w for w in warnings)
+    assert any("list" in w and "not an object" in w for w in warnings)
+    rows = [line for line in out.out.splitlines() if line.startswith("| good |")]
+    assert len(rows) == 2 and all("| small |" in r for r in rows) and "| cut |" not in out.out
+    (tmp_path / "good" / "jobs.parquet").unlink()
+    assert qos.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "no jobs.parquet of a QoS run" in err[-1]

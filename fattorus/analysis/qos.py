@@ -151,16 +151,16 @@ class Network:
 
 
 def _transfer(nbytes: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """Seconds each message takes at its rate (0 for a flow that crosses no link, rate ``inf``)."""
     with np.errstate(divide="ignore"):
         return np.where(np.isinf(rate), 0.0, nbytes / rate)
 
 
-def _steps(mix: Mix, compute: np.ndarray, transfer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-process done times and per-job step times (s) for one set of compute times."""
-    arrive = compute[mix.src] + transfer
-    done = compute.copy()
-    np.maximum.at(done, mix.src, arrive)
-    np.maximum.at(done, mix.dst, arrive)
+def _steps(mix: Mix, compute: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-process done times and per-job step times (s) for one set of compute times and the
+    flows' rates (bytes/s): :func:`fattorus.analysis.bsp.process_times` and
+    :func:`~fattorus.analysis.bsp.job_steps` on the mix."""
+    done = bsp.process_times(compute, mix.src, mix.dst, mix.nbytes, rate)
     return done, bsp.job_steps(done, mix.job_of, len(mix.patterns))
 
 
@@ -209,11 +209,10 @@ def run_placement(topo: Any, exp: Experiment, seed: int, routes_fn: Callable[[An
     mix = build_mix(topo, exp, rng)
     net = Network(topo, mix, _routes(topo, exp, mix, rng, routes_fn), exp.bandwidth, exp.params.num_sls)
     J, P = len(mix.patterns), len(mix.job_of)
-    t_iso = _transfer(mix.nbytes, net.isolated_rates())
-    t_def = _transfer(mix.nbytes, net.rates(()))
+    r_iso, r_def = net.isolated_rates(), net.rates(())
     # Y per job from its communication time alone (zero compute).
     comm_alone = np.zeros(J)
-    np.maximum.at(comm_alone, mix.flow_job, t_iso)
+    np.maximum.at(comm_alone, mix.flow_job, _transfer(mix.nbytes, r_iso))
     base = np.concatenate([bsp.compute_times(exp.imbalance, exp.processes,
                                              bsp.compute_scale(exp.compute_fraction, comm_alone[j]), rng)
                            for j in range(J)])
@@ -237,9 +236,9 @@ def run_placement(topo: Any, exp: Experiment, seed: int, routes_fn: Callable[[An
 
     def settle(best: tuple, computes: list[np.ndarray], occ: np.ndarray) -> None:
         # The assignment the algorithm settled on, replayed over the same traces: its steady state.
-        t_best = _transfer(mix.nbytes, net.rates(best))
+        r_best = net.rates(best)
         for c in computes:
-            np.add.at(final, occ, exp.period_s / _steps(mix, c, t_best)[1])
+            np.add.at(final, occ, exp.period_s / _steps(mix, c, r_best)[1])
 
     for k in range(exp.iterations):
         if exp.arrivals and k and k % segment == 0 and k // segment <= len(kinds):
@@ -260,16 +259,18 @@ def run_placement(topo: Any, exp: Experiment, seed: int, routes_fn: Callable[[An
             fb = qf.restart(fb)
         compute = traces[pick[k][mix.job_of], np.arange(P)]
         seg_computes.append(compute)
-        _, s_iso = _steps(mix, compute, t_iso)
-        _, s_def = _steps(mix, compute, t_def)
-        done, s_q = _steps(mix, compute, _transfer(mix.nbytes, net.rates(fb.assignments)))
+        _, s_iso = _steps(mix, compute, r_iso)
+        _, s_def = _steps(mix, compute, r_def)
+        done, s_q = _steps(mix, compute, net.rates(fb.assignments))
         job_work = exp.period_s / s_q
         np.add.at(iso, occupant, exp.period_s / s_iso)
         np.add.at(dflt, occupant, exp.period_s / s_def)
         np.add.at(qos, occupant, job_work)
         modes.append(fb.mode)
         n_assigned[k] = len(fb.assignments)
-        scores[k] = qf.score(job_work, fb.default_work) if fb.default_work else 0.0
+        # Scored against the default work of the current observation; a DEFAULT period has
+        # none yet (Algorithm 1 compares nothing there): 0, at the start and after restarts.
+        scores[k] = qf.score(job_work, fb.default_work) if fb.mode != qf.DEFAULT else 0.0
         fb = qf.observe(fb, job_work, exp.period_s / done, mix.job_of, exp.params)
         if progress is not None:
             progress(k)
@@ -310,14 +311,19 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
     for p, k in jobs.items():
         if p not in bsp.PATTERNS:
             raise ValueError(f"qos.jobs.{p}: unknown pattern; choose from {', '.join(bsp.PATTERNS)}")
-        if not isinstance(k, int) or k < 0:
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:  # true is no count
             raise ValueError(f"qos.jobs.{p}={k!r}: give a number of instances (integer >= 0)")
     if not any(jobs.values()):
         raise ValueError("qos.jobs: every pattern has 0 instances; give at least one job")
-    sizes = cfg.get("message_bytes") or {}
+    sizes = cfg.get("message_bytes")
+    if sizes is None:
+        sizes = {}  # absent: each pattern's size is named missing below
+    if not isinstance(sizes, Mapping):
+        raise ValueError(f"qos.message_bytes={sizes!r}: give pattern: bytes per message, e.g. "
+                         "{flood_pairs: 4194304, all_to_all: 65536}")
     for p in jobs:
         v = sizes.get(p)
-        if not isinstance(v, (int, float)) or not 0 < v < float("inf"):  # NaN too
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v < float("inf"):  # NaN too
             raise ValueError(f"qos.message_bytes.{p}={v!r}: give the bytes per message (> 0)")
     imbalance = cfg.get("imbalance", "uniform")
     if imbalance not in bsp.IMBALANCE:
@@ -333,6 +339,9 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
                        # Periods the default level is observed for (Sections 6.2 and 6.8: 10); a
                        # config written before the setting existed observes one, as it always did.
                        default_periods=num("default_periods", 1, 10**7, True) if "default_periods" in cfg else 1)
+    if params.first_weight > params.max_weight:  # a new level would start above the cap on every level
+        raise ValueError(f"qos.first_weight={params.first_weight:g} with qos.max_weight={params.max_weight:g}: "
+                         "a new level's weight cannot exceed the largest; give first_weight <= max_weight")
     if params.raise_factor <= 1:  # a raise by 1 changes no weight: every trial would rerun the best assignment
         raise ValueError(f"qos.raise_factor={params.raise_factor:g}: choose a number > 1")
     iterations = num("iterations", 1, 10**7, True)
@@ -345,7 +354,7 @@ def experiment_from(cfg: Mapping[str, Any]) -> Experiment:
         raise ValueError(f"qos.iterations={iterations} with qos.arrivals=true: the run is cut into {kinds + 1} segments "
                          f"(one per pattern, plus one); give at least {kinds + 1} iterations")
     return Experiment(jobs=tuple((p, int(k)) for p, k in jobs.items() if k), processes=num("processes", 2, 1 << 20, True),
-                      message_bytes={p: float(v) for p, v in sizes.items()},
+                      message_bytes={p: float(sizes[p]) for p in jobs},  # others unused (and unchecked)
                       bandwidth=num("bandwidth_GBps", 1e-9, 1e9) * 1e9, iterations=iterations,
                       period_s=num("period_s", 1e-9, 1e9), compute_fraction=num("compute_fraction", 0.0, 0.99),
                       imbalance=imbalance, traces=num("traces", 1, 1000, True), noise=num("noise", 0.0, 0.99),

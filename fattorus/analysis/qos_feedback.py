@@ -77,7 +77,8 @@ class Feedback(NamedTuple):
     the last ``default_periods`` default periods), ``best_work`` that of the period that made
     ``best`` the best. While ``DEFAULT`` observes, ``observed`` counts the default periods
     seen so far and ``default_sum`` / ``proc_sum`` total their work per job / per process
-    (iterations); ``default_work`` keeps the previous observation's value until it ends."""
+    (iterations); ``default_work`` and ``best_work`` are empty until the observation ends —
+    at the start, after :func:`restart` and after a restart from ``IDLE`` alike."""
 
     mode: str = DEFAULT
     assignments: tuple[tuple[int, float], ...] = ()
@@ -181,7 +182,9 @@ def observe(fb: Feedback, job_work: np.ndarray, proc_work: np.ndarray, job_of: n
             mode, restarts = DEFAULT, restarts + 1
     # The assignment of the next period.
     if mode == DEFAULT:
-        return Feedback(DEFAULT, (), (), 0.0, default_work, best_work, (), accepted, restarts)
+        # Line 23's restart "from scratch": as at the start and after restart(), no default
+        # work until the new observation ends (the old one is not what the new is measured by).
+        return Feedback(DEFAULT, (), (), 0.0, (), (), (), accepted, restarts)
     if mode == RUNNING:
         stack = list(candidates)
         while stack:

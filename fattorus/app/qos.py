@@ -128,10 +128,10 @@ def check_settings(cfg: DictConfig) -> tuple[Any, Any]:
     if not isinstance(progress, bool):  # `progress=maybe` reaches us as a string
         raise UserError(f"progress={progress!r}: true or false")
     seed = cfg.seed
-    if not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= SEED_MAX:  # true is no seed
         raise UserError(f"seed={seed}: choose an integer between 0 and {SEED_MAX}")
     placements = cfg.qos.get("placements")
-    if not isinstance(placements, int) or not 1 <= placements <= 10_000:
+    if not isinstance(placements, int) or isinstance(placements, bool) or not 1 <= placements <= 10_000:
         raise UserError(f"qos.placements={placements!r}: choose an integer between 1 and 10000")
     topo = _topology(cfg)
     exp = _experiment(cfg)
@@ -375,10 +375,17 @@ def _discard_unstarted(out_dir: Path) -> None:
     cli.discard_stub(out_dir, "qos")
 
 
+#: What a run writes beside its placements (:func:`run`): all of it goes when a trial is redone.
+RESULT_FILES = ("jobs.parquet", "history.parquet", "improvement.png", "summary.json")
+
+
 def _discard_results(out_dir: Path) -> None:
     """Remove a multirun trial's results made with other settings before it is redone, so a
-    resumed placement can never come from them."""
-    for path in [*(out_dir / "placements").glob("*.parquet"), out_dir / "summary.json", out_dir / SETTINGS]:
+    resumed placement can never come from them, nor can ``fattorus.report.qos`` read the old
+    tables should the redo be interrupted: the placements, their settings record and every
+    file of :data:`RESULT_FILES`."""
+    for path in [*(out_dir / "placements").glob("*.parquet"), out_dir / SETTINGS,
+                 *(out_dir / name for name in RESULT_FILES)]:
         path.unlink(missing_ok=True)
 
 

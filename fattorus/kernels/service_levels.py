@@ -17,14 +17,23 @@ Why not reweight flows and reuse the weighted max-min solver: a flow's share of 
 on how many flows of its level are on *that* link and on whether they are held back elsewhere,
 so no per-flow weight reproduces the round robin (``docs/qos.md`` has the counter-examples).
 
-The solver is a fixed-point (Jacobi) iteration over the per-link allocations: every link
-water-fills its capacity over the flows crossing it, each flow's demand on ``e`` capped by
-what its *other* links gave it in the previous round; a flow's rate is the least of its
-links' allocations. At the fixed point every link's allocation equals the rates of the flows
-crossing it, every flow crosses a saturated link where it is at its level's water mark and
-its level at the link's (the bottleneck property, checked independently in the tests). Each
-round is array work (one sort of the ``(flow, link)`` incidences by group and demand, and a
-16-wide sort per link); the iteration stops when no rate moves by more than ``tol`` relative.
+The solver (``docs/qos.md`` §1) iterates *bounds*. A flow's rate is the least of its marks
+(what each of its links would give it uncapped, the others demanding what they really use),
+and its demand on a link the least of its marks on its other links; marks fall as the others'
+demands rise, so lower bounds on the demands give upper bounds on the marks and vice versa.
+From demands in ``[0, inf]`` every round (:func:`_sandwich`) water-fills every link twice —
+levels by weight, then max-min inside each (link, level) group — and the bounds tighten
+monotonically; it stops when every flow's bounds agree to ``tol`` relative. Every ``chunk``
+rounds the exact finish is tried (:func:`_polish`): the bottleneck (link, level) group each
+flow's tightest upper mark names gives the rates as a square sparse linear system. Where the
+bounds stall apart (a two-cycle of the antitone demand map), damped steps of that map between
+them come first (:func:`_damped`). A finished candidate is accepted only if it meets the
+definition (:func:`check`: every flow crosses a full link where it gets the most of its group
+and its level the most per unit weight — the bottleneck property, checked independently in
+the tests by :func:`bottleneck_violations`). If nothing passes within ``max_rounds``, the
+result is the midpoint of the last bounds with ``converged`` False and ``gap`` their widest
+relative width. Each round is array work (one sort of the ``(flow, link)`` incidences by group
+and demand, on the host, and a sort of each link's levels by demand per weight).
 """
 
 from __future__ import annotations
@@ -193,10 +202,11 @@ def _respond_once(route_ids, capacity, level, phi, active, x, n_levels: int):
     return _responder(route_ids, capacity, level, phi, active, n_levels)[0](x)
 
 
-@partial(jax.jit, static_argnames=("n_levels", "max_rounds"))
-def _sandwich(route_ids, capacity, level, phi, active, dlo, dhi, n_levels: int, max_rounds: int, tol):
+@partial(jax.jit, static_argnames=("n_levels",))
+def _sandwich(route_ids, capacity, level, phi, active, dlo, dhi, n_levels: int, max_rounds, tol):
     """Up to ``max_rounds`` rounds of the bounds iteration from demand bounds ``dlo``/``dhi``
-    ``(F, L)``. Returns ``(dlo, dhi, lo, hi, ahi, rounds, converged)``."""
+    ``(F, L)``. Returns ``(dlo, dhi, lo, hi, ahi, rounds, converged)``. ``max_rounds`` is
+    traced: every ``chunk`` shares one compilation."""
     dtype = capacity.dtype
     F, L = route_ids.shape
     inf = jnp.asarray(jnp.inf, dtype)
@@ -234,8 +244,8 @@ def _sandwich(route_ids, capacity, level, phi, active, dlo, dhi, n_levels: int, 
     return dlo, dhi, lo, hi, ahi, rounds, ~gap(lo, hi).any()
 
 
-@partial(jax.jit, static_argnames=("n_levels", "rounds"))
-def _damped(route_ids, capacity, level, phi, active, d, dlo, dhi, n_levels: int, rounds: int, alpha):
+@partial(jax.jit, static_argnames=("n_levels",))
+def _damped(route_ids, capacity, level, phi, active, d, dlo, dhi, n_levels: int, rounds, alpha):
     """``rounds`` damped steps of the demand map ``d -> others_min(marks(d))`` (its fixed point
     is the allocation), kept inside the bounds ``[dlo, dhi]``. Used where the bounds stall
     apart: they bracket the solution but no longer move (a two-cycle of the antitone map).
@@ -343,15 +353,56 @@ def check(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray, phi: n
     return np.flatnonzero(bad)
 
 
+def _check_inputs(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray | None,
+                  level_weight: np.ndarray | None, active: np.ndarray | None) -> None:
+    """One-line ``ValueError`` for inputs no solve can mean (as
+    :func:`fattorus.kernels.maxmin._check_inputs`): a link id past the capacity vector (it
+    landed on a padding link) or below -1, a negative or NaN capacity, a level outside
+    ``0 .. len(level_weight) - 1`` (past the weights it overloaded a link) or not a whole
+    number, a weight that is not a positive finite number (0 gave rate 0, a negative one
+    ``-inf``, NaN ``inf``), and per-flow arrays of the wrong shape."""
+    if route_ids.ndim != 2:
+        raise ValueError(f"route_ids: an (F, L) array of link ids, got shape {route_ids.shape}")
+    F, E = route_ids.shape[0], int(np.shape(capacity)[0]) if np.ndim(capacity) == 1 else -1
+    if E < 0:
+        raise ValueError(f"capacity: one per link, an (E,) array, got shape {np.shape(capacity)}")
+    if route_ids.size and int(route_ids.max()) >= E:
+        raise ValueError(f"route_ids: link id {int(route_ids.max())} past the {E} links of capacity")
+    if route_ids.size and int(route_ids.min()) < -1:  # read as padding: no link, rate inf
+        raise ValueError(f"route_ids: link id {int(route_ids.min())}; link ids run from 0 (-1 pads)")
+    if not (np.asarray(capacity, np.float64) >= 0).all():  # NaN fails too
+        raise ValueError("capacity: every link's capacity must be a number >= 0")
+    S = 1
+    if level_weight is not None:
+        w = np.asarray(level_weight, np.float64)
+        if w.ndim != 1 or len(w) == 0:
+            raise ValueError(f"level_weight: one per level, an (S,) array, got shape {w.shape}")
+        if not (np.isfinite(w) & (w > 0)).all():
+            raise ValueError("level_weight: every level's weight must be a positive finite number")
+        S = len(w)
+    if level is not None:
+        lv = np.asarray(level)
+        if lv.shape != (F,):
+            raise ValueError(f"level: one per flow, ({F},), got shape {lv.shape}")
+        lvf = lv.astype(np.float64)
+        if not (np.isfinite(lvf) & (lvf == np.round(lvf))).all():
+            raise ValueError("level: every flow's level must be a whole number")
+        if lv.size and (lvf.min() < 0 or lvf.max() >= S):
+            bad = lvf.min() if lvf.min() < 0 else lvf.max()
+            raise ValueError(f"level: level {int(bad)} outside 0 .. {S - 1} (one weight per level in level_weight)")
+    if active is not None and np.shape(active) != (F,):
+        raise ValueError(f"active: one per flow, ({F},), got shape {np.shape(active)}")
+
+
 def service_level_rates(route_ids, capacity, level=None, level_weight=None, active=None,
                         max_rounds: int = 2000, tol: float = 1e-6, chunk: int = 40) -> LevelRates:
     """Rates of flows over links that serve service levels in weighted round robin.
 
     Args:
       route_ids: ``(F, L)`` link ids per flow, ``-1`` padded (``topo.routes``).
-      capacity: ``(E,)`` link capacities (> 0), e.g. bytes/s: rates come out in this unit.
+      capacity: ``(E,)`` link capacities (>= 0), e.g. bytes/s: rates come out in this unit.
       level: ``(F,)`` service level of each flow, ``0..S-1`` (default: all 0).
-      level_weight: ``(S,)`` positive weight of each level (default: one level of weight 1).
+      level_weight: ``(S,)`` positive finite weight of each level (default: one level of weight 1).
       active: ``(F,)`` bool, flows that exist (default all).
       max_rounds: cap on the bounds rounds; ``converged`` says whether the rates are final.
       tol: relative gap between every flow's bounds under which the iteration has converged.
@@ -360,7 +411,13 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
     Returns:
       :class:`LevelRates`, float64 (computed with 64-bit floats: the allocations are
       differences of prefix sums).
+
+    Raises:
+      ValueError: one line naming the argument, for inputs no solve can mean (link ids past
+        ``capacity`` or below -1, a negative or NaN capacity, levels outside ``0..S-1``,
+        weights that are not positive finite numbers, per-flow arrays of the wrong shape).
     """
+    _check_inputs(np.asarray(route_ids), capacity, level, level_weight, active)
     with jax.enable_x64(True):
         route_np = np.asarray(route_ids).astype(np.int32)
         F = route_np.shape[0]
@@ -376,7 +433,9 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
         route_p, cap_p, lv_p = _padded(route_np, cap_np, lv_np, act_np)
         Fp, L = route_p.shape
         args = (jnp.asarray(route_p), jnp.asarray(cap_p), jnp.asarray(lv_p), jnp.asarray(phi_np), jnp.ones(Fp, bool))
-        dlo, dhi = jnp.zeros((Fp, L)), jnp.full((Fp, L), jnp.inf)
+        # Typed float64 (not weak): the bounds a chunk returns are, so the next chunk reuses
+        # the first one's compilation instead of compiling again.
+        dlo, dhi = jnp.zeros((Fp, L), jnp.float64), jnp.full((Fp, L), jnp.inf, jnp.float64)
         done, total, rate = False, 0, None
         prev_gap, d = None, None
         while not done and total < max_rounds:
@@ -411,10 +470,11 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
             prev_gap = gap
         width = 0.0
         if not done:  # the midpoint of the last bounds, and how wide they still are
-            hi_np = np.asarray(hi)
+            hi_np, lo_np = np.asarray(hi), np.asarray(lo)
             finite = np.isfinite(hi_np) & (hi_np > 0)
-            rate = np.where(finite, 0.5 * (np.asarray(lo) + np.where(finite, hi_np, 0)), np.asarray(lo))
-            width = float(np.max(np.where(finite, (hi_np - np.asarray(lo)) / np.where(finite, hi_np, 1), 0)))
+            rate = np.where(finite, 0.5 * (lo_np + np.where(finite, hi_np, 0)), lo_np)
+            with np.errstate(invalid="ignore"):  # inf - inf where no bound is finite (masked out)
+                width = float(np.max(np.where(finite, (hi_np - lo_np) / np.where(finite, hi_np, 1), 0)))
         rate = np.where((route_p[:F] >= 0).any(axis=1), rate[:F], np.inf)
         rate = np.where(act_np, rate, 0.0)
         return LevelRates(rate, np.int32(total), np.bool_(done), width)

@@ -10,9 +10,11 @@ included, as the paper counts it; line: the assignment the algorithm settled on)
 sweep directory) and prints one row per run and job type: median ``W`` default / QoS, median,
 mean, best and worst improvement (the whole run), the same for the settled assignment, and the
 share of jobs the settled assignment improves by more than 1 %; it writes ``DIR/qos_report.md``
-with the same table. Exit status: 0 done; 2 a usage or input mistake; 1 ``qos_report.md``
-cannot be written (one line, as ``fattorus.report``); 141 the reader of stdout went away
-(``... | head -1``), quietly, the file already written (:func:`fattorus.args.run_piped`).
+with the same table. A run whose ``jobs.parquet`` or ``summary.json`` cannot be read (damaged,
+or a summary that is not a JSON object) is skipped with a warning line. Exit status: 0 done;
+2 a usage or input mistake; 1 ``qos_report.md`` cannot be written (one line, as
+``fattorus.report``); 141 the reader of stdout went away (``... | head -1``), quietly, the file
+already written (:func:`fattorus.args.run_piped`).
 """
 
 from __future__ import annotations
@@ -96,7 +98,17 @@ def table(root: str | Path) -> list[dict[str, Any]]:
             continue
         name = run.name if run != Path(root) else Path(root).name
         summary = run / "summary.json"
-        system = json.loads(summary.read_text()).get("system", "?") if summary.exists() else "?"
+        system = "?"
+        if summary.exists():
+            try:
+                data = json.loads(summary.read_text())
+                if not isinstance(data, dict):
+                    raise ValueError(f"a JSON {type(data).__name__}, not an object")
+            except (OSError, ValueError) as err:  # damaged like an unreadable jobs.parquet: skipped
+                print(f"fattorus.report.qos: warning: skipped {run}: {summary.name}: "
+                      f"{' '.join(str(err).split())[:200]}", file=sys.stderr)
+                continue
+            system = data.get("system", "?")
         for pat in [*LABELS, "all"]:
             sel = df if pat == "all" else df.filter(pl.col("pattern") == pat)
             if sel.height == 0:
