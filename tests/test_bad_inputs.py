@@ -524,6 +524,23 @@ def test_two_single_runs_in_the_same_second_keep_both_results(tmp_path):
         assert (run / ".fattorus-run").read_text().strip() in {str(p.pid) for p in procs}
 
 
+def test_a_refused_run_in_a_named_directory_leaves_it_free_for_the_corrected_command(tmp_path):
+    """A single run into ``hydra.run.dir=DIR`` refused for its settings (here a log whose
+    every job was cancelled before it started) takes its stubs away again: the corrected
+    command into the same DIR runs (it was refused as "already holds another run")."""
+    cancelled = HEADER + "".join(swf_line(i, i * 10, -1, 4, status=5) for i in range(1, 4))
+    (tmp_path / "bad.swf").write_text(cancelled)
+    (tmp_path / "good.swf").write_text(_log())
+    run_dir = tmp_path / "results" / "mine"
+    common = [f"hydra.run.dir={run_dir}", *W[:2], *W[3:]]
+    first = _sweep(tmp_path, *common, f"workload.path={tmp_path}/bad.swf")
+    assert first.returncode == 2 and "no job was replayed" in first.stderr, first.stderr
+    assert list(run_dir.iterdir()) == []  # the directory stays (it is the user's), empty
+    second = _sweep(tmp_path, *common, f"workload.path={tmp_path}/good.swf")
+    assert second.returncode == 0, second.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["counts"]["replayed"] == len(GOOD)
+
+
 def test_resume_reruns_damaged_trials_with_a_warning(tmp_path):
     (tmp_path / "log.swf").write_text(_log())
     args = ["--multirun", "hydra.launcher.n_jobs=1", "seed=0,1,2,3",

@@ -54,6 +54,24 @@ def discard_stub(out_dir: Path, results_subdir: str) -> None:
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+def discard_named_stub(out_dir: Path) -> None:
+    """Take away the stubs a refused single run left in a directory the user named
+    (``hydra.run.dir=...``): :data:`STUB_ENTRIES` only, and only when the directory holds
+    nothing else, so that the corrected command may run there. The directory itself stays:
+    it may have been the user's before the run. Call it only for a directory this process
+    claimed, never for one another run holds."""
+    import shutil
+
+    if not _holds_only_stubs(out_dir):
+        return
+    for name in STUB_ENTRIES:
+        path = out_dir / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
 def discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:
     """Remove the directory of a refused multirun trial when it holds only Hydra's stubs (its
     config copy and empty log) and sits directly in the sweep directory: the counterpart, for

@@ -620,6 +620,8 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         # its own.
         if isinstance(error, UserError):
             cli.discard_stub(out_dir, "runs")
+            if out_dir in _CLAIMED_DIRS and out_dir.is_dir():  # a directory the user named: its stubs go
+                cli.discard_named_stub(out_dir)
         sys.stderr.write(f"fattorus.sweep: error: {_squash(error)}\n")
         sys.exit(1 if isinstance(error, RunError) else 2)
     if not multirun:  # a Ctrl-C from here on: the run had finished
@@ -652,6 +654,8 @@ def _changed_log(out_dir: Path) -> str | None:
 
 #: The claim files this process holds (locked until it exits): see :func:`_claim`.
 _CLAIMS: list[int] = []
+#: The directories of :data:`_CLAIMS`: a refused run takes away only stubs it claimed itself.
+_CLAIMED_DIRS: list[Path] = []
 
 
 def _claim(out_dir: Path) -> None:
@@ -674,6 +678,7 @@ def _claim(out_dir: Path) -> None:
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     _CLAIMS.append(fd)
+    _CLAIMED_DIRS.append(out_dir)
 
 
 def _lock(fd: int) -> bool:
