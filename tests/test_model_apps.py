@@ -62,7 +62,7 @@ def test_unmapped_applications_keep_their_draw_and_the_tables_say_which(torus8, 
     assert {p for a, p in zip(apps, named) if a == "Lattice"} == {"stencil2d"}
     assert set(drawn) <= set(MIX) and len(set(drawn)) > 1  # the mix really is drawn from
     jobs = mapped.jobs
-    assert jobs.columns[-3:] == ["app", "pattern", "slowdown"]
+    assert jobs.columns[-4:] == ["app", "pattern", "slowdown", "comm_fraction"]
     by_id = dict(zip(table["job_id"].to_list(), table["app"].to_list()))
     assert jobs["app"].to_list() == [by_id[j] for j in jobs["job_id"].to_list()]
     assert jobs["pattern"].to_list() == named

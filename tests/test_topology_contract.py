@@ -298,3 +298,28 @@ def test_host_routes_are_none_or_the_familys_routes(topo):
     got = topo.host_routes(src, dst)
     if got is not None:
         assert got.dtype == np.int32 and np.array_equal(got, _routes(topo, src, dst))
+
+
+def test_every_offered_routing_walks_from_source_to_destination(topo):
+    """``flow_routes`` under each routing a family offers (``static`` always: its routes; fat-trees'
+    ``adaptive``, dragonflies' ``valiant``): every route a walk over existing links from the
+    flow's source node to its destination, none for a node to itself; a routing it does not
+    offer is refused in one line."""
+    src, dst = _sample(topo, 150, 3), _sample(topo, 150, 4)
+    dst[:10] = src[:10]
+    ends = np.asarray(topo.link_ends)
+    assert topo.routings[0] == "static"
+    np.testing.assert_array_equal(topo.flow_routes(src, dst, np.ones(len(src)))[:, :topo.max_route_links],
+                                  _routes(topo, src, dst))
+    for routing in topo.routings:
+        routes = topo.flow_routes(src, dst, np.random.default_rng(5).uniform(1, 9, len(src)), routing, seed=2)
+        assert routes.dtype == np.int32 and len(routes) == len(src)
+        for s, d, r in zip(src, dst, routes):
+            vertex = s
+            for link in r[r >= 0]:
+                assert ends[link, 0] == vertex
+                vertex = ends[link, 1]
+            assert vertex == d and (s != d or (r < 0).all())
+    with pytest.raises(ValueError, match="routing 'nowhere': .* offers") as err:
+        topo.flow_routes(src, dst, np.ones(len(src)), "nowhere")
+    assert "\n" not in str(err.value)

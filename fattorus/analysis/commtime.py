@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from fattorus import devices
-from fattorus.analysis import fluid, patterns
+from fattorus.analysis import comm_fraction, fluid, patterns
 from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time, step_time_host
 from fattorus.kernels.maxmin_compiled import (compact_routes, goal_step_time, goal_step_time_compact,
@@ -78,8 +78,10 @@ class Slowdown(NamedTuple):
     slowdown: np.ndarray
 
 
-def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Route ids ``(F, L)``, bytes ``(F,)`` and owning job ``(F,)`` of every job's flows."""
+def _flows(topo: Topology, jobs: Sequence[Job], routing: str = "static",
+           seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Route ids ``(F, L)``, bytes ``(F,)`` and owning job ``(F,)`` of every job's flows,
+    routed by ``routing`` (:meth:`~fattorus.topology.base.Topology.flow_routes`)."""
     src, dst, nbytes, owner = [], [], [], []
     for j, job in enumerate(jobs):
         s, d, b = patterns.to_nodes(job.alloc, job.traffic, job.ranks_per_node)
@@ -91,6 +93,9 @@ def _flows(topo: Topology, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray,
     F = len(src)
     if F == 0:
         return np.zeros((0, topo.max_route_links), np.int32), np.zeros(0), np.zeros(0, np.int32)
+    if routing != "static":  # the family's other routes (adaptive, Valiant), from the host
+        nbytes = np.concatenate(nbytes)
+        return on_bundles(topo, topo.flow_routes(src, dst, nbytes, routing, seed)), nbytes, np.concatenate(owner)
     host = topo.host_routes(src, dst)  # the family's host router, where it has one: no JAX call
     if host is not None:
         return on_bundles(topo, host), np.concatenate(nbytes), np.concatenate(owner)
@@ -181,7 +186,7 @@ COMPLETIONS = ("steady", "fluid")
 
 
 def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady",
-               compiled: bool | None = None) -> np.ndarray:
+               compiled: bool | None = None, routing: str = "static", seed: int = 0) -> np.ndarray:
     """Step time of each job when all of ``jobs`` run at once, ``(J,)`` (s when link
     bandwidths are bytes/s): with ``completion="steady"`` its slowest flow's bytes over that
     flow's max-min rate when all flows start; with ``"fluid"`` its last flow's finish time
@@ -189,9 +194,14 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady",
     ``compiled``: solve with the compiled solver
     (:func:`fattorus.kernels.maxmin_compiled.maxmin_rates_compiled`, the JAX solver's rates
     bit for bit on the CPU, and no compilation per flow-count bucket) rather than JAX; None
-    (default): where JAX computes on the CPU. The same step times either way on a CPU."""
+    (default): where JAX computes on the CPU. The same step times either way on a CPU.
+    ``routing``: the flows' routes, one of ``topo.routings`` (``static``: the family's; fat-trees
+    ``adaptive``: up-paths chosen by the load of the flows solved together; dragonflies
+    ``valiant``: each node pair through an intermediate group drawn from ``seed``)."""
     if completion not in COMPLETIONS:
         raise ValueError(f"completion {completion!r}: choices {list(COMPLETIONS)}")
+    if routing not in topo.routings:
+        raise ValueError(f"routing {routing!r}: {topo.name} offers {list(topo.routings)}")
     if not len(jobs):
         return np.zeros(0)
     for j, job in enumerate(jobs):  # a node past the machine was named as a link id past it
@@ -199,7 +209,7 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady",
             topo.node_ids(job.alloc)
         except ValueError as err:
             raise ValueError(f"jobs[{j}].alloc: {err}") from None
-    route_ids, nbytes, owner = _flows(topo, jobs)
+    route_ids, nbytes, owner = _flows(topo, jobs, routing, seed)
     F = len(nbytes)
     if F == 0:
         return np.zeros(len(jobs))
@@ -223,12 +233,14 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady",
     return np.asarray(step_time(rates, jnp.asarray(nbytes, jnp.float32), jnp.asarray(owner), len(jobs)), np.float64)
 
 
-def slowdowns(topo: Topology, jobs: Sequence[Job]) -> Slowdown:
+def slowdowns(topo: Topology, jobs: Sequence[Job], routing: str = "static", seed: int = 0) -> Slowdown:
     """Step times alone, in the ideal placement and together, and the slowdowns (module
-    docstring). A job whose ideal step time is 0 (no traffic leaves its nodes) has slowdown 1."""
-    together = step_times(topo, jobs)
-    alone = np.array([step_times(topo, [job])[0] for job in jobs])
-    ideal = np.array([min(step_times(topo, [job._replace(alloc=nodes)])[0]
+    docstring), every solve with ``routing`` (:func:`step_times`). A job whose ideal step
+    time is 0 (no traffic leaves its nodes) has slowdown 1."""
+    kw = {"routing": routing, "seed": seed}
+    together = step_times(topo, jobs, **kw)
+    alone = np.array([step_times(topo, [job], **kw)[0] for job in jobs])
+    ideal = np.array([min(step_times(topo, [job._replace(alloc=nodes)], **kw)[0]
                           for nodes in topo.ideal_placements(len(job.alloc))) for job in jobs])
     with np.errstate(divide="ignore", invalid="ignore"):
         slow = np.where(ideal > 0, together / np.where(ideal > 0, ideal, 1), 1.0)
@@ -335,7 +347,7 @@ class ModelRuntimes:
 
     topo: Topology
     mix: Mapping[str, float]
-    comm_fraction: float = 0.3
+    comm_fraction: Any = 0.3  # a number, a range or a table (fattorus.analysis.comm_fraction)
     seed: int = 0
     ranks_per_node: int = 1
     app_patterns: Mapping[str, PatternSpec] | None = None
@@ -345,8 +357,7 @@ class ModelRuntimes:
         table: ``runtime_s``, ``estimate_s`` in replay order)."""
         from fattorus.analysis import interference
 
-        if not 0 <= self.comm_fraction <= 1:
-            raise ValueError(f"speedup=model: comm_fraction must be in [0, 1], got {self.comm_fraction}")
+        self._cf = comm_fraction.parse(self.comm_fraction)
         self._base = prepared["runtime_s"].to_numpy().astype(np.float64)
         self._estimate = prepared["estimate_s"].to_numpy().astype(np.float64)
         self._key = threefry.key_data(jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10))
@@ -361,6 +372,8 @@ class ModelRuntimes:
                 if app in self.app_patterns:
                     self._names[j], self._params[j] = self.app_patterns[app]
                     self.by_app += 1
+        # Each job's c, by its pattern (an application's where it names one) or size.
+        self._c = comm_fraction.per_job(self._cf, self._key, self._names, prepared["nodes"].to_numpy())
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._compact: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # their compact crossing lists, made when needed
         self._compact_lists = self.topo.max_route_links >= SPARSE_ROUTE_SLOTS
@@ -601,7 +614,8 @@ class ModelRuntimes:
         else:
             slow = self._slowdown(j, nodes, ideals, running)
         self.slowdown[j] = slow
-        factor = (1 - self.comm_fraction) + self.comm_fraction * slow
+        c = self._c[j]
+        factor = (1 - c) + c * slow
         runtime = self._base[j] * factor
         killed = runtime > self._estimate[j]
         if killed:
@@ -621,9 +635,10 @@ class ModelRuntimes:
 
     def job_columns(self) -> dict[str, Any]:
         """The columns the replay appends to ``jobs.parquet`` (replay order): each job's
-        ``pattern`` and its ``slowdown`` at its start."""
+        ``pattern``, its ``slowdown`` at its start and its ``comm_fraction`` ``c``."""
         return {"pattern": pl.Series(self.job_patterns(), dtype=pl.String),
-                "slowdown": np.asarray(self.slowdown, np.float64)}
+                "slowdown": np.asarray(self.slowdown, np.float64),
+                "comm_fraction": np.asarray(self._c, np.float64)}
 
     @property
     def busy_node_s(self) -> float:
@@ -648,7 +663,7 @@ class ModelRuntimes:
         by_app = {} if not self.app_patterns else {
             "app_patterns": {app: describe_pattern(spec) for app, spec in self.app_patterns.items()},
             "jobs_by_app": int(self.by_app)}
-        return {"comm_fraction": self.comm_fraction, "patterns": dict(self.mix), **by_app, "jobs": int(len(s)),
+        return {"comm_fraction": comm_fraction.plain(self._cf), "patterns": dict(self.mix), **by_app, "jobs": int(len(s)),
                 "mean_slowdown": float(s.mean()) if len(s) else None,
                 "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed),
                 "application_efficiency": self._useful_ns / self._busy_ns if self._busy_ns > 0 else None,
@@ -665,7 +680,8 @@ def model_settings() -> dict[str, Any]:
     from fattorus import paths
 
     cfg = yaml.safe_load(paths.config_file("speedup", "model").read_text())
-    return {"comm_fraction": float(cfg["comm_fraction"]), "patterns": str(cfg["patterns"])}
+    return {"comm_fraction": comm_fraction.plain(comm_fraction.parse(cfg["comm_fraction"])),
+            "patterns": str(cfg["patterns"])}
 
 
 def model_runtimes(topo: Topology, seed: int = 0) -> ModelRuntimes:

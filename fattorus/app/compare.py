@@ -186,8 +186,9 @@ def _row(summary: dict[str, Any], jobs_file: Path, large: int) -> dict[str, Any]
     row["system_eff"] = row["util"] * float(app) if app is not None else None
     if {"app", "slowdown"} <= set(jobs.columns) and model.get("comm_fraction") is not None:
         # Each application's mean run-time factor (1 - c) + c * slowdown over its jobs: the
-        # speed its placements gave it, before any cut at the estimate.
-        c = float(model["comm_fraction"])
+        # speed its placements gave it, before any cut at the estimate. Each job's own c where
+        # the run recorded it (a c by pattern, size or range), else the run's one c.
+        c = pl.col("comm_fraction") if "comm_fraction" in jobs.columns else float(model["comm_fraction"])
         per_app = (jobs.filter(pl.col("app").is_not_null() & pl.col("slowdown").is_finite())
                    .group_by("app").agg(((1 - c) + c * pl.col("slowdown")).mean().alias("factor"), pl.len().alias("n")))
         row["apps"] = {a: (float(f), int(n)) for a, f, n in per_app.iter_rows()}

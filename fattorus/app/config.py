@@ -34,7 +34,9 @@ class SpeedupConf:
     # kind: model — run times from the flow-level bandwidth model at job start (issue 14);
     # then comm_fraction and patterns apply, classes must be empty.
     kind: str = "bins"
-    comm_fraction: float = 0.3
+    # A number, a range [lo, hi] drawn per job, or {by_pattern: ...} / {by_nodes: ...}
+    # (fattorus.analysis.comm_fraction).
+    comm_fraction: Any = 0.3
     patterns: str = "stencil4d=1,unstructured_mesh=1,random_pairs=1,subcomm_a2a=1"
     # kind: model — application name -> its pattern (a name, or {pattern: NAME, keyword: value})
     # for the jobs of a workload with an `app` column (conf/speedup/model_apps.yaml); None: the mix.

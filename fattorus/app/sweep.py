@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fattorus import devices, paths
 from fattorus.app import cli
@@ -463,19 +463,27 @@ def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
     """The flow model deciding run times at job start (``speedup.kind: model``), or None."""
     if cfg.speedup.get("kind", "bins") != "model":
         return None
-    from fattorus.analysis import commtime, interference
+    from fattorus.analysis import comm_fraction, commtime, interference
 
     try:
         mix = interference.parse_mix(str(cfg.speedup.get("patterns", interference.DEFAULT_MIX)), "speedup.patterns")
-        c = float(cfg.speedup.get("comm_fraction", 0.3))
+        raw = cfg.speedup.get("comm_fraction", 0.3)
+        c = comm_fraction.parse(OmegaConf.to_container(raw) if isinstance(raw, (DictConfig, ListConfig)) else raw)
         apps = cfg.speedup.get("app_patterns")
         if apps is not None and not isinstance(apps, DictConfig):
             raise ValueError(f"app_patterns must map application names to patterns, got {apps!r}")
         by_app = commtime.parse_app_patterns(OmegaConf.to_container(apps) if apps is not None else None)
+        if c.by == "pattern":  # every pattern the run can draw has its c, and every name listed is one
+            drawn = set(mix) | {name for name, _ in (by_app or {}).values()}
+            unknown = sorted(set(c.names) - drawn)
+            if unknown:
+                raise ValueError(f"comm_fraction.by_pattern names {unknown}, which this run never draws "
+                                 f"(its patterns: {sorted(drawn)})")
+            if c.default is None and drawn - set(c.names):
+                raise ValueError(f"comm_fraction.by_pattern: no value for {sorted(drawn - set(c.names))} "
+                                 "and no default")
     except (TypeError, ValueError) as err:
         raise UserError(f"speedup={cfg.speedup.get('name')}: {err}") from None
-    if not 0 <= c <= 1:
-        raise UserError(f"speedup.comm_fraction={c}: must be in [0, 1]")
     return commtime.ModelRuntimes(topo, mix, c, int(cfg.seed), app_patterns=by_app or None)
 
 
@@ -545,8 +553,18 @@ def _one_line(summary: dict[str, Any]) -> str:
         f"workload={wl['name']} x{scale}: "
         f"{summary['counts']['replayed']} jobs{skipped}, mean wait {_wait(summary['wait_s']['mean'])}, "
         f"utilization {summary['utilization']['mean']:.1%}, makespan {_span(summary['makespan_s'])}, "
-        f"replay {summary['replay_wall_s']:.1f} s"
+        f"{_model_part(summary)}replay {summary['replay_wall_s']:.1f} s"
     )
+
+
+def _model_part(summary: dict) -> str:
+    """The done line's words on the flow model's run times (``speedup=model``; else nothing):
+    the mean and largest slowdown and the jobs cut at their estimate."""
+    model = summary.get("runtime_model") or {}
+    if model.get("mean_slowdown") is None:
+        return ""
+    return (f"slowdown mean {model['mean_slowdown']:.3g} (max {model['max_slowdown']:.3g}), "
+            f"{model.get('killed_at_estimate', 0)} cut at their estimate, ")
 
 
 #: A single run's Ctrl-C line: its results are written when it ends.

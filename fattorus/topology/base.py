@@ -81,6 +81,9 @@ class Topology(abc.ABC):
     kind: ClassVar[str] = ""
     #: Link classes whose links count as hops (inter-switch links).
     hop_classes: ClassVar[tuple[str, ...]] = ()
+    #: The routings :meth:`flow_routes` offers: ``static`` (:meth:`routes`) always; a family
+    #: adds what it can do (fat-trees ``adaptive``, dragonflies ``valiant``).
+    routings: ClassVar[tuple[str, ...]] = ("static",)
 
     # --- sizes and coordinates -----------------------------------------------------------
     name: str
@@ -281,6 +284,20 @@ class Topology(abc.ABC):
         thousand pairs, and a compiled JAX call costs more in dispatch and transfer than the
         routing itself."""
         return None
+
+    def flow_routes(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, routing: str = "static",
+                    seed: int = 0) -> np.ndarray:
+        """Routes of flows ``src -> dst`` (node ids; ``nbytes`` bytes each, for routings that
+        weigh them) under ``routing``, one of :attr:`routings`: ``(F, L)`` int32 link ids,
+        ``-1`` padded (``L`` may exceed :attr:`max_route_links` for non-minimal routes). The
+        flow model (:mod:`fattorus.analysis.commtime`) solves over whichever routes it is
+        given. ``static``: :meth:`host_routes`, else :meth:`routes`. A family offering more
+        overrides this and extends :attr:`routings`; draws come from ``seed``."""
+        if routing not in self.routings:
+            raise ValueError(f"routing {routing!r}: {self.kind or type(self).__name__} offers {list(self.routings)}")
+        src, dst = np.asarray(src), np.asarray(dst)
+        host = self.host_routes(src, dst)
+        return host if host is not None else np.asarray(self.routes(src, dst), np.int32)
 
     def host_hop_sums(self, allocs: list[np.ndarray]) -> np.ndarray | None:
         """:meth:`hop_sum` of many allocations (lists of node ids, checked by the caller)

@@ -107,6 +107,7 @@ class Dragonfly(Topology):
 
     kind: ClassVar[str] = "dragonfly"
     hop_classes: ClassVar[tuple[str, ...]] = CLASSES[1:]
+    routings: ClassVar[tuple[str, ...]] = ("static", "valiant")
 
     def __post_init__(self) -> None:
         name = self.name
@@ -617,6 +618,29 @@ class Dragonfly(Topology):
         n = self._gather(self.bundle_choice, ra, rb)
         return self._pad(jnp, src, dst, self._minimal_hops(jnp, ra, rb, n, black_first), self.max_route_links)
 
+    def flow_routes(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, routing: str = "static",
+                    seed: int = 0) -> np.ndarray:
+        """:meth:`Topology.flow_routes`; ``valiant``: each flow through an intermediate group
+        drawn uniformly among the groups other than its source's and destination's (the
+        minimal route within one group, or where no such group exists) (:meth:`valiant_routes`),
+        ``5 + max_hops`` slots. The draw is a hash of ``(seed, src, dst)``: a node pair takes the same group
+        in every solve of a run (a job alone, in its placement among others), whatever else
+        is routed beside it."""
+        if routing != "valiant":
+            return super().flow_routes(src, dst, nbytes, routing, seed)
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        per_group = self.routers_per_group * self.nodes_per_router
+        ga, gb = src // per_group, dst // per_group
+        lo, hi = np.minimum(ga, gb), np.maximum(ga, gb)
+        # Groups left once the flow's own two are taken out; a flow within one group keeps
+        # its minimal route (a detour through another group only lengthens it).
+        choices = np.where(ga != gb, self.groups - 2, 0)
+        draw = np.floor(_pair_uniform(seed, src, dst) * np.maximum(choices, 1)).astype(np.int64)
+        via = draw + (draw >= lo)  # skip the excluded groups, lowest first
+        via = via + ((via >= hi) & (ga != gb))
+        via = np.where(choices > 0, via, ga)  # none left: the source's group gives the minimal route
+        return np.asarray(self.valiant_routes(src, dst, via), np.int32)
+
     def valiant_routes(self, src, dst, intermediate_group):
         """Non-minimal (Valiant) routes through ``intermediate_group`` (broadcasting):
         minimal from the source router to a router of the intermediate group, then minimal
@@ -729,3 +753,15 @@ def _cables(tail: np.ndarray, head: np.ndarray, k: int) -> np.ndarray:
     tail, head = np.broadcast_arrays(tail, head)
     ends = np.stack([tail.ravel(), head.ravel()], axis=1)
     return np.repeat(ends, k, axis=0)
+
+
+def _pair_uniform(seed: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """A uniform in ``[0, 1)`` per ``(seed, src, dst)``: SplitMix64's finaliser of the three
+    mixed (wrapping uint64 arithmetic), its top 53 bits."""
+    with np.errstate(over="ignore"):  # the wrap is the hash
+        x = (np.full(np.shape(src), seed & 0xFFFFFFFFFFFFFFFF, np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+             ^ src.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9) ^ dst.astype(np.uint64) * np.uint64(0x94D049BB133111EB))
+        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)
+        x = x ^ (x >> np.uint64(31))
+    return (x >> np.uint64(11)).astype(np.float64) / float(1 << 53)

@@ -124,6 +124,7 @@ class FatTree(Topology):
     # The topology interface (fattorus.topology.base) --------------------------------------
     kind: ClassVar[str] = "fattree"
     hop_classes: ClassVar[tuple[str, ...]] = ("leaf-L2", "L2-core")
+    routings: ClassVar[tuple[str, ...]] = ("static", "adaptive")
 
     @functools.cached_property
     def levels(self) -> tuple[Level, ...]:
@@ -235,6 +236,18 @@ class FatTree(Topology):
 
         src, dst = self.node_ids(src, dst, padded=True)
         return fattree_routing.routes(self, src, dst)
+
+    def flow_routes(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, routing: str = "static",
+                    seed: int = 0) -> np.ndarray:
+        """:meth:`Topology.flow_routes`; ``adaptive``: up-paths chosen by load, largest flows
+        first, ties in an order drawn from ``seed``
+        (:func:`fattorus.topology.fattree_routing.load_balanced_routes`)."""
+        if routing != "adaptive":
+            return super().flow_routes(src, dst, nbytes, routing, seed)
+        from fattorus.topology import fattree_routing
+
+        return fattree_routing.load_balanced_routes(self, np.asarray(src), np.asarray(dst), np.asarray(nbytes, float),
+                                                    np.random.default_rng(seed))
 
     def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """D-mod-k routes computed on the host (:func:`fattorus.topology.fattree_host_routes.host_routes`)."""

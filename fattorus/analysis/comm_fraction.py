@@ -1,0 +1,152 @@
+"""A job's communication fraction ``c`` (issue 14): the share of its interference-free run time
+spent communicating, so that its run time scales as ``(1 − c) + c · slowdown``.
+
+``speedup.comm_fraction`` takes one of four forms:
+
+* a number in ``[0, 1]``: every job's ``c`` (the default, 0.3);
+* a range ``[lo, hi]``: each job's ``c`` drawn uniformly in it, from the run's seed;
+* ``{by_pattern: {NAME: value, ..., default: value}}``: by the job's pattern (a name of the mix,
+  or the pattern an application names); ``default`` for patterns not listed (without it every
+  pattern the run draws must be listed);
+* ``{by_nodes: {edges: [e1, e2, ...], values: [v0, v1, ..., vk]}}``: by size bin, value ``i``
+  for jobs of ``e(i-1) < nodes <= e(i)`` (the upper edges inclusive, as the by-size outputs'
+  bins), the last for jobs larger than the last edge: one more value than edges.
+
+Each ``value`` in the last two is a number or a ``[lo, hi]`` range as above. Every job takes one
+uniform draw (``jax.random.uniform`` from the run's key folded with a constant of its own) whether
+or not its value is a range, so that which jobs draw does not shift any other job's ``c``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+#: A value: one fraction, or a range drawn per job.
+Value = float | tuple[float, float]
+#: Folded into the run's key for the per-job draws (any constant no other model draw uses).
+_FOLD = 0xC0F
+
+
+class CommFraction(NamedTuple):
+    """A parsed ``comm_fraction``: ``by`` is ``"all"`` (``values[0]`` for every job),
+    ``"pattern"`` (``names[i]`` takes ``values[i]``; ``default`` the others, None: none) or
+    ``"nodes"`` (``edges`` upper bin edges, ``len(edges) + 1`` values)."""
+
+    by: str
+    values: tuple[Value, ...]
+    names: tuple[str, ...] = ()
+    edges: tuple[int, ...] = ()
+    default: Value | None = None
+
+    @property
+    def constant(self) -> float | None:
+        """The one ``c`` of every job, or None when it varies by job."""
+        if self.by == "all" and not isinstance(self.values[0], tuple):
+            return float(self.values[0])
+        return None
+
+
+def _number(x: Any, where: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{where}: a number in [0, 1] or a range [lo, hi], got {x!r}")
+    v = float(x)
+    if not 0 <= v <= 1:  # NaN fails too
+        raise ValueError(f"{where}: {x!r} must be in [0, 1]")
+    return v
+
+
+def _value(x: Any, where: str) -> Value:
+    if isinstance(x, Sequence) and not isinstance(x, str):
+        if len(x) != 2:
+            raise ValueError(f"{where}: a range is [lo, hi], got {list(x)!r}")
+        lo, hi = _number(x[0], where), _number(x[1], where)
+        if lo > hi:
+            raise ValueError(f"{where}: range [{lo:g}, {hi:g}] has lo > hi")
+        return (lo, hi)
+    return _number(x, where)
+
+
+def parse(value: Any, where: str = "speedup.comm_fraction") -> CommFraction:
+    """``value`` (a config value: number, list or mapping, module docstring) as a
+    :class:`CommFraction`; a ``ValueError`` naming ``where`` and the entry for anything else."""
+    if isinstance(value, CommFraction):
+        return value
+    if not isinstance(value, Mapping):
+        return CommFraction("all", (_value(value, where),))
+    keys = list(value)
+    if keys == ["by_pattern"]:
+        table = value["by_pattern"]
+        if not isinstance(table, Mapping) or not table:
+            raise ValueError(f"{where}.by_pattern: pattern name -> value (and default), got {table!r}")
+        names = tuple(str(k) for k in table if k != "default")
+        values = tuple(_value(table[k], f"{where}.by_pattern.{k}") for k in table if k != "default")
+        default = _value(table["default"], f"{where}.by_pattern.default") if "default" in table else None
+        return CommFraction("pattern", values, names=names, default=default)
+    if keys == ["by_nodes"]:
+        table = value["by_nodes"]
+        if not isinstance(table, Mapping) or sorted(table) != ["edges", "values"]:
+            raise ValueError(f"{where}.by_nodes: {{edges: [e1, ...], values: [v0, v1, ...]}}, got {table!r}")
+        edges, values = table["edges"], table["values"]
+        if (not isinstance(edges, Sequence) or isinstance(edges, str) or not edges
+                or any(isinstance(e, bool) or not isinstance(e, (int, np.integer)) or e < 1 for e in edges)
+                or any(a >= b for a, b in zip(edges, edges[1:]))):
+            raise ValueError(f"{where}.by_nodes.edges: node counts >= 1, rising, got {edges!r}")
+        if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != len(edges) + 1:
+            raise ValueError(f"{where}.by_nodes.values: one more value than edges ({len(edges) + 1}: the last for "
+                             f"jobs past {edges[-1]} nodes), got {values!r}")
+        return CommFraction("nodes", tuple(_value(v, f"{where}.by_nodes.values[{i}]") for i, v in enumerate(values)),
+                            edges=tuple(int(e) for e in edges))
+    raise ValueError(f"{where}: a number, a range [lo, hi], {{by_pattern: {{...}}}} or {{by_nodes: {{edges, values}}}}, "
+                     f"got keys {keys}")
+
+
+def plain(cf: CommFraction) -> Any:
+    """``cf`` in its config form (what ``summary.json`` records): a number for one fraction."""
+    def one(v: Value) -> Any:
+        return list(v) if isinstance(v, tuple) else v
+
+    if cf.by == "all":
+        return one(cf.values[0])
+    if cf.by == "pattern":
+        table = {n: one(v) for n, v in zip(cf.names, cf.values)}
+        return {"by_pattern": table | ({"default": one(cf.default)} if cf.default is not None else {})}
+    return {"by_nodes": {"edges": list(cf.edges), "values": [one(v) for v in cf.values]}}
+
+
+def per_job(cf: CommFraction, key: jax.Array, names: Sequence[str], nodes: np.ndarray) -> np.ndarray:
+    """Each job's ``c`` (float64), for jobs with patterns ``names`` on ``nodes`` nodes; ranges
+    drawn with ``key`` (the run's model key). A pattern ``by_pattern`` does not list, without
+    a default, raises ``ValueError`` naming it."""
+    nodes = np.asarray(nodes)
+    n = len(nodes)
+    if cf.by == "all":
+        which = np.zeros(n, np.int64)
+        table = cf.values
+    elif cf.by == "nodes":
+        which = np.searchsorted(np.asarray(cf.edges), nodes, side="left")  # nodes <= edge i -> bin i
+        table = cf.values
+    else:
+        index = {name: i for i, name in enumerate(cf.names)}
+        missing = sorted({str(x) for x in names} - set(index))
+        if missing and cf.default is None:
+            raise ValueError(f"speedup.comm_fraction.by_pattern: no value for pattern(s) {missing} and no default")
+        table = (*cf.values, cf.default)
+        which = np.array([index.get(str(x), len(cf.values)) for x in names], np.int64)
+    u = np.asarray(jax.random.uniform(jax.random.fold_in(key, _FOLD), (n,), dtype=np.float32), np.float64)
+    lo = np.array([v[0] if isinstance(v, tuple) else v for v in table], np.float64)
+    hi = np.array([v[1] if isinstance(v, tuple) else v for v in table], np.float64)
+    c = lo[which] + (hi[which] - lo[which]) * u
+    return np.where(lo[which] == hi[which], lo[which], c)  # a fixed value exactly, not lo + 0 * u
+
+
+def describe(cf: CommFraction) -> str:
+    """One short line for logs: ``0.3``, ``[0.2, 0.4]``, ``by pattern``, ``by nodes``."""
+    if cf.by == "all":
+        v = cf.values[0]
+        return f"[{v[0]:g}, {v[1]:g}]" if isinstance(v, tuple) else f"{v:g}"
+    return f"by {cf.by}"
+
