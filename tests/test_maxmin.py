@@ -139,13 +139,16 @@ def test_stages_give_the_rates_of_one_stage(seed):
 def test_a_goal_solve_gives_the_goal_flows_step_time_of_the_full_filling(seed):
     """With ``goal`` (bytes of the flows whose step time is wanted) the solve may stop early,
     but the goal flows' slowest ``bytes / rate`` is the NumPy filling's, for goal sets from
-    one flow to all of them, with stages and weights; and it does stop early somewhere."""
+    one flow to all of them, with stages and weights; and it does stop early somewhere.
+    Weights run from 0.1 to 7: an open flow's rate is bounded below by ``weight · share``, not
+    by the share, and a stop test that forgot the weight stopped too early with weights below 1
+    (it failed here: step times up to twice the full filling's, issue 14 audit)."""
     rng = np.random.default_rng(20 + seed)
     F, E, L = 300, 40, 4
     route_ids = np.where(rng.random((F, L)) < 0.7, rng.integers(0, E, (F, L)), -1).astype(np.int32)
     route_ids[:, 0] = rng.integers(0, E, F)
     cap = rng.uniform(1, 10, E)
-    w = rng.integers(1, 4, F).astype(float)
+    w = rng.choice([0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 7.0], F).astype(np.float32).astype(float)
     nbytes = rng.choice([1.0, 4.0, 16.0], F)
     ref, _ = maxmin_rates_numpy(route_ids, cap, w)
     args = (jnp.asarray(route_ids), jnp.asarray(cap, jnp.float32), jnp.asarray(w))
@@ -193,6 +196,14 @@ def test_inputs_no_solve_can_mean_are_one_line_errors():
     with pytest.raises(ValueError, match=r"route_ids: link id -3; link ids run from 0 \(-1 pads\)"):
         maxmin_rates(jnp.array([[0], [-3]]), jnp.array([1.0]))
     np.testing.assert_allclose(maxmin_rates([[0, -1], [0, 1], [1, -1]], [1.0, 2.0]).rate, [0.5, 0.5, 1.5])  # by hand
+    # Issue 14 audit: a scalar capacity (an IndexError) and float link ids (a TypeError deep in
+    # JAX; the compiled solver refuses them in one line too).
+    with pytest.raises(ValueError, match=r"^capacity: one per link, an \(E,\) array, got shape \(\)$"):
+        maxmin_rates(two, np.float32(1))
+    with pytest.raises(ValueError, match="^route_ids: ids must be integers, got float32$"):
+        maxmin_rates(np.array([[0.0], [0.0]], np.float32), jnp.array([1.0]))
+    with pytest.raises(ValueError, match="^incidences: ids must be integers, got float64$"):
+        maxmin_rates(two, jnp.array([1.0]), incidences=(np.array([0, 1]), np.array([0.0, 0.0])))
 
 
 def test_a_traced_solve_on_bad_input_still_ends():

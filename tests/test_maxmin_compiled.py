@@ -152,6 +152,30 @@ def test_full_rates_refuse_what_the_jax_solver_refuses():
         with pytest.raises(ValueError, match=words):
             maxmin_rates_compiled(np.array(routes, np.int32), np.float32(cap))
     assert maxmin_rates_compiled(_routes([0], [1]), np.float32([0, 2])).tolist() == [0.0, 2.0]
+    # Issue 14 audit: a scalar capacity and float link ids, as the JAX solver refuses them.
+    for routes, cap, words in ((_routes([0]), np.float32(1), r"capacity: one per link, an \(E,\) array"),
+                               (np.float32([[0]]), np.float32([1]), "route_ids: ids must be integers")):
+        with pytest.raises(ValueError, match=words):
+            maxmin_rates_compiled(routes, cap)
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.nan])
+def test_the_goal_solve_refuses_negative_or_nan_byte_counts_and_a_scalar_capacity(bad):
+    """A negative or NaN byte count gave a step time of 0 (``nan > 0`` and ``-1 > 0`` are
+    false: such a flow was skipped), a scalar capacity was taken as one link: one line each,
+    before the workspace is lent (it comes back as it went)."""
+    routes, cap, workspace = _routes([0], [0]), np.float32([2]), new_workspace(1)
+    assert goal_step_time(routes, np.array([4.0, 0.0]), 2, cap) == pytest.approx(4.0)  # by hand: rate 1 each
+    for nbytes in (np.array([bad, 4.0]), np.array([4.0, bad])):
+        with pytest.raises(ValueError, match=r"^goal_step_time: byte counts must be numbers >= 0"):
+            goal_step_time(routes, nbytes, 2, cap, workspace)
+        with pytest.raises(ValueError, match=r"^goal_step_time_compact: byte counts must be numbers >= 0"):
+            goal_step_time_compact(*compact_routes(routes), nbytes, 2, cap, workspace)
+        assert (workspace == -1).all()
+    for solve in (lambda c: goal_step_time(routes, np.ones(2), 2, c),
+                  lambda c: goal_step_time_compact(*compact_routes(routes), np.ones(2), 2, c)):
+        with pytest.raises(ValueError, match=r"capacity: one per link, an \(E,\) array, got shape \(\)"):
+            solve(np.float32(2))
 
 
 def test_every_machine_s_flows_get_the_jax_solver_s_rates(conf_topo, on_cpu):

@@ -130,6 +130,35 @@ def test_ta_jobs_run_as_fast_as_alone_and_to_jobs_slow_down(runs):
     assert to_summary["mean_slowdown"] > out["ta"][0].summary["runtime_model"]["mean_slowdown"] - 1e-9
 
 
+def test_no_two_jobs_running_at_once_under_ta_share_a_leaf_or_pod_in_a_model_replay(runs):
+    """The model decides run times at start, so a ``speedup=model`` replay under ``ta`` has
+    its own starts and ends: every pair of jobs running at once in it keeps ``ta``'s rule (as
+    tests/test_replay.py checks a plain replay): two jobs that span several leaves share no
+    leaf, two that span several pods share no pod. (The step-time check above samples every
+    7th job; this one takes every concurrent pair, from jobs.parquet's columns alone.)"""
+    from intervals import concurrent_pairs
+
+    ft, out = runs
+    jobs = out["ta"][0].jobs
+    k, p = ft.nodes_per_leaf, ft.nodes_per_pod
+    allocs = [np.asarray(a) for a in jobs["alloc"].to_list()]
+    leaves = [set((a // k).tolist()) for a in allocs]
+    pods = [set((a // p).tolist()) for a in allocs]
+    start, end = jobs["start_s"].to_numpy(), jobs["end_s"].to_numpy()
+    checked = multi_leaf = multi_pod = 0
+    for a, b in concurrent_pairs(start, end):
+        checked += 1
+        assert not set(allocs[a].tolist()) & set(allocs[b].tolist()), (a, b)  # no node twice
+        both_leaves = len(leaves[a]) > 1 and len(leaves[b]) > 1
+        both_pods = len(pods[a]) > 1 and len(pods[b]) > 1
+        assert not (both_leaves and leaves[a] & leaves[b]), (jobs["job_id"][a], jobs["job_id"][b])
+        assert not (both_pods and pods[a] & pods[b]), (jobs["job_id"][a], jobs["job_id"][b])
+        multi_leaf += both_leaves
+        multi_pod += len(pods[a]) > 1 or len(pods[b]) > 1
+    # The rule was exercised: many pairs, pairs of multi-leaf jobs, and jobs over several pods.
+    assert checked > 5000 and multi_leaf > 200 and multi_pod > 500, (checked, multi_leaf, multi_pod)
+
+
 def _pairs(n: int):
     from fattorus.analysis import patterns
 

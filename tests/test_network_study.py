@@ -317,3 +317,56 @@ def test_a_finished_study_run_again_is_reported_not_redone(tmp_path, monkeypatch
     (tmp_path / "results" / "network_study" / "again" / "jobs.parquet").write_text("damaged")
     monkeypatch.setattr(ns, "workload_rows", real)
     assert ns.main(args) == 0 and "finished earlier" not in capsys.readouterr().out
+
+
+def _paper_columns(lines: list[str], case: str, pattern: str) -> tuple[str, str]:
+    """The paper mean and max printed on ``case``'s ``pattern`` row ('' where none)."""
+    header = lines[0]
+    row = next(line for line in lines if line.split()[:2] == [case, pattern])
+    start = header.index(" paper")
+    return row[start:start + 7].strip(), row[start + 7:start + 14].strip()
+
+
+def test_the_paper_s_figures_are_shown_only_beside_a_run_of_the_paper_s_settings():
+    """Issue 14 audit: the figures were looked up by case name, ``{machine}_{lo}-{hi}``, whatever
+    the communication share or Sub-a2a dimensions, so a 30 % run on Cab 4-128 was printed
+    beside the paper's 100 % figures. They follow the settings now (the paper, Section V-B: Cab
+    4-128, Sub-a2a along all three dimensions: mean 1.35 over all jobs; with 30 %
+    communication mean 1.08 and max 1.31)."""
+    summary = {"cab_4-128": {"Stencil": {"jobs": 3, "mean": 1.2, "max": 1.4, "interference": 1.1},
+                             "all": {"jobs": 9, "mean": 1.1, "max": 1.5, "interference": 1.05}}}
+
+    def run(c: float, dims: int) -> list[dict]:
+        args = ["--machine", "cab", "--sizes", "4,128", "--comm-fraction", str(c), "--a2a-dims", str(dims)]
+        return ns.settings(ns.parse_args(args), ns.cases(ns.parse_args(args)))["runs"]
+
+    assert run(0.3, 3)[0]["case"] == "cab_4-128"  # the name says nothing of the share
+    lines = ns.report(summary, run(0.3, 3))
+    assert _paper_columns(lines, "cab_4-128", "all") == ("1.08", "1.31")
+    assert _paper_columns(lines, "cab_4-128", "Stencil") == ("", "")  # the paper gives no 30 % figure per pattern
+    lines = ns.report(summary, run(1.0, 3))
+    assert _paper_columns(lines, "cab_4-128", "all") == ("1.35", "")
+    assert _paper_columns(lines, "cab_4-128", "Stencil") == ("1.32", "")
+    for c, dims in ((0.3, 2), (1.0, 2), (0.5, 3)):  # Sub-a2a along two dimensions, or another share: not the paper's
+        lines = ns.report(summary, run(c, dims))
+        assert _paper_columns(lines, "cab_4-128", "all") == ("", "") and "not one of the paper's cases" in lines[-1]
+    assert ns.paper_case("cab", 4, 512, 1.0, 3) == "cab_4-512" and ns.paper_case("ft44", 512, 4096, 1.0, 2)
+    assert ns.paper_case("ft44", 512, 4096, 1.0, 3) is None and ns.paper_case("pinot", 4, 128, 0.3, 3) is None
+
+
+def test_a_study_prints_the_paper_s_figures_for_its_settings_only(tmp_path, monkeypatch, capsys):
+    """End to end, in-process, on ft6x6 made a paper case: the run of its settings prints the
+    paper's figures (and so does the same command on the finished study); the same sizes with
+    another communication share print none."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(ns, "PAPER_CASES", (("small_c30", "ft6x6", 4, 30, 1, 0.3, 3),))
+    monkeypatch.setitem(ns.PAPER, "small_c30", {"all": (1.08, 1.31)})
+    small = ["--machine", "ft6x6", "--sizes", "4,30", "--workloads", "1", "--a2a-dims", "3"]
+    for again in (False, True):
+        assert ns.main([*small, "--comm-fraction", "0.3", "--name", "c30"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        table = lines[lines.index(next(line for line in lines if line.startswith("case"))):]
+        assert _paper_columns(table, "ft6x6_4-30", "all") == ("1.08", "1.31"), (again, table)
+    assert ns.main([*small, "--comm-fraction", "1", "--name", "c100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert _paper_columns(lines, "ft6x6_4-30", "all") == ("", "")

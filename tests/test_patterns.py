@@ -251,3 +251,25 @@ def test_keyless_patterns_do_not_depend_on_the_key(n):
             assert same, name
         elif n >= 64:  # keyed patterns on enough ranks differ between keys
             assert not same, name
+
+
+@pytest.mark.parametrize("name", sorted(P.PATTERNS))
+@pytest.mark.parametrize("nbytes", [0, -1.0, float("nan"), float("inf"), "many"])
+def test_a_message_size_that_is_not_a_positive_number_is_refused_in_one_line(name, nbytes):
+    """``nbytes`` <= 0 or NaN gave flows of no (or negative, or NaN) time; refused, naming the
+    parameter, on any job size (the tiny jobs that return no flow too)."""
+    for n in (1, 64):
+        with pytest.raises(ValueError, match=r"^nbytes must be a positive finite number of bytes, got ") as err:
+            P.make(name, KEY, n, nbytes=nbytes)
+        assert "\n" not in str(err.value)
+    assert P.make(name, KEY, 64, nbytes=3.0).nbytes.tolist() == [3.0] * P.make(name, KEY, 64).n_flows
+
+
+@pytest.mark.parametrize("radius", [0, -1, 1.5, True])
+def test_an_unstructured_mesh_without_a_neighbour_box_is_refused(radius):
+    """A box of radius 0 holds no offset: every rank quietly got no neighbour (no flows)."""
+    with pytest.raises(ValueError, match=r"^radius must be an integer >= 1, got "):
+        P.unstructured_mesh(KEY, 64, radius=radius)
+    # Radius 1: the 26 offsets of the 3^3 box, so at most 26 distinct neighbours each.
+    t = P.unstructured_mesh(KEY, 1000, radius=1)
+    assert max(Counter(t.src.tolist()).values()) <= 26 and t.n_flows >= 6 * 1000

@@ -61,7 +61,10 @@ from fattorus.analysis import patterns
 from fattorus.files import atomic_write
 from fattorus.topology.base import Topology
 
-#: The four patterns of the fat-tree paper's Section V-B, equally likely.
+#: The four pattern kinds of the fat-tree paper's Section V-B, equally likely — with Sub-a2a as
+#: ``subcomm_a2a``, all-to-all within rows of 16 consecutive ranks, not the paper's all-to-all
+#: along a 3D process grid (``grid_a2a``, the network study's): docs/bandwidth-model.md. The
+#: default mix of this tool and of ``speedup=model``.
 DEFAULT_MIX = "stencil4d=1,unstructured_mesh=1,random_pairs=1,subcomm_a2a=1"
 OUTPUT = "interference.parquet"
 #: Sampled instants at most: the table gains a row per running job per instant (with 100 jobs

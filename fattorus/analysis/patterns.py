@@ -73,6 +73,18 @@ def _check_n(n: int) -> int:
     return int(n)
 
 
+def _check_nbytes(nbytes: float) -> float:
+    """``nbytes`` as a float, refused in one line unless a positive finite number: 0 or less
+    gave flows that take no time (or a negative time), NaN a NaN step time, downstream."""
+    try:
+        value = float(nbytes)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"nbytes must be a positive finite number of bytes, got {nbytes!r}")
+    return value
+
+
 # Process grids ------------------------------------------------------------------------------
 def _prime_factors(n: int) -> list[int]:
     out, f = [], 2
@@ -119,6 +131,7 @@ def stencil(key: Key | None, n: int, ndim: int = 2, nbytes: float = 64 * KiB) ->
     symmetric: ``i`` sends to ``j`` as often as ``j`` sends to ``i``.
     """
     n = _check_n(n)
+    nbytes = _check_nbytes(nbytes)
     if n < 2:
         return _empty()
     dims = grid_dims(n, ndim)
@@ -229,9 +242,14 @@ def unstructured_mesh(
     ``|o|^-locality`` (Gumbel top-k sampling; with the defaults about 80% of the weight is on
     the 26 offsets of the ``3^3`` box). Counts are capped by the distinct ranks available
     on small grids. Each rank sends ``nbytes`` to each of its neighbours (directed: ``j``
-    being ``i``'s neighbour does not make ``i`` one of ``j``'s).
+    being ``i``'s neighbour does not make ``i`` one of ``j``'s). ``radius`` must be at least 1
+    (a box of radius 0 holds no neighbour) and ``nbytes`` positive: one-line ``ValueError``.
     """
     n = _check_n(n)
+    nbytes = _check_nbytes(nbytes)
+    if not (isinstance(radius, (int, np.integer)) and not isinstance(radius, bool) and radius >= 1):
+        raise ValueError(f"radius must be an integer >= 1, got {radius!r}")  # 0: an empty box, no flows at all
+    radius = int(radius)
     if n < 2:
         return _empty()
     k_count, k_pick = _split(key)
@@ -261,6 +279,7 @@ def spread(
     the first distinct ones kept (so a count can, rarely, fall short of its draw).
     """
     n = _check_n(n)
+    nbytes = _check_nbytes(nbytes)
     if n < 2:
         return _empty()
     k_count, k_pick = _split(key)
@@ -285,6 +304,7 @@ def random_pairs(key: Key, n: int, nbytes: float = 1 * MiB) -> Traffic:
     pattern is symmetric; with an odd ``n`` one random rank is left idle.
     """
     n = _check_n(n)
+    nbytes = _check_nbytes(nbytes)
     if n < 2:
         return _empty()
     perm = np.argsort(_uniform(key, n), kind="stable")[: n - n % 2].reshape(-1, 2)
@@ -297,6 +317,7 @@ def random_pairs(key: Key, n: int, nbytes: float = 1 * MiB) -> Traffic:
 def all_to_all(key: Key | None, n: int, nbytes: float = 64 * KiB) -> Traffic:
     """Every rank sends ``nbytes`` (64 KiB by default, a choice) to every other rank."""
     n = _check_n(n)
+    nbytes = _check_nbytes(nbytes)
     src, dst = np.divmod(np.arange(n * n), n)
     return _traffic(src, dst, nbytes)
 
@@ -317,6 +338,7 @@ def subcomm_a2a(
     ``nbytes`` (64 KiB by default, a choice) to every other member.
     """
     n = _check_n(n)
+    nbytes = _check_nbytes(nbytes)
     if group < 1:
         raise ValueError(f"group must be >= 1, got {group}")
     if strided:
@@ -350,6 +372,7 @@ def grid_a2a(key: Key | None, n: int, ndim: int = 3, along: int = 2, nbytes: flo
     Two ranks share at most one such line, so no pair is sent twice.
     """
     n = _check_n(n)
+    nbytes = _check_nbytes(nbytes)
     if not 1 <= along <= ndim:
         raise ValueError(f"along must be in 1..{ndim}, got {along}")
     dims = grid_dims(n, ndim)

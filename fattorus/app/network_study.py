@@ -102,13 +102,29 @@ PAPER_CASES = (
     ("cab_4-128", "cab", 4, 128, 15, 1.0, 3),
     ("cab_4-128_c30", "cab", 4, 128, 15, 0.3, 3),
 )
-#: The paper's figures (Section V-B), for the printed comparison.
+#: The paper's figures (Section V-B) per paper case, for the printed comparison: ``(mean, max)``
+#: speedup per pattern and over all jobs (``None`` where the paper gives no maximum).
 PAPER = {
-    "ft44_512-4096": {"Stencil": 1.58, "Unstr-mesh": 1.68, "Pairs": 1.06, "Sub-a2a": 1.14, "all": 1.36},
-    "cab_4-512": {"Stencil": 1.26, "Unstr-mesh": 1.14, "Pairs": 1.1, "Sub-a2a": 1.55, "all": 1.3},
-    "cab_4-128": {"Stencil": 1.32, "Unstr-mesh": 1.29, "Pairs": 1.08, "Sub-a2a": 1.74, "all": 1.35},
-    "cab_4-128_c30": {"all": 1.08},
+    "ft44_512-4096": {"Stencil": (1.58, None), "Unstr-mesh": (1.68, None), "Pairs": (1.06, None),
+                      "Sub-a2a": (1.14, None), "all": (1.36, None)},
+    "cab_4-512": {"Stencil": (1.26, 1.5), "Unstr-mesh": (1.14, 1.4), "Pairs": (1.1, None), "Sub-a2a": (1.55, None),
+                  "all": (1.3, None)},
+    "cab_4-128": {"Stencil": (1.32, None), "Unstr-mesh": (1.29, None), "Pairs": (1.08, None), "Sub-a2a": (1.74, None),
+                  "all": (1.35, None)},
+    "cab_4-128_c30": {"all": (1.08, 1.31)},
 }
+
+
+def paper_case(machine: str, lo: int, hi: int, comm_fraction: float, a2a_dims: int) -> str | None:
+    """The paper case (:data:`PAPER_CASES`) run with these settings — machine, job sizes,
+    communication share and Sub-a2a dimensions (any number of workloads) — or ``None``: only
+    such a run is compared with the paper's figures, whatever its case is named (``--machine cab
+    --sizes 4,128 --comm-fraction 0.3 --a2a-dims 3`` is the paper's 30 % case, named
+    ``cab_4-128``; with ``--a2a-dims 2`` it is none of the paper's)."""
+    for case, m, c_lo, c_hi, _, c, dims in PAPER_CASES:
+        if (m, c_lo, c_hi, c, dims) == (machine, lo, hi, comm_fraction, a2a_dims):
+            return case
+    return None
 
 
 @functools.lru_cache(maxsize=16)
@@ -259,17 +275,26 @@ def summarize(table: pl.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
-def report(summary: dict) -> list[str]:
+def report(summary: dict, runs: Sequence[dict] = ()) -> list[str]:
     """Printed table: mean and max speedup per pattern, the mean interference-only speedup
     (together / alone in the oblivious placement: what the other jobs cost, without the
-    placement's own routes), and the paper's mean beside it."""
-    lines = [f"{'case':<16} {'pattern':<11} {'jobs':>5} {'mean':>6} {'max':>6} {'interf':>6} {'paper':>6}"]
+    placement's own routes), and beside them the paper's mean and max where it gives them, for
+    a case whose settings are a paper case's (:func:`paper_case`). ``runs``: the cases'
+    settings as :func:`settings` records them (without them no case is compared)."""
+    compared = {r["case"]: paper_case(r["machine"], *r["sizes"], r["comm_fraction"], r["a2a_dims"]) for r in runs}
+    lines = [f"{'case':<16} {'pattern':<11} {'jobs':>5} {'mean':>6} {'max':>6} {'interf':>6} {'paper':>6} {'p.max':>6}"]
     for case, groups in summary.items():
+        figures = PAPER.get(compared.get(case) or "", {})
         for k, g in groups.items():
-            paper = PAPER.get(case, {}).get(k)
+            mean, top = figures.get(k, (None, None))
             interf = g.get("interference")
             lines.append(f"{case:<16} {k:<11} {g['jobs']:>5} {g['mean']:>6.2f} {g['max']:>6.2f} "
-                         f"{'' if interf is None else f'{interf:.2f}':>6} {'' if paper is None else f'{paper:.2f}':>6}")
+                         f"{'' if interf is None else f'{interf:.2f}':>6} {'' if mean is None else f'{mean:.2f}':>6} "
+                         f"{'' if top is None else f'{top:.2f}':>6}")
+    for case in summary:
+        if compared.get(case) is None:
+            lines.append(f"{case}: not one of the paper's cases (machine, sizes, communication share, Sub-a2a "
+                         "dimensions): no paper figures")
     return lines
 
 
@@ -447,7 +472,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"network_study: error: {conflict}", file=sys.stderr)
         return 2
     if outputs.report_if_finished(out, ("jobs.parquet",),
-                                  lambda: "\n".join(report(summarize(pl.read_parquet(out / "jobs.parquet"))))):
+                                  lambda: "\n".join(report(summarize(pl.read_parquet(out / "jobs.parquet")),
+                                                             record["runs"]))):
         return 0
     parts = out / PARTS
     n_all, rows, done = sum(n_wl for *_, n_wl, _, _ in todo), [], 0
@@ -490,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"network_study: interrupted; {done} of {n_all} workloads kept in {parts}, "
               "re-run the same command to resume", file=sys.stderr)
         return 130
-    print("\n".join(report(summary)))
+    print("\n".join(report(summary, record["runs"])))
     print(f"-> {out}")
     return 0
 

@@ -11,7 +11,8 @@ largest (its bottleneck).
 Progressive filling computes them: all unfrozen flows grow together, flow ``f`` at speed
 ``w_f``; when a link saturates, the flows crossing it freeze. Done one saturation level at a
 time (:func:`maxmin_rates_numpy`, the reference) that takes one round per distinct level —
-thousands for a scattered 4,096-node job. :func:`maxmin_rates` freezes every *local*
+167 for a 4D stencil on 4,096 scattered nodes of ft44, where :func:`maxmin_rates` takes 7
+(bench row ``ft44_stencil4d``, 2026-11-27). :func:`maxmin_rates` freezes every *local*
 bottleneck at once instead: with ``share_e = residual_e / W_e`` (residual capacity over the
 weight of the open flows crossing ``e``), a link whose share is no larger than the share of
 any link its open flows cross saturates at exactly that share in the filling (a link's
@@ -132,9 +133,10 @@ def maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array | 
       goal: optional ``(F,)`` bytes of the flows whose step time (``max bytes / rate``) is
         all that is wanted, 0 for the others. The solve then stops as soon as every goal
         flow still open provably takes less time than the slowest settled goal flow: an open
-        flow's final rate is at least its tightest link's share now (a share never falls as
-        flows freeze below it), so with ``bytes / share`` under ``(1 - GOAL_MARGIN)`` times
-        the slowest settled time the maximum is already known. Settled flows have their
+        flow's final rate is at least its weight times its tightest link's share now (a share
+        never falls as flows freeze below it), so with ``bytes / (weight · share)`` under
+        ``(1 - GOAL_MARGIN)`` times the slowest settled time the maximum is already known,
+        whatever the weights. Settled flows have their
         exact rates (the rounds up to the stop are those of the full solve); flows still
         open get that lower bound, so :func:`step_time` over the goal flows equals the full
         solve's. Other flows' rates are then meaningless.
@@ -186,16 +188,25 @@ def _maxmin_rates(route_ids: jax.Array, capacity: jax.Array, weight: jax.Array |
 
 def _check_inputs(route_ids: Any, capacity: Any, weight: Any, incidences: Any) -> None:
     """One-line ``ValueError`` for inputs no max-min solve can mean, where they are concrete
-    (a traced call is the caller's to check): a link id past the capacity vector (such a flow
-    never froze: the solve looped forever), a weight that is not a positive finite number (a
+    (a traced call is the caller's to check): a capacity that is not a vector, route or
+    crossing ids that are not integers, a link id past the capacity vector (such a flow never
+    froze: the solve looped forever), a weight that is not a positive finite number (a
     negative one looped too), a negative or NaN capacity."""
     given = [x for x in (route_ids, capacity, weight, *(incidences or ())) if x is not None]
     if any(isinstance(x, jax.core.Tracer) for x in given):
         return
+    if np.ndim(capacity) != 1:  # a scalar was an IndexError here
+        raise ValueError(f"capacity: one per link, an (E,) array, got shape {np.shape(capacity)}")
     E = int(np.shape(capacity)[0])
     routes = np.asarray(route_ids)
     if routes.ndim != 2:
         raise ValueError(f"route_ids: an (F, L) array of link ids, got shape {routes.shape}")
+    ids_given = [("route_ids", routes)] + [("incidences", np.asarray(x)) for x in incidences or ()]
+    for name, ids in ids_given:
+        # Floats (a TypeError deep in JAX before) are refused as the compiled solver refuses
+        # them; an empty nested list comes as float64 and holds no id.
+        if not np.issubdtype(ids.dtype, np.integer) and ids.size:
+            raise ValueError(f"{name}: ids must be integers, got {ids.dtype}")
     links = [routes] if incidences is None else [routes, np.asarray(incidences[1])]
     for name, ids in zip(("route_ids", "incidences"), links):
         if ids.size and int(ids.max()) >= E:
@@ -257,9 +268,13 @@ def _tightest(ctx: _Solve, share: jax.Array, slot: jax.Array, frozen: jax.Array)
     return jnp.where(frozen, jnp.inf, jnp.concatenate([share, jnp.full(1, jnp.inf, ctx.dtype)])[slot].min(axis=1))
 
 
-def _reached(goal: jax.Array, frozen: jax.Array, tight: jax.Array, slowest: jax.Array) -> jax.Array:
-    """Whether no open goal flow can take longer than ``slowest`` (:func:`maxmin_rates`' ``goal``)."""
-    bound = jnp.where(~frozen & (goal > 0), goal / tight, 0).max(initial=0)
+def _reached(goal: jax.Array, weight: jax.Array, frozen: jax.Array, tight: jax.Array,
+             slowest: jax.Array) -> jax.Array:
+    """Whether no open goal flow can take longer than ``slowest`` (:func:`maxmin_rates`' ``goal``):
+    an open flow's rate is at least ``weight · tight`` (its share of its tightest link), so it
+    takes at most ``goal / (weight · tight)``. (Bounding by ``goal / tight`` alone stopped too
+    early with weights below 1; with unit weights the two are the same floats.)"""
+    bound = jnp.where(~frozen & (goal > 0), goal / (weight * tight), 0).max(initial=0)
     return bound <= slowest * (1 - GOAL_MARGIN)
 
 
@@ -285,7 +300,7 @@ def _round(ctx: _Solve, flows: _Flows, state: tuple) -> tuple:
         goal = flows.goal
         settled = jnp.where(hit & (goal > 0), goal / jnp.where(new > 0, new, 0), 0)  # 0 rate: inf
         slowest = jnp.maximum(slowest, settled.max(initial=0))
-        done = _reached(goal, frozen, tight, slowest)
+        done = _reached(goal, flows.weight, frozen, tight, slowest)
     return jnp.where(hit, new, rate), frozen, residual, load, share, tight, rounds + 1, slowest, done
 
 
@@ -310,7 +325,7 @@ def _stage(ctx: _Solve, k: int, flows: _Flows, frozen: jax.Array, residual: jax.
     rate = jnp.zeros(flows.slot.shape[0], ctx.dtype)
     share = _shares(residual, load)
     tight = _tightest(ctx, share, flows.slot, frozen)
-    done = jnp.bool_(False) if flows.goal is None else _reached(flows.goal, frozen, tight, slowest)
+    done = jnp.bool_(False) if flows.goal is None else _reached(flows.goal, flows.weight, frozen, tight, slowest)
     rate, frozen, residual, load, share, tight, rounds, slowest, done = jax.lax.while_loop(
         cond, partial(_round, ctx, flows), (rate, frozen, residual, load, share, tight, rounds, slowest, done))
     if flows.goal is not None:  # flows still open (stopped at the goal): their rate's lower bound

@@ -56,7 +56,8 @@ def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity
 
     Args:
       route_ids: ``(F, L)`` int link ids of each flow's route, ``-1`` padded (anywhere).
-      nbytes: ``(F,)`` bytes of each flow (only the first ``own`` are read).
+      nbytes: ``(F,)`` bytes of each flow, >= 0 (only the first ``own`` are read; a negative
+        or NaN count anywhere is refused: one-line ``ValueError``).
       own: how many leading flows are the job's.
       capacity: ``(E,)`` float32 link capacities (>= 0; a flow starved by a capacity of 0
         takes ``inf``).
@@ -72,7 +73,7 @@ def goal_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity
     nbytes = _bytes(nbytes, "goal_step_time")
     if routes.ndim != 2 or len(nbytes) != routes.shape[0] or not _count(own, routes.shape[0]):
         raise ValueError(f"goal_step_time: routes {routes.shape}, {len(nbytes)} byte counts, own {own}")
-    capacity = np.ascontiguousarray(capacity, np.float32)
+    capacity = _capacity(capacity, "goal_step_time")
     workspace = _lent(workspace, capacity, "goal_step_time")
     if own == 0:
         return 0.0
@@ -103,7 +104,7 @@ def goal_step_time_compact(lengths: np.ndarray, links: np.ndarray, nbytes: np.nd
     if lengths.ndim != 1 or links.ndim != 1 or len(nbytes) != len(lengths) or not _count(own, len(lengths)):
         raise ValueError(f"goal_step_time_compact: {lengths.shape} lengths, {links.shape} link ids, "
                          f"{len(nbytes)} byte counts, own {own}")
-    capacity = np.ascontiguousarray(capacity, np.float32)
+    capacity = _capacity(capacity, "goal_step_time_compact")
     workspace = _lent(workspace, capacity, "goal_step_time_compact")
     if own == 0:
         return 0.0
@@ -136,7 +137,27 @@ def _bytes(nbytes: np.ndarray, caller: str) -> np.ndarray:
         raise ValueError(f"{caller}: byte counts must be numbers") from None
     if out.ndim != 1:
         raise ValueError(f"{caller}: byte counts {out.shape}, want (F,)")
+    if _bad_bytes(out):  # a negative or NaN count gave a step time of 0, silently
+        raise ValueError(f"{caller}: byte counts must be numbers >= 0, got a negative or NaN one")
     return out
+
+
+@numba.njit(cache=True)
+def _bad_bytes(nbytes: np.ndarray) -> bool:
+    """Whether a byte count is negative or NaN (one pass, no temporary: a solve can cost less
+    than NumPy's reductions)."""
+    for b in nbytes:
+        if not b >= 0:
+            return True
+    return False
+
+
+def _capacity(capacity: np.ndarray, caller: str) -> np.ndarray:
+    """Link capacities as contiguous float32 ``(E,)``, refused in one line unless a vector (a
+    scalar was taken as one link)."""
+    if np.ndim(capacity) != 1:
+        raise ValueError(f"{caller}: capacity: one per link, an (E,) array, got shape {np.shape(capacity)}")
+    return np.ascontiguousarray(capacity, np.float32)
 
 
 def _count(own: object, flows: int) -> bool:
