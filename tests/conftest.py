@@ -53,6 +53,7 @@ SLOW_FIRST = ("test_qos_study.py", "test_policy_contract.py", "test_bad_inputs.p
               "test_report.py", "test_tune_postgres.py", "test_tune_prism.py", "test_maxmin.py", "test_adaptive.py",
               "test_torus.py", "test_prism_compiled.py", "test_model_apps.py", "test_trials.py",
               "test_report_browser.py", "test_interrupt.py", "test_linkload.py", "test_service_levels.py",
+              "test_spec_app_rules.py", "test_routings.py", "test_comm_fraction.py",
               "test_workload.py", "test_dragonfly_replay.py", "test_fluid.py")
 
 
