@@ -539,6 +539,14 @@ def test_a_refused_run_in_a_named_directory_leaves_it_free_for_the_corrected_com
     second = _sweep(tmp_path, *common, f"workload.path={tmp_path}/good.swf")
     assert second.returncode == 0, second.stderr
     assert json.loads((run_dir / "summary.json").read_text())["counts"]["replayed"] == len(GOOD)
+    # A directory holding the user's own files: the stubs go, the user's file stays.
+    mine = tmp_path / "results" / "mine2"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    common = [f"hydra.run.dir={mine}", *W[:2], *W[3:]]
+    assert _sweep(tmp_path, *common, f"workload.path={tmp_path}/bad.swf").returncode == 2
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    assert _sweep(tmp_path, *common, f"workload.path={tmp_path}/good.swf").returncode == 0
 
 
 def test_resume_reruns_damaged_trials_with_a_warning(tmp_path):

@@ -55,6 +55,19 @@ def test_ranges_are_drawn_per_job_from_the_key_and_stay_inside():
     assert np.array_equal(both[nodes > 8], one[nodes > 8]) and (one[nodes <= 8] == 0.5).all()
 
 
+def test_the_draws_use_no_jobs_traffic_key():
+    """The model folds a job's index into its key for the job's traffic; the c draws fold a
+    constant no job index reaches (0xC0F was job 3,087's key: its traffic and the c draws were
+    the same bits)."""
+    from fattorus.kernels import threefry
+
+    raw = threefry.key_data(jax.random.PRNGKey(11))
+    c = cf.per_job(cf.parse([0.0, 1.0]), raw, ["x"] * 8, np.ones(8))
+    assert cf._FOLD >= 2**31
+    for j in (0, 1, 3087, 10**6):
+        assert not np.allclose(c, threefry.uniform(threefry.fold_in(raw, j), 8))
+
+
 @pytest.mark.parametrize("value, words", [
     (2, "must be in [0, 1]"), (float("nan"), "must be in [0, 1]"), (True, "a number in [0, 1]"), ("0.3", "a number"),
     ([0.4, 0.2], "lo > hi"), ([0.1], "a range is [lo, hi]"),

@@ -358,7 +358,9 @@ def test_node_kinds_from_config():
                        # a negative seed, a fraction where an integer belongs, a bool: refused, not cut
                        ({"kind": "s", "scatter": {"fraction": 0.1, "seed": -1}}, "bad scatter"),
                        ({"kind": "s", "scatter": {"fraction": 0.1, "seed": 1.9}}, "bad scatter"),
-                       ({"kind": "XK", "routers": [1.7]}, "bad routers"), ({"kind": "XK", "nodes": [True]}, "bad nodes")]:
+                       ({"kind": "XK", "routers": [1.7]}, "bad routers"), ({"kind": "XK", "nodes": [True]}, "bad nodes"),
+                       ({"kind": "XK", "routers": [1e30]}, "bad routers"),
+                       ({"kind": "XK", "routers": [float("inf")]}, "bad routers")]:
         with pytest.raises(topology.TopologyError, match=words):
             topology.from_config({"kind": "torus3d", "name": "k", "dims": [4, 4, 4], "node_kinds": [bad]})
 

@@ -131,9 +131,9 @@ def test_labels_and_bins():
     # scale=fit (tori, dragonflies): the recorded factor, or the word when none was recorded
     fit = {"topo": "edison", "workload": {"name": "atlas", "scale": "fit", "scale_factor": 5.0}}
     assert report.workload_label(fit) == "atlas-5x on edison"
-    # four significant digits, as the run's own line says it (Atlas fit to Blue Waters: x19.57)
-    bw = {"topo": "bluewaters", "workload": {"name": "atlas", "scale": "fit", "scale_factor": 22548 / 1152}}
-    assert report.workload_label(bw) == "atlas-19.57x on bluewaters"
+    # six significant digits: factors that agree to four are different workloads, not seeds
+    two = [{"topo": "cab", "workload": {"name": "atlas", "scale": f}} for f in (2.0, 2.0004)]
+    assert [report.workload_label(c) for c in two] == ["atlas-2x on cab", "atlas-2.0004x on cab"]
     assert report.workload_label({"topo": "edison", "workload": {"name": "atlas", "scale": "fit"}}) == "atlas-fit on edison"
     from fattorus.report.load import _scale
 

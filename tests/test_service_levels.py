@@ -270,6 +270,8 @@ def test_an_unconverged_solve_returns_the_midpoint_of_bounds_around_the_allocati
     ({"weight": [1.0, np.nan]}, "level_weight: every level's weight must be a positive finite number"),
     ({"weight": [1.0, np.inf]}, "level_weight: every level's weight must be a positive finite number"),
     ({"active": [True, False]}, r"active: one per flow, \(1,\)"),
+    ({"routes": [[0.7, 1.2]]}, "route_ids: link ids must be integers"),
+    ({"level": ["a"]}, "level: every flow's level must be a whole number"),
 ])
 def test_inputs_no_solve_can_mean_are_refused_in_one_line(change, message):
     # Before: a link id past the capacities landed on a padding link, a level past the weights
@@ -280,3 +282,8 @@ def test_inputs_no_solve_can_mean_are_refused_in_one_line(change, message):
         service_level_rates(np.array(args["routes"]), np.array(args["cap"]), np.array(args["level"]),
                             np.array(args["weight"]), np.array(args["active"]))
     assert "\n" not in str(err.value)
+
+
+def test_max_rounds_below_one_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="max_rounds: a whole number >= 1"):  # was an UnboundLocalError
+        service_level_rates(np.array([[0]]), np.array([1.0]), max_rounds=0)

@@ -323,3 +323,7 @@ def test_every_offered_routing_walks_from_source_to_destination(topo):
     with pytest.raises(ValueError, match="routing 'nowhere': .* offers") as err:
         topo.flow_routes(src, dst, np.ones(len(src)), "nowhere")
     assert "\n" not in str(err.value)
+    for routing in topo.routings:  # a node past the machine: one line, not another node's links
+        with pytest.raises(ValueError, match="past|beyond|outside|node id") as err:
+            topo.flow_routes(np.array([0]), np.array([topo.n_nodes]), np.ones(1), routing)
+        assert "\n" not in str(err.value)

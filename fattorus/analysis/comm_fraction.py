@@ -13,7 +13,8 @@ spent communicating, so that its run time scales as ``(1 − c) + c · slowdown`
   bins), the last for jobs larger than the last edge: one more value than edges.
 
 Each ``value`` in the last two is a number or a ``[lo, hi]`` range as above. Every job takes one
-uniform draw (``jax.random.uniform`` from the run's key folded with a constant of its own) whether
+uniform draw (``jax.random.uniform`` from the model's key folded with a constant past any job
+index, so no job's traffic key is reused) whether
 or not its value is a range, so that which jobs draw does not shift any other job's ``c``.
 """
 
@@ -27,8 +28,10 @@ import numpy as np
 
 #: A value: one fraction, or a range drawn per job.
 Value = float | tuple[float, float]
-#: Folded into the run's key for the per-job draws (any constant no other model draw uses).
-_FOLD = 0xC0F
+#: Folded into the model's key for the per-job draws. The model folds a job's index into the
+#: same key for its traffic (``fold_in(key, j)``), so the constant sits where no job index
+#: reaches (a small one, 0xC0F, was job 3,087's traffic key).
+_FOLD = 0xFFFFFC0F
 
 
 class CommFraction(NamedTuple):
@@ -117,9 +120,9 @@ def plain(cf: CommFraction) -> Any:
     return {"by_nodes": {"edges": list(cf.edges), "values": [one(v) for v in cf.values]}}
 
 
-def per_job(cf: CommFraction, key: jax.Array, names: Sequence[str], nodes: np.ndarray) -> np.ndarray:
+def per_job(cf: CommFraction, key: jax.Array | np.ndarray, names: Sequence[str], nodes: np.ndarray) -> np.ndarray:
     """Each job's ``c`` (float64), for jobs with patterns ``names`` on ``nodes`` nodes; ranges
-    drawn with ``key`` (the run's model key). A pattern ``by_pattern`` does not list, without
+    drawn with ``key`` (the run's model key, a ``jax.random`` key or its raw uint32 data). A pattern ``by_pattern`` does not list, without
     a default, raises ``ValueError`` naming it."""
     nodes = np.asarray(nodes)
     n = len(nodes)
@@ -141,12 +144,4 @@ def per_job(cf: CommFraction, key: jax.Array, names: Sequence[str], nodes: np.nd
     hi = np.array([v[1] if isinstance(v, tuple) else v for v in table], np.float64)
     c = lo[which] + (hi[which] - lo[which]) * u
     return np.where(lo[which] == hi[which], lo[which], c)  # a fixed value exactly, not lo + 0 * u
-
-
-def describe(cf: CommFraction) -> str:
-    """One short line for logs: ``0.3``, ``[0.2, 0.4]``, ``by pattern``, ``by nodes``."""
-    if cf.by == "all":
-        v = cf.values[0]
-        return f"[{v[0]:g}, {v[1]:g}]" if isinstance(v, tuple) else f"{v:g}"
-    return f"by {cf.by}"
 

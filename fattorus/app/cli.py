@@ -56,20 +56,22 @@ def discard_stub(out_dir: Path, results_subdir: str) -> None:
 
 def discard_named_stub(out_dir: Path) -> None:
     """Take away the stubs a refused single run left in a directory the user named
-    (``hydra.run.dir=...``): :data:`STUB_ENTRIES` only, and only when the directory holds
-    nothing else, so that the corrected command may run there. The directory itself stays:
-    it may have been the user's before the run. Call it only for a directory this process
-    claimed, never for one another run holds."""
+    (``hydra.run.dir=...``), so that the corrected command may run there: this run's claim
+    (``.fattorus-run``), Hydra's config copy (``.hydra/``, written anew by every run) and an
+    empty log. Whatever else the directory holds stays, and so does the directory: it may
+    have been the user's before the run. Call it only for a directory this process claimed,
+    never for one another run holds."""
     import shutil
 
-    if not _holds_only_stubs(out_dir):
-        return
+    shutil.rmtree(out_dir / ".hydra", ignore_errors=True)
+    (out_dir / ".fattorus-run").unlink(missing_ok=True)
     for name in STUB_ENTRIES:
-        path = out_dir / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        log = out_dir / name
+        try:
+            if name.endswith(".log") and log.is_file() and log.stat().st_size == 0:
+                log.unlink()
+        except OSError:
+            pass
 
 
 def discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:

@@ -477,10 +477,10 @@ def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
             drawn = set(mix) | {name for name, _ in (by_app or {}).values()}
             unknown = sorted(set(c.names) - drawn)
             if unknown:
-                raise ValueError(f"comm_fraction.by_pattern names {unknown}, which this run never draws "
+                raise ValueError(f"speedup.comm_fraction.by_pattern names {unknown}, which this run never draws "
                                  f"(its patterns: {sorted(drawn)})")
             if c.default is None and drawn - set(c.names):
-                raise ValueError(f"comm_fraction.by_pattern: no value for {sorted(drawn - set(c.names))} "
+                raise ValueError(f"speedup.comm_fraction.by_pattern: no value for {sorted(drawn - set(c.names))} "
                                  "and no default")
     except (TypeError, ValueError) as err:
         raise UserError(f"speedup={cfg.speedup.get('name')}: {err}") from None

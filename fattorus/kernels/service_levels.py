@@ -363,6 +363,8 @@ def _check_inputs(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray
     ``-inf``, NaN ``inf``), and per-flow arrays of the wrong shape."""
     if route_ids.ndim != 2:
         raise ValueError(f"route_ids: an (F, L) array of link ids, got shape {route_ids.shape}")
+    if route_ids.size and not np.issubdtype(route_ids.dtype, np.integer):  # 0.7 was read as link 0
+        raise ValueError(f"route_ids: link ids must be integers, got {route_ids.dtype}")
     F, E = route_ids.shape[0], int(np.shape(capacity)[0]) if np.ndim(capacity) == 1 else -1
     if E < 0:
         raise ValueError(f"capacity: one per link, an (E,) array, got shape {np.shape(capacity)}")
@@ -384,7 +386,10 @@ def _check_inputs(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray
         lv = np.asarray(level)
         if lv.shape != (F,):
             raise ValueError(f"level: one per flow, ({F},), got shape {lv.shape}")
-        lvf = lv.astype(np.float64)
+        try:
+            lvf = lv.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"level: every flow's level must be a whole number, got {lv.dtype}") from None
         if not (np.isfinite(lvf) & (lvf == np.round(lvf))).all():
             raise ValueError("level: every flow's level must be a whole number")
         if lv.size and (lvf.min() < 0 or lvf.max() >= S):
@@ -418,6 +423,8 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
         weights that are not positive finite numbers, per-flow arrays of the wrong shape).
     """
     _check_inputs(np.asarray(route_ids), capacity, level, level_weight, active)
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer)) or max_rounds < 1:
+        raise ValueError(f"max_rounds: a whole number >= 1, got {max_rounds!r}")
     with jax.enable_x64(True):
         route_np = np.asarray(route_ids).astype(np.int32)
         F = route_np.shape[0]

@@ -74,7 +74,9 @@ def workload_label(config: Mapping[str, Any]) -> str:
     if factor is None:
         name = f"{name}-{scale}"
     elif factor != 1:
-        name = f"{name}-{factor:.4g}x"  # four digits, as the run's own line (fattorus.app.sweep) prints it
+        # Six digits (the run's own line prints four): two factors that agree to four digits
+        # (2.0, 2.0004) are different workloads and must not share a label.
+        name = f"{name}-{factor:g}x"
     return f"{name} on {topo_name(config.get('topo', '?'))}"
 
 

@@ -295,7 +295,7 @@ class Topology(abc.ABC):
         overrides this and extends :attr:`routings`; draws come from ``seed``."""
         if routing not in self.routings:
             raise ValueError(f"routing {routing!r}: {self.kind or type(self).__name__} offers {list(self.routings)}")
-        src, dst = np.asarray(src), np.asarray(dst)
+        src, dst = self.node_ids(src, dst)
         host = self.host_routes(src, dst)
         return host if host is not None else np.asarray(self.routes(src, dst), np.int32)
 

@@ -628,7 +628,7 @@ class Dragonfly(Topology):
         is routed beside it."""
         if routing != "valiant":
             return super().flow_routes(src, dst, nbytes, routing, seed)
-        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        src, dst = (np.asarray(a, np.int64) for a in self.node_ids(src, dst))
         per_group = self.routers_per_group * self.nodes_per_router
         ga, gb = src // per_group, dst // per_group
         lo, hi = np.minimum(ga, gb), np.maximum(ga, gb)
@@ -759,7 +759,7 @@ def _pair_uniform(seed: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """A uniform in ``[0, 1)`` per ``(seed, src, dst)``: SplitMix64's finaliser of the three
     mixed (wrapping uint64 arithmetic), its top 53 bits."""
     with np.errstate(over="ignore"):  # the wrap is the hash
-        x = (np.full(np.shape(src), seed & 0xFFFFFFFFFFFFFFFF, np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        x = (np.full(np.shape(src), int(seed) & 0xFFFFFFFFFFFFFFFF, np.uint64) * np.uint64(0x9E3779B97F4A7C15)
              ^ src.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9) ^ dst.astype(np.uint64) * np.uint64(0x94D049BB133111EB))
         for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
             x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)

@@ -246,8 +246,8 @@ class FatTree(Topology):
             return super().flow_routes(src, dst, nbytes, routing, seed)
         from fattorus.topology import fattree_routing
 
-        return fattree_routing.load_balanced_routes(self, np.asarray(src), np.asarray(dst), np.asarray(nbytes, float),
-                                                    np.random.default_rng(seed))
+        src, dst = self.node_ids(src, dst)
+        return fattree_routing.load_balanced_routes(self, src, dst, np.asarray(nbytes, float), np.random.default_rng(seed))
 
     def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """D-mod-k routes computed on the host (:func:`fattorus.topology.fattree_host_routes.host_routes`)."""

@@ -620,7 +620,7 @@ def _kind_entries(name: str, entries) -> tuple:
             else:
                 value = tuple(_integer(c) for c in v)
                 ok = all(c >= 0 for c in value)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
             raise TopologyError(f"{where}: bad {form} {v!r} (region: origin [x,y,z] >= 0 and shape [a,b,c] >= 1; "
@@ -632,6 +632,8 @@ def _kind_entries(name: str, entries) -> tuple:
 def _integer(c: Any) -> int:
     """``c`` as an int; a bool, a fraction (1.7) or text raises ValueError instead of being cut."""
     if isinstance(c, bool) or not isinstance(c, (int, np.integer, float, np.floating)) or c != int(c):
+        raise ValueError(c)
+    if not -2**62 < int(c) < 2**62:  # past any machine, and past int64 where it is stored
         raise ValueError(c)
     return int(c)
 
