@@ -34,9 +34,15 @@ def test_adaptive_up_paths_untangle_the_shared_uplink_by_hand():
     np.testing.assert_allclose(got.slowdown, [1.0, 1.0], rtol=1e-6)
 
 
-def _routers_on(t, route: np.ndarray) -> set[int]:
-    ends = t.link_ends[route[route >= 0]]
-    return {int(v) - t.n_nodes for v in ends.ravel() if v >= t.n_nodes}
+def _groups_on(t, routes: np.ndarray) -> np.ndarray:
+    """``(F, groups)`` bool: which groups' routers each route's links touch (from ``link_ends``)."""
+    ends = np.asarray(t.link_ends)[np.maximum(routes, 0)]  # (F, L, 2) vertex ids
+    router = (ends >= t.n_nodes) & (routes >= 0)[..., None]
+    group = np.where(router, (ends - t.n_nodes) // t.routers_per_group, 0)
+    seen = np.zeros((len(routes), t.groups), bool)
+    rows = np.broadcast_to(np.arange(len(routes))[:, None, None], group.shape)
+    seen[rows[router], group[router]] = True
+    return seen
 
 
 def test_valiant_routes_detour_through_a_drawn_third_group_the_same_in_every_batch():
@@ -46,14 +52,15 @@ def test_valiant_routes_detour_through_a_drawn_third_group_the_same_in_every_bat
     dst = np.tile(np.arange(t.n_nodes), t.n_nodes)
     routes = t.flow_routes(src, dst, np.ones(len(src)), "valiant", seed=5)
     ga, gb = src // per_group, dst // per_group
-    via = np.full(len(src), -1)
-    for f in np.flatnonzero(ga != gb):
-        groups = {r // t.routers_per_group for r in _routers_on(t, routes[f])}
-        third = groups - {ga[f], gb[f]}
-        assert len(third) == 1, (src[f], dst[f], groups)  # one detour group, not the flow's own
-        via[f] = third.pop()
-    # Each inter-group pair's two eligible groups are drawn alike (about half each).
     inter = ga != gb
+    seen = _groups_on(t, routes)
+    moved = src != dst  # a node to itself crosses no link
+    assert seen[np.arange(len(src)), ga][moved].all() and seen[np.arange(len(src)), gb][moved].all()
+    third = seen.copy()
+    third[np.arange(len(src)), ga] = third[np.arange(len(src)), gb] = False
+    assert (third[inter].sum(axis=1) == 1).all()  # one detour group, not the flow's own
+    via = np.where(inter, third.argmax(axis=1), -1)
+    # Each inter-group pair's two eligible groups are drawn alike (about half each).
     lower = np.array([min(set(range(t.groups)) - {a, b}) for a, b in zip(ga[inter], gb[inter])])
     assert 0.4 < np.mean(via[inter] == lower) < 0.6
     # Within a group no detour: the minimal route.

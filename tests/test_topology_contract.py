@@ -308,9 +308,7 @@ def test_every_offered_routing_walks_from_source_to_destination(topo):
     src, dst = _sample(topo, 150, 3), _sample(topo, 150, 4)
     dst[:10] = src[:10]
     ends = np.asarray(topo.link_ends)
-    assert topo.routings[0] == "static"
-    np.testing.assert_array_equal(topo.flow_routes(src, dst, np.ones(len(src)))[:, :topo.max_route_links],
-                                  _routes(topo, src, dst))
+    assert topo.routings[0] == "static"  # static flow_routes are host_routes or routes (tested above)
     for routing in topo.routings:
         routes = topo.flow_routes(src, dst, np.random.default_rng(5).uniform(1, 9, len(src)), routing, seed=2)
         assert routes.dtype == np.int32 and len(routes) == len(src)
