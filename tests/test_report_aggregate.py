@@ -101,3 +101,6 @@ def test_over_seeds_and_table1_by_hand():
         ("v", None, 8.0, None, None, None, 1),
     ]
     assert aggregate.table1_labels(table) == ["TO", "TA"]
+    # A label of its own ending in " n" or " std" stays a label (it was dropped by its suffix).
+    odd = aggregate.table1(runs.with_columns(pl.col("label").replace({"TA": "TA n", "TO": "TO std"})))
+    assert sorted(aggregate.table1_labels(odd)) == ["TA n", "TO std"]

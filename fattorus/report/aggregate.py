@@ -50,8 +50,11 @@ def table1(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def table1_labels(table: pl.DataFrame) -> list[str]:
-    """Run labels (mean columns) of a :func:`table1` frame."""
-    return [c for c in table.columns[1:] if not c.endswith((" std", " n"))]
+    """Run labels (mean columns) of a :func:`table1` frame: the first third of the columns after
+    ``workload`` (means, stds, counts in label order). By position, not by suffix: a label of
+    its own ending in " n" or " std" (a study's arm named so) is a label too."""
+    cols = table.columns[1:]
+    return cols[: len(cols) // 3]
 
 
 def aph_stats_of(jobs: pl.DataFrame | pl.LazyFrame, edges: Sequence[int] = DEFAULT_EDGES) -> pl.DataFrame:
