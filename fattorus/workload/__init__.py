@@ -879,7 +879,7 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
     elif fmt == "waves":
         from fattorus.workload import waves  # local import: waves builds on this module
 
-        wl = waves.generate(dict(_get(cfg, "synthetic") or {}, cores_per_node=_get(cfg, "cores_per_node") or 32))
+        wl = waves.generate(dict(_get(cfg, "synthetic") or {}, cores_per_node=_get(cfg, "cores_per_node", 32)))
     else:
         path = _get(cfg, "path")
         if not path:
@@ -890,6 +890,10 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
     if scale == "machine":  # the machine's default load (conf/topo: default_scale)
         scale = machine_scale
     if scale == "fit":
+        if fmt == "waves" and machine is not None and _get(cfg, "log_nodes") is None and "MaxNodes" not in wl.header:
+            raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: scale=fit needs the size of the machine the "
+                                "waves table was written for: set workload.synthetic.machine_nodes=N "
+                                "(or workload.log_nodes=N)")
         scale = fit_factor(wl, machine, _get(cfg, "log_nodes"), str(_get(cfg, "name", "?")), _get(cfg, "cores_per_node"))
     check_scale(scale)
     jobs, dropped = _scale_split(wl.jobs, float(scale), None if machine is None else int(machine))
