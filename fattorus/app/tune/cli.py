@@ -23,7 +23,7 @@ from fattorus.app.tune.objective import MODEL_OBJECTIVES, OBJECTIVES, SPEEDUPS
 from fattorus.app.tune.space import POLICY
 from fattorus.app.tune.storage import SAMPLERS, check_url
 from fattorus.app.tune.study import run
-from fattorus.app.tune.windows import Window, parse_windows
+from fattorus.app.tune.windows import Window, check_held_out, parse_windows
 from fattorus.args import SEED_MAX, OneLineParser
 
 
@@ -273,6 +273,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     if not train:
         raise TuneError("--train: give at least one window START:END (days)")
     test = parse_windows(a.test, "--test")
+    check_held_out(train, test)
     storage = a.storage or f"sqlite:///results/tune/{a.name}.db"
     # Settings that would be refused only after the workload loaded and the trials ran are
     # refused here, before any of that work.

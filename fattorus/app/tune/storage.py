@@ -147,19 +147,35 @@ def fail_dead_trials(study: optuna.Study) -> None:
         optuna.storages.fail_stale_trials(study)
 
 
-def check_setup(study: optuna.Study, fp: dict[str, Any], name: str, url: str) -> None:
-    """Record the setup ``fp`` in a new study; refuse one that was made with another setup."""
+def check_setup(study: optuna.Study, fp: dict[str, Any], name: str, url: str,
+                defaults: dict[str, Any] | None = None) -> None:
+    """Record the setup ``fp`` in a new study; refuse one that was made with another setup.
+
+    A key missing from the study's record reads as its :data:`FINGERPRINT_DEFAULTS` value, or
+    as ``defaults``'s (the setup's :attr:`~fattorus.app.tune.windows.Setup.config_defaults`:
+    what a study recorded before the key existed is taken to have used). A study that differs
+    from ``fp`` only by such keys resumes, and its record is completed with ``fp``.
+    """
     old = study.user_attrs.get(SETUP_ATTR)
     if old is None:
         study.set_user_attr(SETUP_ATTR, fp)
     elif old != fp:
-        dflt = FINGERPRINT_DEFAULTS
+        dflt = {**FINGERPRINT_DEFAULTS, **(defaults or {})}
         # Over both records' keys: a key at its default is left out of a record.
         keys = list(dict.fromkeys([*fp, *old]))
-        diff = "; ".join(f"{k}: study {old.get(k, dflt.get(k))!r}, now {fp.get(k, dflt.get(k))!r}"
+        diff = "; ".join(f"{k}: study {old.get(k, dflt.get(k))!r}{_unrecorded(k, old, defaults)}, "
+                         f"now {fp.get(k, dflt.get(k))!r}"
                          for k in keys if old.get(k, dflt.get(k)) != fp.get(k, dflt.get(k)))
-        raise TuneError(f"study {name!r} in {mask(url)} was made with another setup ({diff}); "
-                        "use another --name or the original options")
+        if diff:
+            raise TuneError(f"study {name!r} in {mask(url)} was made with another setup ({diff}); "
+                            "use another --name or the original options")
+        if any(k not in old for k in (defaults or {})):
+            study.set_user_attr(SETUP_ATTR, fp)  # a study recorded before these keys: recorded now
+
+
+def _unrecorded(key: str, old: dict[str, Any], defaults: dict[str, Any] | None) -> str:
+    """Says when the study's value is not its record's but assumed (recorded before the key)."""
+    return " (not recorded: the workload config's)" if key not in old and key in (defaults or {}) else ""
 
 
 def trial_counts(study: optuna.Study) -> dict[str, int]:

@@ -162,7 +162,7 @@ def run(opts: Options) -> dict[str, Any]:
     study = open_study(opts, storage)
     fail_dead_trials(study)
     _refuse_nothing_to_export(opts, study, storage)
-    check_setup(study, setup.fingerprint(opts.objectives), opts.name, opts.storage)
+    check_setup(study, setup.fingerprint(opts.objectives), opts.name, opts.storage, setup.config_defaults)
     before = trial_counts(study)
     _enqueue_default(study, setup.policy)
     _announce(opts, setup, before)

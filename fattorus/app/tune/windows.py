@@ -47,8 +47,27 @@ def parse_windows(text: str, option: str) -> tuple[Window, ...]:
             raise TuneError(f"{option} {text!r}: window {part.strip()!r} must end after it starts")
         if (a, b) in out:  # it would count twice in the objective's mean: a typo, not a weight
             raise TuneError(f"{option} {text!r}: window {part.strip()!r} is given twice")
+        for w in out:  # shared jobs would count twice in the objective's mean (or the comparison's)
+            if _overlap(w, (a, b)):
+                raise TuneError(f"{option} {text!r}: windows {window_label(w)} and {window_label((a, b))} overlap "
+                                "(windows are [START, END) days; touching ends such as 0:14,14:28 are fine)")
         out.append((a, b))
     return tuple(out)
+
+
+def _overlap(w: Window, v: Window) -> bool:
+    """Whether ``[start, end)`` windows share any time (touching ends do not)."""
+    return w[0] < v[1] and v[0] < w[1]
+
+
+def check_held_out(train: Sequence[Window], test: Sequence[Window]) -> None:
+    """Refuse a ``--test`` window that overlaps a ``--train`` window: the comparison on it
+    would not be held out (its jobs were trained on)."""
+    for t in test:
+        for w in train:
+            if _overlap(w, t):
+                raise TuneError(f"--test window {window_label(t)} overlaps --train window {window_label(w)}: "
+                                "test windows must be held out (windows are [START, END) days; touching ends are fine)")
 
 
 def window_label(w: Window) -> str:
@@ -73,6 +92,13 @@ class Setup:
       train_tables, test_tables: the jobs submitted in each window (with ``estimate_s``).
       policy: the tuned policy (``--policy``); speedup: ``none`` or ``model`` (``--speedup``);
       node_kind: the workload config's node-kind rule (``None``: the replay's default).
+      cores_per_node: the workload config's ``cores_per_node`` after ``--cores-per-node``
+        (``None``: the log header's); max_runtime_s: its run-time ceiling (``None``: the
+        loader's default). Both change the job table of a log file, so both are in the
+        fingerprint.
+      config_defaults: those two as the workload config gives them without
+        ``--cores-per-node``: what a study recorded before they were in the fingerprint is
+        taken to have used (``docs/decisions.md``).
     """
 
     topo: Topology
@@ -86,12 +112,17 @@ class Setup:
     policy: str = "ta"
     speedup: str = "none"
     node_kind: str | None = None
+    cores_per_node: int | None = None
+    max_runtime_s: float | None = None
+    config_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def fingerprint(self, objectives: Sequence[str]) -> dict[str, Any]:
         """What must not change when a study is resumed. The policy, the speedup (with the
         model's settings) and the workload's node kind are in it only when they are not the
         defaults (``ta``, ``none``, unset), so that studies made before they were recorded
-        resume (:data:`FINGERPRINT_DEFAULTS`)."""
+        resume (:data:`FINGERPRINT_DEFAULTS`). ``cores_per_node`` and ``max_runtime_s`` are
+        always in it; a study recorded without them is compared with :attr:`config_defaults`
+        (see :func:`fattorus.app.tune.storage.check_setup`)."""
         from fattorus.analysis import commtime  # JAX: imported only when a fingerprint is taken
 
         other = {**({"policy": self.policy} if self.policy != "ta" else {}),
@@ -105,6 +136,8 @@ class Setup:
             "train": windows_label(self.train),
             "objectives": list(objectives),
             "search_space": SEARCH_SPACE_VERSION,
+            "cores_per_node": self.cores_per_node,
+            "max_runtime_s": self.max_runtime_s,
             **other,
         }
 
@@ -187,6 +220,12 @@ def _cut(jobs: pl.DataFrame, ws: Sequence[Window], option: str) -> tuple[pl.Data
     return tuple(tables)
 
 
+def _seconds(x: Any) -> Any:
+    """A number of seconds as a float (``366 * 86400`` and ``31622400.0`` are one ceiling);
+    anything else as it is (the loader, not the fingerprint, refuses it)."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else x
+
+
 def load_setup(topo: str, workload_spec: str, scale: float | str, train: Sequence[Window], test: Sequence[Window],
                cores_per_node: int | None = None, policy: str = "ta", speedup: str = "none") -> Setup:
     """Load the machine and the workload, scale it, and cut the windows.
@@ -204,7 +243,13 @@ def load_setup(topo: str, workload_spec: str, scale: float | str, train: Sequenc
     from fattorus.topology import TopologyError
 
     machine = load_topology(topo, policy)
-    cfg = workload_config(workload_spec, cores_per_node)
+    cfg = workload_config(workload_spec, None)
+    # What a study recorded before cores per node and the ceiling were fingerprinted is taken
+    # to have used: the workload config's own values (docs/decisions.md).
+    config_defaults = {"cores_per_node": cfg.get("cores_per_node"),
+                       "max_runtime_s": _seconds(cfg.get("max_runtime_s", workload.DEFAULT_MAX_RUNTIME_S))}
+    if cores_per_node is not None:
+        cfg["cores_per_node"] = cores_per_node
     cfg.update(scale=scale, window_start_days=0, window_days=None)
     from fattorus.sched.replay import machine_nodes
 
@@ -229,6 +274,9 @@ def load_setup(topo: str, workload_spec: str, scale: float | str, train: Sequenc
         policy=policy,
         speedup=speedup,
         node_kind=cfg.get("node_kind"),
+        cores_per_node=cfg.get("cores_per_node"),
+        max_runtime_s=_seconds(cfg.get("max_runtime_s", workload.DEFAULT_MAX_RUNTIME_S)),
+        config_defaults=config_defaults,
     )
     from fattorus.app.sweep import _skip_line
 
@@ -238,5 +286,5 @@ def load_setup(topo: str, workload_spec: str, scale: float | str, train: Sequenc
     return setup
 
 
-__all__ = ["DAY_S", "FINGERPRINT_DEFAULTS", "Setup", "Window", "load_setup", "parse_windows", "window_label", "windows_label",
-           "workload_config"]
+__all__ = ["DAY_S", "FINGERPRINT_DEFAULTS", "Setup", "Window", "check_held_out", "load_setup", "parse_windows",
+           "window_label", "windows_label", "workload_config"]
