@@ -333,10 +333,12 @@ def test_job_links_equal_the_cables_of_every_route(conf, sizes):
     rng = np.random.default_rng(4)
     key = t.link_ends[:, 0] * (t.n_nodes + t.n_routers) + t.link_ends[:, 1]  # a link's (tail, head)
     hop = t.link_class > 0
-    for n in sizes:
-        nodes = rng.choice(t.n_nodes, n, replace=False)
-        src, dst = np.meshgrid(nodes, nodes, indexing="ij")
-        r = np.asarray(t.routes(src.ravel(), dst.ravel()))
+    jobs = [rng.choice(t.n_nodes, n, replace=False) for n in sizes]
+    # Every job's pairs in one routes call: the eager router compiles once per batch shape.
+    pairs = [np.meshgrid(nodes, nodes, indexing="ij") for nodes in jobs]
+    routes = np.asarray(t.routes(np.concatenate([s.ravel() for s, _ in pairs]),
+                                 np.concatenate([d.ravel() for _, d in pairs])))
+    for nodes, r in zip(jobs, np.split(routes, np.cumsum([len(j) ** 2 for j in jobs])[:-1])):
         used = np.unique(r[r >= 0])
         expected = hop & np.isin(key, key[used[hop[used]]])  # every cable joining the same two routers
         assert np.array_equal(t.job_links(nodes), expected)
