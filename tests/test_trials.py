@@ -217,7 +217,7 @@ def test_a_run_directory_is_claimed_by_one_run_at_a_time(tmp_path):
         with pytest.raises(app.UserError, match="already holds another run"):
             app._claim(run)
     finally:
-        os.close(app._CLAIMS.pop())
+        os.close(app._CLAIMS.pop(run))
 
 
 def test_a_ctrl_c_after_the_results_are_written_says_the_run_finished(runs, tmp_path):

@@ -20,7 +20,7 @@ or not its value is a range, so that which jobs draw does not shift any other jo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -120,6 +120,27 @@ def plain(cf: CommFraction) -> Any:
     return {"by_nodes": {"edges": list(cf.edges), "values": [one(v) for v in cf.values]}}
 
 
+def _unvalued(cf: CommFraction, patterns: Iterable[str]) -> None:
+    """``ValueError`` naming the patterns ``by_pattern`` gives no value, when it has no default."""
+    missing = sorted({str(x) for x in patterns} - set(cf.names))
+    if cf.by == "pattern" and cf.default is None and missing:
+        raise ValueError(f"speedup.comm_fraction.by_pattern: no value for pattern(s) {missing} and no default")
+
+
+def check_patterns(cf: CommFraction, drawable: Iterable[str]) -> None:
+    """Before a run: a ``by_pattern`` table names only patterns the run can draw (``drawable``:
+    the mix's and the applications' — a misspelt name would leave its jobs on the default
+    silently), and values every one of them unless it has a default; ``ValueError`` else."""
+    if cf.by != "pattern":
+        return
+    drawable = {str(x) for x in drawable}
+    unknown = sorted(set(cf.names) - drawable)
+    if unknown:
+        raise ValueError(f"speedup.comm_fraction.by_pattern names {unknown}, which this run never draws "
+                         f"(its patterns: {sorted(drawable)})")
+    _unvalued(cf, drawable)
+
+
 def per_job(cf: CommFraction, key: jax.Array | np.ndarray, names: Sequence[str], nodes: np.ndarray) -> np.ndarray:
     """Each job's ``c`` (float64), for jobs with patterns ``names`` on ``nodes`` nodes; ranges
     drawn with ``key`` (the run's model key, a ``jax.random`` key or its raw uint32 data). A pattern ``by_pattern`` does not list, without
@@ -133,10 +154,8 @@ def per_job(cf: CommFraction, key: jax.Array | np.ndarray, names: Sequence[str],
         which = np.searchsorted(np.asarray(cf.edges), nodes, side="left")  # nodes <= edge i -> bin i
         table = cf.values
     else:
+        _unvalued(cf, names)
         index = {name: i for i, name in enumerate(cf.names)}
-        missing = sorted({str(x) for x in names} - set(index))
-        if missing and cf.default is None:
-            raise ValueError(f"speedup.comm_fraction.by_pattern: no value for pattern(s) {missing} and no default")
         table = (*cf.values, cf.default)
         which = np.array([index.get(str(x), len(cf.values)) for x in names], np.int64)
     u = np.asarray(jax.random.uniform(jax.random.fold_in(key, _FOLD), (n,), dtype=np.float32), np.float64)

@@ -98,13 +98,13 @@ def static_routes(topo: Any, mix: Mix) -> np.ndarray:
 def adaptive_routes(topo: Any, mix: Mix, rng: np.random.Generator | None = None) -> np.ndarray:
     """``(F, L)`` routes whose paths are chosen by link load instead of by destination: the
     flow model's stand-in for adaptive routing (a packet network adapts per packet to queue
-    lengths; here the paths adapt once, to the mix's whole traffic). Families that can do it
-    expose ``load_balanced_routes`` (fat-trees: :func:`fattorus.topology.fattree_routing.load_balanced_routes`)."""
-    if getattr(topo, "kind", None) != "fattree":
+    lengths; here the paths adapt once, to the mix's whole traffic): the family's ``adaptive``
+    routing (:meth:`~fattorus.topology.base.Topology.flow_routes`; fat-trees: load-balanced
+    up-paths, their ties ordered by ``rng``, the run's generator)."""
+    if "adaptive" not in topo.routings:
         raise ValueError(f"adaptive routing is modelled on fat-trees only, not {getattr(topo, 'kind', '?')}")
-    from fattorus.topology import fattree_routing
-
-    return fattree_routing.load_balanced_routes(topo, mix.node[mix.src], mix.node[mix.dst], mix.nbytes, rng)
+    return topo.flow_routes(mix.node[mix.src], mix.node[mix.dst], mix.nbytes, "adaptive",
+                            np.random.default_rng(0) if rng is None else rng)
 
 
 class Network:

@@ -473,15 +473,7 @@ def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
         if apps is not None and not isinstance(apps, DictConfig):
             raise ValueError(f"app_patterns must map application names to patterns, got {apps!r}")
         by_app = commtime.parse_app_patterns(OmegaConf.to_container(apps) if apps is not None else None)
-        if c.by == "pattern":  # every pattern the run can draw has its c, and every name listed is one
-            drawn = set(mix) | {name for name, _ in (by_app or {}).values()}
-            unknown = sorted(set(c.names) - drawn)
-            if unknown:
-                raise ValueError(f"speedup.comm_fraction.by_pattern names {unknown}, which this run never draws "
-                                 f"(its patterns: {sorted(drawn)})")
-            if c.default is None and drawn - set(c.names):
-                raise ValueError(f"speedup.comm_fraction.by_pattern: no value for {sorted(drawn - set(c.names))} "
-                                 "and no default")
+        comm_fraction.check_patterns(c, set(mix) | {name for name, _ in (by_app or {}).values()})
     except (TypeError, ValueError) as err:
         raise UserError(f"speedup={cfg.speedup.get('name')}: {err}") from None
     return commtime.ModelRuntimes(topo, mix, c, int(cfg.seed), app_patterns=by_app or None)
@@ -638,7 +630,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         # its own.
         if isinstance(error, UserError):
             cli.discard_stub(out_dir, "runs")
-            if out_dir in _CLAIMED_DIRS and out_dir.is_dir():  # a directory the user named: its stubs go
+            if out_dir in _CLAIMS and out_dir.is_dir():  # a directory the user named: its stubs go
                 cli.discard_named_stub(out_dir)
         sys.stderr.write(f"fattorus.sweep: error: {_squash(error)}\n")
         sys.exit(1 if isinstance(error, RunError) else 2)
@@ -670,10 +662,9 @@ def _changed_log(out_dir: Path) -> str | None:
     return None if digest == recorded else f"the job log {path} changed since this trial ran"
 
 
-#: The claim files this process holds (locked until it exits): see :func:`_claim`.
-_CLAIMS: list[int] = []
-#: The directories of :data:`_CLAIMS`: a refused run takes away only stubs it claimed itself.
-_CLAIMED_DIRS: list[Path] = []
+#: The directories this process claimed and their claim files' descriptors (locked until it
+#: exits): see :func:`_claim`; a refused run takes away only stubs it claimed itself.
+_CLAIMS: dict[Path, int] = {}
 
 
 def _claim(out_dir: Path) -> None:
@@ -695,8 +686,7 @@ def _claim(out_dir: Path) -> None:
         raise UserError(f"{out_dir} is being written by another run now; not writing into it")
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
-    _CLAIMS.append(fd)
-    _CLAIMED_DIRS.append(out_dir)
+    _CLAIMS[out_dir] = fd
 
 
 def _lock(fd: int) -> bool:

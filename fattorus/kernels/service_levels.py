@@ -354,13 +354,13 @@ def check(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray, phi: n
 
 
 def _check_inputs(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray | None,
-                  level_weight: np.ndarray | None, active: np.ndarray | None) -> None:
+                  level_weight: np.ndarray | None, active: np.ndarray | None, max_rounds: int = 1) -> None:
     """One-line ``ValueError`` for inputs no solve can mean (as
     :func:`fattorus.kernels.maxmin._check_inputs`): a link id past the capacity vector (it
     landed on a padding link) or below -1, a negative or NaN capacity, a level outside
     ``0 .. len(level_weight) - 1`` (past the weights it overloaded a link) or not a whole
     number, a weight that is not a positive finite number (0 gave rate 0, a negative one
-    ``-inf``, NaN ``inf``), and per-flow arrays of the wrong shape."""
+    ``-inf``, NaN ``inf``), per-flow arrays of the wrong shape, and ``max_rounds`` below 1."""
     if route_ids.ndim != 2:
         raise ValueError(f"route_ids: an (F, L) array of link ids, got shape {route_ids.shape}")
     if route_ids.size and not np.issubdtype(route_ids.dtype, np.integer):  # 0.7 was read as link 0
@@ -397,6 +397,8 @@ def _check_inputs(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray
             raise ValueError(f"level: level {int(bad)} outside 0 .. {S - 1} (one weight per level in level_weight)")
     if active is not None and np.shape(active) != (F,):
         raise ValueError(f"active: one per flow, ({F},), got shape {np.shape(active)}")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer)) or max_rounds < 1:
+        raise ValueError(f"max_rounds: a whole number >= 1, got {max_rounds!r}")  # 0 left no bounds to return
 
 
 def service_level_rates(route_ids, capacity, level=None, level_weight=None, active=None,
@@ -418,13 +420,9 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
       differences of prefix sums).
 
     Raises:
-      ValueError: one line naming the argument, for inputs no solve can mean (link ids past
-        ``capacity`` or below -1, a negative or NaN capacity, levels outside ``0..S-1``,
-        weights that are not positive finite numbers, per-flow arrays of the wrong shape).
+      ValueError: one line naming the argument, for inputs no solve can mean (:func:`_check_inputs`).
     """
-    _check_inputs(np.asarray(route_ids), capacity, level, level_weight, active)
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer)) or max_rounds < 1:
-        raise ValueError(f"max_rounds: a whole number >= 1, got {max_rounds!r}")
+    _check_inputs(np.asarray(route_ids), capacity, level, level_weight, active, max_rounds)
     with jax.enable_x64(True):
         route_np = np.asarray(route_ids).astype(np.int32)
         F = route_np.shape[0]
@@ -476,15 +474,22 @@ def service_level_rates(route_ids, capacity, level=None, level_weight=None, acti
                     rate, done = exact, True
             prev_gap = gap
         width = 0.0
-        if not done:  # the midpoint of the last bounds, and how wide they still are
-            hi_np, lo_np = np.asarray(hi), np.asarray(lo)
-            finite = np.isfinite(hi_np) & (hi_np > 0)
-            rate = np.where(finite, 0.5 * (lo_np + np.where(finite, hi_np, 0)), lo_np)
-            with np.errstate(invalid="ignore"):  # inf - inf where no bound is finite (masked out)
-                width = float(np.max(np.where(finite, (hi_np - lo_np) / np.where(finite, hi_np, 1), 0)))
+        if not done:
+            rate, width = _midpoint(np.asarray(lo), np.asarray(hi))
         rate = np.where((route_p[:F] >= 0).any(axis=1), rate[:F], np.inf)
         rate = np.where(act_np, rate, 0.0)
         return LevelRates(rate, np.int32(total), np.bool_(done), width)
+
+
+def _midpoint(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:
+    """An unconverged solve's rates, the midpoint of its last bounds (``lo`` where no upper
+    bound is finite), and how wide the bounds still are: their largest gap relative to the
+    upper bound."""
+    finite = np.isfinite(hi) & (hi > 0)
+    rate = np.where(finite, 0.5 * (lo + np.where(finite, hi, 0)), lo)
+    with np.errstate(invalid="ignore"):  # inf - inf where no bound is finite (masked out)
+        width = float(np.max(np.where(finite, (hi - lo) / np.where(finite, hi, 1), 0)))
+    return rate, width
 
 
 def _padded(route_ids: np.ndarray, capacity: np.ndarray, level: np.ndarray,

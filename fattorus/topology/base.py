@@ -286,13 +286,14 @@ class Topology(abc.ABC):
         return None
 
     def flow_routes(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, routing: str = "static",
-                    seed: int = 0) -> np.ndarray:
+                    seed: int | np.random.Generator = 0) -> np.ndarray:
         """Routes of flows ``src -> dst`` (node ids; ``nbytes`` bytes each, for routings that
         weigh them) under ``routing``, one of :attr:`routings`: ``(F, L)`` int32 link ids,
         ``-1`` padded (``L`` may exceed :attr:`max_route_links` for non-minimal routes). The
         flow model (:mod:`fattorus.analysis.commtime`) solves over whichever routes it is
         given. ``static``: :meth:`host_routes`, else :meth:`routes`. A family offering more
-        overrides this and extends :attr:`routings`; draws come from ``seed``."""
+        overrides this and extends :attr:`routings`; draws come from ``seed`` (an int, or a
+        NumPy generator whose stream the caller goes on drawing from)."""
         if routing not in self.routings:
             raise ValueError(f"routing {routing!r}: {self.kind or type(self).__name__} offers {list(self.routings)}")
         src, dst = self.node_ids(src, dst)

@@ -344,10 +344,16 @@ class Dragonfly(Topology):
         best = cands[int(np.argmin(sums))]  # argmin: the first ids where they tie
         from fattorus.topology import compact  # numba, loaded on first need
 
-        h, moves = compact.descend(best, p, np.arange(R)[None], self.router_distance.astype(np.int64)[None])
+        h, moves = compact.descend(best, p, *self._descent_factors)
         if best is first and moves == 0:
             return np.arange(n)
         return compact.nodes_of(h, p)  # router ids ascending
+
+    @functools.cached_property
+    def _descent_factors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The router distance table as :func:`compact.descend` takes it (one factor: router id
+        and table), made once rather than copied for every job size."""
+        return np.arange(self.n_routers)[None], self.router_distance.astype(np.int64)[None]
 
     @functools.cached_property
     def _greedy_order(self) -> np.ndarray:
@@ -619,15 +625,17 @@ class Dragonfly(Topology):
         return self._pad(jnp, src, dst, self._minimal_hops(jnp, ra, rb, n, black_first), self.max_route_links)
 
     def flow_routes(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, routing: str = "static",
-                    seed: int = 0) -> np.ndarray:
+                    seed: int | np.random.Generator = 0) -> np.ndarray:
         """:meth:`Topology.flow_routes`; ``valiant``: each flow through an intermediate group
         drawn uniformly among the groups other than its source's and destination's (the
         minimal route within one group, or where no such group exists) (:meth:`valiant_routes`),
         ``5 + max_hops`` slots. The draw is a hash of ``(seed, src, dst)``: a node pair takes the same group
         in every solve of a run (a job alone, in its placement among others), whatever else
-        is routed beside it."""
+        is routed beside it (a generator gives the hash one draw of its stream)."""
         if routing != "valiant":
             return super().flow_routes(src, dst, nbytes, routing, seed)
+        if isinstance(seed, np.random.Generator):
+            seed = int(seed.integers(2**62))
         src, dst = (np.asarray(a, np.int64) for a in self.node_ids(src, dst))
         per_group = self.routers_per_group * self.nodes_per_router
         ga, gb = src // per_group, dst // per_group

@@ -238,9 +238,9 @@ class FatTree(Topology):
         return fattree_routing.routes(self, src, dst)
 
     def flow_routes(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, routing: str = "static",
-                    seed: int = 0) -> np.ndarray:
+                    seed: int | np.random.Generator = 0) -> np.ndarray:
         """:meth:`Topology.flow_routes`; ``adaptive``: up-paths chosen by load, largest flows
-        first, ties in an order drawn from ``seed``
+        first, ties in an order drawn from ``seed`` (a generator is drawn from as it is)
         (:func:`fattorus.topology.fattree_routing.load_balanced_routes`)."""
         if routing != "adaptive":
             return super().flow_routes(src, dst, nbytes, routing, seed)

@@ -760,6 +760,9 @@ def fit_factor(wl: Workload, machine_nodes: int | None, log_nodes: int | None, n
         if log_nodes is not None:  # the user's setting is wrong, whatever the header says
             raise WorkloadError(f"workload {name!r}: workload.log_nodes={log_nodes!r}: give the log's machine size, "
                                 "a whole number of nodes >= 1 (or leave it unset to read the log's header)")
+        if wl.header.get("Format") == "waves":  # generated: the table states its machine, or nothing does
+            raise WorkloadError(f"workload {name!r}: scale=fit needs the size of the machine the waves table was "
+                                "written for: set workload.synthetic.machine_nodes=N (or workload.log_nodes=N)")
         raise WorkloadError(f"workload {name!r}: scale=fit needs the log's machine size: its header has no "
                             "MaxNodes/MaxProcs; set workload.log_nodes=N")
     return int(machine_nodes) / int(size)
@@ -890,10 +893,6 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
     if scale == "machine":  # the machine's default load (conf/topo: default_scale)
         scale = machine_scale
     if scale == "fit":
-        if fmt == "waves" and machine is not None and _get(cfg, "log_nodes") is None and "MaxNodes" not in wl.header:
-            raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: scale=fit needs the size of the machine the "
-                                "waves table was written for: set workload.synthetic.machine_nodes=N "
-                                "(or workload.log_nodes=N)")
         scale = fit_factor(wl, machine, _get(cfg, "log_nodes"), str(_get(cfg, "name", "?")), _get(cfg, "cores_per_node"))
     check_scale(scale)
     jobs, dropped = _scale_split(wl.jobs, float(scale), None if machine is None else int(machine))
