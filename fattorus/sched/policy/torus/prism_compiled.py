@@ -603,6 +603,17 @@ def _heap_pop(keys, vals, size):
     return key, val, size
 
 
+# Where _replay keeps its scalars in the state's ``scal`` (between events and between slices):
+# jobs started, free usable nodes, the queue's window [lo, hi) of submitted jobs, the machine's
+# version (one more at each start and completion), the pass memo (queues.PassMemo: version, -1
+# none; head, -1 none; upto; whether failure sizes are kept), the reservation (queues.Reservation:
+# head, version, node count, whether its placement is still recorded) and the running jobs'
+# heap size. The reservation's shadow time is ``fscal[0]``.
+_STARTED, _FREE, _LO, _HI, _VERSION = 0, 1, 2, 3, 4
+_MEMO_VERSION, _MEMO_HEAD, _MEMO_UPTO, _MEMO_FAIL = 5, 6, 7, 8
+_RES_HEAD, _RES_VERSION, _RES_N, _PENDING, _RUNNING = 9, 10, 11, 12, 13
+
+
 @numba.njit(cache=True)
 def _new_state(J, N, n_classes, n_shapes, usable, until0, offsets, dims):
     """The replay's state before its first event: every array and scalar :func:`_replay` keeps
@@ -612,10 +623,15 @@ def _new_state(J, N, n_classes, n_shapes, usable, until0, offsets, dims):
     for v in range(N):
         if usable[v]:
             n_free += 1
-    # Scalars (see _replay): n_started, n_free, lo, hi, version, memo_version, memo_head,
-    # memo_upto, memo_fail, res_head, res_version, res_n, pending, running heap size.
+    # The scalars at the indices above: _STARTED .. _MEMO_FAIL, then _RES_HEAD .. _RUNNING.
     scal = np.array([0, n_free, 0, 0, 0, -1, -1, 0, 0, -1, -1, 0, 0, 0], np.int64)
     fscal = np.zeros(1)  # the reservation's shadow time
+    # The arrays, in order: start times, backfilled flags, shadow times, node ids (job j's at
+    # offsets[j]:offsets[j+1]), prisms, the jobs in start order, free nodes, each router's
+    # release time (until), each node's estimated end, waiting flags, the failure sizes now
+    # and with the reservation held (per size class), the reservation's nodes and prism, its
+    # node mask, and the running jobs' heap of (end, job). The replay's functions name them
+    # by these positions.
     # Remembered failures (_failed_before), then kept shape bounds (_bounds_of): one tuple to hand on.
     failed = (np.zeros((FAILURES_KEPT, dims[0], dims[1]), np.uint64), np.full(FAILURES_KEPT, 1 << 62),
               np.zeros(1, np.int64), np.full((BOUNDS_KEPT, 2), -1, np.int64),
@@ -642,193 +658,222 @@ def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until
     times, backfilled flags, shadow times, the node ids (job ``j``'s at
     ``offsets[j]:offsets[j+1]``), each job's prism ``(x, y, z, a, b, c)`` and the jobs in start
     order."""
-    shapes, starts_t, dims, ru = tabs[0], tabs[1], tabs[8], tabs[14]
     J = len(submit)
-    N = len(usable)
     arrays, scal, fscal, answers, failed = state
-    (start, backfilled, shadow, alloc, prisms, order, free, until, node_est_end, waiting, fail_now, fail_held,
-     res_nodes, res_prism, reserved_mask, heap_t, heap_j) = arrays
+    waiting, heap_t = arrays[9], arrays[15]
     found, fits_max, fails_min = answers
-    n_started, n_free, lo, hi, version = scal[0], scal[1], scal[2], scal[3], scal[4]
-    # Pass memo (queues.PassMemo): version (-1: none), head (-1: none), upto, failure sizes kept.
-    memo_version, memo_head, memo_upto, memo_fail = scal[5], scal[6], scal[7], scal[8] != 0
-    # The reservation (queues.Reservation) and whether its placement is still recorded as pending.
-    res_head, res_version, res_n, pending, res_shadow = scal[9], scal[10], scal[11], scal[12] != 0, fscal[0]
-    hsize = scal[13]  # running jobs: a heap of (end, job) in heap_t / heap_j
+    search = (tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max, fails_min, failed)
+    jobs = (runtime, estimate, nodes, size_class, offsets)
     # Routers block_other_kinds keeps out, blocked at every instant (an estimate may be inf:
     # then a probe at t = inf would free a release time of inf).
     foreign = until0 == np.inf
-    no_prefer = np.zeros(0, np.bool_)
-    # The machine now, rebuilt after each change (version).
-    now_version = -1
-    now_mach, now_h1, now_h2, now_cap = _machine_at(until, -np.inf, foreign, dims, ru)
+    geo = (tabs[0], tabs[1], tabs[8], p, usable, tabs[14], foreign)
+    # The machine now, rebuilt after each change (its version).
+    now_m, now_version = _machine_at(arrays[7], -np.inf, foreign, tabs[8], tabs[14]), -1
     status, bad = _OK, -1
-    while hi < J or hsize > 0:
-        if n_started >= stop_at:
+    while scal[_HI] < J or scal[_RUNNING] > 0:
+        if scal[_STARTED] >= stop_at:
             status = _PAUSED
             break
-        now = submit[hi] if hi < J else np.inf
-        if hsize > 0 and heap_t[0] < now:
+        now = submit[scal[_HI]] if scal[_HI] < J else np.inf
+        if scal[_RUNNING] > 0 and heap_t[0] < now:
             now = heap_t[0]
         if len(found) + len(fits_max) > ANSWERS_KEPT:  # a bound on memory over a very long log
             found.clear()
             fits_max.clear()
             fails_min.clear()
         # Completions, then submissions (Replay.advance).
-        while hsize > 0 and heap_t[0] == now:
-            _, j, hsize = _heap_pop(heap_t, heap_j, hsize)
-            for q in range(offsets[j], offsets[j + 1]):
-                free[alloc[q]] = True
-                node_est_end[alloc[q]] = np.inf
-            n_free += nodes[j]
-            _set_prism(until, prisms[j], dims, -np.inf)
-            version += 1
-            pending = False
-        while hi < J and submit[hi] == now:
-            waiting[hi] = True
-            hi += 1
-        # One pass (queues.start_from_head, then Easy.schedule).
-        for _ in range(1):
-            unchanged = memo_version == version
-            blocked_head = -1
-            while lo < hi:
-                if not waiting[lo]:
-                    lo += 1
-                    continue
-                if unchanged and lo == memo_head:
-                    blocked_head = lo
-                    break
-                if now_version != version:
-                    now_mach, now_h1, now_h2, now_cap = _machine_at(until, now, foreign, dims, ru)
-                    now_version = version
-                n = nodes[lo]
-                code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
-                                   found, fits_max, fails_min, failed)
-                if code == _NONE:
-                    blocked_head = lo
-                    break
-                j = lo
-                _prism_nodes(code, n, shapes, starts_t, dims, p, usable, no_prefer, False,
-                             alloc[offsets[j]:offsets[j + 1]], prisms[j])
-                n_free, version, hsize = _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate,
-                                                runtime, nodes, heap_t, heap_j, hsize, start, n_free, version, dims,
-                                                waiting)
-                order[n_started] = j
-                n_started += 1
-                pending = False
-                lo += 1
-            if not easy or blocked_head < 0 or n_free == 0:
-                memo_version, memo_head, memo_upto, memo_fail = version, blocked_head, hi, False
-                break
-            head = blocked_head
-            reuse = memo_version == version and memo_head == head and memo_fail
-            first = max(memo_upto, head + 1) if reuse else head + 1
-            n_cand = 0
-            cand = np.empty(hi - first, np.int64)
-            for j in range(first, hi):
-                if waiting[j] and nodes[j] <= n_free:
-                    cand[n_cand] = j
-                    n_cand += 1
-            if not reuse:
-                fail_now[:] = N + 1
-                fail_held[:] = N + 1
-            memo_version, memo_head, memo_upto, memo_fail = version, head, hi, True
-            if n_cand == 0:
-                break
-            # The head's reservation (queues.reserve), reused while neither head nor machine changed.
-            if not (res_head == head and res_version == version):
-                n = nodes[head]
-                shadow_t = _shadow_time(n, heap_j, hsize, start, estimate, until, foreign, dims, ru, tabs, fits_max,
-                                        fails_min, failed)
-                if shadow_t == np.inf:
-                    status, bad = _UNPLACEABLE, head
-                    break
-                mach, h1, h2, cap = _machine_at(until, shadow_t, foreign, dims, ru)
-                code = _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row,
-                                   found, fits_max, fails_min, failed)
-                if code == _NONE:  # it fitted there a moment ago: a fault of this module, never a user's
-                    status, bad = _INCONSISTENT, head
-                    break
-                released = node_est_end <= shadow_t
-                _prism_nodes(code, n, shapes, starts_t, dims, p, usable, released, True, res_nodes, res_prism)
-                res_n, res_head, res_version, res_shadow, pending = n, head, version, shadow_t, True
-            if not shadow[head] <= res_shadow:
-                shadow[head] = res_shadow
-            # Backfill around it (Easy._backfill).
-            reserved_mask[:] = False
-            for q in range(res_n):
-                reserved_mask[res_nodes[q]] = True
-            held_built = False
-            held_mach, held_h1, held_h2, held_cap = now_mach, now_h1, now_h2, now_cap
-            any_started = False
-            pos = 0
-            while pos < n_cand and n_free > 0:
-                while pos < n_cand:
-                    j = cand[pos]
-                    short = now + estimate[j] <= res_shadow
-                    c = size_class[j]
-                    limit = fail_now[c] if short else fail_held[c]
-                    if nodes[j] < limit and nodes[j] <= n_free:
-                        break
-                    pos += 1
-                if pos == n_cand:
-                    break
-                j = cand[pos]
-                n = nodes[j]
-                c = size_class[j]
-                short = now + estimate[j] <= res_shadow
-                if short:
-                    if now_version != version:
-                        now_mach, now_h1, now_h2, now_cap = _machine_at(until, now, foreign, dims, ru)
-                        now_version = version
-                    code = _place_code(now_mach, now_h1, now_h2, now_cap, n, tabs, cand_ptr, cand_idx, cand_bound,
-                                       size_row, found, fits_max, fails_min, failed)
-                    if code == _NONE:
-                        fail_now[c] = n
-                        fail_held[c] = min(n, fail_held[c])
-                else:
-                    if not held_built:
-                        held = (until > now) | foreign
-                        if pending:  # the reservation's whole prism, still recorded
-                            _set_prism(held, res_prism, dims, True)
-                        else:  # only the routers of its nodes
-                            for q in range(res_n):
-                                held[res_nodes[q] // p] = True
-                        held_mach, held_h1, held_h2, held_cap = _machine(held, dims, ru)
-                        held_built = True
-                    code = _place_code(held_mach, held_h1, held_h2, held_cap, n, tabs, cand_ptr, cand_idx, cand_bound,
-                                       size_row, found, fits_max, fails_min, failed)
-                    if code == _NONE:
-                        fail_held[c] = n
-                pos += 1
-                if code != _NONE:
-                    _prism_nodes(code, n, shapes, starts_t, dims, p, usable, reserved_mask, short,
-                                 alloc[offsets[j]:offsets[j + 1]], prisms[j])
-                    n_free, version, hsize = _start(j, now, free, node_est_end, until, alloc, offsets, prisms,
-                                                    estimate, runtime, nodes, heap_t, heap_j, hsize, start, n_free,
-                                                    version, dims, waiting)
-                    order[n_started] = j
-                    n_started += 1
-                    pending = False
-                    backfilled[j] = True
-                    held_built = False
-                    any_started = True
-            if any_started:
-                memo_version, memo_head, memo_upto, memo_fail = -1, -1, 0, False
+        _complete(now, arrays, jobs, geo, scal)
+        while scal[_HI] < J and submit[scal[_HI]] == now:
+            waiting[scal[_HI]] = True
+            scal[_HI] += 1
+        status, bad, now_m, now_version = _pass(now, easy, arrays, jobs, geo, search, scal, fscal, now_m,
+                                                now_version)
         if status != _OK:
             break
-    scal[0], scal[1], scal[2], scal[3], scal[4] = n_started, n_free, lo, hi, version
-    scal[5], scal[6], scal[7], scal[8] = memo_version, memo_head, memo_upto, memo_fail
-    scal[9], scal[10], scal[11], scal[12], scal[13] = res_head, res_version, res_n, pending, hsize
-    fscal[0] = res_shadow
     return status, bad
 
 
 @numba.njit(cache=True)
-def _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate, runtime, nodes, heap_t, heap_j,
-           hsize, start, n_free, version, dims, waiting):
-    """Replay.start_job and Prism.started: the nodes busy, the prism's routers held until the
-    job's estimated end, its completion queued."""
+def _complete(now, arrays, jobs, geo, scal):
+    """Replay.advance's completions at ``now``: each job ending then frees its nodes and its
+    prism's routers."""
+    alloc, prisms, free, until, node_est_end, heap_t, heap_j = (arrays[3], arrays[4], arrays[6], arrays[7], arrays[8],
+                                                                arrays[15], arrays[16])
+    nodes, offsets = jobs[2], jobs[4]
+    while scal[_RUNNING] > 0 and heap_t[0] == now:
+        _, j, running = _heap_pop(heap_t, heap_j, scal[_RUNNING])
+        scal[_RUNNING] = running
+        for q in range(offsets[j], offsets[j + 1]):
+            free[alloc[q]] = True
+            node_est_end[alloc[q]] = np.inf
+        scal[_FREE] += nodes[j]
+        _set_prism(until, prisms[j], geo[2], -np.inf)
+        scal[_VERSION] += 1
+        scal[_PENDING] = 0
+
+
+@numba.njit(cache=True)
+def _now(now, arrays, geo, scal, now_m, now_version):
+    """The machine now (:func:`_machine_at`), rebuilt only when it changed since ``now_version``."""
+    if now_version != scal[_VERSION]:
+        return _machine_at(arrays[7], now, geo[6], geo[2], geo[5]), scal[_VERSION]
+    return now_m, now_version
+
+
+@numba.njit(cache=True)
+def _place(m, n, search):
+    """:func:`_place_code` of an ``n``-node job on the machine ``m = (mach, h1, h2, cap)``."""
+    tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max, fails_min, failed = search
+    return _place_code(m[0], m[1], m[2], m[3], n, tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max,
+                       fails_min, failed)
+
+
+@numba.njit(cache=True)
+def _pass(now, easy, arrays, jobs, geo, search, scal, fscal, now_m, now_version):
+    """One scheduling pass at ``now`` (queues.start_from_head, then Easy.schedule): the jobs
+    that fit in queue order, then the blocked head's reservation and the backfill around it.
+    Returns ``(status, job, now_m, now_version)``."""
+    shadow, fail_now, fail_held = arrays[2], arrays[10], arrays[11]
+    nodes, hi = jobs[2], scal[_HI]
+    head, now_m, now_version = _from_head(now, arrays, jobs, geo, search, scal, now_m, now_version)
+    if not easy or head < 0 or scal[_FREE] == 0:
+        scal[_MEMO_VERSION], scal[_MEMO_HEAD], scal[_MEMO_UPTO], scal[_MEMO_FAIL] = scal[_VERSION], head, hi, 0
+        return _OK, -1, now_m, now_version
+    reuse = scal[_MEMO_VERSION] == scal[_VERSION] and scal[_MEMO_HEAD] == head and scal[_MEMO_FAIL] != 0
+    first = max(scal[_MEMO_UPTO], head + 1) if reuse else head + 1
+    n_cand = 0
+    cand = np.empty(hi - first, np.int64)
+    for j in range(first, hi):
+        if arrays[9][j] and nodes[j] <= scal[_FREE]:
+            cand[n_cand] = j
+            n_cand += 1
+    if not reuse:
+        fail_now[:] = len(geo[4]) + 1
+        fail_held[:] = len(geo[4]) + 1
+    scal[_MEMO_VERSION], scal[_MEMO_HEAD], scal[_MEMO_UPTO], scal[_MEMO_FAIL] = scal[_VERSION], head, hi, 1
+    if n_cand == 0:
+        return _OK, -1, now_m, now_version
+    # The head's reservation (queues.reserve), reused while neither head nor machine changed.
+    if not (scal[_RES_HEAD] == head and scal[_RES_VERSION] == scal[_VERSION]):
+        status = _reserve(head, arrays, jobs, geo, search, scal, fscal)
+        if status != _OK:
+            return status, head, now_m, now_version
+    if not shadow[head] <= fscal[0]:
+        shadow[head] = fscal[0]
+    now_m, now_version = _backfill(now, cand[:n_cand], arrays, jobs, geo, search, scal, fscal[0], now_m, now_version)
+    return _OK, -1, now_m, now_version
+
+
+@numba.njit(cache=True)
+def _from_head(now, arrays, jobs, geo, search, scal, now_m, now_version):
+    """queues.start_from_head: start the waiting jobs in order while they fit now. Returns the
+    blocked head (-1: none) and the machine now."""
+    waiting, nodes = arrays[9], jobs[2]
+    unchanged = scal[_MEMO_VERSION] == scal[_VERSION]
+    no_prefer = np.zeros(0, np.bool_)
+    while scal[_LO] < scal[_HI]:
+        lo = scal[_LO]
+        if not waiting[lo]:
+            scal[_LO] += 1
+            continue
+        if unchanged and lo == scal[_MEMO_HEAD]:
+            return lo, now_m, now_version
+        now_m, now_version = _now(now, arrays, geo, scal, now_m, now_version)
+        code = _place(now_m, nodes[lo], search)
+        if code == _NONE:
+            return lo, now_m, now_version
+        _launch(lo, code, now, no_prefer, False, arrays, jobs, geo, scal)
+        scal[_LO] += 1
+    return -1, now_m, now_version
+
+
+@numba.njit(cache=True)
+def _reserve(head, arrays, jobs, geo, search, scal, fscal):
+    """queues.reserve: the head's shadow time and its placement then, held in the reservation
+    (``_UNPLACEABLE`` if no future machine fits it; ``_INCONSISTENT``: a fault of this module)."""
+    start, until, node_est_end, res_nodes, res_prism, heap_j = (arrays[0], arrays[7], arrays[8], arrays[12],
+                                                                arrays[13], arrays[16])
+    shapes, starts_t, dims, p, usable, ru, foreign = geo
+    tabs, fits_max, fails_min, failed = search[0], search[6], search[7], search[8]
+    n = jobs[2][head]
+    shadow_t = _shadow_time(n, heap_j, scal[_RUNNING], start, jobs[1], until, foreign, dims, ru, tabs, fits_max,
+                            fails_min, failed)
+    if shadow_t == np.inf:
+        return _UNPLACEABLE
+    code = _place(_machine_at(until, shadow_t, foreign, dims, ru), n, search)
+    if code == _NONE:  # it fitted there a moment ago: a fault of this module, never a user's
+        return _INCONSISTENT
+    released = node_est_end <= shadow_t
+    _prism_nodes(code, n, shapes, starts_t, dims, p, usable, released, True, res_nodes, res_prism)
+    scal[_RES_N], scal[_RES_HEAD], scal[_RES_VERSION], scal[_PENDING] = n, head, scal[_VERSION], 1
+    fscal[0] = shadow_t
+    return _OK
+
+
+@numba.njit(cache=True)
+def _backfill(now, cand, arrays, jobs, geo, search, scal, res_shadow, now_m, now_version):
+    """Easy._backfill: the candidates ``cand`` in order, each started now if it fits — a job
+    estimated to end by the shadow time ``res_shadow`` on the machine now, a longer one on the
+    machine with the reservation held. Returns the machine now."""
+    until, fail_now, fail_held, res_nodes, res_prism, reserved_mask = (arrays[7], arrays[10], arrays[11], arrays[12],
+                                                                       arrays[13], arrays[14])
+    estimate, nodes, size_class = jobs[1], jobs[2], jobs[3]
+    dims, p, ru, foreign = geo[2], geo[3], geo[5], geo[6]
+    reserved_mask[:] = False
+    for q in range(scal[_RES_N]):
+        reserved_mask[res_nodes[q]] = True
+    held_m, held_built, any_started, pos = now_m, False, False, 0
+    while pos < len(cand) and scal[_FREE] > 0:
+        while pos < len(cand):
+            j = cand[pos]
+            limit = fail_now[size_class[j]] if now + estimate[j] <= res_shadow else fail_held[size_class[j]]
+            if nodes[j] < limit and nodes[j] <= scal[_FREE]:
+                break
+            pos += 1
+        if pos == len(cand):
+            break
+        j = cand[pos]
+        n, c, short = nodes[j], size_class[j], now + estimate[j] <= res_shadow
+        if short:
+            now_m, now_version = _now(now, arrays, geo, scal, now_m, now_version)
+            code = _place(now_m, n, search)
+            if code == _NONE:
+                fail_now[c] = n
+                fail_held[c] = min(n, fail_held[c])
+        else:
+            if not held_built:
+                held = (until > now) | foreign
+                if scal[_PENDING] != 0:  # the reservation's whole prism, still recorded
+                    _set_prism(held, res_prism, dims, True)
+                else:  # only the routers of its nodes
+                    for q in range(scal[_RES_N]):
+                        held[res_nodes[q] // p] = True
+                held_m, held_built = _machine(held, dims, ru), True
+            code = _place(held_m, n, search)
+            if code == _NONE:
+                fail_held[c] = n
+        pos += 1
+        if code != _NONE:
+            _launch(j, code, now, reserved_mask, short, arrays, jobs, geo, scal)
+            arrays[1][j] = True  # backfilled
+            held_built, any_started = False, True
+    if any_started:
+        scal[_MEMO_VERSION], scal[_MEMO_HEAD], scal[_MEMO_UPTO], scal[_MEMO_FAIL] = -1, -1, 0, 0
+    return now_m, now_version
+
+
+@numba.njit(cache=True)
+def _launch(j, code, now, prefer, use_prefer, arrays, jobs, geo, scal):
+    """Prism's node choice for job ``j`` placed by the search's ``code``, then Replay.start_job
+    and Prism.started: the nodes busy, the prism's routers held until the job's estimated end,
+    its completion queued."""
+    start, alloc, prisms, order, free, until, node_est_end, waiting, heap_t, heap_j = (
+        arrays[0], arrays[3], arrays[4], arrays[5], arrays[6], arrays[7], arrays[8], arrays[9], arrays[15], arrays[16])
+    runtime, estimate, nodes, offsets = jobs[0], jobs[1], jobs[2], jobs[4]
+    shapes, starts_t, dims, p, usable = geo[0], geo[1], geo[2], geo[3], geo[4]
+    _prism_nodes(code, nodes[j], shapes, starts_t, dims, p, usable, prefer, use_prefer,
+                 alloc[offsets[j]:offsets[j + 1]], prisms[j])
     end_est = now + estimate[j]
     for q in range(offsets[j], offsets[j + 1]):
         free[alloc[q]] = False
@@ -836,7 +881,12 @@ def _start(j, now, free, node_est_end, until, alloc, offsets, prisms, estimate, 
     _set_prism(until, prisms[j], dims, end_est)
     start[j] = now
     waiting[j] = False
-    return n_free - nodes[j], version + 1, _heap_push(heap_t, heap_j, hsize, now + runtime[j], j)
+    scal[_FREE] -= nodes[j]
+    scal[_VERSION] += 1
+    scal[_RUNNING] = _heap_push(heap_t, heap_j, scal[_RUNNING], now + runtime[j], j)
+    order[scal[_STARTED]] = j
+    scal[_STARTED] += 1
+    scal[_PENDING] = 0
 
 
 # The Python side -------------------------------------------------------------------------------
@@ -903,7 +953,7 @@ def run(jobs: Jobs, topo: Any, queue: str, policy: Any, usable: np.ndarray | Non
     status, started = _PAUSED, 0
     while status == _PAUSED:
         status, bad = _replay(*args, started + SLICE_JOBS)
-        now_started = int(state[1][0])
+        now_started = int(state[1][_STARTED])
         if progress is not None:
             progress(now_started - started)
         started = now_started
