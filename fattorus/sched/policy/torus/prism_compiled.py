@@ -669,7 +669,8 @@ def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until
     foreign = until0 == np.inf
     geo = (tabs[0], tabs[1], tabs[8], p, usable, tabs[14], foreign)
     # The machine now, rebuilt after each change (its version).
-    now_m, now_version = _machine_at(arrays[7], -np.inf, foreign, tabs[8], tabs[14]), -1
+    # (an int64 from the start: a literal -1 would compile _pass and its callees a second time)
+    now_m, now_version = _machine_at(arrays[7], -np.inf, foreign, tabs[8], tabs[14]), np.int64(-1)
     status, bad = _OK, -1
     while scal[_HI] < J or scal[_RUNNING] > 0:
         if scal[_STARTED] >= stop_at:
