@@ -59,6 +59,9 @@ _DEBRUIJN = np.array([0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61
 _NONE = -1
 _KEY2, _KEY3 = numba.types.UniTuple(numba.types.int64, 2), numba.types.UniTuple(numba.types.int64, 3)
 _OK, _UNPLACEABLE, _INCONSISTENT, _PAUSED = 0, 1, 2, 3
+# Flags handed to compiled functions as these, never as the literals True and False: numba
+# compiles a function once per literal it is called with (and once more for a bool variable).
+_TRUE, _FALSE = np.bool_(True), np.bool_(False)
 #: Jobs started per slice of a replay (:func:`_replay`): ~0.1-0.3 s on Blue Waters.
 SLICE_JOBS = 256
 
@@ -228,7 +231,7 @@ def _first_step(zm, Z, ut, shapes, starts_t, ub, i, n, p):
     if ub[i] < n:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     a, b, c = shapes[i, 0], shapes[i, 1], shapes[i, 2]
-    at, av, most = _starts(zm, Z, ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, False)
+    at, av, most = _starts(zm, Z, ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, _FALSE)
     if len(at) == 0:
         _bound_supersets(ub, shapes, a, b, c, most, p)
     elif most < ub[i]:  # exact now: a smaller job asked about later on this machine skips the shape if it needs more
@@ -363,7 +366,7 @@ def _fits(mach, tabs, n, ub):
         if ub[i] < n:
             continue
         a, b, c = shapes[i, 0], shapes[i, 1], shapes[i, 2]
-        at, _, most = _starts(zm, dims[2], ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, True)
+        at, _, most = _starts(zm, dims[2], ut, a, b, c, starts_t[i, 0], starts_t[i, 1], starts_t[i, 2], n, _TRUE)
         if len(at):
             return True
         _bound_supersets(ub, shapes, a, b, c, most, tabs[15])
@@ -380,11 +383,13 @@ def _machine(blocked, dims, router_usable):
 
 
 @numba.njit(cache=True)
-def _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max, fails_min,
-                failed):
-    """The search's answer for an ``n``-node job on ``mach`` (keyed ``h1, h2``; ``cap`` usable
-    nodes on routers not blocked; ``failed``: :func:`_failed_before`), kept: ``shape index *
-    2**32 + flat start``, or -1."""
+def _place_code(m, n, search):
+    """The search's answer for an ``n``-node job on the machine ``m = (mach, h1, h2, cap)``
+    (:func:`_machine`: keyed ``h1, h2``; ``cap`` usable nodes on routers not blocked), kept:
+    ``shape index * 2**32 + flat start``, or -1. ``search``: the static tables, the answers
+    kept and the remembered failures (:func:`_failed_before`)."""
+    mach, h1, h2, cap = m
+    tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max, fails_min, failed = search
     if n > cap:
         return _NONE
     mkey = (h1, h2)
@@ -394,7 +399,7 @@ def _place_code(mach, h1, h2, cap, n, tabs, cand_ptr, cand_idx, cand_bound, size
     if key in found:
         return found[key]
     if _failed_before(mach[0], n, failed):
-        _learn(mkey, n, False, fits_max, fails_min)
+        _learn(mkey, n, _FALSE, fits_max, fails_min)
         return _NONE
     row = size_row[n]
     lo, hi = cand_ptr[row], cand_ptr[row + 1]
@@ -669,7 +674,7 @@ def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until
     foreign = until0 == np.inf
     geo = (tabs[0], tabs[1], tabs[8], p, usable, tabs[14], foreign)
     # The machine now, rebuilt after each change (its version).
-    # (an int64 from the start: a literal -1 would compile _pass and its callees a second time)
+    # (an int64 from the start: a literal -1 would compile _from_head and its callees a second time)
     now_m, now_version = _machine_at(arrays[7], -np.inf, foreign, tabs[8], tabs[14]), np.int64(-1)
     status, bad = _OK, -1
     while scal[_HI] < J or scal[_RUNNING] > 0:
@@ -688,10 +693,23 @@ def _replay(submit, runtime, estimate, nodes, size_class, easy, usable, p, until
         while scal[_HI] < J and submit[scal[_HI]] == now:
             waiting[scal[_HI]] = True
             scal[_HI] += 1
-        status, bad, now_m, now_version = _pass(now, easy, arrays, jobs, geo, search, scal, fscal, now_m,
-                                                now_version)
-        if status != _OK:
-            break
+        # One pass (queues.start_from_head, then Easy.schedule: the blocked head's reservation
+        # and the backfill around it). Its steps are called from here, not from a function of
+        # their own: numba optimizes a callee's code again in each caller above it, and one
+        # more level cost ~13 s of a fresh clone's compiling (80 -> 67 s).
+        head, now_m, now_version = _from_head(now, arrays, jobs, geo, search, scal, now_m, now_version)
+        cand = _candidates(head, easy, arrays, jobs, geo, scal)
+        if len(cand) == 0:
+            continue
+        # The head's reservation (queues.reserve), reused while neither head nor machine changed.
+        if not (scal[_RES_HEAD] == head and scal[_RES_VERSION] == scal[_VERSION]):
+            status = _reserve(head, arrays, jobs, geo, search, scal, fscal)
+            if status != _OK:
+                bad = head
+                break
+        if not arrays[2][head] <= fscal[0]:  # the head's shadow time
+            arrays[2][head] = fscal[0]
+        now_m, now_version = _backfill(now, cand, arrays, jobs, geo, search, scal, fscal[0], now_m, now_version)
     return status, bad
 
 
@@ -723,47 +741,29 @@ def _now(now, arrays, geo, scal, now_m, now_version):
 
 
 @numba.njit(cache=True)
-def _place(m, n, search):
-    """:func:`_place_code` of an ``n``-node job on the machine ``m = (mach, h1, h2, cap)``."""
-    tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max, fails_min, failed = search
-    return _place_code(m[0], m[1], m[2], m[3], n, tabs, cand_ptr, cand_idx, cand_bound, size_row, found, fits_max,
-                       fails_min, failed)
-
-
-@numba.njit(cache=True)
-def _pass(now, easy, arrays, jobs, geo, search, scal, fscal, now_m, now_version):
-    """One scheduling pass at ``now`` (queues.start_from_head, then Easy.schedule): the jobs
-    that fit in queue order, then the blocked head's reservation and the backfill around it.
-    Returns ``(status, job, now_m, now_version)``."""
-    shadow, fail_now, fail_held = arrays[2], arrays[10], arrays[11]
+def _candidates(head, easy, arrays, jobs, geo, scal):
+    """Easy.schedule's backfill candidates after the pass from the head stopped at ``head``
+    (-1: none): the waiting jobs behind it that could fit the free nodes, those already tried
+    on an unchanged machine left out (the pass memo, set here); empty when there is nothing to
+    backfill."""
+    fail_now, fail_held, waiting = arrays[10], arrays[11], arrays[9]
     nodes, hi = jobs[2], scal[_HI]
-    head, now_m, now_version = _from_head(now, arrays, jobs, geo, search, scal, now_m, now_version)
     if not easy or head < 0 or scal[_FREE] == 0:
         scal[_MEMO_VERSION], scal[_MEMO_HEAD], scal[_MEMO_UPTO], scal[_MEMO_FAIL] = scal[_VERSION], head, hi, 0
-        return _OK, -1, now_m, now_version
+        return np.empty(0, np.int64)
     reuse = scal[_MEMO_VERSION] == scal[_VERSION] and scal[_MEMO_HEAD] == head and scal[_MEMO_FAIL] != 0
     first = max(scal[_MEMO_UPTO], head + 1) if reuse else head + 1
     n_cand = 0
-    cand = np.empty(hi - first, np.int64)
+    cand = np.empty(max(hi - first, 0), np.int64)
     for j in range(first, hi):
-        if arrays[9][j] and nodes[j] <= scal[_FREE]:
+        if waiting[j] and nodes[j] <= scal[_FREE]:
             cand[n_cand] = j
             n_cand += 1
     if not reuse:
         fail_now[:] = len(geo[4]) + 1
         fail_held[:] = len(geo[4]) + 1
     scal[_MEMO_VERSION], scal[_MEMO_HEAD], scal[_MEMO_UPTO], scal[_MEMO_FAIL] = scal[_VERSION], head, hi, 1
-    if n_cand == 0:
-        return _OK, -1, now_m, now_version
-    # The head's reservation (queues.reserve), reused while neither head nor machine changed.
-    if not (scal[_RES_HEAD] == head and scal[_RES_VERSION] == scal[_VERSION]):
-        status = _reserve(head, arrays, jobs, geo, search, scal, fscal)
-        if status != _OK:
-            return status, head, now_m, now_version
-    if not shadow[head] <= fscal[0]:
-        shadow[head] = fscal[0]
-    now_m, now_version = _backfill(now, cand[:n_cand], arrays, jobs, geo, search, scal, fscal[0], now_m, now_version)
-    return _OK, -1, now_m, now_version
+    return cand[:n_cand]
 
 
 @numba.njit(cache=True)
@@ -781,10 +781,10 @@ def _from_head(now, arrays, jobs, geo, search, scal, now_m, now_version):
         if unchanged and lo == scal[_MEMO_HEAD]:
             return lo, now_m, now_version
         now_m, now_version = _now(now, arrays, geo, scal, now_m, now_version)
-        code = _place(now_m, nodes[lo], search)
+        code = _place_code(now_m, nodes[lo], search)
         if code == _NONE:
             return lo, now_m, now_version
-        _launch(lo, code, now, no_prefer, False, arrays, jobs, geo, scal)
+        _launch(lo, code, now, no_prefer, _FALSE, arrays, jobs, geo, scal)
         scal[_LO] += 1
     return -1, now_m, now_version
 
@@ -802,11 +802,11 @@ def _reserve(head, arrays, jobs, geo, search, scal, fscal):
                             fails_min, failed)
     if shadow_t == np.inf:
         return _UNPLACEABLE
-    code = _place(_machine_at(until, shadow_t, foreign, dims, ru), n, search)
+    code = _place_code(_machine_at(until, shadow_t, foreign, dims, ru), n, search)
     if code == _NONE:  # it fitted there a moment ago: a fault of this module, never a user's
         return _INCONSISTENT
     released = node_est_end <= shadow_t
-    _prism_nodes(code, n, shapes, starts_t, dims, p, usable, released, True, res_nodes, res_prism)
+    _prism_nodes(code, n, shapes, starts_t, dims, p, usable, released, _TRUE, res_nodes, res_prism)
     scal[_RES_N], scal[_RES_HEAD], scal[_RES_VERSION], scal[_PENDING] = n, head, scal[_VERSION], 1
     fscal[0] = shadow_t
     return _OK
@@ -838,7 +838,7 @@ def _backfill(now, cand, arrays, jobs, geo, search, scal, res_shadow, now_m, now
         n, c, short = nodes[j], size_class[j], now + estimate[j] <= res_shadow
         if short:
             now_m, now_version = _now(now, arrays, geo, scal, now_m, now_version)
-            code = _place(now_m, n, search)
+            code = _place_code(now_m, n, search)
             if code == _NONE:
                 fail_now[c] = n
                 fail_held[c] = min(n, fail_held[c])
@@ -851,7 +851,7 @@ def _backfill(now, cand, arrays, jobs, geo, search, scal, res_shadow, now_m, now
                     for q in range(scal[_RES_N]):
                         held[res_nodes[q] // p] = True
                 held_m, held_built = _machine(held, dims, ru), True
-            code = _place(held_m, n, search)
+            code = _place_code(held_m, n, search)
             if code == _NONE:
                 fail_held[c] = n
         pos += 1
