@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -64,6 +65,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # unless the command line asks for it.
     if getattr(config.option, "loadscopereorder", False) and "--loadscope-reorder" not in config.invocation_params.args:
         config.option.loadscopereorder = False
+    # A suite started as a background job (`make test &` in a script, nohup) begins with
+    # SIGINT ignored, and every child inherits that: a Python child then has no
+    # KeyboardInterrupt to raise, and tests/test_interrupt.py's Ctrl-Cs did nothing (9 failures,
+    # session 36). A handler is reset to the default at exec, so the children start as from a
+    # terminal. pytest's own process (and each xdist worker) runs this.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

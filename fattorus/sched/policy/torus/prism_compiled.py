@@ -32,8 +32,11 @@ in slices (:data:`SLICE_JOBS`), so a long one shows progress and stops at a Ctrl
 it does not cover run on the Python engine (:func:`supports`): ``internal`` placements,
 several node kinds, run times decided at start, a third ring longer than 32 routers.
 
-numba compiles these functions at a machine's first replay (25-45 s here) and keeps the
-machine code beside this module (``__pycache__``), so later processes load it (~0.5 s).
+numba compiles these functions at a machine's first replay (25-45 s on a quiet 2-core machine,
+60-80 s with ~25 % steal) and keeps the machine code beside this module (``__pycache__``), so
+later processes load it (~0.5 s). Numba optimizes a callee's code again inside every caller
+above it, and compiles a version of a function per literal argument: hence the shallow calls
+from :func:`_replay` and the ``_TRUE``/``_FALSE`` flags (docs/decisions.md, session 36).
 """
 
 from __future__ import annotations
