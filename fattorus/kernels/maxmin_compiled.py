@@ -536,14 +536,14 @@ def _full_rates(routes: np.ndarray, capacity: np.ndarray, index: np.ndarray, bot
     tight = np.full(F, inf, np.float32)
     no_bytes = np.zeros(0, np.float64)  # own = 0: the freezing never reads bytes
     # An int64, not the literal 0: numba would compile the rounds' functions a second time for it.
-    none = np.int64(0)
-    _tighten(open_flows, n_open, start, link, share, tight, around, no_bytes, none)
+    no_own = np.int64(0)
+    _tighten(open_flows, n_open, start, link, share, tight, around, no_bytes, no_own)
     rounds = 0
     while n_open > 0 and rounds <= F:
         _mark_bottlenecks(bottleneck, load, share, around, bottleneck_slack)
         n_open, _ = _freeze_round(open_flows, n_open, start, link, bottleneck, tight, rate, frozen, load, residual,
-                                  share, frozen_sum, touched, touched_links, no_bytes, none)
+                                  share, frozen_sum, touched, touched_links, no_bytes, no_own)
         rounds += 1
         if n_open > 0:
-            _around_rest(open_flows, n_open, none, start, link, share, tight, around)
+            _around_rest(open_flows, n_open, no_own, start, link, share, tight, around)
     return rate
