@@ -210,7 +210,11 @@ def test_every_machine_s_flows_solve_to_the_jax_goal_solve_s_bits(conf_topo, on_
 
 
 class _JaxSolves(commtime.ModelRuntimes):
-    """The model with its goal solves made by JAX, as before the compiled solve."""
+    """The model with every goal solve made by JAX, as before the compiled solve and the
+    first-round read (fattorus.kernels.maxmin_first_round)."""
+
+    def _first_round_step(self, flows, nbytes, own, count):
+        return None
 
     def _step(self, route_ids, nbytes, own):
         return commtime.goal_step_time_jax(route_ids, nbytes, own, self._cap_f32)
@@ -231,3 +235,4 @@ def test_a_model_replay_is_the_jax_solves_replay_bit_for_bit(on_cpu):
     assert a["start_s"].equals(b["start_s"]) and a["end_s"].equals(b["end_s"])
     assert np.array_equal(fast.slowdown, slow.slowdown, equal_nan=True)
     assert np.nanmax(fast.slowdown) > 1.05  # jobs did slow each other down: solves that matter
+    assert 0 < fast.first_round and slow.first_round == 0  # some read off round one, bit for bit

@@ -2,7 +2,8 @@
 
 The 30-day Atlas x2 on Cab replay of ``python -m fattorus.bench --only flow`` (EASY, policy
 ``POL``, default ``to``) is run once to compile, once recording every
-``ModelRuntimes._step`` result (the solves), then twice with ``_step`` answering from that
+``ModelRuntimes._solve`` result (the solves, and since session 37 the first-round reads),
+then twice with ``_solve`` answering from that
 record in order (the replay is deterministic: same calls, same slowdowns — the printed hashes
 of every job's slowdown must agree), then the plain replay twice. Writes nothing. Run from the
 repository root: ``POL=to .venv/bin/python docs/measurements/model_floor.py [days]``.
@@ -25,17 +26,17 @@ days = float(sys.argv[1]) if len(sys.argv) > 1 else 30
 cab = topology.load("cab")
 scaled, _ = workload.scale_nodes(workload.load(trace_path(), cores_per_node=8).jobs, 2, cab.n_nodes)
 window = workload.first_days(scaled, days)
-step = commtime.ModelRuntimes._step
+step = commtime.ModelRuntimes._solve
 record: list[float] = []
 answers = iter(())
 
 
-def recording(self, route_ids, nbytes, own):
-    record.append(step(self, route_ids, nbytes, own))
+def recording(self, route_ids, nbytes, own, count=None):
+    record.append(step(self, route_ids, nbytes, own, count))
     return record[-1]
 
 
-def answering(self, route_ids, nbytes, own):
+def answering(self, route_ids, nbytes, own, count=None):
     return next(answers)
 
 
@@ -49,9 +50,9 @@ def run(tag, model=True):
 
 
 run("model, first run (compiles)")
-commtime.ModelRuntimes._step = recording
+commtime.ModelRuntimes._solve = recording
 run("model, warm")
-commtime.ModelRuntimes._step = answering
+commtime.ModelRuntimes._solve = answering
 for _ in range(2):
     answers = iter(record)
     run("model, solves free")

@@ -44,6 +44,7 @@ from fattorus import devices
 from fattorus.analysis import comm_fraction, fluid, patterns
 from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time, step_time_host
+from fattorus.kernels.maxmin_first_round import Workspace as FirstRoundWorkspace, add_crossings, first_round_unchecked
 from fattorus.kernels.maxmin_compiled import (compact_routes, goal_step_time, goal_step_time_compact,
                                               maxmin_rates_compiled, new_workspace)
 from fattorus.kernels.routes import route_links
@@ -379,6 +380,10 @@ class ModelRuntimes:
         self._compact_lists = self.topo.max_route_links >= SPARSE_ROUTE_SLOTS
         self._cap_f32 = solver_capacity(self.topo).astype(np.float32)
         self._workspace = new_workspace(len(self._cap_f32))  # lent to every goal solve
+        self._first_round = FirstRoundWorkspace(len(self._cap_f32))
+        self._count = np.zeros(len(self._cap_f32), np.int32)  # crossings of each link by the jobs in _counted
+        self._counted: dict[int, np.ndarray] = {}  # job -> the routes counted in _count
+        self.first_round = 0  # solves the first filling round decided (maxmin_first_round)
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self._busy_ns = self._useful_ns = self._completed_ns = 0.0
@@ -419,6 +424,27 @@ class ModelRuntimes:
             return np.zeros((0, self.topo.max_route_links), np.int32), np.zeros(0)
         route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
         return route_ids, nbytes
+
+    def _solve(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int,
+               count: np.ndarray | None = None) -> float:
+        """Step time of the first ``own`` flows when all ``flows`` run together: read off the
+        first filling round where that round decides it (:meth:`_first_round_step`), else
+        solved (:meth:`_step`). The same floats either way."""
+        got = self._first_round_step(flows, nbytes, own, count)
+        if got is not None:
+            self.first_round += 1
+            return got
+        return self._step(flows, nbytes, own)
+
+    def _first_round_step(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int,
+                          count: np.ndarray | None) -> float | None:
+        """:func:`~fattorus.kernels.maxmin_first_round.first_round_step_time` on padded routes
+        (``None`` on compact lists, and where the first round does not decide); ``count``: each
+        link's crossings by ``flows`` (:meth:`_counts`), counted there if ``None``. The
+        inputs are this model's own routes and bytes, so they are not checked again."""
+        if isinstance(flows, tuple):
+            return None
+        return first_round_unchecked(flows, nbytes, own, self._cap_f32, self._first_round, count)
 
     def _step(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int) -> float:
         """Step time of the first ``own`` flows when all ``flows`` (padded routes, or compact
@@ -520,15 +546,34 @@ class ModelRuntimes:
             if self._renamed(own_routes, ideal_flows[0]):
                 self.renamed += 1
                 return 1.0
-        together = self._step(self._together(j, sharing), np.concatenate([own_bytes] + [b for _, b in others]),
-                              len(own_bytes))
+        together = self._solve(self._together(j, sharing), np.concatenate([own_bytes] + [b for _, b in others]),
+                               len(own_bytes), self._counts(j, running))
         if ideal is None:
             candidates = [ideal_flows or self._job_flows(traffic, ideals[0])] if single else \
                 [self._job_flows(traffic, c) for c in ideals]
-            ideal = min(self._step(self._solver_flows(r), b, len(b)) for r, b in candidates)
+            ideal = min(self._solve(self._solver_flows(r), b, len(b)) for r, b in candidates)
             if keyless:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0
+
+    def _counts(self, j: int, running: set[int]) -> np.ndarray | None:
+        """Each link's crossings by the flows of job ``j`` and of every running job with flows,
+        kept between starts (a job's routes added once, taken off once it has ended): on
+        every link a together problem's flows cross, its own count — jobs outside the
+        problem share no link with it (:meth:`_sharing`). ``None`` on compact crossing lists
+        (the first-round read takes padded routes)."""
+        if self._compact_lists:
+            return None
+        members = {k for k in running if k in self._flows}
+        members.add(j)
+        counted = self._counted
+        for k in [k for k in counted if k not in members]:
+            add_crossings(counted.pop(k), self._count, -1)
+        for k in members:
+            if k not in counted:
+                counted[k] = self._flows[k][0]
+                add_crossings(counted[k], self._count, 1)
+        return self._count
 
     def _ideal_flows(self, key: tuple[Any, ...], keyless: bool, traffic: patterns.Traffic | None,
                      ideal_nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,226 @@
+"""A goal solve's step time read off the first filling round, when that round decides it.
+
+The ``speedup=model`` replay asks, at each job start, for ``max bytes / rate`` over the job's
+own flows among all the flows running with it (:func:`fattorus.kernels.maxmin_compiled.goal_step_time`).
+Progressive filling gives every flow at least its tightest first-round share (the least
+``capacity / flows`` over the links it crosses): a link's share only grows as flows freeze
+on it, each at a rate no larger than that share. So the step time is at most
+``T = max bytes / tightest share`` over the own flows, and it *is* ``T`` when the flows
+that take it freeze in round one, at exactly that share. A flow freezes in round one when
+it crosses a local bottleneck: a link whose share is no larger than the tightest share of
+every flow crossing it (``maxmin._round``, with its ``(1 + rtol)``).
+
+:func:`first_round_step_time` checks exactly that, with one counting pass over the
+crossings and one pass that looks only at flows crossing the candidate bottlenecks — no
+dense renumbering, no freezing, no rounds. Own flows within :data:`MARGIN` of ``T`` must all
+freeze in round one; the others end at most ``(1 - MARGIN) · T`` in real arithmetic, and
+the goal solve's float32 rounding in later rounds moves a rate by far less than that. So
+where it answers, it answers the goal solve's float bit for bit (the same float32 shares,
+the same bottleneck test, the same float64 division): ``tests/test_maxmin_first_round.py``
+checks it on random problems, on every configured machine's flows and over whole model
+replays. Where it does not (an own flow near ``T`` whose first-round share is not final),
+it says so and the caller solves.
+
+On 30 days of Atlas x2 on Cab under ``to`` it answers 1,409 of the 1,793 solves (every
+ideal-placement solve and 646 of the 1,030 together solves).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from fattorus.kernels.maxmin_compiled import _BOTTLENECK_SLACK, _bytes, _capacity, _ids, _count
+
+#: Own flows whose first-round time is within this fraction of the largest must all freeze in
+#: round one. The rest take at most ``(1 - MARGIN)`` of the step time in real arithmetic; float32
+#: rounding over later rounds would have to move a rate 10^4 ulps to matter. (Every answered
+#: solve of the bench replay is the same from 1e-5 to 1e-2; 1e-1 answers fewer.)
+MARGIN = 1e-2
+
+
+class Workspace:
+    """Per-link scratch arrays lent to :func:`first_round_step_time` and handed back as they
+    came: crossing counts (0), candidate marks (False) and tightest crossing shares (inf)."""
+
+    __slots__ = ("count", "own_count", "mark", "around")
+
+    def __init__(self, n_links: int) -> None:
+        self.count = np.zeros(n_links, np.int32)
+        self.own_count = np.zeros(n_links, np.int32)
+        self.mark = np.zeros(n_links, np.bool_)
+        self.around = np.full(n_links, np.inf, np.float32)
+
+
+def first_round_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray,
+                          workspace: Workspace | None = None, count: np.ndarray | None = None) -> float | None:
+    """:func:`~fattorus.kernels.maxmin_compiled.goal_step_time` of the first ``own`` flows when
+    the first filling round decides it (module docstring), else ``None``.
+
+    Args:
+      route_ids: ``(F, L)`` int link ids of each flow's route, ``-1`` padded (anywhere).
+      nbytes: ``(F,)`` bytes of each flow, >= 0.
+      own: how many leading flows are the job's.
+      capacity: ``(E,)`` float32 link capacities.
+      workspace: optional :class:`Workspace` of ``E`` links (callers that ask many times keep one).
+      count: optional ``(E,)`` int32 crossings of each link by all the flows of ``route_ids``,
+        at least on every link an own flow crosses and every link a flow crossing one of
+        those crosses (a replay keeps the running jobs' counts between starts: the problem's
+        other flows are then only read where a candidate bottleneck is shared). Counted here
+        if not given.
+
+    Returns the step time in ``bytes / capacity unit`` (0 with no own bytes), or ``None``
+    where a solve is needed (also for a starved flow: a link of capacity 0).
+    """
+    routes = _ids(route_ids, "first_round_step_time", "routes")
+    nbytes = _bytes(nbytes, "first_round_step_time")
+    if routes.ndim != 2 or len(nbytes) != routes.shape[0] or not _count(own, routes.shape[0]):
+        raise ValueError(f"first_round_step_time: routes {routes.shape}, {len(nbytes)} byte counts, own {own}")
+    capacity = _capacity(capacity, "first_round_step_time")
+    if routes.size and (routes.min() < -1 or routes.max() >= len(capacity)):
+        raise ValueError(f"first_round_step_time: link ids must be -1 (padding) or in [0, {len(capacity)})")
+    ws = workspace if workspace is not None else Workspace(len(capacity))
+    if ws.count.shape != capacity.shape:
+        raise ValueError(f"first_round_step_time: a workspace of {len(capacity)} links, got {ws.count.shape[0]}")
+    if count is not None and (np.shape(count) != capacity.shape or np.asarray(count).dtype != np.int32):
+        raise ValueError(f"first_round_step_time: count: {len(capacity)} int32 entries, got {np.shape(count)} "
+                         f"{np.asarray(count).dtype}")
+    return first_round_unchecked(routes, nbytes, int(own), capacity, ws, count)
+
+
+def first_round_unchecked(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, ws: Workspace,
+                          count: np.ndarray | None) -> float | None:
+    """:func:`first_round_step_time` on inputs already as it checks them (contiguous int32
+    routes with ids in range, float64 bytes >= 0, float32 capacities, ``own`` in range): a
+    replay that builds its own routes asks ~1,800 times a month and the checks cost a fifth
+    of the answer."""
+    if own == 0:
+        return 0.0
+    if count is None:
+        _add_crossings(routes, ws.count, np.int32(1))
+        try:
+            got = _first_round(routes, nbytes, own, capacity, ws.count, ws.own_count, ws.mark, ws.around,
+                               _BOTTLENECK_SLACK, np.float64(MARGIN))
+        finally:
+            _add_crossings(routes, ws.count, np.int32(-1))
+    else:
+        got = _first_round(routes, nbytes, own, capacity, count, ws.own_count, ws.mark, ws.around,
+                           _BOTTLENECK_SLACK, np.float64(MARGIN))
+    return None if np.isnan(got) else float(got)
+
+
+def add_crossings(route_ids: np.ndarray, count: np.ndarray, step: int) -> None:
+    """``count[e] += step`` for every crossing of link ``e`` by ``route_ids`` (``(F, L)`` int32,
+    ``-1`` padded; ``count``: ``(E,)`` int32, updated in place): how a caller keeps the
+    ``count`` of :func:`first_round_step_time` as flows come and go."""
+    _add_crossings(np.ascontiguousarray(route_ids, np.int32), count, np.int32(step))
+
+
+@numba.njit(cache=True, inline="always")
+def _tightest(routes: np.ndarray, f: int, capacity: np.ndarray, count: np.ndarray) -> np.float32:
+    """Flow ``f``'s tightest first-round share: the least ``capacity / flows`` over its links,
+    the goal solve's float32 division (``residual / load``, both float32)."""
+    t = np.float32(np.inf)
+    for k in range(routes.shape[1]):
+        e = routes[f, k]
+        if e >= 0:
+            s = capacity[e] / np.float32(count[e])
+            if s < t:
+                t = s
+    return t
+
+
+@numba.njit(cache=True)
+def _add_crossings(routes: np.ndarray, count: np.ndarray, step: np.int32) -> None:
+    """``count[e] += step`` for every crossing of link ``e`` in ``routes`` (``-1``: padding)."""
+    for f in range(routes.shape[0]):
+        for k in range(routes.shape[1]):
+            e = routes[f, k]
+            if e >= 0:
+                count[e] += step
+
+
+@numba.njit(cache=True)
+def _first_round(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, count: np.ndarray,
+                 own_count: np.ndarray, mark: np.ndarray, around: np.ndarray, slack: np.float32,
+                 margin: np.float64) -> float:
+    """:func:`first_round_step_time`'s passes over ``count`` (each link's crossings in the
+    whole problem); NaN: undecided. The workspace (``own_count``, ``mark``, ``around``) goes
+    back as it came."""
+    F, L = routes.shape
+    inf32 = np.float32(np.inf)
+    # Each own flow's first-round share and time, as the goal solve's last loop takes them.
+    tight = np.empty(own, np.float32)
+    top = 0.0
+    for f in range(own):
+        t = _tightest(routes, f, capacity, count)
+        tight[f] = t
+        if t == inf32:
+            continue  # no link: no time
+        if not t > 0 or (nbytes[f] > 0 and not np.float32(nbytes[f]) > 0):
+            return np.nan  # starved (capacity 0), or bytes that vanish in float32: solve
+        time = nbytes[f] / np.float64(t)
+        if time > top:
+            top = time
+    if top == 0.0:
+        return 0.0  # no own bytes: the goal solve runs no round
+    # The candidate bottlenecks: the links of the own flows near the top at their share (a
+    # link with a larger share is no bottleneck: some flow crossing it is tighter).
+    n_marked = 0
+    marked = np.empty(own * L, np.int64)
+    for f in range(own):
+        t = tight[f]
+        if t != inf32 and nbytes[f] / np.float64(t) > top * (1 - margin):
+            for k in range(L):
+                e = routes[f, k]
+                if e >= 0 and not mark[e] and capacity[e] / np.float32(count[e]) <= t * slack:
+                    mark[e] = True
+                    marked[n_marked] = e
+                    n_marked += 1
+    # Each candidate's tightest crossing flow: the own ones first; the other flows only where
+    # a candidate has crossings that are not own (a node link's are all the job's).
+    for f in range(own):
+        t = tight[f]
+        for k in range(L):
+            e = routes[f, k]
+            if e >= 0 and mark[e]:
+                own_count[e] += 1
+                if t < around[e]:
+                    around[e] = t
+    shared = False
+    for i in range(n_marked):
+        shared |= own_count[marked[i]] < count[marked[i]]
+    if shared:
+        for f in range(own, F):
+            crosses = False
+            for k in range(L):
+                e = routes[f, k]
+                if e >= 0 and mark[e]:
+                    crosses = True
+                    break
+            if crosses:
+                t = _tightest(routes, f, capacity, count)
+                for k in range(L):
+                    e = routes[f, k]
+                    if e >= 0 and mark[e] and t < around[e]:
+                        around[e] = t
+    # Every own flow near the top must cross a first-round bottleneck.
+    decided = True
+    for f in range(own):
+        t = tight[f]
+        if t != inf32 and nbytes[f] / np.float64(t) > top * (1 - margin):
+            hit = False
+            for k in range(L):
+                e = routes[f, k]
+                if e >= 0 and mark[e] and capacity[e] / np.float32(count[e]) <= around[e] * slack:
+                    hit = True
+                    break
+            if not hit:
+                decided = False
+                break
+    for i in range(n_marked):
+        e = marked[i]
+        mark[e] = False
+        around[e] = inf32
+        own_count[e] = 0
+    return top if decided else np.nan
