@@ -44,3 +44,23 @@ def test_first_largest_on_mesh_sized_rows():
 def test_first_largest_refuses_mismatched_counts():
     with pytest.raises(ValueError, match="first_largest"):
         select.first_largest(np.zeros((3, 4)), np.zeros(2, np.int64))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_first_largest_of_sums_is_the_stable_sort_of_the_masked_sums(seed):
+    """The mesh's form: scores prior + noise where usable, made while the rows are read —
+    the same picks as sorting NumPy's ``np.where(usable, prior + noise, -inf)``, ties (small
+    integers) by column, ``-inf`` noise never taken."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n, m = int(rng.integers(1, 30)), int(rng.integers(1, 40))
+        noise = rng.integers(-2, 3, (n, m)).astype(float)
+        noise[rng.random(noise.shape) < 0.1] = -np.inf
+        prior = rng.integers(-2, 1, m).astype(float)
+        usable = rng.random((n, m)) < 0.8
+        counts = rng.integers(0, m + 3, n)
+        got = select.first_largest_of_sums(noise, prior, usable, counts)
+        want = reference(np.where(usable, prior[None, :] + noise, -np.inf), counts)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    with pytest.raises(ValueError, match="first_largest_of_sums"):
+        select.first_largest_of_sums(np.zeros((3, 4)), np.zeros(3), np.ones((3, 4), bool), np.zeros(3, np.int64))

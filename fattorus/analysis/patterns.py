@@ -255,12 +255,17 @@ def unstructured_mesh(
     k_count, k_pick = _split(key)
     counts = _counts(k_count, n, min_neighbours, max_neighbours)
     cand, valid, prior = _mesh_candidates(n, radius, float(locality))
-    gumbel = -np.log(-np.log(np.maximum(_uniform(k_pick, *cand.shape), np.finfo(np.float32).tiny)))
-    score = np.where(valid, prior + gumbel, -np.inf)
+    # Gumbel noise -log(-log u), NumPy's logs (the same float64 bits as ever), made in place:
+    # a 1,024-rank mesh holds 127k draws, and each temporary cost as much as a log.
+    gumbel = _uniform(k_pick, *cand.shape)
+    np.maximum(gumbel, np.finfo(np.float32).tiny, out=gumbel)
+    for op in (np.log, np.negative, np.log, np.negative):
+        op(gumbel, out=gumbel)
     from fattorus.kernels import select  # numba loads with the first draw, not with this module
 
-    # Each rank's `count` best scores, ties by column (the prefix of a stable sort); -inf: unusable.
-    rows, cols = select.first_largest(score, counts)
+    # Each rank's `count` best scores prior + gumbel, ties by column (the prefix of a stable
+    # sort); unusable candidates never taken.
+    rows, cols = select.first_largest_of_sums(gumbel, prior, valid, counts)
     return _traffic(rows, cand[rows, cols], nbytes)
 
 

@@ -29,34 +29,66 @@ def first_largest(score: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np
     counts = np.ascontiguousarray(counts, np.int64)
     if score.ndim != 2 or counts.shape != (score.shape[0],):
         raise ValueError(f"first_largest: scores {score.shape}, counts {counts.shape}")
-    return _first_largest(score, counts)
+    m = score.shape[1]
+    # x + 0.0 is x for every finite x and -inf: the same scores, compared the same way.
+    return _first_largest(score, np.zeros(m), np.ones(score.shape, np.bool_), counts)
+
+
+def first_largest_of_sums(noise: np.ndarray, prior: np.ndarray, usable: np.ndarray,
+                          counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`first_largest` of the scores ``prior[col] + noise[row, col]`` where ``usable``
+    (``-inf`` elsewhere), each sum made as NumPy makes ``prior[None, :] + noise`` (one float64
+    addition) while the rows are read: the mesh's Gumbel top-k without the two score arrays
+    NumPy would build first.
+
+    Args:
+      noise: ``(n, m)`` float64 (the Gumbel draws).
+      prior: ``(m,)`` float64 (each column's log-weight).
+      usable: ``(n, m)`` bool.
+      counts: ``(n,)`` how many to keep per row (>= 0).
+    """
+    noise = np.ascontiguousarray(noise, np.float64)
+    prior = np.ascontiguousarray(np.ravel(prior), np.float64)
+    usable = np.ascontiguousarray(usable, np.bool_)
+    counts = np.ascontiguousarray(counts, np.int64)
+    if noise.ndim != 2 or usable.shape != noise.shape or prior.shape != (noise.shape[1],) \
+            or counts.shape != (noise.shape[0],):
+        raise ValueError(f"first_largest_of_sums: noise {noise.shape}, prior {prior.shape}, usable {usable.shape}, "
+                         f"counts {counts.shape}")
+    return _first_largest(noise, prior, usable, counts)
 
 
 @numba.njit(cache=True)
-def _first_largest(score: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n, m = score.shape
+def _first_largest(noise: np.ndarray, prior: np.ndarray, usable: np.ndarray,
+                   counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n, m = noise.shape
     rows = np.empty(int(np.minimum(counts, m).sum()), np.int64)
     cols = np.empty_like(rows)
     kept = np.empty(m, np.int64)  # this row's kept columns, best first
+    best = np.empty(m, np.float64)  # and their scores
     out = 0
     for r in range(n):
         want = min(counts[r], m)
         size = 0
         if want > 0:
             for c in range(m):
-                s = score[r, c]
+                if not usable[r, c]:
+                    continue
+                s = prior[c] + noise[r, c]
                 if s == -np.inf:
                     continue
                 if size == want:
-                    if not s > score[r, kept[size - 1]]:
+                    if not s > best[size - 1]:
                         continue  # no better than the worst kept (a tie keeps the lower column)
                     size -= 1
                 # Insert after every kept entry scored at least as high (earlier columns win ties).
                 at = size
-                while at > 0 and score[r, kept[at - 1]] < s:
+                while at > 0 and best[at - 1] < s:
                     kept[at] = kept[at - 1]
+                    best[at] = best[at - 1]
                     at -= 1
                 kept[at] = c
+                best[at] = s
                 size += 1
         for i in range(size):
             rows[out] = r
