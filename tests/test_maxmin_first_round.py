@@ -13,7 +13,8 @@ import pytest
 from fattorus.analysis import commtime
 from fattorus.kernels.maxmin import maxmin_rates_numpy
 from fattorus.kernels.maxmin_compiled import goal_step_time
-from fattorus.kernels.maxmin_first_round import MARGIN, Workspace, add_crossings, first_round_step_time
+from fattorus.kernels.linkmarks import add_crossings
+from fattorus.kernels.maxmin_first_round import MARGIN, Workspace, first_round_step_time
 
 
 def _routes(*flows: list[int]) -> np.ndarray:

@@ -44,7 +44,8 @@ from fattorus import devices
 from fattorus.analysis import comm_fraction, fluid, patterns
 from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time, step_time_host
-from fattorus.kernels.maxmin_first_round import Workspace as FirstRoundWorkspace, add_crossings, first_round_unchecked
+from fattorus.kernels.linkmarks import add_crossings, used_links
+from fattorus.kernels.maxmin_first_round import Workspace as FirstRoundWorkspace, first_round_unchecked
 from fattorus.kernels.maxmin_compiled import (compact_routes, goal_step_time, goal_step_time_compact,
                                               maxmin_rates_compiled, new_workspace)
 from fattorus.kernels.routes import route_links
@@ -419,11 +420,17 @@ class ModelRuntimes:
         return patterns.make(name, threefry.fold_in(self._key, j), n, **dict(params))
 
     def _job_flows(self, traffic: patterns.Traffic | None, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Route ids and bytes of a job's flows (``traffic``) on ``nodes``."""
+        """Route ids and bytes of a job's flows (``traffic``) on ``nodes``: :func:`_flows` of
+        the one job, straight from the family's host router where it has one (the general
+        path's lists and concatenations cost ~30 µs a start)."""
         if traffic is None:
             return np.zeros((0, self.topo.max_route_links), np.int32), np.zeros(0)
-        route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
-        return route_ids, nbytes
+        src, dst, nbytes = patterns.to_nodes(nodes, traffic, self.ranks_per_node)
+        host = self.topo.host_routes(src, dst) if len(src) else None
+        if host is None:
+            route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
+            return route_ids, nbytes
+        return on_bundles(self.topo, host), np.broadcast_to(np.asarray(nbytes, np.float64), src.shape).copy()
 
     def _solve(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int,
                count: np.ndarray | None = None) -> float:
@@ -481,9 +488,7 @@ class ModelRuntimes:
 
     def _shared_links(self, route_ids: np.ndarray) -> np.ndarray:
         """The links of ``route_ids`` another job could share (beyond node links), unique."""
-        mark = np.zeros(self.topo.n_links, bool)
-        mark[route_ids[route_ids >= 0]] = True  # sorted and unique, as np.unique, without its sort
-        return np.flatnonzero(mark & self._shared_class)
+        return used_links(route_ids, self._shared_class)
 
     def _sharing(self, j: int, others: list[int]) -> list[int]:
         """The jobs of ``others`` (in their order) connected to job ``j`` through shared links,

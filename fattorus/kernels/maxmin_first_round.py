@@ -30,7 +30,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from fattorus.kernels.maxmin_compiled import _BOTTLENECK_SLACK, _bytes, _capacity, _ids, _count
+from fattorus.kernels.linkmarks import _add_crossings
+from fattorus.kernels.maxmin_compiled import _BOTTLENECK_SLACK, _bytes, _capacity, _count, _ids
 
 #: Own flows whose first-round time is within this fraction of the largest must all freeze in
 #: round one. The rest take at most ``(1 - MARGIN)`` of the step time in real arithmetic; float32
@@ -109,13 +110,6 @@ def first_round_unchecked(routes: np.ndarray, nbytes: np.ndarray, own: int, capa
     return None if np.isnan(got) else float(got)
 
 
-def add_crossings(route_ids: np.ndarray, count: np.ndarray, step: int) -> None:
-    """``count[e] += step`` for every crossing of link ``e`` by ``route_ids`` (``(F, L)`` int32,
-    ``-1`` padded; ``count``: ``(E,)`` int32, updated in place): how a caller keeps the
-    ``count`` of :func:`first_round_step_time` as flows come and go."""
-    _add_crossings(np.ascontiguousarray(route_ids, np.int32), count, np.int32(step))
-
-
 @numba.njit(cache=True, inline="always")
 def _tightest(routes: np.ndarray, f: int, capacity: np.ndarray, count: np.ndarray) -> np.float32:
     """Flow ``f``'s tightest first-round share: the least ``capacity / flows`` over its links,
@@ -128,16 +122,6 @@ def _tightest(routes: np.ndarray, f: int, capacity: np.ndarray, count: np.ndarra
             if s < t:
                 t = s
     return t
-
-
-@numba.njit(cache=True)
-def _add_crossings(routes: np.ndarray, count: np.ndarray, step: np.int32) -> None:
-    """``count[e] += step`` for every crossing of link ``e`` in ``routes`` (``-1``: padding)."""
-    for f in range(routes.shape[0]):
-        for k in range(routes.shape[1]):
-            e = routes[f, k]
-            if e >= 0:
-                count[e] += step
 
 
 @numba.njit(cache=True)
