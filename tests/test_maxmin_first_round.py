@@ -132,3 +132,28 @@ def test_every_machine_s_flows_where_answered_match_the_goal_solve(conf_topo):
         alone = first_round_step_time(routes[:own], b[:own], own, cap)
         if alone is not None:
             assert alone == goal_step_time(routes[:own], b[:own], own, cap)
+
+
+def test_compact_lists_give_the_padded_answer():
+    from fattorus.kernels.maxmin_compiled import compact_routes, goal_step_time_compact
+    from fattorus.kernels.maxmin_first_round import first_round_step_time_compact
+
+    rng = np.random.default_rng(8)
+    ws = Workspace(60)
+    answered = 0
+    for _ in range(60):
+        routes, nbytes, cap = _problem(rng, 300, 60, 5)
+        lengths, links = compact_routes(routes)
+        count = np.zeros(60, np.int32)
+        add_crossings(routes, count, 1)
+        for own in (1, 75, 300):
+            want = first_round_step_time(routes, nbytes, own, cap, ws)
+            assert first_round_step_time_compact(lengths, links, nbytes, own, cap, ws) == want
+            assert first_round_step_time_compact(lengths, links, nbytes, own, cap, ws, count) == want
+            assert _clean(ws)
+            if want is not None:
+                answered += 1
+                assert want == goal_step_time_compact(lengths, links, nbytes, own, cap)
+    assert answered > 20
+    with pytest.raises(ValueError, match="lengths must be >= 0 and add up"):
+        first_round_step_time_compact(np.array([2]), np.array([0]), np.array([1.0]), 1, np.float32([1]))

@@ -445,12 +445,10 @@ class ModelRuntimes:
 
     def _first_round_step(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int,
                           count: np.ndarray | None) -> float | None:
-        """:func:`~fattorus.kernels.maxmin_first_round.first_round_step_time` on padded routes
-        (``None`` on compact lists, and where the first round does not decide); ``count``: each
-        link's crossings by ``flows`` (:meth:`_counts`), counted there if ``None``. The
-        inputs are this model's own routes and bytes, so they are not checked again."""
-        if isinstance(flows, tuple):
-            return None
+        """:func:`~fattorus.kernels.maxmin_first_round.first_round_step_time` (``None`` where the
+        first round does not decide); ``count``: each link's crossings by ``flows``
+        (:meth:`_counts`), counted there if ``None``. The inputs are this model's own routes
+        and bytes, so they are not checked again."""
         return first_round_unchecked(flows, nbytes, own, self._cap_f32, self._first_round, count)
 
     def _step(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int) -> float:
@@ -565,10 +563,7 @@ class ModelRuntimes:
         """Each link's crossings by the flows of job ``j`` and of every running job with flows,
         kept between starts (a job's routes added once, taken off once it has ended): on
         every link a together problem's flows cross, its own count — jobs outside the
-        problem share no link with it (:meth:`_sharing`). ``None`` on compact crossing lists
-        (the first-round read takes padded routes)."""
-        if self._compact_lists:
-            return None
+        problem share no link with it (:meth:`_sharing`)."""
         members = {k for k in running if k in self._flows}
         members.add(j)
         counted = self._counted

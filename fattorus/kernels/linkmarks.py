@@ -40,6 +40,14 @@ def _add_crossings(routes: np.ndarray, count: np.ndarray, step: np.int32) -> Non
 
 
 @numba.njit(cache=True)
+def _add_links(link: np.ndarray, count: np.ndarray, step: np.int32) -> None:
+    """``count[e] += step`` for every id ``e`` of ``link`` (any shape; ``-1``: padding)."""
+    for e in link.ravel():
+        if e >= 0:
+            count[e] += step
+
+
+@numba.njit(cache=True)
 def _used_links(routes: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """:func:`used_links`' passes: mark, then read the marks in link order."""
     E = keep.shape[0]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from fattorus.kernels.linkmarks import _add_crossings
+from fattorus.kernels.linkmarks import _add_links
 from fattorus.kernels.maxmin_compiled import _BOTTLENECK_SLACK, _bytes, _capacity, _count, _ids
 
 #: Own flows whose first-round time is within this fraction of the largest must all freeze in
@@ -80,43 +80,84 @@ def first_round_step_time(route_ids: np.ndarray, nbytes: np.ndarray, own: int, c
     capacity = _capacity(capacity, "first_round_step_time")
     if routes.size and (routes.min() < -1 or routes.max() >= len(capacity)):
         raise ValueError(f"first_round_step_time: link ids must be -1 (padding) or in [0, {len(capacity)})")
-    ws = workspace if workspace is not None else Workspace(len(capacity))
-    if ws.count.shape != capacity.shape:
-        raise ValueError(f"first_round_step_time: a workspace of {len(capacity)} links, got {ws.count.shape[0]}")
-    if count is not None and (np.shape(count) != capacity.shape or np.asarray(count).dtype != np.int32):
-        raise ValueError(f"first_round_step_time: count: {len(capacity)} int32 entries, got {np.shape(count)} "
-                         f"{np.asarray(count).dtype}")
+    ws = _workspace(workspace, capacity, count, "first_round_step_time")
     return first_round_unchecked(routes, nbytes, int(own), capacity, ws, count)
 
 
-def first_round_unchecked(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, ws: Workspace,
-                          count: np.ndarray | None) -> float | None:
+def first_round_step_time_compact(lengths: np.ndarray, links: np.ndarray, nbytes: np.ndarray, own: int,
+                                  capacity: np.ndarray, workspace: Workspace | None = None,
+                                  count: np.ndarray | None = None) -> float | None:
+    """:func:`first_round_step_time` of flows given as compact crossing lists
+    (:func:`~fattorus.kernels.maxmin_compiled.compact_routes`: flow ``f`` crosses the next
+    ``lengths[f]`` ids of ``links``): the same answer."""
+    lengths = _ids(lengths, "first_round_step_time_compact", "lengths")
+    links = _ids(links, "first_round_step_time_compact", "link ids")
+    nbytes = _bytes(nbytes, "first_round_step_time_compact")
+    if lengths.ndim != 1 or links.ndim != 1 or len(nbytes) != len(lengths) or not _count(own, len(lengths)):
+        raise ValueError(f"first_round_step_time_compact: {lengths.shape} lengths, {links.shape} link ids, "
+                         f"{len(nbytes)} byte counts, own {own}")
+    capacity = _capacity(capacity, "first_round_step_time_compact")
+    if (lengths < 0).any() or int(lengths.sum()) != len(links) or (
+            links.size and (links.min() < 0 or links.max() >= len(capacity))):
+        raise ValueError(f"first_round_step_time_compact: lengths must be >= 0 and add up to the {len(links)} "
+                         f"link ids, each in [0, {len(capacity)})")
+    ws = _workspace(workspace, capacity, count, "first_round_step_time_compact")
+    return first_round_unchecked((lengths, links), nbytes, int(own), capacity, ws, count)
+
+
+def _workspace(workspace: Workspace | None, capacity: np.ndarray, count: np.ndarray | None, caller: str) -> Workspace:
+    """The caller's workspace (or a new one) and ``count``, checked against ``capacity``."""
+    ws = workspace if workspace is not None else Workspace(len(capacity))
+    if ws.count.shape != capacity.shape:
+        raise ValueError(f"{caller}: a workspace of {len(capacity)} links, got {ws.count.shape[0]}")
+    if count is not None and (np.shape(count) != capacity.shape or np.asarray(count).dtype != np.int32):
+        raise ValueError(f"{caller}: count: {len(capacity)} int32 entries, got {np.shape(count)} "
+                         f"{np.asarray(count).dtype}")
+    return ws
+
+
+def first_round_unchecked(flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int,
+                          capacity: np.ndarray, ws: Workspace, count: np.ndarray | None) -> float | None:
     """:func:`first_round_step_time` on inputs already as it checks them (contiguous int32
-    routes with ids in range, float64 bytes >= 0, float32 capacities, ``own`` in range): a
-    replay that builds its own routes asks ~1,800 times a month and the checks cost a fifth
-    of the answer."""
+    ids in range, float64 bytes >= 0, float32 capacities, ``own`` in range): a replay that
+    builds its own routes asks ~1,800 times a month and the checks cost a fifth of the
+    answer. ``flows``: padded routes ``(F, L)``, or compact crossing lists ``(lengths,
+    links)`` (:func:`~fattorus.kernels.maxmin_compiled.compact_routes`: the same answer)."""
     if own == 0:
         return 0.0
+    start, link = _crossing_lists(flows)
     if count is None:
-        _add_crossings(routes, ws.count, np.int32(1))
+        _add_links(link, ws.count, np.int32(1))
         try:
-            got = _first_round(routes, nbytes, own, capacity, ws.count, ws.own_count, ws.mark, ws.around,
+            got = _first_round(start, link, nbytes, own, capacity, ws.count, ws.own_count, ws.mark, ws.around,
                                _BOTTLENECK_SLACK, np.float64(MARGIN))
         finally:
-            _add_crossings(routes, ws.count, np.int32(-1))
+            _add_links(link, ws.count, np.int32(-1))
     else:
-        got = _first_round(routes, nbytes, own, capacity, count, ws.own_count, ws.mark, ws.around,
+        got = _first_round(start, link, nbytes, own, capacity, count, ws.own_count, ws.mark, ws.around,
                            _BOTTLENECK_SLACK, np.float64(MARGIN))
     return None if np.isnan(got) else float(got)
 
 
+def _crossing_lists(flows: np.ndarray | tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Flow ``f`` crosses ``link[start[f]:start[f + 1]]`` (``-1``: padding, skipped): padded
+    routes as they lie (their rows are the slices), compact lists with their offsets."""
+    if isinstance(flows, tuple):
+        lengths, link = flows
+        start = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=start[1:])
+        return start, link
+    F, L = flows.shape
+    return np.arange(0, (F + 1) * L, L, dtype=np.int64), flows.reshape(-1)
+
+
 @numba.njit(cache=True, inline="always")
-def _tightest(routes: np.ndarray, f: int, capacity: np.ndarray, count: np.ndarray) -> np.float32:
+def _tightest(start: np.ndarray, link: np.ndarray, f: int, capacity: np.ndarray, count: np.ndarray) -> np.float32:
     """Flow ``f``'s tightest first-round share: the least ``capacity / flows`` over its links,
     the goal solve's float32 division (``residual / load``, both float32)."""
     t = np.float32(np.inf)
-    for k in range(routes.shape[1]):
-        e = routes[f, k]
+    for c in range(start[f], start[f + 1]):
+        e = link[c]
         if e >= 0:
             s = capacity[e] / np.float32(count[e])
             if s < t:
@@ -125,19 +166,19 @@ def _tightest(routes: np.ndarray, f: int, capacity: np.ndarray, count: np.ndarra
 
 
 @numba.njit(cache=True)
-def _first_round(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray, count: np.ndarray,
-                 own_count: np.ndarray, mark: np.ndarray, around: np.ndarray, slack: np.float32,
+def _first_round(start: np.ndarray, link: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray,
+                 count: np.ndarray, own_count: np.ndarray, mark: np.ndarray, around: np.ndarray, slack: np.float32,
                  margin: np.float64) -> float:
     """:func:`first_round_step_time`'s passes over ``count`` (each link's crossings in the
     whole problem); NaN: undecided. The workspace (``own_count``, ``mark``, ``around``) goes
     back as it came."""
-    F, L = routes.shape
+    F = start.shape[0] - 1
     inf32 = np.float32(np.inf)
     # Each own flow's first-round share and time, as the goal solve's last loop takes them.
     tight = np.empty(own, np.float32)
     top = 0.0
     for f in range(own):
-        t = _tightest(routes, f, capacity, count)
+        t = _tightest(start, link, f, capacity, count)
         tight[f] = t
         if t == inf32:
             continue  # no link: no time
@@ -151,12 +192,12 @@ def _first_round(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.
     # The candidate bottlenecks: the links of the own flows near the top at their share (a
     # link with a larger share is no bottleneck: some flow crossing it is tighter).
     n_marked = 0
-    marked = np.empty(own * L, np.int64)
+    marked = np.empty(start[own], np.int64)
     for f in range(own):
         t = tight[f]
         if t != inf32 and nbytes[f] / np.float64(t) > top * (1 - margin):
-            for k in range(L):
-                e = routes[f, k]
+            for c in range(start[f], start[f + 1]):
+                e = link[c]
                 if e >= 0 and not mark[e] and capacity[e] / np.float32(count[e]) <= t * slack:
                     mark[e] = True
                     marked[n_marked] = e
@@ -165,8 +206,8 @@ def _first_round(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.
     # a candidate has crossings that are not own (a node link's are all the job's).
     for f in range(own):
         t = tight[f]
-        for k in range(L):
-            e = routes[f, k]
+        for c in range(start[f], start[f + 1]):
+            e = link[c]
             if e >= 0 and mark[e]:
                 own_count[e] += 1
                 if t < around[e]:
@@ -177,15 +218,15 @@ def _first_round(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.
     if shared:
         for f in range(own, F):
             crosses = False
-            for k in range(L):
-                e = routes[f, k]
+            for c in range(start[f], start[f + 1]):
+                e = link[c]
                 if e >= 0 and mark[e]:
                     crosses = True
                     break
             if crosses:
-                t = _tightest(routes, f, capacity, count)
-                for k in range(L):
-                    e = routes[f, k]
+                t = _tightest(start, link, f, capacity, count)
+                for c in range(start[f], start[f + 1]):
+                    e = link[c]
                     if e >= 0 and mark[e] and t < around[e]:
                         around[e] = t
     # Every own flow near the top must cross a first-round bottleneck.
@@ -194,8 +235,8 @@ def _first_round(routes: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.
         t = tight[f]
         if t != inf32 and nbytes[f] / np.float64(t) > top * (1 - margin):
             hit = False
-            for k in range(L):
-                e = routes[f, k]
+            for c in range(start[f], start[f + 1]):
+                e = link[c]
                 if e >= 0 and mark[e] and capacity[e] / np.float32(count[e]) <= around[e] * slack:
                     hit = True
                     break
