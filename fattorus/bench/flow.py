@@ -30,8 +30,10 @@ NumPy, one round per Python loop iteration) on the same flows, in the same run:
   communication fraction from ``conf/speedup/model.yaml`` as in a sweep) next to the same
   replay without it (``numpy_s`` column: the plain replay; ``speedup`` = plain / model, the
   issue's target: model at most 3x the plain replay, i.e. ``speedup >= 0.33``). Each replay
-  runs twice and the second run is timed: the first compiles the solver and the routing once
-  per flow-count bucket (``compile_s`` = first run minus second).
+  runs once, then :data:`REPLAY_REPEATS` times more (all plain runs before the model ones: a
+  plain replay right after model replays in one process runs ~30 % slower), and the medians
+  of the later runs are compared; the first compiles the solver and the routing once per
+  flow-count bucket (``compile_s`` = first run minus the median).
 * ``replay_model_ta``: the same with ``ta`` allocation (interference-free: a job's flows meet
   no other job's, so each solve holds its own flows alone).
 * ``replay_model_bluewaters``: the first ``WAVES`` waves of the torus paper's Table II workload
@@ -78,6 +80,9 @@ DAYS, QUICK_DAYS = 7.0, 2.0
 MONTH, QUICK_MONTH = 30.0, 3.0
 WAVES, QUICK_WAVES = 2, 1  # Table II waves (15 min apart) on Blue Waters
 REPEATS, QUICK_REPEATS = 5, 2
+#: Warm runs per replay row (medians): one run swung the `to` ratio from 2.8x to 4.6x on a
+#: noisy machine (2026-11-28).
+REPLAY_REPEATS, QUICK_REPLAY_REPEATS = 3, 1
 SOLVE_REPEATS = 15  # fewest timed calls of each solve case (JAX, JAX from crossing lists, NumPy), interleaved
 NOTES = ("Solve rows (cab_instant, ft44_stencil4d): one weighted max-min solve by JAX jit vs the same rounds in "
          "NumPy (compiled_s / speedup_compiled: the same solve by the compiled solver step_times and the fluid drain "
@@ -243,6 +248,7 @@ def _fluid_case(name: str, topo, jobs: list[commtime.Job], repeats: int) -> dict
 def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[dict]:
     """Every case (module docstring)."""
     repeats = repeats or (QUICK_REPEATS if quick else REPEATS)
+    replay_repeats = QUICK_REPLAY_REPEATS if quick else REPLAY_REPEATS
     rows = []
     label, jobs = cab_instant(QUICK_DAYS if quick else DAYS, seed)
     _log(label)
@@ -254,25 +260,25 @@ def run(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[
     alloc = np.random.default_rng(seed).choice(ft44.n_nodes, 4096, replace=False)
     rows.append(_case("ft44_stencil4d", ft44, [commtime.Job(alloc, patterns.make("stencil4d", key, 4096))], repeats))
     for pol in ("to", "ta"):
-        rows.append(_replay_model(QUICK_MONTH if quick else MONTH, seed, pol))
-    rows.append(_replay_model_bluewaters(QUICK_WAVES if quick else WAVES, seed))
+        rows.append(_replay_model(QUICK_MONTH if quick else MONTH, seed, pol, replay_repeats))
+    rows.append(_replay_model_bluewaters(QUICK_WAVES if quick else WAVES, seed, replay_repeats))
     return rows
 
 
 def _timed_replays(window, topo, pol: str, seed: int, params: dict | None = None, node_kind: str | None = None,
-                   model: bool = False) -> tuple[float, float, object]:
-    """A replay run twice (a fresh model each time when ``model``): first and second wall time
-    and the second run's result."""
+                   model: bool = False, repeats: int = 1) -> tuple[float, float, object]:
+    """A replay run ``1 + repeats`` times (a fresh model each time when ``model``): the first
+    run's wall time, the median of the others and the last run's result."""
     runs, out = [], None
-    for _ in range(2):
+    for _ in range(1 + repeats):
         kw = {"runtime_model": commtime.model_runtimes(topo, seed)} if model else {}
         t0 = time.perf_counter()
         out = replay.replay(window, topo, pol, "easy", policy_params=params, node_kind=node_kind, **kw)
         runs.append(time.perf_counter() - t0)
-    return runs[0], runs[1], out
+    return runs[0], float(np.median(runs[1:])), out
 
 
-def _replay_model_bluewaters(waves: int, seed: int) -> dict:
+def _replay_model_bluewaters(waves: int, seed: int, repeats: int = 1) -> dict:
     """Plain vs ``speedup=model`` replay of the first ``waves`` Table II waves on Blue Waters,
     first fit over ``O2`` (module docstring)."""
     import polars as pl
@@ -287,34 +293,36 @@ def _replay_model_bluewaters(waves: int, seed: int) -> dict:
     jobs = workload.with_estimate(wl.jobs)
     window = jobs.filter(pl.col("submit_s") < jobs["submit_s"].min() + waves * 900)
     params = {"ordering": "O2"}
-    plain_first, plain_s, plain = _timed_replays(window, bw, "first_fit", seed, params, kind)
-    model_first, model_s, _ = _timed_replays(window, bw, "first_fit", seed, params, kind, model=True)
+    plain_first, plain_s, plain = _timed_replays(window, bw, "first_fit", seed, params, kind, repeats=repeats)
+    model_first, model_s, _ = _timed_replays(window, bw, "first_fit", seed, params, kind, model=True, repeats=repeats)
     _log(f"replay_model_bluewaters: {waves} Table II waves, plain {plain_s:.1f} s, model {model_s:.1f} s "
          f"(first {model_first:.1f})")
-    return _model_row("replay_model_bluewaters", "bluewaters", plain_s, model_first, model_s, len(plain.jobs))
+    return _model_row("replay_model_bluewaters", "bluewaters", plain_s, model_first, model_s, len(plain.jobs),
+                      repeats)
 
 
-def _model_row(case: str, machine: str, plain_s: float, model_first: float, model_s: float, jobs: int) -> dict:
+def _model_row(case: str, machine: str, plain_s: float, model_first: float, model_s: float, jobs: int,
+               repeats: int) -> dict:
     """A replay row: the warm model replay against the warm plain one (``numpy_s`` column),
-    ``compile_s`` = the model's first run minus its second."""
+    medians of ``repeats`` warm runs each; ``compile_s`` = the model's first run minus its median."""
     return {"case": case, "machine": machine, "flows": None, "rounds": None, "numpy_rounds": None,
             # An earlier row may have compiled the same solves: then the first run is no slower.
             "compile_s": max(model_first - model_s, 0.0), "median_s": model_s, "incidences_s": None, "after_other_s": None,
             "numpy_s": plain_s, "speedup": plain_s / model_s, "speedup_after_other": None,
-            "max_rel_diff": None, "repeats": 1, "jobs": jobs}
+            "max_rel_diff": None, "repeats": repeats, "jobs": jobs}
 
 
-def _replay_model(days: float, seed: int, pol: str = "to") -> dict:
+def _replay_model(days: float, seed: int, pol: str = "to", repeats: int = 1) -> dict:
     """Plain replay vs ``speedup=model`` replay of Atlas x2 on Cab under allocation policy
-    ``pol`` (module docstring): each replayed twice, the second run timed (``compile_s`` =
-    first minus second)."""
+    ``pol`` (module docstring): each replayed once untimed-for-the-median (``compile_s`` =
+    that run minus the median), then ``repeats`` times, the plain ones first."""
     cab = topology.load("cab")
     jobs = workload.load(trace_path(), cores_per_node=8).jobs
     scaled, _ = workload.scale_nodes(jobs, 2, cab.n_nodes)
     window = workload.first_days(scaled, days)
-    plain_first, plain_s, plain = _timed_replays(window, cab, pol, seed)
-    model_first, model_s, _ = _timed_replays(window, cab, pol, seed, model=True)
+    plain_first, plain_s, plain = _timed_replays(window, cab, pol, seed, repeats=repeats)
+    model_first, model_s, _ = _timed_replays(window, cab, pol, seed, model=True, repeats=repeats)
     case = "replay_model" if pol == "to" else f"replay_model_{pol}"
     _log(f"{case}: {days:g} days, plain {plain_s:.1f} s (first {plain_first:.1f}), "
          f"model {model_s:.1f} s (first {model_first:.1f})")
-    return _model_row(case, "cab", plain_s, model_first, model_s, len(plain.jobs))
+    return _model_row(case, "cab", plain_s, model_first, model_s, len(plain.jobs), repeats)
