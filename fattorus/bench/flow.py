@@ -89,8 +89,9 @@ NOTES = ("Solve rows (cab_instant, ft44_stencil4d): one weighted max-min solve b
          "use on a CPU, its rates checked equal to JAX's); fluid_cab_instant: a drain (the compiled solver on a CPU, JAX elsewhere) vs NumPy's; same flows, "
          "same run; median_s / numpy_s: medians after a "
          "warm-up call, compile_s apart; target speedup >= 20 (CPU). replay_model* rows: whole replays, "
-         "median_s = with speedup=model, numpy_s = the same replay without it, each the second of two runs "
-         "(compile_s = the model's first run minus its second, 0 where an earlier row compiled it); "
+         "median_s = with speedup=model, numpy_s = the same replay without it, each the median of `repeats` "
+         "warm runs after a first one, the plain runs first (compile_s = the model's first run minus its median, "
+         "0 where an earlier row compiled it); "
          "speedup = plain / model, the target >= 0.33 (model within 3x the plain replay). goal_cab_instant: "
          "median_s = the compiled goal solves, numpy_s = the same by the JAX solver (the replay's until session 29).")
 
