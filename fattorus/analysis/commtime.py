@@ -559,7 +559,7 @@ class ModelRuntimes:
                 self._ideal[key] = ideal
         return together / ideal if ideal > 0 else 1.0
 
-    def _counts(self, j: int, running: set[int]) -> np.ndarray | None:
+    def _counts(self, j: int, running: set[int]) -> np.ndarray:
         """Each link's crossings by the flows of job ``j`` and of every running job with flows,
         kept between starts (a job's routes added once, taken off once it has ended): on
         every link a together problem's flows cross, its own count — jobs outside the
