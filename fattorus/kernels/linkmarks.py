@@ -19,7 +19,7 @@ def add_crossings(route_ids: np.ndarray, count: np.ndarray, step: int) -> None:
     ``-1`` padded; ``count``: ``(E,)`` int32, updated in place): how a caller keeps the
     ``count`` of :func:`~fattorus.kernels.maxmin_first_round.first_round_step_time` as flows
     come and go."""
-    _add_crossings(np.ascontiguousarray(route_ids, np.int32), count, np.int32(step))
+    _add_links(np.ascontiguousarray(route_ids, np.int32).reshape(-1), count, np.int32(step))
 
 
 def used_links(route_ids: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -30,19 +30,9 @@ def used_links(route_ids: np.ndarray, keep: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _add_crossings(routes: np.ndarray, count: np.ndarray, step: np.int32) -> None:
-    """``count[e] += step`` for every crossing of link ``e`` in ``routes`` (``-1``: padding)."""
-    for f in range(routes.shape[0]):
-        for k in range(routes.shape[1]):
-            e = routes[f, k]
-            if e >= 0:
-                count[e] += step
-
-
-@numba.njit(cache=True)
 def _add_links(link: np.ndarray, count: np.ndarray, step: np.int32) -> None:
-    """``count[e] += step`` for every id ``e`` of ``link`` (any shape; ``-1``: padding)."""
-    for e in link.ravel():
+    """``count[e] += step`` for every id ``e`` of ``link`` (``-1``: padding)."""
+    for e in link:
         if e >= 0:
             count[e] += step
 

@@ -155,6 +155,12 @@ def _crossing_lists(flows: np.ndarray | tuple[np.ndarray, np.ndarray]) -> tuple[
 
 
 @numba.njit(cache=True, inline="always")
+def _share(e: int, capacity: np.ndarray, count: np.ndarray) -> np.float32:
+    """Link ``e``'s first-round share, the goal solve's float32 division."""
+    return capacity[e] / np.float32(count[e])
+
+
+@numba.njit(cache=True, inline="always")
 def _tightest(start: np.ndarray, link: np.ndarray, f: int, capacity: np.ndarray, count: np.ndarray) -> np.float32:
     """Flow ``f``'s tightest first-round share: the least ``capacity / flows`` over its links,
     the goal solve's float32 division (``residual / load``, both float32)."""
@@ -162,10 +168,96 @@ def _tightest(start: np.ndarray, link: np.ndarray, f: int, capacity: np.ndarray,
     for c in range(start[f], start[f + 1]):
         e = link[c]
         if e >= 0:
-            s = capacity[e] / np.float32(count[e])
+            s = _share(e, capacity, count)
             if s < t:
                 t = s
     return t
+
+
+@numba.njit(cache=True, inline="always")
+def _near_top(nbytes: float, t: np.float32, top: float, margin: float) -> bool:
+    """Whether a flow of ``nbytes`` at first-round share ``t`` takes within ``margin`` of ``top``."""
+    return t != np.float32(np.inf) and nbytes / np.float64(t) > top * (1 - margin)
+
+
+@numba.njit(cache=True)
+def _own_shares(start: np.ndarray, link: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray,
+                count: np.ndarray, tight: np.ndarray) -> float:
+    """Each own flow's first-round share (``tight``) and the largest time, as the goal solve's
+    last loop takes them; NaN where a solve is needed (a starved flow, or bytes that vanish
+    in float32)."""
+    top = 0.0
+    for f in range(own):
+        t = _tightest(start, link, f, capacity, count)
+        tight[f] = t
+        if t == np.float32(np.inf):
+            continue  # no link: no time
+        if not t > 0 or (nbytes[f] > 0 and not np.float32(nbytes[f]) > 0):
+            return np.nan
+        time = nbytes[f] / np.float64(t)
+        if time > top:
+            top = time
+    return top
+
+
+@numba.njit(cache=True)
+def _mark_candidates(start: np.ndarray, link: np.ndarray, nbytes: np.ndarray, own: int, capacity: np.ndarray,
+                     count: np.ndarray, tight: np.ndarray, top: float, margin: float, slack: np.float32,
+                     mark: np.ndarray, marked: np.ndarray) -> int:
+    """Mark the candidate bottlenecks — the links of the own flows near the top at their share
+    (a link with a larger share is no bottleneck: some flow crossing it is tighter) — listing
+    them in ``marked``; returns how many."""
+    n_marked = 0
+    for f in range(own):
+        t = tight[f]
+        if _near_top(nbytes[f], t, top, margin):
+            for c in range(start[f], start[f + 1]):
+                e = link[c]
+                if e >= 0 and not mark[e] and _share(e, capacity, count) <= t * slack:
+                    mark[e] = True
+                    marked[n_marked] = e
+                    n_marked += 1
+    return n_marked
+
+
+@numba.njit(cache=True, inline="always")
+def _lower_marked(start: np.ndarray, link: np.ndarray, f: int, t: np.float32, mark: np.ndarray,
+                  around: np.ndarray) -> bool:
+    """Every marked link flow ``f`` crosses: its tightest crossing share is at most ``t``.
+    Returns whether ``f`` crosses one."""
+    crosses = False
+    for c in range(start[f], start[f + 1]):
+        e = link[c]
+        if e >= 0 and mark[e]:
+            crosses = True
+            if t < around[e]:
+                around[e] = t
+    return crosses
+
+
+@numba.njit(cache=True)
+def _tightest_crossing(start: np.ndarray, link: np.ndarray, own: int, capacity: np.ndarray, count: np.ndarray,
+                       tight: np.ndarray, mark: np.ndarray, marked: np.ndarray, n_marked: int, own_count: np.ndarray,
+                       around: np.ndarray) -> None:
+    """Each candidate's tightest crossing flow (``around``): the own ones first; the other flows
+    only where a candidate has crossings that are not own (a node link's are all the job's)."""
+    for f in range(own):
+        for c in range(start[f], start[f + 1]):
+            e = link[c]
+            if e >= 0 and mark[e]:
+                own_count[e] += 1
+        _lower_marked(start, link, f, tight[f], mark, around)
+    shared = False
+    for i in range(n_marked):
+        shared |= own_count[marked[i]] < count[marked[i]]
+    if not shared:
+        return
+    for f in range(own, start.shape[0] - 1):
+        for c in range(start[f], start[f + 1]):
+            e = link[c]
+            if e >= 0 and mark[e]:  # crosses a candidate: its share counts
+                _lower_marked(start, link, f, _tightest(start, link, f, capacity, count), mark, around)
+                break
 
 
 @numba.njit(cache=True)
@@ -175,80 +267,27 @@ def _first_round(start: np.ndarray, link: np.ndarray, nbytes: np.ndarray, own: i
     """:func:`first_round_step_time`'s passes over ``count`` (each link's crossings in the
     whole problem); NaN: undecided. The workspace (``own_count``, ``mark``, ``around``) goes
     back as it came."""
-    F = start.shape[0] - 1
-    inf32 = np.float32(np.inf)
-    # Each own flow's first-round share and time, as the goal solve's last loop takes them.
     tight = np.empty(own, np.float32)
-    top = 0.0
-    for f in range(own):
-        t = _tightest(start, link, f, capacity, count)
-        tight[f] = t
-        if t == inf32:
-            continue  # no link: no time
-        if not t > 0 or (nbytes[f] > 0 and not np.float32(nbytes[f]) > 0):
-            return np.nan  # starved (capacity 0), or bytes that vanish in float32: solve
-        time = nbytes[f] / np.float64(t)
-        if time > top:
-            top = time
-    if top == 0.0:
-        return 0.0  # no own bytes: the goal solve runs no round
-    # The candidate bottlenecks: the links of the own flows near the top at their share (a
-    # link with a larger share is no bottleneck: some flow crossing it is tighter).
-    n_marked = 0
+    top = _own_shares(start, link, nbytes, own, capacity, count, tight)
+    if not top > 0.0:
+        return top  # NaN: solve; 0: no own bytes, the goal solve runs no round
     marked = np.empty(start[own], np.int64)
-    for f in range(own):
-        t = tight[f]
-        if t != inf32 and nbytes[f] / np.float64(t) > top * (1 - margin):
-            for c in range(start[f], start[f + 1]):
-                e = link[c]
-                if e >= 0 and not mark[e] and capacity[e] / np.float32(count[e]) <= t * slack:
-                    mark[e] = True
-                    marked[n_marked] = e
-                    n_marked += 1
-    # Each candidate's tightest crossing flow: the own ones first; the other flows only where
-    # a candidate has crossings that are not own (a node link's are all the job's).
-    for f in range(own):
-        t = tight[f]
-        for c in range(start[f], start[f + 1]):
-            e = link[c]
-            if e >= 0 and mark[e]:
-                own_count[e] += 1
-                if t < around[e]:
-                    around[e] = t
-    shared = False
-    for i in range(n_marked):
-        shared |= own_count[marked[i]] < count[marked[i]]
-    if shared:
-        for f in range(own, F):
-            crosses = False
-            for c in range(start[f], start[f + 1]):
-                e = link[c]
-                if e >= 0 and mark[e]:
-                    crosses = True
-                    break
-            if crosses:
-                t = _tightest(start, link, f, capacity, count)
-                for c in range(start[f], start[f + 1]):
-                    e = link[c]
-                    if e >= 0 and mark[e] and t < around[e]:
-                        around[e] = t
+    n_marked = _mark_candidates(start, link, nbytes, own, capacity, count, tight, top, margin, slack, mark, marked)
+    _tightest_crossing(start, link, own, capacity, count, tight, mark, marked, n_marked, own_count, around)
     # Every own flow near the top must cross a first-round bottleneck.
     decided = True
     for f in range(own):
-        t = tight[f]
-        if t != inf32 and nbytes[f] / np.float64(t) > top * (1 - margin):
+        if decided and _near_top(nbytes[f], tight[f], top, margin):
             hit = False
             for c in range(start[f], start[f + 1]):
                 e = link[c]
-                if e >= 0 and mark[e] and capacity[e] / np.float32(count[e]) <= around[e] * slack:
+                if e >= 0 and mark[e] and _share(e, capacity, count) <= around[e] * slack:
                     hit = True
                     break
-            if not hit:
-                decided = False
-                break
+            decided = hit
     for i in range(n_marked):
         e = marked[i]
         mark[e] = False
-        around[e] = inf32
+        around[e] = np.float32(np.inf)
         own_count[e] = 0
     return top if decided else np.nan
