@@ -63,3 +63,11 @@ def test_bad_arguments_are_refused():
         fattree_host_routes.balanced_routes(ft, [18000], [0], [1.0], [0])
     with pytest.raises(ValueError, match="finite"):
         fattree_host_routes.balanced_routes(ft, [0], [5], [float("nan")], [0])
+
+
+def test_host_routes_refuse_a_node_past_the_machine():
+    """The per-node tables are read at each end's id: an id past the machine is refused in
+    one line (it used to come back as link ids past the machine's)."""
+    ft = topology.load("pinot")
+    with pytest.raises(ValueError, match="host_routes: node ids"):
+        fattree_host_routes.host_routes(ft, [0, ft.n_nodes], [1, 2])

@@ -255,17 +255,13 @@ def unstructured_mesh(
     k_count, k_pick = _split(key)
     counts = _counts(k_count, n, min_neighbours, max_neighbours)
     cand, valid, prior = _mesh_candidates(n, radius, float(locality))
-    # Gumbel noise -log(-log u), NumPy's logs (the same float64 bits as ever), made in place:
-    # a 1,024-rank mesh holds 127k draws, and each temporary cost as much as a log.
-    gumbel = _uniform(k_pick, *cand.shape)
-    np.maximum(gumbel, np.finfo(np.float32).tiny, out=gumbel)
-    for op in (np.log, np.negative, np.log, np.negative):
-        op(gumbel, out=gumbel)
-    from fattorus.kernels import select  # numba loads with the first draw, not with this module
+    from fattorus.kernels import select, threefry  # numba loads with the first draw, not with this module
 
-    # Each rank's `count` best scores prior + gumbel, ties by column (the prefix of a stable
-    # sort); unusable candidates never taken.
-    rows, cols = select.first_largest_of_sums(gumbel, prior, valid, counts)
+    # Each rank's `count` best scores prior + Gumbel noise -log(-log u) (NumPy's float64 logs,
+    # the same floats as ever), ties by column (the prefix of a stable sort); unusable
+    # candidates never taken. The noise is computed only where a candidate can be picked.
+    u = threefry.uniform(k_pick, cand.size).reshape(cand.shape)  # _uniform's draws, before float64
+    rows, cols = select.gumbel_top_k(u, prior, valid, counts)
     return _traffic(rows, cand[rows, cols], nbytes)
 
 
@@ -437,4 +433,6 @@ def to_nodes(alloc, traffic: Traffic, ranks_per_node: int = 1) -> tuple[np.ndarr
         raise ValueError(
             f"traffic uses more ranks than the {len(alloc)} allocated nodes x {ranks_per_node} ranks per node hold"
         )
+    if ranks_per_node == 1:  # the usual case: the ranks are the nodes' indices (a division per flow saved)
+        return alloc[traffic.src], alloc[traffic.dst], traffic.nbytes
     return alloc[traffic.src // ranks_per_node], alloc[traffic.dst // ranks_per_node], traffic.nbytes
