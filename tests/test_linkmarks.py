@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fattorus.kernels.linkmarks import add_crossings, used_links
+from fattorus.kernels.linkmarks import add_crossings, connected, used_links
 
 
 def test_counts_and_used_links_match_numpy_on_random_routes():
@@ -23,3 +23,24 @@ def test_counts_and_used_links_match_numpy_on_random_routes():
         used = routes[routes >= 0]
         got = used_links(routes, keep)
         assert got.dtype == np.int64 and np.array_equal(got, np.unique(used[keep[used]]))
+
+
+def test_connected_is_the_component_of_a_breadth_first_search():
+    """Jobs joined through shared links (directly or through other jobs) against a
+    breadth-first search over the job-link graph written out here; lists empty, repeated,
+    in any order."""
+    rng = np.random.default_rng(8)
+    for trial in range(300):
+        E, J = int(rng.integers(1, 60)), int(rng.integers(0, 12))
+        lists = [np.unique(rng.integers(0, E, int(rng.integers(0, 5)))) for _ in range(J)]
+        seed = np.unique(rng.integers(0, E, int(rng.integers(0, 4))))
+        reached, members, frontier = set(seed.tolist()), set(), True
+        while frontier:
+            frontier = False
+            for i, x in enumerate(lists):
+                if i not in members and reached & set(x.tolist()):
+                    members.add(i)
+                    reached |= set(x.tolist())
+                    frontier = True
+        got = connected(seed, lists, E)
+        assert got.dtype == np.bool_ and got.tolist() == [i in members for i in range(J)], trial

@@ -326,6 +326,52 @@ def test_fat_tree_renamed_placements_are_renamed_networks():
     assert not ft.routes_renamed(np.arange(3), np.arange(4))
 
 
+def test_fat_tree_renamed_check_compiled_is_the_rule_in_numpy():
+    """The compiled check (``fattree_host_routes.routes_renamed``) against its rule written in
+    NumPy here: the same L2 index ``node % S`` and core offset ``(node // S) % C`` pair by
+    pair, leaves and pods one-to-one. Candidates near the ideal placement (one node moved,
+    leaves swapped, ranks reordered, nodes swapped for others of the same L2 index and core
+    offset in the first leaves, which may put two leaves' nodes on one) so that both answers
+    come often; an id off the machine
+    is left to the NumPy check (``None``), which ``FatTree.routes_renamed`` then gives."""
+    from fattorus.topology import fattree_host_routes, fattree_routing as fr
+    from fattorus.topology.base import one_to_one
+
+    ft = fattree.load("ft6x6")
+    k, p, S, C = ft.nodes_per_leaf, ft.nodes_per_pod, ft.l2_per_pod, fr.cores_per_l2(ft)
+    rng = np.random.default_rng(4)
+    answers = {True: 0, False: 0}
+    for trial in range(600):
+        n = int(rng.integers(1, 40))
+        a = ft.ideal_allocation(n).astype(np.int64)
+        b = a.copy()
+        kind = trial % 4
+        if kind == 3:  # a few nodes each swapped for one of the same L2 index and core offset: leaves may collapse
+            a = rng.choice(ft.n_nodes, int(rng.integers(2, 5)), replace=False).astype(np.int64)
+            every = np.arange(ft.n_nodes)
+            b = np.array([rng.choice(every[(every % S == x % S) & ((every // S) % C == (x // S) % C)
+                                           & (every // k < 4)]) for x in a])
+        elif kind == 0:
+            b[rng.integers(0, n)] = rng.integers(0, ft.n_nodes)
+        elif kind == 1:
+            leaf = rng.permutation(ft.n_nodes // k)
+            b = leaf[a // k] * k + a % k
+        else:
+            b = (a + k * int(rng.integers(0, ft.n_nodes // k))) % ft.n_nodes
+        if rng.random() < 0.3:
+            order = rng.permutation(len(a))
+            a, b = a[order], b[order]
+        want = bool(np.array_equal(a % S, b % S) and np.array_equal((a // S) % C, (b // S) % C)
+                    and one_to_one(a // k, b // k) and one_to_one(a // p, b // p))
+        assert fattree_host_routes.routes_renamed(ft, a, b) is want, (trial, a, b)
+        assert ft.routes_renamed(a, b) is want
+        answers[want] += 1
+    assert answers[True] > 50 and answers[False] > 50
+    off, other = np.array([0, ft.n_nodes], np.int64), np.array([0, ft.n_nodes + 1], np.int64)
+    assert fattree_host_routes.routes_renamed(ft, off, off) is None
+    assert ft.routes_renamed(off, off) is True and ft.routes_renamed(off, other) is False  # the rule, in NumPy
+
+
 class _Stand_in(types.SimpleNamespace):
     """A topology's fields with some changed: hashable by identity, as the compiled routing
     (``kernels.routes.route_links``) takes its topology as a static argument."""

@@ -44,7 +44,7 @@ from fattorus import devices
 from fattorus.analysis import comm_fraction, fluid, patterns
 from fattorus.kernels import threefry
 from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time, step_time_host
-from fattorus.kernels.linkmarks import add_crossings, used_links
+from fattorus.kernels.linkmarks import add_crossings, connected, used_links
 from fattorus.kernels.maxmin_first_round import Workspace as FirstRoundWorkspace, first_round_unchecked
 from fattorus.kernels.maxmin_compiled import (compact_routes, goal_step_time, goal_step_time_compact,
                                               maxmin_rates_compiled, new_workspace)
@@ -493,16 +493,7 @@ class ModelRuntimes:
         directly or through other such jobs: max-min rates decompose over the connected parts
         of the flow-link graph, so job ``j``'s rates depend on these jobs' flows alone (and
         their per-link sums keep the order they had with every job present)."""
-        reached = np.zeros(self.topo.n_links, bool)
-        reached[self._links[j]] = True
-        members = np.zeros(len(others), bool)
-        grew = True
-        while grew:
-            grew = False
-            for i, k in enumerate(others):
-                if not members[i] and reached[self._links[k]].any():
-                    members[i] = grew = True
-                    reached[self._links[k]] = True
+        members = connected(self._links[j], [self._links[k] for k in others], self.topo.n_links)
         return [k for i, k in enumerate(others) if members[i]]
 
     def _ideal_placements(self, n: int) -> tuple[np.ndarray, ...]:

@@ -33,6 +33,40 @@ def host_routes(ft: FatTree, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return out
 
 
+def routes_renamed(ft: FatTree, a: np.ndarray, b: np.ndarray) -> bool | None:
+    """:meth:`FatTree.routes_renamed` of node ids ``a``, ``b`` (int64, one shape) from the
+    per-node tables: the same L2 index and core offset pair by pair, and leaves and pods
+    mapped one-to-one (:func:`~fattorus.topology.base.one_to_one`). ``None`` where an id is
+    off the machine (the caller's NumPy check decides those)."""
+    S, C = ft.l2_per_pod, cores_per_l2(ft)
+    node = _node_tables(ft.n_nodes, ft.nodes_per_leaf, ft.nodes_per_pod, S, C)
+    got = _renamed(a, b, node, ft.n_leaves, ft.pods)
+    return None if got < 0 else bool(got)
+
+
+@numba.njit(cache=True)
+def _renamed(a, b, node, n_leaves, n_pods):
+    """:func:`routes_renamed`: 1 yes, 0 no, -1 an id off the machine."""
+    N = node.shape[0]
+    for i in range(a.shape[0]):
+        if a[i] < 0 or a[i] >= N or b[i] < 0 or b[i] >= N:
+            return -1
+    for i in range(a.shape[0]):
+        if node[a[i], 2] != node[b[i], 2] or node[a[i], 3] != node[b[i], 3]:
+            return 0
+    for col, n in ((0, n_leaves), (1, n_pods)):
+        forward = np.full(n, -1, np.int64)
+        backward = np.full(n, -1, np.int64)
+        for i in range(a.shape[0]):
+            x, y = node[a[i], col], node[b[i], col]
+            if forward[x] < 0 and backward[y] < 0:
+                forward[x] = y
+                backward[y] = x
+            elif forward[x] != y or backward[y] != x:
+                return 0
+    return 1
+
+
 @lru_cache(maxsize=8)
 def _node_tables(n_nodes: int, nodes_per_leaf: int, nodes_per_pod: int, S: int, C: int) -> np.ndarray:
     """``(N, 4)`` int64 per node: its leaf, its pod, its up-path L2 index ``node % S`` and core
