@@ -26,9 +26,12 @@ def host_routes(dims: tuple[int, int, int], nodes_per_router: int, n_nodes: int,
 
 @numba.njit(cache=True)
 def _host_routes(src, dst, dims, p, N, width):
-    """The loop of :func:`host_routes`."""
+    """The loop of :func:`host_routes`. A hop moves the router id by the dimension's stride
+    and wraps by a compare (the modulo and the router id recomputed at every hop were most
+    of a route's time)."""
     out = np.full((src.shape[0], width), -1, np.int32)
     X, Y, Z = dims[0], dims[1], dims[2]
+    stride = np.array([Y * Z, Z, 1], np.int64)
     here = np.empty(3, np.int64)
     there = np.empty(3, np.int64)
     for i in range(src.shape[0]):
@@ -40,16 +43,31 @@ def _host_routes(src, dst, dims, p, N, width):
         there[0], there[1], there[2] = rb // (Y * Z), (rb // Z) % Y, rb % Z
         out[i, 0] = a
         t = 1
+        router = ra
         for d in range(3):
-            n = dims[d]
-            delta = (there[d] - here[d]) % n
+            n, step = dims[d], stride[d]
+            pos = here[d]
+            delta = there[d] - pos
+            if delta < 0:
+                delta += n
             positive = 2 * delta <= n
             steps = delta if positive else n - delta
+            link = 2 * N + 2 * d + (0 if positive else 1)  # + 6 router: (3 router + d) 2 + direction
             for _ in range(steps):
-                router = (here[0] * Y + here[1]) * Z + here[2]
-                out[i, t] = 2 * N + (3 * router + d) * 2 + (0 if positive else 1)
+                out[i, t] = link + 6 * router
                 t += 1
-                here[d] = (here[d] + (1 if positive else n - 1)) % n
+                if positive:
+                    pos += 1
+                    router += step
+                    if pos == n:
+                        pos = 0
+                        router -= n * step
+                else:
+                    if pos == 0:
+                        pos = n
+                        router += n * step
+                    pos -= 1
+                    router -= step
         out[i, t] = N + b
     return out
 
