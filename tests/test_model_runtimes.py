@@ -421,3 +421,19 @@ def test_one_router_routes_stay_on_node_links_in_every_family():
         shared[cls == 0] = 1
         assert not commtime._local_routes_use_node_links_only(
             _Stand_in(**fields, link_class=shared, link_bandwidth=bw)), name
+
+
+def test_compact_lists_written_back_as_padded_rows():
+    """The model keeps long routes as compact lists (Blue Waters); its renamed check writes
+    them back as padded rows: the routes they came from (padding at each row's end, as the
+    host routers pad), and padded routes pass through."""
+    from fattorus.kernels.maxmin_compiled import compact_routes
+
+    rng = np.random.default_rng(6)
+    lengths = rng.integers(0, 9, 200)
+    routes = np.full((200, 8), -1, np.int32)
+    for f, n in enumerate(lengths):
+        routes[f, :n] = rng.integers(0, 500, n)
+    assert np.array_equal(commtime._padded(compact_routes(routes), 8), routes)
+    assert commtime._padded(routes, 8) is routes
+    assert np.array_equal(commtime._crossing_ids(compact_routes(routes)), routes[routes >= 0])

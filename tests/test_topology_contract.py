@@ -298,6 +298,12 @@ def test_host_routes_are_none_or_the_familys_routes(topo):
     got = topo.host_routes(src, dst)
     if got is not None:
         assert got.dtype == np.int32 and np.array_equal(got, _routes(topo, src, dst))
+    lists = topo.host_route_lists(src, dst)  # the same routes as compact crossing lists, where written straight
+    if lists is not None:
+        from fattorus.kernels.maxmin_compiled import compact_routes
+
+        want = compact_routes(_routes(topo, src, dst))
+        assert all(a.dtype == np.int32 and np.array_equal(a, b) for a, b in zip(lists, want))
 
 
 def test_every_offered_routing_walks_from_source_to_destination(topo):

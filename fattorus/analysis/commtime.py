@@ -258,6 +258,23 @@ def runtime_factor(slowdown: np.ndarray, comm_fraction: float | np.ndarray) -> n
     return (1 - c) + c * np.asarray(slowdown, np.float64)
 
 
+def _crossing_ids(routes: np.ndarray | tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Every link id ``routes`` cross, flow by flow (padded routes flattened, ``-1`` kept; or
+    compact lists' links)."""
+    return routes[1] if isinstance(routes, tuple) else np.asarray(routes).reshape(-1)
+
+
+def _padded(routes: np.ndarray | tuple[np.ndarray, np.ndarray], width: int) -> np.ndarray:
+    """``routes`` as padded ``(F, width)`` rows (compact lists written out, ``-1`` after each
+    flow's links; padded routes as they are)."""
+    if not isinstance(routes, tuple):
+        return routes
+    lengths, links = routes
+    out = np.full((len(lengths), width), -1, np.int32)
+    out[np.arange(width)[None, :] < np.asarray(lengths)[:, None]] = links  # row by row, in flow order
+    return out
+
+
 def same_network(a: np.ndarray, b: np.ndarray, capacity: np.ndarray) -> bool:
     """Whether padded routes ``a`` and ``b`` (``(F, L)`` link ids, ``-1`` padded) are one flow
     network up to renaming links: the same empty slots, and a one-to-one map of ``a``'s links
@@ -377,7 +394,9 @@ class ModelRuntimes:
         # Each job's c, by its pattern (an application's where it names one) or size.
         self._c = comm_fraction.per_job(self._cf, self._key, self._names, prepared["nodes"].to_numpy())
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._compact: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # their compact crossing lists, made when needed
+        # Long padded routes (Blue Waters pads ~6 links to 38 slots): every job's flows are kept
+        # as compact crossing lists (lengths, links) instead, from the family's router where it
+        # writes them straight (:meth:`Topology.host_route_lists`).
         self._compact_lists = self.topo.max_route_links >= SPARSE_ROUTE_SLOTS
         self._cap_f32 = solver_capacity(self.topo).astype(np.float32)
         self._workspace = new_workspace(len(self._cap_f32))  # lent to every goal solve
@@ -419,18 +438,25 @@ class ModelRuntimes:
         # jax.random.fold_in's bits, on the host (a JAX call per start cost ~0.1 ms)
         return patterns.make(name, threefry.fold_in(self._key, j), n, **dict(params))
 
-    def _job_flows(self, traffic: patterns.Traffic | None, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Route ids and bytes of a job's flows (``traffic``) on ``nodes``: :func:`_flows` of
+    def _job_flows(self, traffic: patterns.Traffic | None,
+                   nodes: np.ndarray) -> tuple[np.ndarray | tuple[np.ndarray, np.ndarray], np.ndarray]:
+        """Routes and bytes of a job's flows (``traffic``) on ``nodes``: :func:`_flows` of
         the one job, straight from the family's host router where it has one (the general
-        path's lists and concatenations cost ~30 µs a start)."""
+        path's lists and concatenations cost ~30 µs a start). The routes are padded, or
+        compact crossing lists on long routes (:meth:`_solver_flows`)."""
         if traffic is None:
-            return np.zeros((0, self.topo.max_route_links), np.int32), np.zeros(0)
+            return self._solver_flows(np.zeros((0, self.topo.max_route_links), np.int32)), np.zeros(0)
         src, dst, nbytes = patterns.to_nodes(nodes, traffic, self.ranks_per_node)
+        if self._compact_lists and len(src) and self.topo.link_bundles() is None:
+            lists = self.topo.host_route_lists(src, dst)  # no padded rows made (or read) at all
+            if lists is not None:
+                return lists, np.broadcast_to(np.asarray(nbytes, np.float64), src.shape).copy()
         host = self.topo.host_routes(src, dst) if len(src) else None
         if host is None:
             route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
-            return route_ids, nbytes
-        return on_bundles(self.topo, host), np.broadcast_to(np.asarray(nbytes, np.float64), src.shape).copy()
+            return self._solver_flows(route_ids), nbytes
+        return (self._solver_flows(on_bundles(self.topo, host)),
+                np.broadcast_to(np.asarray(nbytes, np.float64), src.shape).copy())
 
     def _solve(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int,
                count: np.ndarray | None = None) -> float:
@@ -460,23 +486,22 @@ class ModelRuntimes:
             return goal_step_time_compact(flows[0], flows[1], nbytes, own, self._cap_f32, self._workspace)
         return goal_step_time(flows, nbytes, own, self._cap_f32, self._workspace)
 
-    def _solver_flows(self, routes: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def _solver_flows(self, routes: np.ndarray | tuple[np.ndarray, np.ndarray]) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """``routes`` as the solve takes them: compact crossing lists where routes are long
         (:data:`SPARSE_ROUTE_SLOTS`: Blue Waters pads ~6 links to 38 slots, and concatenating
         the running jobs' padded routes at every start cost more than some solves; 6.1 -> 4.5 s
         for two Table II waves, same slowdowns), the padded routes elsewhere (6 slots, ~60 %
-        filled: converting cost what it saved)."""
+        filled: converting cost what it saved). Lists already made are taken as they are."""
+        if isinstance(routes, tuple):
+            return routes
         return compact_routes(routes) if self._compact_lists else routes
 
     def _together(self, j: int, sharing: list[int]) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The flows of a together solve: job ``j``'s first, then those of ``sharing`` in
-        order; each job's compact lists made once."""
+        order (padded routes, or compact lists on long routes)."""
+        parts = [self._flows[k][0] for k in [j, *sharing]]
         if not self._compact_lists:
-            return np.concatenate([self._flows[k][0] for k in [j, *sharing]])
-        for k in [j, *sharing]:  # a job's lists go whenever its flows are set (_slowdown, _build)
-            if k not in self._compact:
-                self._compact[k] = compact_routes(self._flows[k][0])
-        parts = [self._compact[k] for k in [j, *sharing]]
+            return np.concatenate(parts)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def _one_router(self, nodes: np.ndarray) -> bool:
@@ -484,9 +509,10 @@ class ModelRuntimes:
         r = self._router[np.asarray(nodes)]
         return bool(len(r)) and bool((r == r[0]).all())
 
-    def _shared_links(self, route_ids: np.ndarray) -> np.ndarray:
-        """The links of ``route_ids`` another job could share (beyond node links), unique."""
-        return used_links(route_ids, self._shared_class)
+    def _shared_links(self, route_ids: np.ndarray | tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """The links of ``route_ids`` (padded, or compact lists) another job could share (beyond
+        node links), unique."""
+        return used_links(_crossing_ids(route_ids).reshape(-1, 1), self._shared_class)
 
     def _sharing(self, j: int, others: list[int]) -> list[int]:
         """The jobs of ``others`` (in their order) connected to job ``j`` through shared links,
@@ -525,7 +551,6 @@ class ModelRuntimes:
                 self._build(k)
         traffic = self._traffic(j, len(nodes))  # drawn once: the same traffic in both placements
         own_routes, own_bytes = self._flows[j] = self._job_flows(traffic, nodes)
-        self._compact.pop(j, None)  # made from these flows when a solve needs them
         self._links[j] = self._shared_links(own_routes)
         sharing = self._sharing(j, [k for k in running if k in self._flows])
         others = [self._flows[k] for k in sharing]
@@ -559,11 +584,11 @@ class ModelRuntimes:
         members.add(j)
         counted = self._counted
         for k in [k for k in counted if k not in members]:
-            add_crossings(counted.pop(k), self._count, -1)
+            add_crossings(_crossing_ids(counted.pop(k)), self._count, -1)
         for k in members:
             if k not in counted:
                 counted[k] = self._flows[k][0]
-                add_crossings(counted[k], self._count, 1)
+                add_crossings(_crossing_ids(counted[k]), self._count, 1)
         return self._count
 
     def _ideal_flows(self, key: tuple[Any, ...], keyless: bool, traffic: patterns.Traffic | None,
@@ -574,7 +599,7 @@ class ModelRuntimes:
         if flows is None:
             flows = self._job_flows(traffic, ideal_nodes)
             if keyless:
-                size = sum(a.nbytes for a in flows)
+                size = sum(a.nbytes for x in flows for a in (x if isinstance(x, tuple) else (x,)))
                 if self._ideal_routes_bytes + size > IDEAL_ROUTES_BYTES:
                     self._ideal_routes.clear()
                     self._ideal_routes_bytes = 0
@@ -622,19 +647,18 @@ class ModelRuntimes:
         nodes = self._nodes[k]
         self.built_late += 1
         routes, _ = self._flows[k] = self._job_flows(self._traffic(k, len(nodes)), nodes)
-        self._compact.pop(k, None)
         self._links[k] = self._shared_links(routes)
 
-    def _renamed(self, a: np.ndarray, b: np.ndarray) -> bool:
-        """Whether routes ``a`` and ``b`` are one flow network up to renaming links
-        (:func:`same_network`)."""
-        return same_network(a, b, self._capacity)
+    def _renamed(self, a: np.ndarray | tuple[np.ndarray, np.ndarray], b: np.ndarray | tuple[np.ndarray, np.ndarray]) -> bool:
+        """Whether routes ``a`` and ``b`` (padded, or compact lists) are one flow network up to
+        renaming links (:func:`same_network`)."""
+        width = self.topo.max_route_links
+        return same_network(_padded(a, width), _padded(b, width), self._capacity)
 
     def _at_start(self, replay: Any, j: int, nodes: np.ndarray, now: float) -> float:
         running = {k for _, k in replay.running}
         if len(self._nodes) > 2 * len(running) + 16:  # forget the flows of jobs that ended
             self._flows = {k: v for k, v in self._flows.items() if k in running}
-            self._compact = {k: v for k, v in self._compact.items() if k in running}
             self._links = {k: v for k, v in self._links.items() if k in running}
             self._nodes = {k: v for k, v in self._nodes.items() if k in running}
             self._keys = {k: v for k, v in self._keys.items() if k in running}

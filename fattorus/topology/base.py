@@ -285,6 +285,12 @@ class Topology(abc.ABC):
         routing itself."""
         return None
 
+    def host_route_lists(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`host_routes` as compact crossing lists ``(lengths, links)`` (both int32:
+        :func:`~fattorus.kernels.maxmin_compiled.compact_routes` of them), where the family
+        writes them straight (long padded rows: a torus), else None (the default)."""
+        return None
+
     def flow_routes(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, routing: str = "static",
                     seed: int | np.random.Generator = 0) -> np.ndarray:
         """Routes of flows ``src -> dst`` (node ids; ``nbytes`` bytes each, for routings that

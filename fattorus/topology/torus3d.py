@@ -444,6 +444,13 @@ class Torus3D(Topology):
         return torus_host_routes.host_routes(self.dims, self.nodes_per_router, self.n_nodes, self.max_route_links,
                                              src, dst)
 
+    def host_route_lists(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`host_routes` as compact crossing lists (:func:`fattorus.topology.torus_host_routes.host_route_lists`)."""
+        from fattorus.topology import torus_host_routes
+
+        return torus_host_routes.host_route_lists(self.dims, self.nodes_per_router, self.n_nodes,
+                                                  self.max_route_links, src, dst)
+
     def job_links(self, nodes: np.ndarray) -> np.ndarray:
         """Router links that dimension-order routes between any two of the job's routers use.
 

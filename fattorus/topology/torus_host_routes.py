@@ -24,52 +24,83 @@ def host_routes(dims: tuple[int, int, int], nodes_per_router: int, n_nodes: int,
     return _host_routes(src, dst, np.asarray(dims, np.int64), nodes_per_router, n_nodes, width)
 
 
+def host_route_lists(dims: tuple[int, int, int], nodes_per_router: int, n_nodes: int, width: int, src: np.ndarray,
+                     dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`host_routes` as compact crossing lists (each pair's number of links ``(P,)``
+    int32, and their ids in pair order ``(C,)`` int32:
+    :func:`~fattorus.kernels.maxmin_compiled.compact_routes` of the padded routes), written
+    straight: a Blue Waters route fills ~6 of its 38 padded slots."""
+    src = np.ascontiguousarray(np.ravel(src), np.int64)
+    dst = np.ascontiguousarray(np.ravel(dst), np.int64)
+    if src.shape != dst.shape:
+        raise ValueError(f"host_route_lists: {src.shape[0]} sources for {dst.shape[0]} destinations")
+    return _host_route_lists(src, dst, np.asarray(dims, np.int64), nodes_per_router, n_nodes, width)
+
+
+@numba.njit(cache=True, inline="always")
+def _route(a, b, dims, p, N, out):
+    """Write the route ``a -> b`` (``a != b``, both >= 0) into ``out``; returns its length.
+    A hop moves the router id by its dimension's stride and wraps by a compare (the modulo
+    and the router id recomputed at every hop were most of a route's time)."""
+    Y, Z = dims[1], dims[2]
+    ra, rb = a // p, b // p
+    here = (ra // (Y * Z), (ra // Z) % Y, ra % Z)
+    there = (rb // (Y * Z), (rb // Z) % Y, rb % Z)
+    strides = (Y * Z, Z, 1)
+    out[0] = a
+    t = 1
+    router = ra
+    for d in range(3):
+        n, step, pos = dims[d], strides[d], here[d]
+        delta = there[d] - pos
+        if delta < 0:
+            delta += n
+        positive = 2 * delta <= n
+        steps = delta if positive else n - delta
+        link = 2 * N + 2 * d + (0 if positive else 1)  # + 6 router: (3 router + d) 2 + direction
+        for _ in range(steps):
+            out[t] = link + 6 * router
+            t += 1
+            if positive:
+                pos += 1
+                router += step
+                if pos == n:
+                    pos = 0
+                    router -= n * step
+            else:
+                if pos == 0:
+                    pos = n
+                    router += n * step
+                pos -= 1
+                router -= step
+    out[t] = N + b
+    return t + 1
+
+
 @numba.njit(cache=True)
 def _host_routes(src, dst, dims, p, N, width):
-    """The loop of :func:`host_routes`. A hop moves the router id by the dimension's stride
-    and wraps by a compare (the modulo and the router id recomputed at every hop were most
-    of a route's time)."""
+    """The loop of :func:`host_routes`."""
     out = np.full((src.shape[0], width), -1, np.int32)
-    X, Y, Z = dims[0], dims[1], dims[2]
-    stride = np.array([Y * Z, Z, 1], np.int64)
-    here = np.empty(3, np.int64)
-    there = np.empty(3, np.int64)
     for i in range(src.shape[0]):
         a, b = src[i], dst[i]
-        if a < 0 or b < 0 or a == b:
-            continue
-        ra, rb = a // p, b // p
-        here[0], here[1], here[2] = ra // (Y * Z), (ra // Z) % Y, ra % Z
-        there[0], there[1], there[2] = rb // (Y * Z), (rb // Z) % Y, rb % Z
-        out[i, 0] = a
-        t = 1
-        router = ra
-        for d in range(3):
-            n, step = dims[d], stride[d]
-            pos = here[d]
-            delta = there[d] - pos
-            if delta < 0:
-                delta += n
-            positive = 2 * delta <= n
-            steps = delta if positive else n - delta
-            link = 2 * N + 2 * d + (0 if positive else 1)  # + 6 router: (3 router + d) 2 + direction
-            for _ in range(steps):
-                out[i, t] = link + 6 * router
-                t += 1
-                if positive:
-                    pos += 1
-                    router += step
-                    if pos == n:
-                        pos = 0
-                        router -= n * step
-                else:
-                    if pos == 0:
-                        pos = n
-                        router += n * step
-                    pos -= 1
-                    router -= step
-        out[i, t] = N + b
+        if a >= 0 and b >= 0 and a != b:
+            _route(a, b, dims, p, N, out[i])
     return out
+
+
+@numba.njit(cache=True)
+def _host_route_lists(src, dst, dims, p, N, width):
+    """The loop of :func:`host_route_lists`."""
+    lengths = np.zeros(src.shape[0], np.int32)
+    links = np.empty(src.shape[0] * width, np.int32)
+    k = 0
+    for i in range(src.shape[0]):
+        a, b = src[i], dst[i]
+        if a >= 0 and b >= 0 and a != b:
+            n = _route(a, b, dims, p, N, links[k:k + width])
+            lengths[i] = n
+            k += n
+    return lengths, links[:k].copy()
 
 
 def job_link_mask(dims: tuple[int, int, int], n_nodes: int, n_links: int, routers: np.ndarray) -> np.ndarray:
