@@ -447,16 +447,16 @@ class ModelRuntimes:
         if traffic is None:
             return self._solver_flows(np.zeros((0, self.topo.max_route_links), np.int32)), np.zeros(0)
         src, dst, nbytes = patterns.to_nodes(nodes, traffic, self.ranks_per_node)
+        routes = None
         if self._compact_lists and len(src) and self.topo.link_bundles() is None:
-            lists = self.topo.host_route_lists(src, dst)  # no padded rows made (or read) at all
-            if lists is not None:
-                return lists, np.broadcast_to(np.asarray(nbytes, np.float64), src.shape).copy()
-        host = self.topo.host_routes(src, dst) if len(src) else None
-        if host is None:
-            route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
-            return self._solver_flows(route_ids), nbytes
-        return (self._solver_flows(on_bundles(self.topo, host)),
-                np.broadcast_to(np.asarray(nbytes, np.float64), src.shape).copy())
+            routes = self.topo.host_route_lists(src, dst)  # no padded rows made (or read) at all
+        if routes is None:
+            host = self.topo.host_routes(src, dst) if len(src) else None
+            if host is None:
+                route_ids, nbytes, _ = _flows(self.topo, [Job(np.asarray(nodes), traffic, self.ranks_per_node)])
+                return self._solver_flows(route_ids), nbytes
+            routes = self._solver_flows(on_bundles(self.topo, host))
+        return routes, np.broadcast_to(np.asarray(nbytes, np.float64), src.shape).copy()
 
     def _solve(self, flows: np.ndarray | tuple[np.ndarray, np.ndarray], nbytes: np.ndarray, own: int,
                count: np.ndarray | None = None) -> float:
