@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+import forkcli
+
 CEILING_S = 366 * 86400
 HEADER = "; MaxNodes: 54\n; MaxProcs: 54\n"
 
@@ -328,8 +330,9 @@ def _prepare(case: Case, cwd: Path) -> tuple[list[str], dict]:
         args = [a.replace("UP", f"{cwd}/../{cwd.name}-log.swf").replace("HERE", f"{cwd}/log.swf") for a in args]
     elif case.setup == "run_dir":
         run = cwd / "results" / "run"
-        subprocess.run([sys.executable, "-m", "fattorus.sweep", f"hydra.run.dir={run}", *W[:2], f"workload.path={cwd}/log.swf",
-                        *W[3:]], cwd=cwd, capture_output=True, check=True, timeout=300)
+        made = forkcli.run("fattorus.sweep", [f"hydra.run.dir={run}", *W[:2], f"workload.path={cwd}/log.swf", *W[3:]],
+                           cwd=cwd, timeout=300)
+        assert made.returncode == 0, made.stderr
         args = [str(run) if a == "RUN" else a for a in args]
     return args, kwargs
 
@@ -345,8 +348,11 @@ def run_case(case: Case, base: Path) -> dict:
     before_cwd, before_base = _snapshot(cwd), {p.name for p in base.iterdir()}
     env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
     prefix = kwargs.pop("prefix", [])
-    out = subprocess.run([*prefix, sys.executable, "-m", f"fattorus.{case.cli}", *args], cwd=cwd, capture_output=True,
-                         text=True, timeout=600, env=env, **kwargs)
+    if prefix:  # a process limit or dropped capability, set by the command that starts Python
+        out = subprocess.run([*prefix, sys.executable, "-m", f"fattorus.{case.cli}", *args], cwd=cwd,
+                             capture_output=True, text=True, timeout=600, env=env, **kwargs)
+    else:
+        out = forkcli.run(f"fattorus.{case.cli}", args, cwd=cwd, env=env, timeout=600)
     if case.setup == "read_only_results":
         (cwd / "results").chmod(0o755)
     created = _snapshot(cwd) - before_cwd
@@ -502,10 +508,8 @@ def test_a_configuration_error_ends_before_jax_loads(tmp_path):
     assert "t1_pod_order" in out.stderr and out.stdout.split() == ["2", "False"], (out.stdout, out.stderr)
 
 
-def _sweep(cwd: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
-    env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
-    return subprocess.run([sys.executable, "-m", "fattorus.sweep", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env=env, **kwargs)
+def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return forkcli.run("fattorus.sweep", args, cwd=cwd, timeout=600)  # PYTHONPATH: the checkout first (conftest)
 
 
 def test_two_single_runs_in_the_same_second_keep_both_results(tmp_path):
@@ -608,11 +612,9 @@ def test_a_misspelt_key_names_the_key_the_lookup_failed_on(tmp_path):
     """``qos.sytem.radix``: the closest key to ``sytem`` (was "settings there" without a hint,
     the last part ``radix`` looked up); ``polcy.name``: ``policy``."""
     env = {**os.environ}
-    qos = subprocess.run([sys.executable, "-m", "fattorus.qos", "--cfg", "job", "qos.sytem.radix=4"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120, env=env)
+    qos = forkcli.run("fattorus.qos", ["--cfg", "job", "qos.sytem.radix=4"], cwd=tmp_path, env=env, timeout=120)
     assert qos.returncode == 2 and "unknown setting 'qos.sytem' (did you mean 'system'?)" in qos.stderr, qos.stderr
-    sweep = subprocess.run([sys.executable, "-m", "fattorus.sweep", "--cfg", "job", "polcy.name=ta"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120, env=env)
+    sweep = forkcli.run("fattorus.sweep", ["--cfg", "job", "polcy.name=ta"], cwd=tmp_path, env=env, timeout=120)
     assert sweep.returncode == 2 and "unknown setting 'polcy' (did you mean 'policy'?)" in sweep.stderr, sweep.stderr
     assert not any(tmp_path.iterdir())
 
@@ -620,9 +622,8 @@ def test_a_misspelt_key_names_the_key_the_lookup_failed_on(tmp_path):
 def test_tune_refuses_an_unknown_machine_before_any_progress_line(tmp_path):
     """``--topo caab``: one line on stderr and nothing on stdout (its "loading ..." line came
     first)."""
-    out = subprocess.run([sys.executable, "-m", "fattorus.tune", "--name", "x", "--topo", "caab", "--workload", "atlas",
-                          "--train", "0:1", "--test", "1:2", "--trials", "1"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
+    out = forkcli.run("fattorus.tune", ["--name", "x", "--topo", "caab", "--workload", "atlas", "--train", "0:1",
+                                         "--test", "1:2", "--trials", "1"], cwd=tmp_path, timeout=120)
     assert out.returncode == 2 and out.stdout == "", out.stdout
     assert out.stderr.count("\n") == 1 and "--topo caab: unknown topology 'caab'" in out.stderr
     assert not any(tmp_path.iterdir())

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import polars as pl
 import pytest
 
+import forkcli
 from fattorus import paths, topology, workload
 from fattorus.analysis import commtime
 from fattorus.sched import replay
@@ -108,8 +108,7 @@ def test_a_workload_without_applications_is_refused(torus8, table):
 
 
 def _sweep(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fattorus.sweep", *args], capture_output=True, text=True,
-                          cwd=paths.repo_root(), timeout=600)
+    return forkcli.run("fattorus.sweep", [*args], cwd=paths.repo_root(), timeout=600)
 
 
 def test_the_app_runs_table_ii_with_its_applications_patterns_and_refuses_a_log_without_them(results_path):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import polars as pl
 import pytest
 
+import forkcli
 from fattorus import provenance, topology
 from fattorus.app import network_study as ns
 
@@ -128,8 +127,7 @@ def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path,
 
 def _cli(tmp_path, *args):
     env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
-    return subprocess.run([sys.executable, "-m", "fattorus.app.network_study", *args], cwd=tmp_path,
-                          capture_output=True, text=True, env=env, timeout=600)
+    return forkcli.run("fattorus.app.network_study", [*args], cwd=tmp_path, env=env, timeout=600)
 
 
 @pytest.mark.parametrize("args, words", [

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import forkcli
 from fattorus import topology, workload
 from fattorus.sched import replay
 from fattorus.sched import state as st
@@ -561,9 +562,9 @@ def test_prism_on_blue_waters_from_jobs_parquet(results_path):
 
     import polars as pl
 
-    out = subprocess.run([sys.executable, "-m", "fattorus.sweep", "+topo=bluewaters", "policy=prism",
-                          "workload.window_days=1.5", "progress=false", f"hydra.run.dir={results_path / 'run'}"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    out = forkcli.run("fattorus.sweep", ["+topo=bluewaters", "policy=prism", "workload.window_days=1.5",
+                                         "progress=false", f"hydra.run.dir={results_path / 'run'}"], cwd=ROOT,
+                                         timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "x19.57 (fit" in out.stdout
     jobs = pl.read_parquet(results_path / "run" / "jobs.parquet")

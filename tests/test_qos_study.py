@@ -3,8 +3,6 @@ model, adaptive paths are valid and spread load, balanced computation gains litt
 app writes, resumes and refuses bad settings in one line."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import polars as pl
 import pytest
 from omegaconf import OmegaConf
 
+import forkcli
 from fattorus.analysis import qos
 from fattorus.kernels.maxmin import maxmin_rates
 from fattorus.paths import config_file
@@ -116,8 +115,7 @@ def run_app(tmp_path, *args):
     # Options first: argparse takes the first run of overrides as all of them.
     options = [a for a in args if a.startswith("--")]
     args = [a for a in args if not a.startswith("--")]
-    return subprocess.run([sys.executable, "-m", "fattorus.qos", *options, "progress=false", *args], cwd=tmp_path,
-                          capture_output=True, text=True, env=env, timeout=600)
+    return forkcli.run("fattorus.qos", [*options, "progress=false", *args], cwd=tmp_path, env=env, timeout=600)
 
 
 def test_app_refuses_bad_settings_in_one_line(tmp_path):
@@ -285,9 +283,8 @@ def test_the_checks_hold_with_hydra_flags_after_the_overrides(tmp_path):
     # line nor be skipped by it (the bad trial is still refused before any runs).
     sweep_dir = tmp_path / "results" / "sweep"
     env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
-    out = subprocess.run([sys.executable, "-m", "fattorus.qos", "progress=false", *TINY, "qos.threshold=0.5,5",
-                          f"hydra.sweep.dir={sweep_dir}", "hydra.launcher.n_jobs=1", "--multirun"], cwd=tmp_path,
-                         capture_output=True, text=True, env=env, timeout=600)
+    out = forkcli.run("fattorus.qos", ["progress=false", *TINY, "qos.threshold=0.5,5", f"hydra.sweep.dir={sweep_dir}",
+                                       "hydra.launcher.n_jobs=1", "--multirun"], cwd=tmp_path, env=env, timeout=600)
     line = one_error_line(out)
     assert "trial [" in line and "qos.threshold=5" in line, line
     assert "[done]" not in out.stdout

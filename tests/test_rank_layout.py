@@ -10,12 +10,12 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import forkcli
 from fattorus import topology
 from fattorus.analysis import patterns
 from fattorus.analysis import rank_layout as rl
@@ -143,8 +143,7 @@ def test_as_job_puts_each_rank_on_its_node():
 
 
 def run_study(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fattorus.app.halo_study", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    return forkcli.run("fattorus.app.halo_study", [*args], cwd=cwd, timeout=300)
 
 
 def test_the_study_ranks_the_placements_as_the_paper_does(tmp_path):

@@ -7,14 +7,13 @@ import json
 import os
 import re
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
+import forkcli
 from fattorus import report
 from fattorus.args import EXIT_BROKEN_PIPE
 
@@ -266,9 +265,7 @@ def test_unreadable_run_is_one_line_error(results: Path, capsys):
 def test_empty_dir_exits_2_with_one_line(tmp_path: Path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-m", "fattorus.report", str(empty)], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
+    proc = forkcli.run("fattorus.report", [str(empty)], cwd=REPO, timeout=60)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "no run directories" in proc.stderr and "Traceback" not in proc.stderr

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import forkcli
 from fattorus import paths
 from fattorus.app import study
 
@@ -306,8 +307,7 @@ def test_cfg_job_through_the_real_command_line(tmp_path: Path):
     """The reported fault end to end: one line, exit 2, nothing written, and the command the
     line offers instead prints the first trial's config without writing anything either."""
     env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
-    run = lambda *args: subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, capture_output=True,  # noqa: E731
-                                       text=True, timeout=300, env=env)
+    run = lambda module, *args: forkcli.run(module, args, cwd=tmp_path, env=env, timeout=300)  # noqa: E731
     out = run("fattorus.study", str(SMOKE), "--cfg", "job")
     assert out.returncode == 2 and "Traceback" not in out.stderr and out.stdout == "", out.stderr[-2000:]
     (line,) = out.stderr.splitlines()

@@ -6,12 +6,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+import forkcli
 from fattorus import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,14 +33,8 @@ JOBS_SCHEMA = {
 
 
 def sweep(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fattorus.sweep", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "WANDB_SILENT": "true", **(env or {})},
-    )
+    return forkcli.run("fattorus.sweep", [*args], cwd=cwd, env={**os.environ, "WANDB_SILENT": "true", **(env or {})},
+                                          timeout=600)
 
 
 def check_run_dir(d: Path) -> dict:
@@ -195,8 +189,8 @@ def test_wandb_offline_run_holds_the_summary_metrics(results_path):
 @pytest.mark.parametrize("app", ["fattorus.sweep", "fattorus.qos"])
 def test_the_slurm_launcher_composes(tmp_path, app):
     # The README's Slurm path: the launcher config must compose (no joblib-only keys leak in).
-    out = subprocess.run([sys.executable, "-m", app, "hydra/launcher=slurm", "hydra.launcher.partition=p",
-                          "--cfg", "hydra"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = forkcli.run(app, ["hydra/launcher=slurm", "hydra.launcher.partition=p", "--cfg", "hydra"], cwd=ROOT,
+                            timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "SlurmLauncher" in out.stdout and "partition: p" in out.stdout
 
@@ -364,7 +358,7 @@ def test_a_refused_multirun_trial_leaves_no_directory(results_path):
 def test_help_says_what_the_app_does_before_hydras_lists(app: str):
     """``--help`` opens with the app's own usage and summary (Hydra's default said only "sweep is
     powered by Hydra"), then Hydra's groups; the replay's names the README's main command."""
-    out = subprocess.run([sys.executable, "-m", app, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = forkcli.run(app, ["--help"], cwd=ROOT, timeout=120)
     assert out.returncode == 0 and out.stderr == ""
     assert out.stdout.startswith(f"python -m {app} ")
     assert out.stdout.index("results/") < out.stdout.index("== Configuration groups ==")

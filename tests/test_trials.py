@@ -14,14 +14,15 @@ import polars as pl
 import pytest
 import yaml
 
+import forkcli
+
 # A busy small machine: 200 jobs up to 40 nodes on ft6x6 (54 nodes), so V2 draws move waits.
 BASE = ["+topo=ft6x6", "+speedup=v2", "workload=synthetic", "workload.synthetic.n_jobs=200",
         "workload.synthetic.max_nodes=40", "progress=false"]
 
 
 def sweep(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fattorus.sweep", *args], cwd=tmp, capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ))
+    return forkcli.run("fattorus.sweep", [*args], cwd=tmp, env=dict(os.environ), timeout=600)
 
 
 @pytest.fixture(scope="module")

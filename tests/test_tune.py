@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ import polars as pl
 import pytest
 import yaml
 
+import forkcli
 from fattorus import workload
 from fattorus.topology import fattree
 from fattorus.sched import replay
@@ -122,12 +121,11 @@ def test_exported_config_runs_in_the_app(study_dir):
     report = json.loads((d / "results" / "out" / "t" / "comparison.json").read_text())
     tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
     run_dir = d / "results" / "app_run"
-    proc = subprocess.run(
-        [sys.executable, "-m", "fattorus.sweep", "+topo=cab", "policy=ta_tuned_t", f"sched={tuned['sched']}",
-         "workload.scale=2", f"workload.window_start_days={TEST[0]:g}", f"workload.window_days={TEST[1] - TEST[0]:g}",
-         "progress=false", f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={run_dir}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "WANDB_SILENT": "true"},
-    )
+    proc = forkcli.run("fattorus.sweep", ["+topo=cab", "policy=ta_tuned_t", f"sched={tuned['sched']}",
+                                          "workload.scale=2", f"workload.window_start_days={TEST[0]:g}",
+                                          f"workload.window_days={TEST[1] - TEST[0]:g}", "progress=false",
+                                          f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={run_dir}"],
+                                          cwd=ROOT, env={**os.environ, "WANDB_SILENT": "true"}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["config"]["policy_params"] == exported["params"]
@@ -226,8 +224,7 @@ def one_line_error(capsys, args: list[str]) -> str:
 
 
 def test_bad_objective_is_one_line_and_exit_2():
-    proc = subprocess.run([sys.executable, "-m", "fattorus.tune", "--name", "x", "--objective", "fastest"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = forkcli.run("fattorus.tune", ["--name", "x", "--objective", "fastest"], cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "--objective" in proc.stderr and "mean_wait" in proc.stderr
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import optuna
 import pytest
 import yaml
 
+import forkcli
 from fattorus import topology, workload
 from fattorus.analysis import commtime, interference
 from fattorus.app import tune
@@ -108,13 +107,12 @@ def test_exported_config_runs_in_the_app_with_the_model(study_dir):
     report = json.loads((d / "results" / "out" / "comparison.json").read_text())
     tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
     run_dir = d / "results" / "app_run"
-    proc = subprocess.run(
-        [sys.executable, "-m", "fattorus.sweep", "+topo=torus8", "policy=prism_tuned_p", f"sched={tuned['sched']}",
-         "+speedup=model", "workload=tiny_torus", "workload.scale=1", f"workload.window_start_days={TEST[0]:g}",
-         f"workload.window_days={TEST[1] - TEST[0]:g}", "progress=false", f"hydra.searchpath=[file://{d / 'conf'}]",
-         f"hydra.run.dir={run_dir}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "WANDB_SILENT": "true"},
-    )
+    proc = forkcli.run("fattorus.sweep", ["+topo=torus8", "policy=prism_tuned_p", f"sched={tuned['sched']}",
+                                          "+speedup=model", "workload=tiny_torus", "workload.scale=1",
+                                          f"workload.window_start_days={TEST[0]:g}",
+                                          f"workload.window_days={TEST[1] - TEST[0]:g}", "progress=false",
+                                          f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={run_dir}"],
+                                          cwd=ROOT, env={**os.environ, "WANDB_SILENT": "true"}, timeout=600)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     app = summary["runtime_model"]["application_efficiency"]

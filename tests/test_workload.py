@@ -11,8 +11,6 @@ import hashlib
 import json
 import math
 import string
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -21,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
+import forkcli
 from fattorus import workload as W
 from fattorus.workload import waves
 
@@ -210,11 +209,10 @@ def test_counts_cover_only_the_window(tmp_path):
     assert whole == {"dropped_by_scaling": 6, "outside_window": 0, "scale_factor": 2.0}
 
     run = tmp_path / "results" / "run"  # the app writes under a results/ directory only
-    out = subprocess.run(
-        [sys.executable, "-m", "fattorus.sweep", f"hydra.run.dir={run}", "+topo=ft6", "workload=file",
-         f"workload.path={log}", "workload.cores_per_node=1", "workload.scale=fit", "workload.window_start_days=1",
-         "workload.window_days=2", "progress=false"],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = forkcli.run("fattorus.sweep", [f"hydra.run.dir={run}", "+topo=ft6", "workload=file", f"workload.path={log}",
+                                         "workload.cores_per_node=1", "workload.scale=fit",
+                                         "workload.window_start_days=1", "workload.window_days=2", "progress=false"],
+                                         cwd=REPO, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "(fit: 18 usable nodes / the log's machine of 9)" in out.stdout  # the header's MaxNodes
     assert "2 job(s) of the window dropped, scaled past the 18 usable nodes" in out.stdout
@@ -633,11 +631,9 @@ def test_a_scale_whose_product_is_infinite_is_the_same_one_line_as_a_large_one(f
 def test_an_infinite_scaled_size_is_one_line_through_the_app(tmp_path):
     log = tmp_path / "big.swf"
     log.write_text("; MaxNodes: 9\n; MaxProcs: 9\n" + "1 0 -1 600 9 -1 -1 9 1200 -1 1 1 1 -1 -1 -1 -1 -1\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "fattorus.sweep", f"hydra.run.dir={tmp_path / 'results' / 'run'}", "+topo=ft6",
-         "workload=file", f"workload.path={log}", "workload.cores_per_node=1", "workload.scale=1e308",
-         "progress=false"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    out = forkcli.run("fattorus.sweep", [f"hydra.run.dir={tmp_path / 'results' / 'run'}", "+topo=ft6", "workload=file",
+                                         f"workload.path={log}", "workload.cores_per_node=1", "workload.scale=1e308",
+                                         "progress=false"], cwd=tmp_path, timeout=600)
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith("fattorus.sweep: error: scale factor 1e+308 makes a 9-node job")
