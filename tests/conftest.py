@@ -14,27 +14,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-# JAX's persistent compilation cache, shared by the suite's processes: both xdist workers and
-# every command a test starts (~250 of them replay, each compiling the same kernels afresh:
-# 0.6-1 s of a 2-day Atlas replay's ~4 s, session 39). Set before JAX is first imported here
-# (the workers and the commands inherit the environment); one folder per suite run, removed
-# at its end by the process that made it. The cache is keyed by the compiled program, its
-# options and JAX's version, so a hit runs the same executable a compile would build.
-if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="fattorus-tests-jax-cache-")
-    os.environ["FATTORUS_TESTS_JAX_CACHE_OWNER"] = str(os.getpid())
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 
 from fattorus import paths, topology
 from fattorus.topology import Topology
@@ -86,11 +72,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # terminal. pytest's own process (and each xdist worker) runs this.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if os.environ.get("FATTORUS_TESTS_JAX_CACHE_OWNER") == str(os.getpid()):
-        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
