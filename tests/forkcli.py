@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -158,28 +159,54 @@ class _Server:
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self.proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=dict(env), text=True, cwd="/")
-        if self.proc.stdout.readline() != "ready\n":
+                                     env=dict(env), cwd="/", bufsize=0)
+        # Answers are read straight from the pipe into this buffer: a buffered reader could
+        # hold the exit code behind the pid (a command that ends at once) where select() on
+        # the pipe cannot see it.
+        self.buffer = b""
+        if self._line(None) != "ready":
             raise RuntimeError("forkcli: the server did not start")
 
     def run(self, module: str, args: Sequence[str], cwd: Path, env: Mapping[str, str], out: Path, err: Path,
             timeout: float | None) -> int:
         req = dict(module=module, args=list(args), cwd=str(cwd), env=dict(env), stdout=str(out), stderr=str(err))
-        self.proc.stdin.write(json.dumps(req) + "\n")
-        self.proc.stdin.flush()
-        pid = self._answer()
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            self._answer()
+        data = (json.dumps(req) + "\n").encode()
+        while data:  # a raw pipe may take part of a large request at a time
+            data = data[self.proc.stdin.write(data):]
+        pid = self._answer(None)
+        code = self._answer(timeout)
+        if code is None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # it ended as the time ran out
+                pass
+            self._answer(None)
             raise subprocess.TimeoutExpired([module, *args], timeout or 0)
-        return self._answer()
+        return code
 
-    def _answer(self) -> int:
-        line = self.proc.stdout.readline()
-        if not line.strip().lstrip("-").isdigit():
+    def _answer(self, timeout: float | None) -> int | None:
+        """The server's next answer (a pid or an exit code); None if none came within ``timeout`` s."""
+        line = self._line(timeout)
+        if line is None:
+            return None
+        if not line.lstrip("-").isdigit():
             raise RuntimeError(f"forkcli: the server answered {line!r} (exit code {self.proc.poll()})")
         return int(line)
+
+    def _line(self, timeout: float | None) -> str | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise RuntimeError(f"forkcli: the server ended (exit code {self.proc.wait()})")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode()
 
     def close(self) -> None:
         self.proc.stdin.close()

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,24 @@ def test_a_command_past_its_timeout_is_killed_and_the_server_serves_the_next(tmp
         forkcli.run("forkcli_sleeper", [], cwd=tmp_path, timeout=1)
     (tmp_path / "forkcli_quick.py").write_text("print('next')\n")
     assert forkcli.run("forkcli_quick", [], cwd=tmp_path, timeout=60).stdout == "next\n"
+
+
+def test_both_answers_already_in_the_pipe_are_read_without_waiting(tmp_path):
+    """A command that ends before its caller reads the pid: the exit code is then already in
+    the pipe, behind the pid, and must be read at once (a buffered reader held it where
+    ``select`` could not see it, and the caller waited for its timeout)."""
+    (tmp_path / "forkcli_quick.py").write_text("print('at once')\n")
+    server = forkcli._Server(dict(os.environ))
+    try:
+        out, err = tmp_path / "out", tmp_path / "err"
+        req = dict(module="forkcli_quick", args=[], cwd=str(tmp_path), env=dict(os.environ), stdout=str(out),
+                   stderr=str(err))
+        server.proc.stdin.write((__import__("json").dumps(req) + "\n").encode())
+        time.sleep(2)  # the child has ended and the server has written both answers
+        assert server._answer(None) > 0
+        started = time.monotonic()
+        assert server._answer(5) == 0
+        assert time.monotonic() - started < 1
+        assert out.read_text() == "at once\n"
+    finally:
+        server.close()
