@@ -56,10 +56,11 @@ def _serve() -> dict:
     # child has no such thread (a fork copies only the forking one), so that handler would
     # wait forever (session 39, found by a hung child). Every exit handler the imports
     # register is recorded, and the child keeps all of them but Polars'.
-    register, kept, polars_exits = atexit.register, [], []
+    register, kept = atexit.register, []
 
     def recording(func, *args, **kwargs):
-        (polars_exits if importing_polars else kept).append((func, args, kwargs))
+        if not importing_polars:
+            kept.append((func, args, kwargs))
         return register(func, *args, **kwargs)
 
     atexit.register = recording

@@ -1,7 +1,9 @@
 """Bad inputs and faults, through the real command lines (issue 10).
 
-Every case runs ``python -m fattorus.<cli>`` in a subprocess whose working directory is a
-fresh folder, so the results root is ``<folder>/results``. For each case the test checks the
+Every case runs ``python -m fattorus.<cli>`` as its own process (forked from a server that
+imported the package, ``tests/forkcli.py``; a real subprocess where a process limit or a
+dropped capability is set) whose working directory is a fresh folder, so the results root is
+``<folder>/results``. For each case the test checks the
 exit code, that stderr holds no traceback and (for errors) exactly one line naming the
 mistake, that nothing was written outside the results root, and, for dirty logs, the skip
 counts by reason in ``summary.json``. The cases run two at a time (one per core).

@@ -5,6 +5,7 @@ threads finished before it ends — must be the same."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,7 +97,7 @@ def test_both_answers_already_in_the_pipe_are_read_without_waiting(tmp_path):
         out, err = tmp_path / "out", tmp_path / "err"
         req = dict(module="forkcli_quick", args=[], cwd=str(tmp_path), env=dict(os.environ), stdout=str(out),
                    stderr=str(err))
-        server.proc.stdin.write((__import__("json").dumps(req) + "\n").encode())
+        server.proc.stdin.write((json.dumps(req) + "\n").encode())
         time.sleep(2)  # the child has ended and the server has written both answers
         assert server._answer(None) > 0
         started = time.monotonic()

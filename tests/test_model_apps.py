@@ -108,7 +108,7 @@ def test_a_workload_without_applications_is_refused(torus8, table):
 
 
 def _sweep(*args: str) -> subprocess.CompletedProcess:
-    return forkcli.run("fattorus.sweep", [*args], cwd=paths.repo_root(), timeout=600)
+    return forkcli.run("fattorus.sweep", args, cwd=paths.repo_root(), timeout=600)
 
 
 def test_the_app_runs_table_ii_with_its_applications_patterns_and_refuses_a_log_without_them(results_path):

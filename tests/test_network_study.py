@@ -127,7 +127,7 @@ def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path,
 
 def _cli(tmp_path, *args):
     env = dict(os.environ)  # PYTHONPATH: the checkout first (tests/conftest.py)
-    return forkcli.run("fattorus.app.network_study", [*args], cwd=tmp_path, env=env, timeout=600)
+    return forkcli.run("fattorus.app.network_study", args, cwd=tmp_path, env=env, timeout=600)
 
 
 @pytest.mark.parametrize("args, words", [

@@ -564,7 +564,7 @@ def test_prism_on_blue_waters_from_jobs_parquet(results_path):
 
     out = forkcli.run("fattorus.sweep", ["+topo=bluewaters", "policy=prism", "workload.window_days=1.5",
                                          "progress=false", f"hydra.run.dir={results_path / 'run'}"], cwd=ROOT,
-                                         timeout=600)
+                      timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "x19.57 (fit" in out.stdout
     jobs = pl.read_parquet(results_path / "run" / "jobs.parquet")

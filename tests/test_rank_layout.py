@@ -143,7 +143,7 @@ def test_as_job_puts_each_rank_on_its_node():
 
 
 def run_study(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return forkcli.run("fattorus.app.halo_study", [*args], cwd=cwd, timeout=300)
+    return forkcli.run("fattorus.app.halo_study", args, cwd=cwd, timeout=300)
 
 
 def test_the_study_ranks_the_placements_as_the_paper_does(tmp_path):

@@ -33,7 +33,7 @@ JOBS_SCHEMA = {
 
 
 def sweep(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    return forkcli.run("fattorus.sweep", [*args], cwd=cwd, env={**os.environ, "WANDB_SILENT": "true", **(env or {})},
+    return forkcli.run("fattorus.sweep", args, cwd=cwd, env={**os.environ, "WANDB_SILENT": "true", **(env or {})},
                                           timeout=600)
 
 

@@ -22,7 +22,7 @@ BASE = ["+topo=ft6x6", "+speedup=v2", "workload=synthetic", "workload.synthetic.
 
 
 def sweep(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return forkcli.run("fattorus.sweep", [*args], cwd=tmp, env=dict(os.environ), timeout=600)
+    return forkcli.run("fattorus.sweep", args, cwd=tmp, env=dict(os.environ), timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -125,7 +125,7 @@ def test_exported_config_runs_in_the_app(study_dir):
                                           "workload.scale=2", f"workload.window_start_days={TEST[0]:g}",
                                           f"workload.window_days={TEST[1] - TEST[0]:g}", "progress=false",
                                           f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={run_dir}"],
-                                          cwd=ROOT, env={**os.environ, "WANDB_SILENT": "true"}, timeout=300)
+                       cwd=ROOT, env={**os.environ, "WANDB_SILENT": "true"}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["config"]["policy_params"] == exported["params"]

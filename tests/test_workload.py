@@ -212,7 +212,7 @@ def test_counts_cover_only_the_window(tmp_path):
     out = forkcli.run("fattorus.sweep", [f"hydra.run.dir={run}", "+topo=ft6", "workload=file", f"workload.path={log}",
                                          "workload.cores_per_node=1", "workload.scale=fit",
                                          "workload.window_start_days=1", "workload.window_days=2", "progress=false"],
-                                         cwd=REPO, timeout=600)
+                      cwd=REPO, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "(fit: 18 usable nodes / the log's machine of 9)" in out.stdout  # the header's MaxNodes
     assert "2 job(s) of the window dropped, scaled past the 18 usable nodes" in out.stdout
