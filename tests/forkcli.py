@@ -19,8 +19,9 @@ OpenBLAS' and jemalloc's (which register their own fork handlers) and Polars' sp
 cleaner, whose exit handler the child drops (:func:`_serve`).
 
 A server is started per environment (the environment a command sees at import time is the
-one its server had: ``JAX_ENABLE_X64``, ``XLA_FLAGS``, ... are read then), lazily, and kept
-for the test process' life; concurrent calls each take their own server.
+one its server had: ``JAX_ENABLE_X64``, ``XLA_FLAGS``, ... are read then; pytest's
+per-test ``PYTEST_CURRENT_TEST`` aside, :data:`PER_TEST`), lazily, and kept for the test
+process' life; concurrent calls each take their own server.
 """
 
 from __future__ import annotations
@@ -214,6 +215,18 @@ class _Server:
         self.proc.wait(timeout=30)
 
 
+#: Variables a server's environment leaves out: pytest sets ``PYTEST_CURRENT_TEST`` anew for
+#: each test (and each of its phases), so an environment copied from ``os.environ`` differed
+#: from test to test, and every test started a server of its own (~2.5 s of imports; session
+#: 40). No module reads it at import; the child still sees it, from the request's environment.
+PER_TEST = frozenset({"PYTEST_CURRENT_TEST"})
+
+
+def _server_key(env: Mapping[str, str]) -> tuple:
+    """The environment a server imports under, as a key: ``env`` less :data:`PER_TEST`."""
+    return tuple(sorted((k, v) for k, v in env.items() if k not in PER_TEST))
+
+
 _idle: dict[tuple, list[_Server]] = {}
 _all: list[_Server] = []
 _lock = threading.Lock()
@@ -225,12 +238,12 @@ def run(module: str, args: Sequence[str], cwd: Path | str, env: Mapping[str, str
     capture_output=True, text=True, timeout=timeout)``, forked from a server that imported
     the package (see the module's docstring)."""
     env = dict(os.environ if env is None else env)
-    key = tuple(sorted(env.items()))
+    key = _server_key(env)
     with _lock:
         pool = _idle.setdefault(key, [])
         server = pool.pop() if pool else None
     if server is None:
-        server = _Server(env)
+        server = _Server(dict(key))
         with _lock:
             _all.append(server)
     tag = f"forkcli-{os.getpid()}-{threading.get_ident()}"

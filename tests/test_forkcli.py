@@ -106,3 +106,17 @@ def test_both_answers_already_in_the_pipe_are_read_without_waiting(tmp_path):
         assert out.read_text() == "at once\n"
     finally:
         server.close()
+
+
+def test_tests_share_a_server_and_each_command_sees_its_own_test_name(tmp_path):
+    """pytest sets ``PYTEST_CURRENT_TEST`` anew for every test: an environment copied from
+    ``os.environ`` must not start a server per test (it did until session 40: ~2.5 s each),
+    and the command still reads the variable as its caller set it."""
+    (tmp_path / "forkcli_name.py").write_text("import os\nprint(os.environ.get('PYTEST_CURRENT_TEST'))\n")
+    base = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    started = len(forkcli._all)
+    outs = [forkcli.run("forkcli_name", [], cwd=tmp_path, env={**base, "PYTEST_CURRENT_TEST": name}, timeout=60)
+            for name in ("tests/a.py::one (call)", "tests/b.py::two (setup)")]
+    outs.append(forkcli.run("forkcli_name", [], cwd=tmp_path, env=base, timeout=60))
+    assert [o.stdout for o in outs] == ["tests/a.py::one (call)\n", "tests/b.py::two (setup)\n", "None\n"]
+    assert len(forkcli._all) - started <= 1
