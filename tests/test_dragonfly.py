@@ -22,6 +22,20 @@ from fattorus.kernels import aph
 SMALL = topology.load("dragonfly_small")  # 4 groups of 2 x 4 routers, 2 nodes each; 2 black, 2 blue
 EDISON = topology.load("edison")
 N = SMALL.n_nodes  # 64
+#: Pairs per routing call of the batch tests. The router is eager ``jax.numpy`` code that
+#: compiles each of its ~30 operations anew for every batch shape (seconds a shape on CPU), so
+#: every batch of pairs is routed in chunks of B (:func:`batched`): one shape for the file
+#: (each machine's own table gathers aside). A pair's route does not depend on the others of
+#: its chunk (the router is elementwise; the jitted call below routes a whole batch at once).
+B = 2000
+
+
+def batched(route, *columns) -> np.ndarray:
+    """``route(*columns)`` over chunks of :data:`B` rows (the last one padded with zeros: node
+    0 to node 0, no route), concatenated: the rows of the columns' own call."""
+    n = len(columns[0])
+    padded = [np.pad(np.asarray(c), (0, -n % B)) for c in columns]
+    return np.concatenate([np.asarray(route(*(c[i:i + B] for c in padded))) for i in range(0, n + -n % B, B)])[:n]
 
 
 def router(g: int, i: int, j: int, R: int = 2, C: int = 4) -> int:
@@ -35,7 +49,7 @@ def node(g: int, i: int, j: int, slot: int = 0) -> int:
 def steps(topo, a: int, b: int, routes=None) -> list[tuple[int, int, str]]:
     """The route ``a -> b`` as (tail router, head router, colour) of its router links, after
     checking that it leaves node ``a`` and enters node ``b``."""
-    r = np.asarray(topo.routes(np.array([a]), np.array([b])) if routes is None else routes)[0]
+    r = np.asarray(batched(topo.routes, [a], [b]) if routes is None else routes)[0]
     links = r[r >= 0]
     ends, Nn = topo.link_ends, topo.n_nodes
     assert ends[links[0]].tolist() == [a, Nn + a // topo.nodes_per_router]
@@ -113,7 +127,7 @@ def test_consecutive_arrangement_by_hand():
     assert t.gateways[0, 1].tolist() == [0, 1] and t.gateways[0, 3].tolist() == [4, 5]
     assert t.gateways[2, 0].tolist() == [16, 17] and t.gateways[2, 3].tolist() == [20, 21]
     src, dst = np.random.default_rng(0).integers(0, N, (2, 300))
-    routes = np.asarray(t.routes(src, dst))
+    routes = batched(t.routes, src, dst)
     for s, d, r in zip(src, dst, routes):
         if s != d:
             assert len(steps(t, s, d, r[None])) == int(t.hops(s, d))
@@ -151,7 +165,7 @@ def test_edison_hops_by_hand():
 def test_minimal_routes_by_hand():
     g, k, b = "green", "black", "blue"
     assert steps(SMALL, node(0, 0, 0), node(0, 0, 0, 1)) == []
-    assert SMALL.routes(np.array([3]), np.array([3])).tolist() == [[-1] * SMALL.max_route_links]
+    assert batched(SMALL.routes, [3], [3]).tolist() == [[-1] * SMALL.max_route_links]
     assert steps(SMALL, node(0, 0, 0), node(0, 0, 1)) == [(0, 1, g)]
     # green along row 0 to column 1, then black down column 1
     assert steps(SMALL, node(0, 0, 0), node(0, 1, 1)) == [(0, 1, g), (1, 5, k)]
@@ -171,7 +185,7 @@ def test_black_first_routes_by_hand():
     g, k, b = "green", "black", "blue"
 
     def bf(a, z):
-        return steps(SMALL, a, z, SMALL.routes(np.array([a]), np.array([z]), black_first=True))
+        return steps(SMALL, a, z, batched(lambda s, d: SMALL.routes(s, d, black_first=True), [a], [z]))
 
     # one hop: the same route either way
     assert bf(node(0, 0, 0), node(0, 0, 1)) == [(0, 1, g)]
@@ -184,7 +198,7 @@ def test_black_first_routes_by_hand():
     # same hop count and gateways as the minimal route, for many pairs on Edison
     rng = np.random.default_rng(3)
     src, dst = rng.integers(0, EDISON.n_nodes, (2, 3000))
-    one, other = (np.asarray(EDISON.routes(src, dst, black_first=f)) for f in (False, True))
+    one, other = (batched(lambda a, z, f=f: EDISON.routes(a, z, black_first=f), src, dst) for f in (False, True))
     assert np.array_equal((one >= 0).sum(axis=1), (other >= 0).sum(axis=1))
     blue = EDISON.link_class == 3
 
@@ -204,16 +218,16 @@ def test_black_first_routes_by_hand():
 def test_parallel_cables_by_node_ids():
     # black: 2 cables per pair, cable (src + dst) mod 2
     for a, bb in ((node(0, 0, 1), node(0, 1, 1)), (node(0, 0, 1, 1), node(0, 1, 1))):
-        r = np.asarray(SMALL.routes(np.array([a]), np.array([bb])))[0]
+        r = batched(SMALL.routes, [a], [bb])[0]
         assert cable(SMALL, r[1]) == (a + bb) % 2
     # blue: 2 cables per bundle
     for a in (node(0, 0, 0), node(0, 0, 0, 1)):
-        r = np.asarray(SMALL.routes(np.array([a]), np.array([node(1, 0, 0)])))[0]
+        r = batched(SMALL.routes, [a], [node(1, 0, 0)])[0]
         assert SMALL.link_class[r[1]] == 3 and cable(SMALL, r[1]) == (a + node(1, 0, 0)) % 2
     # Edison: 3 black cables per column pair, (src + dst) mod 3
     src = np.array([0, 1, 2])
     dst = np.full(3, router(0, 1, 0, 6, 16) * 4)
-    r = np.asarray(EDISON.routes(src, dst))
+    r = batched(EDISON.routes, src, dst)
     assert [cable(EDISON, l) for l in r[:, 1]] == [(s + d) % 3 for s, d in zip(src, dst)]
 
 
@@ -247,8 +261,8 @@ def test_valiant_routes_pass_through_the_intermediate_group():
         gsize = t.levels[1].size
         src, dst = rng.integers(0, t.n_nodes, (2, 500))
         via = rng.integers(0, t.groups, 500)
-        routes = np.asarray(t.valiant_routes(src, dst, via))
-        minimal = np.asarray(t.routes(src, dst))
+        routes = batched(t.valiant_routes, src, dst, via)
+        minimal = batched(t.routes, src, dst)
         ends = t.link_ends
         for s, d, g, r, m in zip(src, dst, via, routes, minimal):
             links = r[r >= 0]
@@ -273,7 +287,7 @@ def test_valiant_route_by_hand():
     # 0 -> router 8 through group 2: group 0's bundles to group 2 are on routers 1 and 4, both 1 hop
     # away; (0 + 8) % 2 = 0 -> router 1, landing on router 16; then minimal 16 -> 8 (tie, (16 + 8) % 2 = 0:
     # bundle 0, 17 - 9).
-    r = np.asarray(SMALL.valiant_routes(np.array([node(0, 0, 0)]), np.array([node(1, 0, 0)]), 2))
+    r = batched(SMALL.valiant_routes, [node(0, 0, 0)], [node(1, 0, 0)], [2])
     assert steps(SMALL, node(0, 0, 0), node(1, 0, 0), r) == [
         (0, 1, "green"), (1, 16, "blue"), (16, 17, "green"), (17, 9, "blue"), (9, 8, "green")]
 
@@ -334,10 +348,9 @@ def test_job_links_equal_the_cables_of_every_route(conf, sizes):
     key = t.link_ends[:, 0] * (t.n_nodes + t.n_routers) + t.link_ends[:, 1]  # a link's (tail, head)
     hop = t.link_class > 0
     jobs = [rng.choice(t.n_nodes, n, replace=False) for n in sizes]
-    # Every job's pairs in one routes call: the eager router compiles once per batch shape.
+    # Every job's pairs in chunks of B: the eager router compiles once per batch shape.
     pairs = [np.meshgrid(nodes, nodes, indexing="ij") for nodes in jobs]
-    routes = np.asarray(t.routes(np.concatenate([s.ravel() for s, _ in pairs]),
-                                 np.concatenate([d.ravel() for _, d in pairs])))
+    routes = batched(t.routes, np.concatenate([s.ravel() for s, _ in pairs]), np.concatenate([d.ravel() for _, d in pairs]))
     for nodes, r in zip(jobs, np.split(routes, np.cumsum([len(j) ** 2 for j in jobs])[:-1])):
         used = np.unique(r[r >= 0])
         expected = hop & np.isin(key, key[used[hop[used]]])  # every cable joining the same two routers

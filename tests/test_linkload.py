@@ -111,8 +111,12 @@ YELLOW_LOADS = {
 
 
 def a2a_loads(ft: FatTree, nodes: list[int]) -> np.ndarray:
+    """Loads of an all-to-all of one unit among ``nodes``; the flows padded (``-1``, 0 bytes)
+    to 256, as the interference command pads a job's: one compilation per machine."""
     src, dst, nbytes = patterns.to_nodes(nodes, patterns.all_to_all(None, len(nodes), nbytes=1.0))
-    return np.asarray(linkload.flow_link_loads(ft, src, dst, nbytes))
+    pad = 256 - len(src)
+    src, dst = (np.pad(a, (0, pad), constant_values=-1) for a in (src, dst))
+    return np.asarray(linkload.flow_link_loads(ft, src, dst, np.pad(nbytes.astype(np.float32), (0, pad))))
 
 
 @pytest.fixture(scope="module")
@@ -337,18 +341,26 @@ TRACE = paths.traces_dir() / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
 def max_jobs_per_link(ft: FatTree, jobs: pl.DataFrame) -> int:
-    """Largest number of concurrently running jobs whose ``spread`` traffic shares one link."""
+    """Largest number of concurrently running jobs whose ``spread`` traffic shares one
+    inter-switch link (counted here from each job's link loads). Every job's flows are padded
+    (``-1``, 0 bytes) to one width: one compilation of the load kernel."""
     key = jax.random.PRNGKey(0)
     start = jobs["start_s"].to_numpy()
     end = jobs["end_s"].to_numpy()
     allocs = [np.asarray(a, np.int32) for a in jobs["alloc"].to_list()]
-    loads = [interference.job_loads(ft, a, patterns.spread(jax.random.fold_in(key, i), len(a)))
-             for i, a in enumerate(allocs)]
+    flows = [patterns.to_nodes(a, patterns.spread(jax.random.fold_in(key, i), len(a))) for i, a in enumerate(allocs)]
+    width = 1 << (max(len(src) for src, _, _ in flows) - 1).bit_length()
+
+    def padded(x: np.ndarray, fill: float) -> np.ndarray:
+        return np.pad(x, (0, width - len(x)), constant_values=fill)
+
+    used = np.stack([np.asarray(linkload.flow_link_loads(ft, padded(src, -1), padded(dst, -1),
+                                                         padded(nbytes.astype(np.float32), 0))) > 0
+                     for src, dst, nbytes in flows]) & (ft.link_class >= 1)[None, :]
     worst = 0
     for t in np.unique(start):  # the running set only grows at starts
         running = np.flatnonzero((start <= t) & (t < end))
-        res = interference.exposure(ft, [loads[j] for j in running])
-        worst = max(worst, int(res.jobs_on_link.max()))
+        worst = max(worst, int(used[running].sum(axis=0).max()))
     return worst
 
 

@@ -1,9 +1,11 @@
 """Optuna tuning (``python -m fattorus.tune``): a small real study end to end.
 
-Atlas x2 on Cab with 3-day windows (each replay well under a second). The numbers the study
-stores and writes are checked against replays run here, independently of the study code: the
-objective against pooled job tables, the comparison rows against ``summary`` values, the
-exported config against the study app run as a subprocess.
+Atlas x2 on Cab with one-day training windows and a two-day held-out one (each replay well
+under a second; the training windows' jobs pad to the same four shapes of the APH kernel, which
+every worker process compiles afresh). The numbers the study stores and writes are checked
+against replays run here, independently of the study code: the objective against pooled job
+tables, the comparison rows against ``summary`` values, the exported config against the study
+app run as a subprocess.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from fattorus.app import tune
 from fattorus.sched.policy import TAParams
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN = [(9.0, 12.0), (12.0, 15.0)]  # busy days of Atlas x2: waits of hours under EASY
-TEST = (15.0, 18.0)
-COMMON = ["--topo", "cab", "--workload", "atlas", "--scale", "2", "--train", "9:12,12:15", "--test", "15:18"]
+# Busy days of Atlas x2, 48 and 29 jobs: waits of hours under EASY, where points of the space
+# wait 5-10 % less; the first, where FCFS waits three times as long, is the one pruning reads.
+TRAIN = [(9.0, 10.0), (6.0, 7.0)]
+TEST = (13.0, 15.0)  # 155 jobs
+COMMON = ["--topo", "cab", "--workload", "atlas", "--scale", "2", "--train", "9:10,6:7", "--test", "13:15"]
 # The paper's Algorithm 1 (spec allocation.md), written out rather than read from the code.
 PAPER = {"t1_pod_order": "least", "t1_leaf_order": "least", "t2_pod_order": "least", "t2_leaf_order": "most",
          "t3_pod_order": "most", "t3_leaf_order": "most", "tie": "low_id", "relax_after_s": None}
@@ -58,11 +62,13 @@ def argv(d: Path, name: str, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def study_dir(tmp_path_factory) -> tuple[Path, int]:
-    """A study run twice: 6 trials by two worker processes, then 3 more in-process."""
+    """A study run twice: 6 trials by two worker processes, then 3 more in-process (seed 8:
+    the first worker's first draw and one of the rerun's wait 2 % and 8 % less than the
+    paper's defaults, so the tuned config is another)."""
     d = tmp_path_factory.mktemp("tune")
-    tune.main(argv(d, "t", "--trials", "6", "--jobs", "2", "--seed", "3"))
+    tune.main(argv(d, "t", "--trials", "6", "--jobs", "2", "--seed", "8"))
     first = len(optuna.load_study(study_name="t", storage=f"sqlite:///{d}/t.db").trials)
-    tune.main(argv(d, "t", "--trials", "3", "--seed", "3"))
+    tune.main(argv(d, "t", "--trials", "3", "--seed", "8"))
     return d, first
 
 
@@ -164,16 +170,21 @@ def test_pooled_metrics_are_summary_values_for_one_window_and_pool_jobs_for_seve
 
 
 def test_multi_objective_exports_the_best_wait_no_more_exposed_than_the_paper(tmp_path):
-    tune.main(argv(tmp_path, "m", "--multi", "mean_wait,exposure", "--trials", "6", "--test", "none",
-                   "--sampler", "random", "--seed", "1"))
+    # One training window (a multi-objective study prunes nothing: windows add only replays).
+    tune.main([*argv(tmp_path, "m", "--multi", "mean_wait,exposure", "--trials", "4", "--test", "none",
+                     "--sampler", "random", "--seed", "4"), "--train", "9:10"])
     study = optuna.load_study(study_name="m", storage=f"sqlite:///{tmp_path}/m.db")
-    assert len(study.directions) == 2 and len(study.trials) == 6
+    assert len(study.directions) == 2 and len(study.trials) == 4
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     base = done[0]
     assert tune.decode(base.params) == (PAPER, "easy") and base.values[1] == 0.0
     # Independent reference: over all finished trials (not only the front), the best mean
-    # wait among those no more exposed than the paper's policy.
-    best_wait = min(t.values[0] for t in done if t.values[1] <= base.values[1])
+    # wait among those no more exposed than the paper's policy (seed 4: the paper's and one
+    # other, unexposed and waiting longer; one of the others waits less, exposed).
+    eligible = [t for t in done if t.values[1] <= base.values[1]]
+    assert len(eligible) >= 2
+    best_wait = min(t.values[0] for t in eligible)
+    assert min(t.values[0] for t in done) < best_wait  # the exposure bound decides
     exported = yaml.safe_load((tmp_path / "conf" / "policy" / "ta_tuned_m.yaml").read_text())["params"]
     chosen = [t for t in done if tune.decode(t.params)[0] == exported]
     assert chosen and chosen[0].values[0] == best_wait and chosen[0].values[1] <= base.values[1]
@@ -199,14 +210,14 @@ def test_pareto_picks_on_a_hand_made_front():
 def test_same_seed_same_trials(tmp_path):
     params = []
     for name in ("a", "b"):
-        tune.main([*argv(tmp_path, name, "--trials", "5", "--seed", "11", "--test", "none"), "--train", "9:12"])
+        tune.main([*argv(tmp_path, name, "--trials", "3", "--seed", "11", "--test", "none"), "--train", "9:10"])
         study = optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/{name}.db")
         params.append([t.params for t in study.trials])
     assert params[0] == params[1] and len({str(p) for p in params[0]}) > 1
 
 
 def test_timeout_stops_starting_trials(tmp_path):
-    tune.main([*argv(tmp_path, "to", "--trials", "500", "--timeout", "2", "--test", "none"), "--train", "9:12"])
+    tune.main([*argv(tmp_path, "to", "--trials", "500", "--timeout", "1", "--test", "none"), "--train", "9:10"])
     n = len(optuna.load_study(study_name="to", storage=f"sqlite:///{tmp_path}/to.db").trials)
     assert 1 <= n < 500
 
@@ -264,13 +275,13 @@ def test_trials_0_on_a_new_study_is_one_line_and_queues_nothing(capsys, tmp_path
     assert not (tmp_path / "x.db").exists()  # nor its empty SQLite file (session 31 review)
     assert optuna.get_all_study_names(storage=url) == []  # the study this run made is dropped again
     # ...so the corrected command, with other windows, is not refused as "another setup".
-    assert tune.main(["--name", "x", "--storage", url, "--trials", "1", "--jobs", "1", "--train", "0:2",
+    assert tune.main(["--name", "x", "--storage", url, "--trials", "1", "--jobs", "1", "--train", "9:10",
                       "--test", "none", "--export", str(tmp_path / "x.yaml")]) is None
 
 
 def test_resuming_with_another_setup_is_refused(capsys, study_dir):
     d, _ = study_dir
-    err = one_line_error(capsys, [*argv(d, "t", "--trials", "1"), "--train", "9:12"])
+    err = one_line_error(capsys, [*argv(d, "t", "--trials", "1"), "--train", "9:10"])
     assert "another setup" in err and "train" in err
 
 
