@@ -23,11 +23,31 @@ def test_node_flows_sum_rank_flows_per_node_pair_and_keep_jobs_apart():
         pw.node_flows(20, pw.WORKLOADS["WD 4"], ranks=16, ranks_per_node=2)
 
 
-def test_study_writes_totals_and_per_job_views(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert dragonfly_study.main(["--workloads", "WD 4", "--cables", "dragonfly_small", "--ranks", "24",
-                                 "--ranks-per-node", "2", "--name", "t"]) == 0
-    base = tmp_path / "results" / "dragonfly_study" / "t"
+#: The small study's machine and job sizes: four jobs of 12 nodes on the 64 of dragonfly_small.
+SMALL = ["--cables", "dragonfly_small", "--ranks", "24", "--ranks-per-node", "2"]
+
+
+# The real solves here run on the CPU device (conftest.on_cpu), as the resumed study's claim
+# to the bit needs: JAX compiles a solve again for each default device, and these
+# compilations (each workload's joint solve and its four jobs' shapes) are most of the file's
+# time, so every study of WD 4 on the small dragonfly shares one set of them.
+
+
+@pytest.fixture(scope="module")
+def wd4_study(tmp_path_factory):
+    """``results/dragonfly_study/t``: the study of WD 4 on the small dragonfly (real solves),
+    made once for the tests that read a finished study (a test that changes it works on a copy)."""
+    import jax
+
+    base = tmp_path_factory.mktemp("wd4")
+    with pytest.MonkeyPatch.context() as mp, jax.default_device(jax.devices("cpu")[0]):
+        mp.chdir(base)
+        assert dragonfly_study.main(["--workloads", "WD 4", *SMALL, "--name", "t"]) == 0
+    return base / "results" / "dragonfly_study" / "t"
+
+
+def test_study_writes_totals_and_per_job_views(wd4_study):
+    base = wd4_study
     totals, jobs = pl.read_parquet(base / "totals.parquet"), pl.read_parquet(base / "jobs.parquet")
     assert set(totals["class"]) == {"green", "black", "blue", "all"}
     assert set(jobs["view"]) == {"individual", "in_workload"} and set(jobs["job"]) == {0, 1, 2, 3}
@@ -82,9 +102,6 @@ def test_an_unwritable_results_directory_is_one_line(tmp_path, monkeypatch, caps
                                  "--ranks-per-node", "2", "--name", "ro"]) == 1
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(err) == 1 and "cannot write" in err[0]
-
-
-SMALL = ["--cables", "dragonfly_small", "--ranks", "24", "--ranks-per-node", "2"]
 
 
 @pytest.mark.parametrize("args, words", [
@@ -153,7 +170,7 @@ def test_the_largest_counts_allowed_pass_the_checks():
     dragonfly_study.check_bounds(args)  # no error
 
 
-def test_other_settings_are_refused_and_stale_maps_removed(tmp_path, monkeypatch, capsys):
+def test_other_settings_are_refused_and_stale_maps_removed(tmp_path, monkeypatch, capsys, on_cpu):
     monkeypatch.chdir(tmp_path)
     base = tmp_path / "results" / "dragonfly_study" / "t"
     base.mkdir(parents=True)
@@ -224,7 +241,7 @@ def test_parallel_cables_share_a_router_pairs_traffic_by_hand():
     assert dragonfly_study.settings(args, ["WD 4"], ["dragonfly_small"])["parallel_cables"] == "pooled"
 
 
-def test_a_study_made_before_pooled_cables_is_static(tmp_path, monkeypatch, capsys):
+def test_a_study_made_before_pooled_cables_is_static(tmp_path, monkeypatch, capsys, on_cpu):
     monkeypatch.chdir(tmp_path)
     run = ["--workloads", "WD 4", *SMALL, "--name", "t"]
     assert dragonfly_study.main([*run, "--parallel-cables", "static"]) == 0
@@ -259,14 +276,20 @@ def test_many_to_many_sub_communicators_leave_their_router():
 
 def test_an_interrupted_study_resumes_after_its_last_finished_solve(tmp_path, monkeypatch, capsys, on_cpu):
     # On the CPU device (conftest.on_cpu): the resumed tables equal the uninterrupted ones to the bit.
+    # Two solves: WD 4 on the small dragonfly and on a copy of it under another name (the
+    # study's second cable configuration; its solves have the first's shapes, so they reuse
+    # its compilations rather than a second workload's).
     monkeypatch.chdir(tmp_path)
     base = tmp_path / "results" / "dragonfly_study"
-    run = ["--workloads", "WD 4,WD 3", *SMALL]
+    twin = tmp_path / "small_twin.yaml"
+    twin.write_text((topology.conf_dir() / "topo" / "dragonfly_small.yaml").read_text()
+                    .replace("name: dragonfly_small", "name: small_twin"))
+    run = ["--workloads", "WD 4", *SMALL[:1], f"dragonfly_small,{twin}", *SMALL[2:]]
     assert dragonfly_study.main([*run, "--name", "whole"]) == 0
     real, calls = dragonfly_study.solve, []
 
     def interrupted_at_the_second(topo, wd, *rest):
-        calls.append(wd)
+        calls.append((wd, topo.name))
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(topo, wd, *rest)
@@ -278,7 +301,8 @@ def test_an_interrupted_study_resumes_after_its_last_finished_solve(tmp_path, mo
     assert err[-1].startswith("dragonfly_study: interrupted; 1 of 2 solves kept") and "re-run" in err[-1]
     assert not (base / "cut" / "summary.json").exists()
     # Other settings may not finish it ...
-    for other, key in ((["--seed", "1"], "seed:"), (["--valiant", "1"], "valiant:"), (["--workloads", "WD 4"], "workloads:")):
+    for other, key in ((["--seed", "1"], "seed:"), (["--valiant", "1"], "valiant:"), (["--workloads", "WD 3"], "workloads:"),
+                       (["--cables", "dragonfly_small"], "cables:")):
         assert dragonfly_study.main([*run, "--name", "cut", *other]) == 2, other
         err = capsys.readouterr().err
         assert "unfinished study" in err and key in err, (other, err)
@@ -289,10 +313,11 @@ def test_an_interrupted_study_resumes_after_its_last_finished_solve(tmp_path, mo
     assert record["fattorus"] == provenance.stamp()
     settings.write_text(json.dumps({**record, "fattorus": {"version": "0.0.1", "source": "000000000000"}}))
     calls.clear()
-    monkeypatch.setattr(dragonfly_study, "solve", lambda topo, wd, *rest: calls.append(wd) or real(topo, wd, *rest))
+    monkeypatch.setattr(dragonfly_study, "solve",
+                        lambda topo, wd, *rest: calls.append((wd, topo.name)) or real(topo, wd, *rest))
     assert dragonfly_study.main([*run, "--name", "cut"]) == 0
     err = capsys.readouterr().err
-    assert calls == ["WD 3"] and "kept from an earlier run" in err
+    assert calls == [("WD 4", "small_twin")] and "kept from an earlier run" in err
     assert "its kept parts were made by another fattorus source (000000000000" in err, err
     for name in ("totals.parquet", "jobs.parquet", "hot_links.parquet"):
         assert pl.read_parquet(base / "cut" / name).equals(pl.read_parquet(base / "whole" / name)), name
@@ -313,7 +338,7 @@ def test_a_kept_solve_that_cannot_be_read_is_solved_again(tmp_path, capsys):
         assert len(err) == 1 and "cannot be read" in err[0] and "solved again" in err[0]
 
 
-def test_max_iters_zero_is_recorded_as_capped(tmp_path, monkeypatch, capsys):
+def test_max_iters_zero_is_recorded_as_capped(tmp_path, monkeypatch, capsys, on_cpu):
     """``--max-iters 0`` solves minimal routes only: no solve reaches the adaptive steady
     state, so every total says ``capped`` and stderr says where it stopped (it said
     ``capped false`` before session 27)."""
@@ -324,13 +349,14 @@ def test_max_iters_zero_is_recorded_as_capped(tmp_path, monkeypatch, capsys):
     assert "stopped at --max-iters 0 before the steady state" in capsys.readouterr().err
 
 
-def test_a_finished_study_run_again_is_reported_not_redone(tmp_path, monkeypatch, capsys):
+def test_a_finished_study_run_again_is_reported_not_redone(tmp_path, monkeypatch, capsys, wd4_study):
     """The same command on a finished study of the same settings prints its totals and solves
     nothing (it solved every workload again; session 27 review)."""
+    import shutil
+
     monkeypatch.chdir(tmp_path)
     run = ["--workloads", "WD 4", *SMALL, "--name", "again"]
-    assert dragonfly_study.main(run) == 0
-    capsys.readouterr()
+    shutil.copytree(wd4_study, tmp_path / "results" / "dragonfly_study" / "again")  # what `run` finished there
 
     def no_solve(*a, **k):
         raise AssertionError("a finished study was solved again")
@@ -406,12 +432,10 @@ def test_max_vs_def_divides_by_defs_max_of_the_same_workload_and_class(tmp_path,
     assert line("WD 2", "small_k", "all", "20.00", "1.00", "-") in capsys.readouterr().out
 
 
-def test_the_studys_all_links_row_agrees_with_its_classes_and_hottest_link(tmp_path, monkeypatch):
+def test_the_studys_all_links_row_agrees_with_its_classes_and_hottest_link(wd4_study):
     """A real solve: class ``all`` has the largest class max (the busiest link of hot_links)
     and the class means weighted by each class's number of links."""
-    monkeypatch.chdir(tmp_path)
-    assert dragonfly_study.main(["--workloads", "WD 2", *SMALL, "--name", "a"]) == 0
-    base = tmp_path / "results" / "dragonfly_study" / "a"
+    base = wd4_study
     totals = pl.read_parquet(base / "totals.parquet")
     t = topology.load("dragonfly_small")
     cls = np.asarray(t.link_class)
