@@ -53,6 +53,14 @@ class Case:
     setup: str = ""  # name of a special set-up step (see _prepare)
 
 
+def command_env() -> dict:
+    """The environment of every command this file forks: this process' (PYTHONPATH: the checkout
+    first, tests/conftest.py) with ``HYDRA_FULL_ERROR=1``, under which an error that reached Hydra
+    would print in full (a traceback, not one line). One environment: the tests after the table
+    fork from the table's servers (forkcli starts one per environment, ~2.5 s of imports)."""
+    return {**os.environ, "HYDRA_FULL_ERROR": "1"}
+
+
 def _log(*extra: str) -> str:
     return HEADER + "".join(GOOD) + "".join(extra)
 
@@ -123,9 +131,6 @@ CASES = [
         "logger.mode=disabled"),
     bad("wandb_long_tag", "has 70 characters; W&B takes 1 to 64", "logger=wandb", f"logger.tags=[{'x' * 70}]",
         "logger.mode=disabled"),
-    # W&B settings name no trial folder: they change where a run is logged, not what it computes.
-    Case("wandb_settings_not_in_folders", ("--multirun", "hydra.launcher.n_jobs=1", "logger=wandb", "logger.tags=[t]",
-                                           "logger.mode=disabled", "seed=0,1") + W, 0, files={"log.swf": _log()}),
     # A setting the run does not read: a warning, the run goes on (session 27).
     Case("log_nodes_without_fit", W + ("workload.log_nodes=9",), 0,
          "warning: workload.log_nodes=9 is read only with workload.scale=fit; this run scales by x1",
@@ -213,8 +218,12 @@ CASES = [
     bad("study_dotdot", "cannot name a results directory", "--multirun", "study=../../x"),
     bad("study_absolute", "cannot name a results directory", "--multirun", "study=/tmp/fattorus-escape"),
     Case("workload_name_dotdot", W + ("workload.name=../../../escape",), 0, files={"log.swf": _log()}),
-    Case("multirun_value_slashes", ("--multirun", "hydra.launcher.n_jobs=1", "workload.path=UP,HERE") + W[:2] + W[3:],
-         0, files={"log.swf": _log()}, setup="copy_log_up"),
+    # A multirun over two logs named with '..' and '/' (each trial one path component), given W&B
+    # settings too, which name no trial folder: they change where a run is logged, not what it
+    # computes (test_wandb_settings_name_no_trial_folder).
+    Case("multirun_value_slashes_and_wandb_settings",
+         ("--multirun", "hydra.launcher.n_jobs=1", "logger=wandb", "logger.tags=[t]", "logger.mode=disabled",
+          "workload.path=UP,HERE") + W[:2] + W[3:], 0, files={"log.swf": _log()}, setup="copy_log_up"),
     # Faults of the environment: one line, exit 1, nothing counted as done.
     bad("results_read_only", "ermission denied", rc=1, setup="read_only_results"),
     bad("disk_full", "cannot write the results", rc=1, setup="disk_full"),
@@ -330,13 +339,25 @@ def _prepare(case: Case, cwd: Path) -> tuple[list[str], dict]:
         # A value with '..' and '/' in a multirun: its trial directory must stay one component.
         (cwd.parent / f"{cwd.name}-log.swf").write_text(_log())
         args = [a.replace("UP", f"{cwd}/../{cwd.name}-log.swf").replace("HERE", f"{cwd}/log.swf") for a in args]
-    elif case.setup == "run_dir":
-        run = cwd / "results" / "run"
-        made = forkcli.run("fattorus.sweep", [f"hydra.run.dir={run}", *W[:2], f"workload.path={cwd}/log.swf", *W[3:]],
-                           cwd=cwd, timeout=300)
-        assert made.returncode == 0, made.stderr
-        args = [str(run) if a == "RUN" else a for a in args]
+    elif case.setup == "run_dir":  # the replay run of :func:`_make_shared_run`
+        args = [str(cwd.parent / SHARED_RUN / "results" / "run") if a == "RUN" else a for a in args]
     return args, kwargs
+
+
+#: The folder, beside the cases', of the one replay run the ``run_dir`` cases read (each of
+#: them is refused, reading it only): made once before the cases, not once per case.
+SHARED_RUN = "shared-run"
+
+
+def _make_shared_run(base: Path) -> None:
+    cwd = base / SHARED_RUN
+    cwd.mkdir()
+    (cwd / "log.swf").write_text(_log())
+    made = forkcli.run("fattorus.sweep", [f"hydra.run.dir={cwd / 'results' / 'run'}", *W[:2],
+                                          f"workload.path={cwd}/log.swf", *W[3:]],
+                       cwd=cwd, env=command_env(), timeout=300)
+    assert made.returncode == 0, made.stderr
+    assert (cwd / "results" / "run" / "summary.json").is_file()
 
 
 def _snapshot(root: Path) -> set[str]:
@@ -348,7 +369,7 @@ def run_case(case: Case, base: Path) -> dict:
     cwd.mkdir()
     args, kwargs = _prepare(case, cwd)
     before_cwd, before_base = _snapshot(cwd), {p.name for p in base.iterdir()}
-    env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
+    env = command_env()
     prefix = kwargs.pop("prefix", [])
     if prefix:  # a process limit or dropped capability, set by the command that starts Python
         out = subprocess.run([*prefix, sys.executable, "-m", f"fattorus.{case.cli}", *args], cwd=cwd,
@@ -371,6 +392,7 @@ def run_case(case: Case, base: Path) -> dict:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
     base = tmp_path_factory.mktemp("bad")
+    _make_shared_run(base)
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = pool.map(lambda c: (c.id, run_case(c, base)), CASES)
         return dict(done)
@@ -454,7 +476,7 @@ def test_paths_with_separators_stay_inside_their_directory(results):
     """The sanitised cases still wrote complete runs under results/ and each run directory is
     a single component right where runs go: ``runs/<run>`` for a single run, ``sweeps/<sweep>/
     <trial>`` for each multirun trial (no sub-folders made from the value's separators)."""
-    single, multi = results["workload_name_dotdot"], results["multirun_value_slashes"]
+    single, multi = results["workload_name_dotdot"], results["multirun_value_slashes_and_wandb_settings"]
     assert len(single["summary_dirs"]) == 1 and len(multi["summary_dirs"]) == 2, (single, multi)
     for summary in single["summaries"] + multi["summaries"]:
         assert summary["counts"]["replayed"] > 0
@@ -511,7 +533,7 @@ def test_a_configuration_error_ends_before_jax_loads(tmp_path):
 
 
 def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return forkcli.run("fattorus.sweep", args, cwd=cwd, timeout=600)  # PYTHONPATH: the checkout first (conftest)
+    return forkcli.run("fattorus.sweep", args, cwd=cwd, env=command_env(), timeout=600)
 
 
 def test_two_single_runs_in_the_same_second_keep_both_results(tmp_path):
@@ -586,8 +608,9 @@ def test_sacct_steps_are_recorded_so_line_counts_add_up(results):
 
 def test_wandb_settings_name_no_trial_folder(results):
     """``logger.tags=[t]`` in a multirun named every trial folder after it, so changing a tag
-    re-ran every replay into new folders (session 27 review)."""
-    dirs = results["wandb_settings_not_in_folders"]["summary_dirs"]
+    re-ran every replay into new folders (session 27 review). The multirun over two logs of
+    ``multirun_value_slashes_and_wandb_settings`` gives them."""
+    dirs = results["multirun_value_slashes_and_wandb_settings"]["summary_dirs"]
     assert len(dirs) == 2 and all("logger" not in part for d in dirs for part in d), dirs
 
 
@@ -613,7 +636,7 @@ def test_hydra_flag_order(argv, words):
 def test_a_misspelt_key_names_the_key_the_lookup_failed_on(tmp_path):
     """``qos.sytem.radix``: the closest key to ``sytem`` (was "settings there" without a hint,
     the last part ``radix`` looked up); ``polcy.name``: ``policy``."""
-    env = {**os.environ}
+    env = command_env()
     qos = forkcli.run("fattorus.qos", ["--cfg", "job", "qos.sytem.radix=4"], cwd=tmp_path, env=env, timeout=120)
     assert qos.returncode == 2 and "unknown setting 'qos.sytem' (did you mean 'system'?)" in qos.stderr, qos.stderr
     sweep = forkcli.run("fattorus.sweep", ["--cfg", "job", "polcy.name=ta"], cwd=tmp_path, env=env, timeout=120)
@@ -625,7 +648,8 @@ def test_tune_refuses_an_unknown_machine_before_any_progress_line(tmp_path):
     """``--topo caab``: one line on stderr and nothing on stdout (its "loading ..." line came
     first)."""
     out = forkcli.run("fattorus.tune", ["--name", "x", "--topo", "caab", "--workload", "atlas", "--train", "0:1",
-                                         "--test", "1:2", "--trials", "1"], cwd=tmp_path, timeout=120)
+                                         "--test", "1:2", "--trials", "1"], cwd=tmp_path, env=command_env(),
+                      timeout=120)
     assert out.returncode == 2 and out.stdout == "", out.stdout
     assert out.stderr.count("\n") == 1 and "--topo caab: unknown topology 'caab'" in out.stderr
     assert not any(tmp_path.iterdir())
