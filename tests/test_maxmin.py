@@ -87,7 +87,7 @@ def test_fat_tree_flows_are_max_min_fair_and_batch_like_single_solves(ft6):
     rng = np.random.default_rng(3)
     src = rng.integers(0, ft6.n_nodes, 80)
     dst = (src + rng.integers(1, ft6.n_nodes, 80)) % ft6.n_nodes
-    route_ids = np.asarray(ft6.routes(src, dst))
+    route_ids = ft6.host_routes(src, dst)  # the fat-tree's routes, from the host (no JAX routing to compile)
     cap = np.asarray(ft6.link_bandwidth, np.float32)
     weights = rng.integers(1, 4, (3, 80)).astype(np.float32)
     batch = jax.vmap(lambda w: maxmin_rates(jnp.asarray(route_ids), jnp.asarray(cap), w).rate)(jnp.asarray(weights))

@@ -15,7 +15,7 @@ import pytest
 
 from fattorus import workload
 from fattorus.analysis import commtime, interference, patterns
-from fattorus.kernels.maxmin import maxmin_rates, maxmin_rates_numpy
+from fattorus.kernels.maxmin import DUMP, bucket_size, flow_incidences, maxmin_rates, maxmin_rates_numpy
 from fattorus.kernels.maxmin_compiled import (compact_routes, goal_step_time, goal_step_time_compact,
                                               maxmin_rates_compiled, new_workspace)
 from fattorus.sched import replay
@@ -87,6 +87,20 @@ def test_the_compact_goal_solve_refuses_lists_that_do_not_add_up():
         compact_routes(np.array([[2**32]]))
 
 
+def _padded(routes: np.ndarray, cap: np.ndarray, flows: int, slots: int, links: int) -> tuple[np.ndarray, np.ndarray]:
+    """The same problem for the JAX solvers in one shape, ``(flows, slots)`` routes over
+    ``links`` links (each at least the problem's own): more slots ``-1`` (no link), more flows
+    with no link at the end (rate ``inf``, they freeze before the first round and add exact
+    zeros), more links that no flow crosses (capacity 1). Every real flow crosses the same
+    links in the same order, so the JAX solver adds the same floats (the tests below would
+    tell); and JAX compiles once per shape, so one shape serves every problem instead of one
+    compilation per problem size (compiling was most of this file's time)."""
+    F, L = routes.shape
+    out = np.full((max(flows, F), max(slots, L)), -1, np.int32)
+    out[:F, :L] = routes
+    return out, np.r_[cap, np.ones(max(0, links - len(cap)), cap.dtype)]
+
+
 def _random_problem(rng: np.random.Generator, F: int, E: int, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Routes with padding anywhere (some flows with no link), byte counts, float32 capacities."""
     routes = np.where(rng.random((F, L)) < 0.6, rng.integers(0, E, (F, L)), -1).astype(np.int32)
@@ -96,7 +110,7 @@ def _random_problem(rng: np.random.Generator, F: int, E: int, L: int) -> tuple[n
     return routes, nbytes, cap
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(3))  # each with 0 or 1, 2-3, ~10, ~40 and ~200 filling rounds
 def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_bit(seed, on_cpu):
     rng = np.random.default_rng(seed)
     for F, E, L in [(1, 1, 1), (7, 3, 2), (60, 12, 4), (400, 50, 6), (2000, 300, 7)]:
@@ -104,6 +118,11 @@ def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_
         # Repeated links in one route (a torus route does not, a random one may) count once
         # per crossing in both solvers: keep them, both must agree anyway.
         ref, _ = maxmin_rates_numpy(routes, cap.astype(np.float64))
+        # The JAX goal solve's problem in the shape of the largest (:func:`_padded`; the goal
+        # solve pads the flows to a bucket itself, and its crossing lists, ``sparse``, to a
+        # bucket of their count).
+        jax_routes, jax_cap = _padded(routes, cap, 2000, 7, 300)
+        jax_bytes = np.r_[nbytes, np.zeros(len(jax_routes) - F)]
         for own in sorted({1, F // 3, F}):
             if own == 0:
                 continue
@@ -113,7 +132,8 @@ def test_random_problems_match_the_numpy_filling_and_the_jax_goal_solve_bit_for_
             lengths, links = compact_routes(routes)  # the same crossings as compact lists: the same bits
             assert goal_step_time_compact(lengths, links, nbytes, own, cap, workspace) == got and (workspace == -1).all()
             for sparse in (False, True):
-                assert got == commtime.goal_step_time_jax(routes, nbytes, own, cap, sparse=sparse), (F, own, sparse)
+                assert got == commtime.goal_step_time_jax(jax_routes, jax_bytes, own, jax_cap, sparse=sparse), \
+                    (F, own, sparse)
             linked = (routes[:own] >= 0).any(axis=1)
             want = float((nbytes[:own][linked] / ref[:own][linked]).max()) if linked.any() else 0.0
             assert got == pytest.approx(want, rel=1e-4)
@@ -136,12 +156,15 @@ def test_full_rates_match_the_numpy_filling_and_the_jax_solver_bit_for_bit(seed,
         assert (workspace == -1).all()  # handed back as it came
         ref, _ = maxmin_rates_numpy(routes, cap.astype(np.float64))
         np.testing.assert_allclose(got, ref, rtol=1e-4)
-        # The JAX solver in stages (the default) and from crossing lists: the same floats.
-        assert np.array_equal(got, np.asarray(maxmin_rates(routes, cap).rate))
-        from fattorus.kernels.maxmin import flow_incidences
-
-        inc = tuple(np.asarray(x) for x in flow_incidences(routes))
-        assert np.array_equal(got, np.asarray(maxmin_rates(routes, cap, incidences=inc).rate))
+        # The JAX solver in stages (the default) and from crossing lists: the same floats, on
+        # the problem in the shape of the largest (:func:`_padded`), its crossing lists padded
+        # as ``flow_incidences`` pads them (flow 0, spare links ``-1 - k``) to one length.
+        jax_routes, jax_cap = _padded(routes, cap, 3000, 7, 300)
+        assert np.array_equal(got, np.asarray(maxmin_rates(jax_routes, jax_cap).rate)[:F])
+        flow, link = flow_incidences(jax_routes, bucket=False)
+        pad = bucket_size(3000 * 7) - len(flow)
+        inc = (np.r_[flow, np.zeros(pad, np.int32)], np.r_[link, -1 - np.arange(pad, dtype=np.int32) % DUMP])
+        assert np.array_equal(got, np.asarray(maxmin_rates(jax_routes, jax_cap, incidences=inc).rate)[:F])
 
 
 def test_full_rates_refuse_what_the_jax_solver_refuses():
@@ -178,11 +201,18 @@ def test_the_goal_solve_refuses_negative_or_nan_byte_counts_and_a_scalar_capacit
             solve(np.float32(2))
 
 
+#: One shape for every machine's flows in the JAX solvers (:func:`_padded`): flows (at most
+#: 1,211 here), route slots and links (Blue Waters has the most of both).
+MACHINE_FLOWS, MACHINE_SLOTS, MACHINE_LINKS = 2048, 38, 138240
+
+
 def test_every_machine_s_flows_get_the_jax_solver_s_rates(conf_topo, on_cpu):
     jobs = _scattered_jobs(conf_topo, np.random.default_rng(12))
     route_ids, _, _ = commtime._flows(conf_topo, jobs)
     cap = commtime.solver_capacity(conf_topo).astype(np.float32)
-    assert np.array_equal(maxmin_rates_compiled(route_ids, cap), np.asarray(maxmin_rates(route_ids, cap).rate))
+    jax_routes, jax_cap = _padded(route_ids, cap, MACHINE_FLOWS, MACHINE_SLOTS, MACHINE_LINKS)
+    assert np.array_equal(maxmin_rates_compiled(route_ids, cap),
+                          np.asarray(maxmin_rates(jax_routes, jax_cap).rate)[:len(route_ids)])
 
 
 def _scattered_jobs(topo, rng: np.random.Generator) -> list[commtime.Job]:
@@ -205,7 +235,10 @@ def test_every_machine_s_flows_solve_to_the_jax_goal_solve_s_bits(conf_topo, on_
         order = np.r_[np.flatnonzero(owner == j), np.flatnonzero(owner != j)]
         own = int((owner == j).sum())
         got = goal_step_time(route_ids[order], nbytes[order], own, cap)
-        assert got == commtime.goal_step_time_jax(route_ids[order], nbytes[order], own, cap, sparse=sparse)
+        # The JAX goal solve's problem in every machine's one shape (:func:`_padded`).
+        jax_routes, jax_cap = _padded(route_ids[order], cap, MACHINE_FLOWS, MACHINE_SLOTS, MACHINE_LINKS)
+        jax_bytes = np.r_[nbytes[order], np.zeros(len(jax_routes) - len(order))]
+        assert got == commtime.goal_step_time_jax(jax_routes, jax_bytes, own, jax_cap, sparse=sparse)
         assert got > 0
 
 
@@ -217,7 +250,11 @@ class _JaxSolves(commtime.ModelRuntimes):
         return None
 
     def _step(self, route_ids, nbytes, own):
-        return commtime.goal_step_time_jax(route_ids, nbytes, own, self._cap_f32)
+        # Padded to 1,024 flows (the most in the replay below) with flows that cross no link
+        # (:func:`_padded`): one compilation of the JAX goal solve instead of one per bucket.
+        routes, _ = _padded(route_ids, self._cap_f32, 1024, 0, 0)
+        return commtime.goal_step_time_jax(routes, np.r_[nbytes, np.zeros(len(routes) - len(nbytes))], own,
+                                           self._cap_f32)
 
 
 def test_a_model_replay_is_the_jax_solves_replay_bit_for_bit(on_cpu):

@@ -8,11 +8,20 @@ from fattorus.kernels.maxmin import maxmin_rates_numpy
 from fattorus.kernels.service_levels import bottleneck_violations, service_level_rates
 
 
+def four_levels(weight):
+    """Level weights padded to four levels with weight 1: levels no flow has are absent
+    everywhere, as the solver itself pads the weights to a power of two — the same instance,
+    and one compilation for every instance of up to four levels instead of one per power of
+    two."""
+    return None if weight is None else np.r_[np.asarray(weight, float), np.ones(4 - len(weight))]
+
+
 def rates(routes, cap, level=None, weight=None, active=None):
     """Rates of the instance, solved padded to 32 flows, 16 links and 4 hops: padding flows are
     inactive (rate 0), padding links unused, padding hops -1 (no link) — the same instance, and
     one compiled shape for every small instance here instead of one per size (compiling was
-    ~90 % of this file's time)."""
+    ~90 % of this file's time); level weights, where given, padded to four levels
+    (:func:`four_levels`). Without levels and weights, the solver's default: one level."""
     routes, cap = np.array(routes), np.array(cap, float)
     F, E = routes.shape[0], len(cap)
     routes_p = np.full((max(F, 32), max(routes.shape[1], 4)), -1)
@@ -21,7 +30,7 @@ def rates(routes, cap, level=None, weight=None, active=None):
     act = np.zeros(len(routes_p), bool)
     act[:F] = True if active is None else active
     lv = None if level is None else np.r_[level, np.zeros(len(routes_p) - F, int)]
-    out = service_level_rates(routes_p, cap_p, lv, weight, active=act)
+    out = service_level_rates(routes_p, cap_p, lv, four_levels(weight), active=act)
     assert bool(out.converged)
     return np.asarray(out.rate)[:F]
 
@@ -114,11 +123,12 @@ def test_a_cab_sized_network_with_one_level_is_plain_max_min():
     # Thousands of links and flows: group ids and demands need 64-bit sort keys (a float32
     # key, which a host callback can receive when x64 is on only around the call, misorders
     # demands that differ by less than a percent and breaks this equality).
-    import jax.numpy as jnp
-
+    # Both solves here have four levels (:func:`rates`): one compilation at this size. The
+    # one-level solve has every flow on level 0 (the other levels absent everywhere, as the
+    # solver pads the weights itself); the default of no levels at all is the small instances'
+    # (test_one_level_is_plain_max_min).
     from fattorus import topology
     from fattorus.analysis import bsp
-    from fattorus.kernels.maxmin import maxmin_rates
 
     cab = topology.load("cab")
     rng = np.random.default_rng(0)
@@ -129,10 +139,12 @@ def test_a_cab_sized_network_with_one_level_is_plain_max_min():
         src.append(fl.src + 80 * j)
         dst.append(fl.dst + 80 * j)
     src, dst = np.concatenate(src), np.concatenate(dst)
-    routes = np.asarray(cab.routes(jnp.asarray(nodes[src]), jnp.asarray(nodes[dst])))
+    routes = cab.host_routes(nodes[src], nodes[dst])  # the family's routes (no JAX routing to compile)
+    assert routes.shape[0] > 6000 and cab.n_links > 5000  # thousands of flows and links
     cap = np.asarray(cab.link_bandwidth) * 4e9
-    expect = np.asarray(maxmin_rates(jnp.asarray(routes), jnp.asarray(cap, jnp.float32)).rate)
-    np.testing.assert_allclose(rates(routes, cap), expect, rtol=1e-4)
+    expect, _ = maxmin_rates_numpy(routes, cap)  # the NumPy filling, float64
+    one = np.zeros(len(routes), int)
+    np.testing.assert_allclose(rates(routes, cap, one, [1.0, 4.0]), expect, rtol=1e-6)
     # Fifteen processes on their own levels: still the definition.
     from fattorus.kernels.service_levels import check
 
@@ -173,7 +185,7 @@ def test_the_exact_finish_tried_after_every_round_meets_the_definition(monkeypat
     for _ in range(150):
         routes, cap, level, weight = _instance(rng)
         rp, cp, lv, act = _padded(routes, cap, level)
-        out = service_level_rates(rp, cp, lv, weight, active=act, chunk=1)
+        out = service_level_rates(rp, cp, lv, four_levels(weight), active=act, chunk=1)
         assert bool(out.converged) and out.gap == 0.0
         assert len(bottleneck_violations(routes, cap, level, weight, np.asarray(out.rate)[:len(routes)])) == 0
     # Measured: 194 tries, 115 exact finishes (the other solves converged by their bounds).
@@ -241,9 +253,9 @@ def test_an_unconverged_solve_returns_the_midpoint_of_bounds_around_the_allocati
         routes, cap, level, weight = _instance(rng)
         rp, cp, lv, act = _padded(routes, cap, level)
         F = len(routes)
-        exact = np.asarray(service_level_rates(rp, cp, lv, weight, active=act).rate)[:F]
+        exact = np.asarray(service_level_rates(rp, cp, lv, four_levels(weight), active=act).rate)[:F]
         assert len(bottleneck_violations(routes, cap, level, weight, exact)) == 0
-        out = service_level_rates(rp, cp, lv, weight, active=act, chunk=1, max_rounds=1)
+        out = service_level_rates(rp, cp, lv, four_levels(weight), active=act, chunk=1, max_rounds=1)
         rate = np.asarray(out.rate)[:F]
         if bool(out.converged):
             assert out.gap == 0.0
