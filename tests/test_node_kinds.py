@@ -30,15 +30,22 @@ T8K = topology.from_config({"kind": "torus3d", "name": "t8k", "dims": [8, 8, 8],
                                            {"kind": "service", "routers": [5, 77, 300]}]})
 
 
-def _thunder_two_kinds(days: float) -> pl.DataFrame:
-    """Thunder x2 on T8K, its jobs of at most 64 nodes made XK with probability 0.4 (seed 0):
-    a prepared table with a ``node_kind`` column."""
+def _thunder_two_kinds(days: float, start_days: float = 0.0) -> pl.DataFrame:
+    """Thunder x2 on T8K from day ``start_days`` for ``days`` days, its jobs of at most 64
+    nodes made XK with probability 0.4 (seed 0): a prepared table with a ``node_kind`` column."""
     trace = ROOT / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz"
     jobs, _ = workload.scale_nodes(workload.load(trace, cores_per_node=4).jobs, 2, int(T8K.usable("XE").sum()))
-    jobs = workload.with_estimate(workload.first_days(jobs, days))
+    jobs = workload.with_estimate(workload.first_days(jobs, days, start_days))
     rng = np.random.default_rng(0)
     xk = (jobs["nodes"].to_numpy() <= 64) & (rng.random(len(jobs)) < 0.4)
     return jobs.with_columns(pl.Series("node_kind", np.where(xk, "XK", "XE")))
+
+
+#: ``(days, start_days)`` of the replays below: days 17.5-20.5 of Thunder x2, 465 jobs (119 XK),
+#: a busy stretch: 44 blocked heads with a shadow time under the oblivious policies, 54 under
+#: prism (at most 256 nodes), 142 jobs placed inside running prisms with ``internal``. The
+#: first 10 days (4,285 jobs, 64 blocked heads) cost several times as much to replay.
+BUSY = (3.0, 17.5)
 
 
 def _count_reference(prepared: pl.DataFrame, topo, sched: str) -> np.ndarray:
@@ -58,7 +65,7 @@ def _kinds_kept(out: pl.DataFrame, kinds: list[str], topo) -> bool:
 @pytest.mark.parametrize("sched", ["easy", "fcfs"])
 @pytest.mark.parametrize("policy_name", ["first_fit", "to"])
 def test_oblivious_start_times_equal_count_based_easy_with_one_pool_per_kind(policy_name, sched):
-    jobs = _thunder_two_kinds(10)
+    jobs = _thunder_two_kinds(*BUSY)
     params = {"ordering": "O2"} if policy_name == "first_fit" else None
     got = replay.replay(jobs, T8K, policy_name, sched, policy_params=params, node_kind=replay.BY_JOB)
     prepared, _ = replay.prepare(jobs, int(T8K.usable("XE").sum() + T8K.usable("XK").sum()))
@@ -90,7 +97,7 @@ def test_the_count_reference_with_one_pool_is_the_plain_one():
 def test_prisms_of_both_kinds_hold_their_kind_and_never_overlap_while_running():
     # At most 256 nodes: a prism holds no router with a node of another kind (docs/decisions.md),
     # and the largest XE prism clear of the XK block and the service routers holds 256 XE nodes.
-    jobs = _thunder_two_kinds(6).filter(pl.col("nodes") <= 256)
+    jobs = _thunder_two_kinds(*BUSY).filter(pl.col("nodes") <= 256)
     prepared, _ = replay.prepare(jobs, 1020)
     names = ["XE", "XK"]
     kind = np.searchsorted(names, prepared["node_kind"].to_numpy())
@@ -114,7 +121,9 @@ def test_prisms_of_both_kinds_hold_their_kind_and_never_overlap_while_running():
 def test_the_table_ii_workload_runs_xe_and_xk_jobs_together_on_blue_waters():
     bw = topology.load("bluewaters")
     cfg = yaml.safe_load(paths.config_file("workload", "bluewaters_table2").read_text())
-    cfg["synthetic"] = {**cfg["synthetic"], "include_kinds": ["XE", "XK"], "n_waves": 2}
+    # One wave: 203 jobs, 110 XE and 93 XK, submitted together (16 wait, 7 backfilled); two
+    # waves took twice the time.
+    cfg["synthetic"] = {**cfg["synthetic"], "include_kinds": ["XE", "XK"], "n_waves": 1}
     wl, _ = workload.from_config({**cfg, "scale": 1}, machine_nodes=22548 + 4320)
     got = replay.replay(workload.with_estimate(wl.jobs), bw, "first_fit", "easy", policy_params={"ordering": "O2"},
                         node_kind=replay.BY_JOB)
@@ -179,7 +188,7 @@ def test_prism_shadow_times_of_two_kinds_equal_the_engines_walk_over_views(monke
     """``Prism.earliest_fit`` on one kind's view (another kind's prisms released at their
     jobs' ends, its nodes never free) against the engine's bisection with ``fits`` on that
     view of each future machine: same shadow times, starts and node sets."""
-    jobs = _thunder_two_kinds(6).filter(pl.col("nodes") <= 256)
+    jobs = _thunder_two_kinds(*BUSY).filter(pl.col("nodes") <= 256)
     prepared, _ = replay.prepare(jobs, 1020)
     names = ["XE", "XK"]
     kind = np.searchsorted(names, prepared["node_kind"].to_numpy())
@@ -207,8 +216,9 @@ def test_one_kind_asked_through_views_is_the_plain_replay(internal):
     usable = t8.usable("XE")
     trace = ROOT / "data" / "traces" / "LLNL-Thunder-2007-1.1-cln.swf.gz"
     jobs, _ = workload.scale_nodes(workload.load(trace, cores_per_node=4).jobs, 2, int(usable.sum()))
-    # 4 days: 882 jobs, over 800 of them backfilled (8 days: 3,102 jobs at 4x the time).
-    prepared, _ = replay.prepare(workload.with_estimate(workload.first_days(jobs, 4)), int(usable.sum()))
+    # Days 17.5-20.5: 465 jobs, 359 of them backfilled, 89 blocked heads (66 with internal);
+    # the first 4 days (882 jobs, 9 blocked heads) took several times as long.
+    prepared, _ = replay.prepare(workload.with_estimate(workload.first_days(jobs, 3, 17.5)), int(usable.sum()))
     cols = [prepared[c].to_numpy() for c in ("submit_s", "runtime_s", "estimate_s", "nodes")]
     params = {"internal": internal}
     plain = replay.simulate(*cols, t8, policy.make("prism", t8, params), "easy", usable=usable)
@@ -256,7 +266,7 @@ def test_small_jobs_inside_prisms_keep_their_kind_and_end_before_their_host():
     """Two kinds with ``internal`` and ``internal_ends_first``: a one-router job placed inside a
     running prism is in a prism of its own kind (another kind's nodes are never free in its
     view) and is estimated to end no later than that prism's job."""
-    jobs = _thunder_two_kinds(6).filter(pl.col("nodes") <= 256)
+    jobs = _thunder_two_kinds(*BUSY).filter(pl.col("nodes") <= 256)
     prepared, _ = replay.prepare(jobs, 1020)
     names = ["XE", "XK"]
     kind = np.searchsorted(names, prepared["node_kind"].to_numpy())

@@ -35,18 +35,25 @@ CASES = [(t, name) for t, topo in TOPOS.items() for name in policy.supporting(to
 
 
 def _check_placement(placed, n, state, running):
+    n_nodes = state.topo.n_nodes
     assert placed.shape == (n,)
-    assert len(np.unique(placed)) == n
-    assert ((placed >= 0) & (placed < state.topo.n_nodes)).all()
+    assert ((placed >= 0) & (placed < n_nodes)).all()
+    # n distinct ids (a mask over the machine: np.unique sorted every placement), free, and
+    # disjoint from every running job (from the union of their nodes).
+    seen = np.zeros(n_nodes, bool)
+    seen[placed] = True
+    assert seen.sum() == n
     assert state.free[placed].all()
-    for nodes in running:
-        assert not np.isin(placed, nodes).any()
+    if running:
+        held = np.zeros(n_nodes, bool)
+        held[np.concatenate(running)] = True
+        assert not held[placed].any()
 
 
 def _sizes(rng, topo, k=4):
     """Sizes around every grouping level's size, plus random ones."""
     edges = [lvl.size + d for lvl in topo.levels for d in (-1, 0, 1)]
-    return sorted({int(np.clip(s, 1, topo.n_nodes)) for s in edges + list(rng.integers(1, topo.n_nodes + 1, k))})
+    return sorted({max(1, min(int(s), topo.n_nodes)) for s in edges + list(rng.integers(1, topo.n_nodes + 1, k))})
 
 
 @pytest.mark.parametrize("topo_name, policy_name", CASES)
@@ -143,11 +150,12 @@ def _check_futures(pol, state, release, rng):
     if pol.needs is None:
         return
     times, future = st.futures(state, release, pol.needs)
+    states = [st.future(state, release <= t) for t in times]  # each future state, built once
     for n in _sizes(rng, state.topo):
         fits = pol.feasible(future, n, waited_s=np.zeros(len(times)))
         assert fits.shape == times.shape
-        for g, t in enumerate(times):
-            assert bool(fits[g]) == (pol.place(st.future(state, release <= t), n) is not None)
+        for g, at in enumerate(states):
+            assert bool(fits[g]) == (pol.place(at, n) is not None)
 
 
 @pytest.mark.parametrize("topo_name, policy_name", CASES)
