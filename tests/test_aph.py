@@ -125,15 +125,32 @@ def test_random_allocation_row_is_short_when_too_few_nodes_are_free():
         assert sorted(row[row >= 0].tolist()) == [2, 5, 9]
 
 
-def test_aph_of_variable_sizes_matches_brute_force():
+@pytest.mark.parametrize("host", [True, False], ids=["host-rule", "padded-kernel"])
+def test_aph_of_variable_sizes_matches_brute_force(host):
     ft = fattree.load("ft6x6")
     rng = np.random.default_rng(5)
     allocs = [rng.choice(ft.n_nodes, int(rng.integers(1, 40)), replace=False) for _ in range(50)]
-    got = aph.aph_of(ft, allocs)
+    got = aph.aph_of(ft, allocs, host=host)
     for a, g in zip(allocs, got):
         n = len(a)
         expected = _brute_hop_sum(ft, a.tolist()) / (n * (n - 1)) if n > 1 else 0.0
         assert g == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("groups", [7, 50_000], ids=["dense-table", "distinct-keys"])
+def test_squared_group_counts_by_counting(groups):
+    """Both ways :func:`squared_group_counts` counts (a dense table for few groups, distinct
+    keys for many) against a Counter per allocation, empty allocations included."""
+    from collections import Counter
+
+    from fattorus.topology.base import flat_allocations, squared_group_counts
+
+    rng = np.random.default_rng(groups)
+    allocs = [rng.integers(0, groups, int(rng.integers(0, 30))) for _ in range(40)] + [np.array([], np.int64)]
+    group, owner = flat_allocations(allocs)
+    got = squared_group_counts(owner, group, len(allocs))
+    assert got.dtype == np.int64
+    assert got.tolist() == [sum(c * c for c in Counter(a.tolist()).values()) for a in allocs]
 
 
 def test_sharded_batch_on_two_cpu_devices():
@@ -188,11 +205,12 @@ def test_aph_of_large_blue_waters_jobs_is_exact_past_int32():
     rng = np.random.default_rng(14)
     allocs = [rng.choice(xe, 13000, replace=False), xe[:3]]
     assert not aph.int32_exact(bw, aph.bucket(13000))
-    got = aph.aph_of(bw, allocs)
     brute = [_brute_torus_hop_sum(bw, a) for a in allocs]
-    for a, g, b in zip(allocs, got, brute):
-        n = len(a)
-        assert g == pytest.approx(b / (n * (n - 1)), rel=1e-12)
+    for host in (True, False):  # the torus's host rule (int64), then the padded kernel under x64
+        got = aph.aph_of(bw, allocs, host=host)
+        for a, g, b in zip(allocs, got, brute):
+            n = len(a)
+            assert g == pytest.approx(b / (n * (n - 1)), rel=1e-12)
     assert brute[0] > 2**31 and got[0] * 13000 * 12999 > 2**31  # the case int32 cannot hold
     # The padded-batch kernels called directly (montecarlo.aph_table does) are exact too.
     batch = aph.pad(allocs[:1])

@@ -53,6 +53,37 @@ def one_to_one(x: np.ndarray, y: np.ndarray) -> bool:
     return bool(np.array_equal(forward[x], y) and np.array_equal(backward[y], x))
 
 
+def flat_allocations(allocs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Many allocations (node-id lists) as one int64 array of their node ids and, beside each
+    id, the index of the allocation it belongs to: the layout the families' host hop sums
+    count over (:meth:`Topology.host_hop_sums`)."""
+    sizes = np.array([len(a) for a in allocs], np.int64)
+    if not sizes.sum():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    flat = np.concatenate([np.asarray(a, np.int64).ravel() for a in allocs])
+    return flat, np.repeat(np.arange(len(allocs), dtype=np.int64), sizes)
+
+
+def squared_group_counts(owner: np.ndarray, group: np.ndarray, n_allocs: int) -> np.ndarray:
+    """Per allocation, ``sum_g c_g^2`` with ``c_g`` its nodes in group ``g`` (int64, exact):
+    the ordered pairs of its nodes that share a group, each node paired with itself included.
+    ``owner`` and ``group`` are per node (:func:`flat_allocations`); groups are non-negative
+    ids. A dense ``(allocation, group)`` count table where it is not much larger than the
+    allocations' total size (a replay's jobs on a fat-tree's leaves), else the distinct keys
+    (a sort; a machine of many groups)."""
+    out = np.zeros(n_allocs, np.int64)
+    if not len(group):
+        return out
+    width = int(group.max()) + 1
+    keys = owner * width + group
+    if n_allocs * width <= 4 * len(keys) + (1 << 16):
+        counts = np.bincount(keys, minlength=n_allocs * width).astype(np.int64).reshape(n_allocs, width)
+        return (counts * counts).sum(axis=1)
+    keys, counts = np.unique(keys, return_counts=True)
+    np.add.at(out, keys // width, counts.astype(np.int64) ** 2)
+    return out
+
+
 class TopologyError(ValueError):
     """A topology configuration that cannot describe a real machine (one-line message)."""
 

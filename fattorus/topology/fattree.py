@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fattorus.topology import register
-from fattorus.topology.base import Level, Topology, TopologyError, one_to_one
+from fattorus.topology.base import Level, Topology, TopologyError, flat_allocations, one_to_one, squared_group_counts
 
 T1, T2, T3 = 1, 2, 3
 JOB_TYPE_NAMES = {T1: "T1", T2: "T2", T3: "T3"}
@@ -153,6 +153,16 @@ class FatTree(Topology):
         n = jnp.sum(w)
         s_leaf = jnp.sum(leaf_counts * leaf_counts)
         s_pod = jnp.sum(pod_counts * pod_counts)
+        return 2 * (s_pod - s_leaf) + 4 * (n * n - s_pod)
+
+    def host_hop_sums(self, allocs: list[np.ndarray]) -> np.ndarray:
+        """:meth:`hop_sum` of many allocations on the host (int64, exact): the same closed
+        form from each allocation's per-leaf and per-pod counts, all allocations in one pass
+        (a replay's APH no longer compiles the padded kernel for each size bucket)."""
+        flat, owner = flat_allocations(allocs)
+        n = np.bincount(owner, minlength=len(allocs)).astype(np.int64)
+        s_leaf = squared_group_counts(owner, leaf_of(self, flat), len(allocs))
+        s_pod = squared_group_counts(owner, pod_of(self, flat), len(allocs))
         return 2 * (s_pod - s_leaf) + 4 * (n * n - s_pod)
 
     def ideal_allocation(self, n: int) -> np.ndarray:

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fattorus.topology import register
-from fattorus.topology.base import Level, Topology, TopologyError
+from fattorus.topology.base import Level, Topology, TopologyError, flat_allocations
 
 CLASSES = ("node-router", "x+", "x-", "y+", "y-", "z+", "z-")
 
@@ -153,6 +153,18 @@ class Torus3D(Topology):
             ring = np.arange(n)
             dist = jnp.asarray(ring_distance(ring[:, None], ring[None, :], n), int)
             total = total + h @ dist @ h
+        return total
+
+    def host_hop_sums(self, allocs: list[np.ndarray]) -> np.ndarray:
+        """:meth:`hop_sum` of many allocations on the host (int64, exact): per dimension each
+        allocation's coordinate histogram ``h`` against the ring distances, ``h^T D h``, all
+        allocations' histograms as one ``(allocations, ring)`` table (a replay's APH no longer
+        compiles the padded kernel for each size bucket)."""
+        flat, owner = flat_allocations(allocs)
+        total = np.zeros(len(allocs), np.int64)
+        for c, m in zip(self.router_coords(flat // self.nodes_per_router), self.dims):
+            h = np.bincount(owner * m + c, minlength=len(allocs) * m).astype(np.int64).reshape(len(allocs), m)
+            total += ((h @ self._ring_matrix(m)) * h).sum(axis=1)
         return total
 
     def _ball(self, n: int) -> np.ndarray:
