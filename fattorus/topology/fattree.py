@@ -165,6 +165,19 @@ class FatTree(Topology):
         s_pod = squared_group_counts(owner, pod_of(self, flat), len(allocs))
         return 2 * (s_pod - s_leaf) + 4 * (n * n - s_pod)
 
+    def max_hops_of(self, nodes: np.ndarray) -> int:
+        """Largest hop count between two of ``nodes``: 0 on one leaf (or fewer than two nodes),
+        2 within one pod, else 4 — read off the smallest and largest leaf and pod ids, no pairs
+        (a replay's ``max_hops`` column asks this of every job)."""
+        nodes = np.asarray(nodes, np.int64)
+        if len(nodes) < 2:
+            return 0
+        leaves = leaf_of(self, nodes)
+        if leaves.min() == leaves.max():
+            return 0
+        pods = pod_of(self, nodes)
+        return 2 if pods.min() == pods.max() else 4
+
     def ideal_allocation(self, n: int) -> np.ndarray:
         """The first ``n`` node ids: a full leaf, then the leaves of one pod, then further pods."""
         return np.arange(self.job_size(n))
