@@ -532,6 +532,27 @@ def test_a_configuration_error_ends_before_jax_loads(tmp_path):
     assert "t1_pod_order" in out.stderr and out.stdout.split() == ["2", "False"], (out.stdout, out.stderr)
 
 
+@pytest.mark.parametrize("machine", [("+topo=ft6x6", "policy=ta"), ("+topo=torus4", "policy=first_fit")],
+                         ids=["fat-tree", "torus"])
+def test_a_run_without_speedups_never_loads_jax(tmp_path, machine):
+    """A whole replay with no speedup scenario (its APH from the family's host rule) finishes
+    and writes its results without importing JAX (~1 s and ~100 MB of each such process:
+    single runs, Slurm array tasks). A run that loads JAX anyway would print True."""
+    (tmp_path / "log.swf").write_text(_log())
+    args = [a.replace("workload.path=log", f"workload.path={tmp_path}/log") for a in W if not a.startswith("+topo")]
+    args += [*machine, f"hydra.run.dir={tmp_path}/results/run"]
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['fattorus.sweep', *{args!r}]\n"
+            "try:\n"
+            "    runpy.run_module('fattorus.sweep', run_name='__main__', alter_sys=True)\n"
+            "except SystemExit as end:\n"
+            "    print('exit', end.code)\n"
+            "print('jax' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split()[-1:] == ["False"] and "exit" not in out.stdout, (out.stdout, out.stderr)
+    assert (tmp_path / "results" / "run" / "jobs.parquet").is_file()
+
+
 def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return forkcli.run("fattorus.sweep", args, cwd=cwd, env=command_env(), timeout=600)
 

@@ -481,13 +481,13 @@ def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
 
 def _speedup_runtimes(scenario: Any, seed: int, jobs: Any) -> Any:
     """Run times after the speedup scenario (None when it changes nothing), seconds, float64."""
+    if not scenario.classes:  # before JAX's import (~1 s): a run without speedups may not need it
+        return None
     import jax
     import numpy as np
 
     from fattorus.workload import speedup
 
-    if not scenario.classes:
-        return None
     # One key per run, derived from the seed; fold_in keeps it independent of any other
     # draw made from the same seed (e.g. a random policy).
     key = jax.random.fold_in(jax.random.PRNGKey(seed), 0x5EED)

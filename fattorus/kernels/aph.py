@@ -21,6 +21,7 @@ int64 (:func:`hop_sums_kernel` is the bare jitted kernel, for ahead-of-time lowe
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -83,9 +84,8 @@ def check_nodes(topo: Topology, allocs: jax.Array | np.ndarray, padded: bool = T
     ``-1``, padding, when ``padded``). Why: JAX drops out-of-range writes and clamps gathers,
     so a node id past the machine gave a wrong APH without a word (on ft6, ``[0, 18]`` read 6
     hops, and the two hop-sum kernels disagreed). Traced arrays are the caller's to check."""
-    import jax
-
-    if isinstance(allocs, jax.core.Tracer):
+    jax = sys.modules.get("jax")  # not loaded: ``allocs`` cannot be traced (no import for NumPy input)
+    if jax is not None and isinstance(allocs, jax.core.Tracer):
         return
     a = np.asarray(allocs)
     if a.size == 0:
@@ -156,10 +156,8 @@ def hop_sums_pairwise(ft: Topology, allocs: jax.Array) -> jax.Array:
 
 def aph_from_sums(sums, sizes):
     """APH from hop sums and job sizes (0 for jobs of fewer than two nodes)."""
-    import jax
-    import jax.numpy as jnp
-
-    xp = jnp if isinstance(sums, jax.Array) else np
+    jax = sys.modules.get("jax")  # not loaded: ``sums`` cannot be a JAX array (no import for NumPy input)
+    xp = jax.numpy if jax is not None and isinstance(sums, jax.Array) else np
     sizes = xp.asarray(sizes)
     denom = sizes * (sizes - 1)
     return xp.where(denom > 0, sums / xp.maximum(denom, 1), 0.0)
@@ -205,16 +203,19 @@ def aph_of(ft: Topology, allocs: list[np.ndarray], host: bool = True) -> np.ndar
     7,723 nodes) runs under ``jax.enable_x64``, where the kernels sum in int64: exact, one
     more compilation for that bucket.
     """
-    import jax.numpy as jnp
-
     sizes = np.array([len(a) for a in allocs], dtype=np.int64)
     if len(allocs):  # before they become padded rows, where a -1 would read as padding
         check_nodes(ft, np.concatenate([np.asarray(a).ravel() for a in allocs]), padded=False)
     # The host rule where JAX computes on the CPU: on an accelerator the padded kernel is the
-    # faster one (an H200: 0.010 s against 0.020 s for three days of Edison).
-    on_host = ft.host_hop_sums(allocs) if host and len(allocs) and devices.jax_on_cpu() else None
+    # faster one (an H200: 0.010 s against 0.020 s for three days of Edison) once JAX is
+    # loaded; a run that has not loaded JAX (a plain replay) takes the host rule, which costs
+    # less than loading JAX (~1 s) and compiling the kernel.
+    on_host = (ft.host_hop_sums(allocs) if host and len(allocs) and ("jax" not in sys.modules or devices.jax_on_cpu())
+               else None)
     if on_host is not None:  # the family's host rule, cheaper than padded batches (same sums)
         return aph_from_sums(np.asarray(on_host, np.int64).astype(np.float64), sizes).astype(np.float64)
+    import jax.numpy as jnp
+
     sums = np.zeros(len(allocs), dtype=np.int64)
     widths = np.array([bucket(max(int(s), 1)) for s in sizes], dtype=np.int64)
     for width in np.unique(widths):
