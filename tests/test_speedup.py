@@ -199,3 +199,33 @@ def test_factors64_same_draws_in_float64(name):
     if name == "x10":
         # float64 arithmetic: exactly 0.9 (1 - 0.1 in binary64) for every job above 4 nodes.
         assert set(speedup.factors64(params, KEYS[0], NODES)[NODES > 4]) == {1 - 0.1}
+
+
+@pytest.mark.parametrize("name", ["none", "x5", "x10", "v1", "v2"])
+def test_host_draws_are_jaxs_bins_and_factors(name):
+    """The replay's draws on the host (NumPy threefry key, no JAX) against ``draw_bins`` and
+    ``factors64`` with the same key as a ``jax.random`` key: the same bins for every job,
+    sizes on every class edge and jobs of no class (0 nodes) included, over 20 keys."""
+    from fattorus.kernels import threefry
+
+    params = speedup.load(name)
+    nodes = np.concatenate([NODES, [0, 0], np.random.default_rng(3).integers(1, 6000, 500)])
+    for key in KEYS:
+        words = np.asarray(key, np.uint32)
+        want = np.asarray(speedup.draw_bins(params, key, nodes))
+        assert np.array_equal(speedup.draw_bins_host(params, words, nodes), want)
+        assert np.array_equal(speedup.factors64(params, words, nodes), speedup.factors64(params, key, nodes))
+
+
+def test_a_runs_speedup_key_made_on_the_host_is_jaxs():
+    """``fold_in(PRNGKey(seed), 0x5EED)`` as the replay makes it on the host, for seeds across
+    the range it takes (JAX's own for the others)."""
+    from fattorus.kernels import threefry
+
+    for seed in (0, 1, 7, 12345, 2**31 - 1):
+        want = np.asarray(jax.random.fold_in(jax.random.PRNGKey(seed), 0x5EED))
+        assert np.array_equal(threefry.fold_in(threefry.prng_key(seed), 0x5EED), want), seed
+        assert np.array_equal(threefry.prng_key(seed), np.asarray(jax.random.PRNGKey(seed))), seed
+    for seed in (-1, 2**31):
+        with pytest.raises(ValueError, match="2\\*\\*31"):
+            threefry.prng_key(seed)

@@ -31,6 +31,14 @@ import numpy as np
 _MASK = np.uint64(0xFFFFFFFF)
 
 
+def prng_key(seed: int) -> np.ndarray:
+    """``jax.random.PRNGKey(seed)`` for ``0 <= seed < 2**31`` (the words ``(0, seed)``), made
+    without loading JAX; other seeds are JAX's to convert (``ValueError`` here)."""
+    if not 0 <= int(seed) < 1 << 31:
+        raise ValueError(f"a host key needs 0 <= seed < 2**31, got {seed}")
+    return np.array([0, int(seed)], np.uint32)
+
+
 def key_data(key: Any) -> np.ndarray:
     """The ``(2,)`` uint32 words of a threefry key (a NumPy or JAX raw key, or a typed key)."""
     if not isinstance(key, np.ndarray) and "jax" in sys.modules:

@@ -263,14 +263,37 @@ def factors(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Arra
     return jnp.where(idx >= 0, 1.0 - reduction, 1.0)
 
 
-def factors64(params: SpeedupParams, key: jax.Array, nodes: Any) -> np.ndarray:
+def draw_bins_host(params: SpeedupParams, key: np.ndarray, nodes: Any) -> np.ndarray:
+    """:func:`draw_bins` on the host without JAX: the same uniforms
+    (:func:`fattorus.kernels.threefry.uniform`, JAX's float32 bits) against the same float32
+    cumulative table, so the same bins. ``key``: a ``(2,)`` uint32 threefry key."""
+    from fattorus.kernels import threefry  # numba, loaded on first need
+
+    nodes = np.asarray(nodes)
+    if not params.classes:
+        return np.full(nodes.shape, -1, np.int32)
+    t = _tables(params)
+    u = threefry.uniform(key, nodes.shape)
+    n = nodes.astype(np.int32)
+    member = (n[:, None] >= t.cls_min) & (n[:, None] <= t.cls_max)  # (n, C); classes are disjoint
+    cls = np.argmax(member, axis=1)
+    b = np.sum(u[:, None] >= t.cum[cls, :-1], axis=1)
+    return np.where(member.any(axis=1), cls * t.lo.shape[1] + b, -1).astype(np.int32)
+
+
+def factors64(params: SpeedupParams, key: Any, nodes: Any) -> np.ndarray:
     """:func:`factors` with the same draws, the arithmetic in float64 NumPy.
 
     For the replay, whose runtimes are float64 seconds: ``x10`` then gives exactly
-    ``0.9 * runtime`` rather than its float32 rounding.
+    ``0.9 * runtime`` rather than its float32 rounding. ``key``: a ``jax.random`` key, or a
+    NumPy ``(2,)`` uint32 threefry key, drawn on the host (:func:`draw_bins_host`: the same
+    bins, and a run that needs no other JAX work never loads it).
     """
     nodes_np = np.asarray(nodes)
-    idx = np.asarray(draw_bins(params, key, nodes_np))
+    if isinstance(key, np.ndarray):
+        idx = draw_bins_host(params, key, nodes_np)
+    else:
+        idx = np.asarray(draw_bins(params, key, nodes_np))
     lo, hi = bin_table(params)
     if lo.size == 0:
         return np.ones(idx.shape)
