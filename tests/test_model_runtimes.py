@@ -418,13 +418,19 @@ def test_one_router_routes_stay_on_node_links_in_every_family():
         # fields changed in between): the check's compiled routing keys on it, and compiles once.
         uneven = bw.astype(float).copy()
         uneven[np.flatnonzero(cls == 0)[-1]] *= 2
-        stand_in = _Stand_in(**{k: getattr(topo, k) for k in ("group_of", "n_nodes", "routes")},
+        stand_in = _Stand_in(**{k: getattr(topo, k) for k in ("group_of", "n_nodes", "routes", "host_routes")},
                              link_class=cls, link_bandwidth=uneven)
         assert not commtime._local_routes_use_node_links_only(stand_in), name
         shared = cls.copy()
         shared[cls == 0] = 1
         stand_in.link_class, stand_in.link_bandwidth = shared, bw
         assert not commtime._local_routes_use_node_links_only(stand_in), name
+        # Without a host router (the Topology default) the check routes with the compiled one.
+        stand_in.host_routes = lambda src, dst: None
+        stand_in.link_class, stand_in.link_bandwidth = cls, uneven
+        assert not commtime._local_routes_use_node_links_only(stand_in), name
+        stand_in.link_class, stand_in.link_bandwidth = cls, bw
+        assert commtime._local_routes_use_node_links_only(stand_in), name
 
 
 def test_compact_lists_written_back_as_padded_rows():

@@ -304,9 +304,12 @@ def _local_routes_use_node_links_only(topo: Topology) -> bool:
     keep = (b < topo.n_nodes) & (router[np.minimum(b, topo.n_nodes - 1)] == router[a])
     if not keep.any():
         return False
-    # Compiled routing, as the flows are routed: the eager family router compiles each of its
-    # operations for this batch shape (~1.6-1.9 s on a torus or a dragonfly, once per run).
-    links = np.asarray(route_links(topo, a[keep], b[keep]))
+    # The family's host router where it has one (the same ids; the compiled routing cost a
+    # JAX compilation for this batch shape, ~1.6-1.9 s on a torus or a dragonfly, every run),
+    # else the compiled routing: the eager family router would compile each of its operations.
+    links = topo.host_routes(a[keep], b[keep])
+    if links is None:
+        links = np.asarray(route_links(topo, a[keep], b[keep]))
     used = links[links >= 0]
     cls, bw = np.asarray(topo.link_class), np.asarray(topo.link_bandwidth)
     return bool((cls[used] == 0).all() and np.ptp(bw[cls == 0]) == 0)
