@@ -491,7 +491,7 @@ def _speedup_runtimes(scenario: Any, seed: int, jobs: Any) -> Any:
     # One key per run, derived from the seed; fold_in keeps it independent of any other
     # draw made from the same seed (e.g. a random policy). JAX's key and bits, made on the
     # host (threefry) where the seed allows: a run needing no other JAX work never loads it (~1 s).
-    if 0 <= seed < 1 << 31:
+    if 0 <= seed < 1 << 32:  # every seed the settings check lets through
         key = threefry.fold_in(threefry.prng_key(seed), 0x5EED)
     else:
         import jax

@@ -32,10 +32,10 @@ _MASK = np.uint64(0xFFFFFFFF)
 
 
 def prng_key(seed: int) -> np.ndarray:
-    """``jax.random.PRNGKey(seed)`` for ``0 <= seed < 2**31`` (the words ``(0, seed)``), made
+    """``jax.random.PRNGKey(seed)`` for ``0 <= seed < 2**32`` (the words ``(0, seed)``), made
     without loading JAX; other seeds are JAX's to convert (``ValueError`` here)."""
-    if not 0 <= int(seed) < 1 << 31:
-        raise ValueError(f"a host key needs 0 <= seed < 2**31, got {seed}")
+    if not 0 <= int(seed) < 1 << 32:
+        raise ValueError(f"a host key needs 0 <= seed < 2**32, got {seed}")
     return np.array([0, int(seed)], np.uint32)
 
 
