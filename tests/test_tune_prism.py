@@ -102,19 +102,25 @@ def test_export_and_comparison_match_independent_replays(study_dir):
     assert "| system efficiency |" in md and "Policy `prism`" in md and "bandwidth model" in md
 
 
-def test_exported_config_runs_in_the_app_with_the_model(study_dir):
-    d = study_dir
-    report = json.loads((d / "results" / "out" / "comparison.json").read_text())
-    tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
-    run_dir = d / "results" / "app_run"
-    proc = forkcli.run("fattorus.sweep", ["+topo=torus8", "policy=prism_tuned_p", f"sched={tuned['sched']}",
+def _app_run(d: Path, policy: str, sched: str, name: str) -> dict:
+    """The replay app run as a command on the test window with policy file ``policy`` (from
+    the study's conf/policy) and the model: its summary."""
+    run_dir = d / "results" / name
+    proc = forkcli.run("fattorus.sweep", ["+topo=torus8", f"policy={policy}", f"sched={sched}",
                                           "+speedup=model", "workload=tiny_torus", "workload.scale=1",
                                           f"workload.window_start_days={TEST[0]:g}",
                                           f"workload.window_days={TEST[1] - TEST[0]:g}", "progress=false",
                                           f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={run_dir}"],
                        cwd=ROOT, env={**os.environ, "WANDB_SILENT": "true"}, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    summary = json.loads((run_dir / "summary.json").read_text())
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def test_exported_config_runs_in_the_app_with_the_model(study_dir):
+    d = study_dir
+    report = json.loads((d / "results" / "out" / "comparison.json").read_text())
+    tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
+    summary = _app_run(d, "prism_tuned_p", tuned["sched"], "app_run")
     app = summary["runtime_model"]["application_efficiency"]
     assert summary["utilization"]["mean"] * app == pytest.approx(tuned["system_efficiency"], rel=1e-12)
     # This tiny study's best point is prism's default, so the run above cannot tell whether the
@@ -125,15 +131,7 @@ def test_exported_config_runs_in_the_app_with_the_model(study_dir):
     params, sched = next(tune.decode(t.params, "prism") for t in study.trials
                          if tune.decode(t.params, "prism")[0] != exported["params"])
     (d / "conf" / "policy" / "prism_other_p.yaml").write_text(yaml.safe_dump({**exported, "params": params}))
-    other_dir = d / "results" / "app_run_other"
-    proc = forkcli.run("fattorus.sweep", ["+topo=torus8", "policy=prism_other_p", f"sched={sched}",
-                                          "+speedup=model", "workload=tiny_torus", "workload.scale=1",
-                                          f"workload.window_start_days={TEST[0]:g}",
-                                          f"workload.window_days={TEST[1] - TEST[0]:g}", "progress=false",
-                                          f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={other_dir}"],
-                       cwd=ROOT, env={**os.environ, "WANDB_SILENT": "true"}, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads((other_dir / "summary.json").read_text())
+    got = _app_run(d, "prism_other_p", sched, "app_run_other")
     want = model_run(params, sched, TEST)
     system = [s["utilization"]["mean"] * s["runtime_model"]["application_efficiency"] for s in (got, want)]
     assert system[0] == pytest.approx(system[1], rel=1e-12)
