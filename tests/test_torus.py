@@ -227,6 +227,22 @@ def test_max_hops_of_finds_a_far_pair_past_its_first_chunk():
     assert h[:512].max() == 35 and h[512, 513] == 36
 
 
+def test_torus_max_hops_of_finds_a_far_pair_past_its_first_columns():
+    """The torus's ``max_hops_of`` goes over the job's (x, y) columns in chunks of 64 rows
+    against all, stopping at the diameter (36 on Blue Waters). A job whose first 64 columns
+    (x = 0 and 1, and x = 2 with y < 16, at z = 0) reach 35 hops at most, through
+    (13, 12, 11), while (3, 0, 23) and (15, 12, 11), both past them, are 36 apart: an early
+    stop short of the diameter would answer 35."""
+    bw = load("bluewaters")
+    p, (X, Y, Z) = bw.nodes_per_router, bw.dims
+    first = [((x * Y + y) * Z) for x in range(3) for y in range(Y if x < 2 else 16)]
+    later = [(13 * Y + 12) * Z + 11, (3 * Y + 0) * Z + 23, (15 * Y + 12) * Z + 11]
+    nodes = np.array(first + later) * p
+    h = np.asarray(bw.hops(nodes[:, None], nodes[None, :]))
+    assert len(first) == 64 and h[:64].max() == 35 and h.max() == 36 == bw.max_hops
+    assert bw.max_hops_of(nodes) == 36
+
+
 def test_max_hops_of_equals_pairwise():
     from fattorus.topology.base import Topology
 

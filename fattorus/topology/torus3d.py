@@ -340,11 +340,13 @@ class Torus3D(Topology):
         ring_z = ring_distance(np.arange(Z)[:, None], np.arange(Z)[None, :], Z)
         far = np.where(zmask[:, :, None], ring_z[None], -1).max(axis=1)  # (C, Z): farthest z of A from z_b
         cx, cy = cols // Y, cols % Y
-        best = 0
+        best, top = 0, self.max_hops
         for i in range(0, len(cols), 64):
             hxy = ring_distance(cx[i:i + 64, None], cx[None, :], X) + ring_distance(cy[i:i + 64, None], cy[None, :], Y)
             hz = np.where(zmask[None, :, :], far[i:i + 64, None, :], -1).max(axis=2)
             best = max(best, int((hxy + hz).max()))
+            if best >= top:  # the machine's diameter: no pair can be farther (spread jobs stop here)
+                break
         return best
 
     def bounding_box(self, nodes: np.ndarray) -> tuple[int, int, int]:
