@@ -58,3 +58,19 @@ def test_other_key_kinds_and_folds_are_refused():
         threefry.uniform(jax.random.key(0, impl="rbg"), 4)
     with pytest.raises(ValueError, match="fold_in data"):
         threefry.fold_in(jax.random.PRNGKey(0), -1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_choice_is_jaxs(seed):
+    """``choice`` against ``jax.random.choice`` with probabilities: the shipped pattern mixes'
+    shapes (equal, integer weights) and random ones of 1-12 entries, some with zeros, and
+    lengths around the draws' block sizes."""
+    rng = np.random.default_rng(seed % 1000)
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), 0xF10)
+    mixes = [np.ones(4), np.array([3.0, 1.0, 2.0]), np.array([1.0]), np.array([0.0, 2.0, 0.0, 5.0])]
+    mixes += [rng.random(int(rng.integers(1, 13))) * 10.0 ** int(rng.integers(-3, 4)) for _ in range(12)]
+    for p in mixes:
+        p = p / p.sum()
+        for num in (1, 2, 17, 1023, 5000):
+            want = np.asarray(jax.random.choice(key, len(p), (num,), p=jax.numpy.asarray(p)))
+            assert np.array_equal(threefry.choice(key, p, num), want), (p, num)

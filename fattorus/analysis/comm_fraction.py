@@ -21,10 +21,12 @@ or not its value is a range, so that which jobs draw does not shift any other jo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import jax
 import numpy as np
+
+if TYPE_CHECKING:
+    import jax
 
 #: A value: one fraction, or a range drawn per job.
 Value = float | tuple[float, float]
@@ -158,7 +160,9 @@ def per_job(cf: CommFraction, key: jax.Array | np.ndarray, names: Sequence[str],
         index = {name: i for i, name in enumerate(cf.names)}
         table = (*cf.values, cf.default)
         which = np.array([index.get(str(x), len(cf.values)) for x in names], np.int64)
-    u = np.asarray(jax.random.uniform(jax.random.fold_in(key, _FOLD), (n,), dtype=np.float32), np.float64)
+    from fattorus.kernels import threefry  # numba, loaded on first need
+
+    u = threefry.uniform(threefry.fold_in(key, _FOLD), n).astype(np.float64)  # jax.random's bits, on the host
     lo = np.array([v[0] if isinstance(v, tuple) else v for v in table], np.float64)
     hi = np.array([v[1] if isinstance(v, tuple) else v for v in table], np.float64)
     c = lo[which] + (hi[which] - lo[which]) * u

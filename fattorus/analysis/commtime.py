@@ -336,7 +336,7 @@ def parse_app_patterns(mapping: Mapping[str, Any] | None) -> dict[str, PatternSp
         if name not in patterns.PATTERNS:
             raise ValueError(f"app_patterns.{app}: unknown pattern {name!r}; choices: {sorted(patterns.PATTERNS)}")
         try:
-            patterns.make(name, jax.random.PRNGKey(0), 64, **params)
+            patterns.make(name, threefry.prng_key(0), 64, **params)
         except (TypeError, ValueError) as err:
             raise ValueError(f"app_patterns.{app}: pattern {name!r} with {params}: {err}") from None
         out[str(app)] = (name, tuple(sorted(params.items())))
@@ -382,7 +382,9 @@ class ModelRuntimes:
         self._cf = comm_fraction.parse(self.comm_fraction)
         self._base = prepared["runtime_s"].to_numpy().astype(np.float64)
         self._estimate = prepared["estimate_s"].to_numpy().astype(np.float64)
-        self._key = threefry.key_data(jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10))
+        # fold_in(PRNGKey(seed), 0xF10) with JAX's bits, on the host for every seed the settings allow
+        self._key = (threefry.fold_in(threefry.prng_key(self.seed), 0xF10) if 0 <= self.seed < 1 << 32
+                     else threefry.key_data(jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10)))
         self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
         self._params: list[tuple[tuple[str, Any], ...]] = [()] * len(self._base)
         self.by_app = 0  # jobs whose pattern their application named

@@ -73,6 +73,16 @@ def uniform(key: Any, shape: int | tuple[int, ...]) -> np.ndarray:
     return _uniform_floats(*_words(key), int(np.prod(shape, dtype=np.int64))).reshape(shape)
 
 
+def choice(key: Any, p: np.ndarray, num: int) -> np.ndarray:
+    """``jax.random.choice(key, len(p), (num,), p=p)`` (with replacement): ``(num,)`` int64
+    indices, the same draws. As JAX: the float32 probabilities' cumulative sums ``c``, then
+    ``searchsorted(c, c[-1] * (1 - u))`` for float32 uniforms ``u`` (``p`` is cast to float32,
+    as ``jnp.asarray`` does without x64)."""
+    c = np.cumsum(np.asarray(p, np.float32), dtype=np.float32)
+    r = c[-1] * (np.float32(1) - uniform(key, int(num)))
+    return np.searchsorted(c, r, side="left").astype(np.int64)
+
+
 def _words(key: Any) -> tuple[np.uint64, np.uint64]:
     k = key_data(key)
     return np.uint64(k[0]), np.uint64(k[1])
