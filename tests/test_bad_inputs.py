@@ -532,13 +532,15 @@ def test_a_configuration_error_ends_before_jax_loads(tmp_path):
     assert "t1_pod_order" in out.stderr and out.stdout.split() == ["2", "False"], (out.stdout, out.stderr)
 
 
-@pytest.mark.parametrize("machine", [("+topo=ft6x6", "policy=ta", "+speedup=v2"), ("+topo=torus4", "policy=first_fit")],
-                         ids=["fat-tree-v2", "torus"])
-def test_a_plain_or_speedup_run_never_loads_jax(tmp_path, machine):
-    """A whole replay, without speedups or under a speedup scenario (its draws made on the
-    host with JAX's bits, its APH from the family's host rule), finishes and writes its
-    results without importing JAX (~1 s and ~100 MB of each such process: single runs, Slurm
-    array tasks, the main command). A run that loads JAX anyway would print True."""
+@pytest.mark.parametrize("machine", [("+topo=ft6x6", "policy=ta", "+speedup=v2"), ("+topo=torus4", "policy=first_fit"),
+                                     ("+topo=ft6x6", "policy=to", "+speedup=model")],
+                         ids=["fat-tree-v2", "torus", "fat-tree-model"])
+def test_a_plain_speedup_or_model_run_never_loads_jax(tmp_path, machine):
+    """A whole replay, without speedups, under a speedup scenario (its draws made on the host
+    with JAX's bits) or with run times from the flow model (host draws, host routes, the
+    compiled solvers), its APH from the family's host rule, finishes and writes its results
+    without importing JAX (~1 s and ~100 MB of each such process: single runs, Slurm array
+    tasks, the main command). A run that loads JAX anyway would print True."""
     (tmp_path / "log.swf").write_text(_log())
     args = [a.replace("workload.path=log", f"workload.path={tmp_path}/log") for a in W if not a.startswith("+topo")]
     args += [*machine, f"hydra.run.dir={tmp_path}/results/run"]

@@ -33,23 +33,26 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
 from fattorus import devices
-from fattorus.analysis import comm_fraction, fluid, patterns
+from fattorus.analysis import comm_fraction, patterns
 from fattorus.kernels import threefry
-from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates, step_time, step_time_host
 from fattorus.kernels.linkmarks import add_crossings, connected, used_links
 from fattorus.kernels.maxmin_first_round import Workspace as FirstRoundWorkspace, first_round_unchecked
 from fattorus.kernels.maxmin_compiled import (compact_routes, goal_step_time, goal_step_time_compact,
                                               maxmin_rates_compiled, new_workspace)
-from fattorus.kernels.routes import route_links
 from fattorus.topology.base import Topology, one_to_one
+
+if TYPE_CHECKING:
+    import jax
+
+# JAX (the JAX solvers, the compiled routing, the fluid drain) is imported where those run, not
+# here: a ``speedup=model`` replay on the CPU solves with the compiled host solvers and routes
+# with the families' host routers, and need not load JAX (~1 s a process).
 
 
 #: The JAX goal solves (:func:`goal_step_time_jax`, the replay's before session 29) run as one stage of the solver
@@ -101,6 +104,9 @@ def _flows(topo: Topology, jobs: Sequence[Job], routing: str = "static",
     host = topo.host_routes(src, dst)  # the family's host router, where it has one: no JAX call
     if host is not None:
         return on_bundles(topo, host), np.concatenate(nbytes), np.concatenate(owner)
+    from fattorus.kernels.maxmin import bucket_size
+    from fattorus.kernels.routes import route_links
+
     # Padded to a bucket so that a family's jit-compiled routing compiles once per bucket, not
     # once per flow count (the pad rows are node 0 to itself, dropped).
     pad = bucket_size(F) - F
@@ -144,6 +150,10 @@ def goal_step_time_jax(route_ids: np.ndarray, nbytes: np.ndarray, own: int, capa
     what a ``speedup=model`` replay solved per start until the compiled goal solve
     (:mod:`fattorus.kernels.maxmin_compiled`) took over, kept as its reference (the tests
     compare the two bit for bit). ``capacity``: float32 ``(E,)`` (:func:`solver_capacity`)."""
+    import jax.numpy as jnp
+
+    from fattorus.kernels.maxmin import bucket_size, flow_incidences, maxmin_rates
+
     if own == 0:
         return 0.0
     F = bucket_size(len(nbytes))
@@ -177,6 +187,10 @@ SPARSE_ROUTE_SLOTS = 16
 def _sparse_incidences(topo: Topology, route_ids: np.ndarray) -> tuple[jax.Array, jax.Array] | None:
     """Compact crossing lists for a solve over ``route_ids`` on ``topo`` when its routes are
     long (:data:`SPARSE_ROUTE_SLOTS`), else None (the solver scatters the padded slots)."""
+    import jax.numpy as jnp
+
+    from fattorus.kernels.maxmin import flow_incidences
+
     if topo.max_route_links < SPARSE_ROUTE_SLOTS:
         return None
     return tuple(jnp.asarray(x) for x in flow_incidences(route_ids))
@@ -218,14 +232,20 @@ def step_times(topo: Topology, jobs: Sequence[Job], completion: str = "steady",
     if compiled is None:
         compiled = devices.jax_on_cpu()
     if completion == "fluid":
+        from fattorus.analysis import fluid
+
         finish, _ = fluid.finish_times(route_ids, solver_capacity(topo).astype(np.float32), nbytes,
                                        sparse=topo.max_route_links >= SPARSE_ROUTE_SLOTS, compiled=compiled)
         out = np.zeros(len(jobs))
         np.maximum.at(out, owner, finish)
         return out
+    from fattorus.kernels.maxmin import bucket_size, maxmin_rates, step_time, step_time_host
+
     if compiled:
         rate = maxmin_rates_compiled(route_ids, solver_capacity(topo).astype(np.float32))
         return step_time_host(rate, nbytes, owner, len(jobs)).astype(np.float64)
+    import jax.numpy as jnp
+
     pad = bucket_size(F) - F  # one compilation of the solver per bucket, not per flow count
     route_ids = np.concatenate([route_ids, np.full((pad, route_ids.shape[1]), -1, np.int32)])
     nbytes, owner = np.r_[nbytes, np.zeros(pad)], np.r_[owner, np.full(pad, -1, np.int32)]
@@ -309,6 +329,8 @@ def _local_routes_use_node_links_only(topo: Topology) -> bool:
     # else the compiled routing: the eager family router would compile each of its operations.
     links = topo.host_routes(a[keep], b[keep])
     if links is None:
+        from fattorus.kernels.routes import route_links
+
         links = np.asarray(route_links(topo, a[keep], b[keep]))
     used = links[links >= 0]
     cls, bw = np.asarray(topo.link_class), np.asarray(topo.link_bandwidth)
@@ -383,8 +405,12 @@ class ModelRuntimes:
         self._base = prepared["runtime_s"].to_numpy().astype(np.float64)
         self._estimate = prepared["estimate_s"].to_numpy().astype(np.float64)
         # fold_in(PRNGKey(seed), 0xF10) with JAX's bits, on the host for every seed the settings allow
-        self._key = (threefry.fold_in(threefry.prng_key(self.seed), 0xF10) if 0 <= self.seed < 1 << 32
-                     else threefry.key_data(jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10)))
+        if 0 <= self.seed < 1 << 32:
+            self._key = threefry.fold_in(threefry.prng_key(self.seed), 0xF10)
+        else:
+            import jax
+
+            self._key = threefry.key_data(jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10))
         self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
         self._params: list[tuple[tuple[str, Any], ...]] = [()] * len(self._base)
         self.by_app = 0  # jobs whose pattern their application named

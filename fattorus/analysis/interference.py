@@ -47,19 +47,25 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
 from fattorus import paths
 from fattorus import topology as topology_mod
 from fattorus.args import SEED_MAX, OneLineParser
-from fattorus.kernels import linkload
 from fattorus.analysis import patterns
 from fattorus.files import atomic_write
 from fattorus.topology.base import Topology
+
+if TYPE_CHECKING:
+    import jax
+
+    from fattorus.kernels import linkload
+
+# JAX (the link-load kernels, the tool's draws) is imported where the interference tool runs:
+# a ``speedup=model`` replay takes only the pattern mix and assignment from here.
 
 #: The four pattern kinds of the fat-tree paper's Section V-B, equally likely — with Sub-a2a as
 #: ``subcomm_a2a``, all-to-all within rows of 16 consecutive ranks, not the paper's all-to-all
@@ -184,6 +190,8 @@ def sample_instants(key: jax.Array, start: np.ndarray, end: np.ndarray, k: int) 
     """``k`` sorted instants (s) uniform in ``[min start, max end)``; empty without jobs."""
     if len(start) == 0 or k <= 0:
         return np.zeros(0)
+    import jax
+
     lo, hi = float(np.min(start)), float(np.max(end))
     u = np.sort(np.asarray(jax.random.uniform(key, (k,), minval=0.0, maxval=1.0), np.float64))
     return lo + u * max(hi - lo, 0.0)
@@ -198,6 +206,8 @@ def job_loads(ft: Topology, alloc: np.ndarray, traffic: patterns.Traffic) -> np.
 
     Flows are padded to a power of two so that jobs of similar size share a compilation.
     """
+    from fattorus.kernels import linkload
+
     src, dst, nbytes = patterns.to_nodes(alloc, traffic)
     width = _pad_pow2(len(src))
     pad = width - len(src)
@@ -213,6 +223,10 @@ def exposure(ft: Topology, loads: Sequence[np.ndarray]) -> linkload.Interference
     The job axis is padded with all-zero rows to a power of two (which changes nothing) so
     that instants with different numbers of running jobs share a few compilations.
     """
+    import jax.numpy as jnp
+
+    from fattorus.kernels import linkload
+
     n = len(loads)
     if n == 0:
         raise ValueError("exposure needs the loads of at least one job")
@@ -234,6 +248,8 @@ def analyse(
     pattern_params: Mapping[str, Mapping] | None = None,
 ) -> pl.DataFrame:
     """Per-job, per-instant interference table of a replay's ``jobs`` (see module docstring)."""
+    import jax
+
     root = jax.random.PRNGKey(seed)
     k_assign, k_time, k_traffic = jax.random.split(root, 3)
     n_jobs = len(jobs)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from fattorus.kernels.maxmin import GOAL_MARGIN, RTOL, _check_inputs
+from fattorus.kernels.maxmin_inputs import GOAL_MARGIN, RTOL, check_inputs as _check_inputs
 
 #: The float32 factors of the solver's tests, rounded as JAX rounds a Python float multiplying
 #: a float32 array (weak typing: the scalar becomes float32 first).

@@ -53,14 +53,20 @@ no Python loop over flows.
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache, partial
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from fattorus.lazyjit import lazy_jit
 # cores_per_l2 lives with FatTree, whose construction checks the wiring without loading JAX.
 from fattorus.topology.fattree import FatTree, cores_per_l2
+
+if TYPE_CHECKING:
+    import jax
+
+# JAX is imported where the compiled routing runs (route_slots, routes): the link layout and
+# the NumPy loads here serve the host router (fattree_host_routes) without loading it.
 
 #: Links in the longest route (node->leaf->L2->core->L2->leaf->node).
 HOPS_MAX = 6
@@ -232,6 +238,8 @@ def route_slots(ft: FatTree, src, dst):
       real flow, leaf--L2 slots when the leaves differ, L2--core slots when the pods differ).
       :func:`routes` compacts these; link-load kernels scatter them directly.
     """
+    import jax.numpy as jnp
+
     src = jnp.asarray(src, jnp.int32)
     dst = jnp.asarray(dst, jnp.int32)
     valid = (src >= 0) & (dst >= 0) & (src != dst)
@@ -255,7 +263,7 @@ def route_slots(ft: FatTree, src, dst):
     return ids, [valid, leaves, pods, pods, leaves, valid]
 
 
-@partial(jax.jit, static_argnums=0)
+@lazy_jit(static_argnums=0)
 def routes(ft: FatTree, src: jax.Array, dst: jax.Array) -> jax.Array:
     """D-mod-k routes of flows ``src -> dst``.
 
@@ -268,6 +276,8 @@ def routes(ft: FatTree, src: jax.Array, dst: jax.Array) -> jax.Array:
       flows use 2 links, same-pod flows 4, cross-pod flows 6; ``src == dst`` and padding
       flows have no links.
     """
+    import jax.numpy as jnp
+
     hop, used = route_slots(ft, src, dst)
     valid, leaves, pods = used[0], used[1], used[2]
     none = jnp.full_like(hop[0], -1)
