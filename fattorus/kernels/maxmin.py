@@ -39,7 +39,7 @@ them and their rate is ``inf``. Inactive flows (``active`` False: padding) get r
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
