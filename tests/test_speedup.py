@@ -225,7 +225,10 @@ def test_a_runs_speedup_key_made_on_the_host_is_jaxs():
     for seed in (0, 1, 7, 12345, 2**31 - 1, 2**31, 3_000_000_000, 2**32 - 1):
         want = np.asarray(jax.random.fold_in(jax.random.PRNGKey(seed), 0x5EED))
         assert np.array_equal(threefry.fold_in(threefry.prng_key(seed), 0x5EED), want), seed
+        assert np.array_equal(threefry.seed_key(seed, 0x5EED), want), seed
         assert np.array_equal(threefry.prng_key(seed), np.asarray(jax.random.PRNGKey(seed))), seed
     for seed in (-1, 2**32):
         with pytest.raises(ValueError, match="2\\*\\*32"):
             threefry.prng_key(seed)
+    # seed_key takes a seed outside the host's range through JAX (a ModelRuntimes built in code).
+    assert np.array_equal(threefry.seed_key(-1, 0xF10), np.asarray(jax.random.fold_in(jax.random.PRNGKey(-1), 0xF10)))

@@ -187,12 +187,12 @@ SPARSE_ROUTE_SLOTS = 16
 def _sparse_incidences(topo: Topology, route_ids: np.ndarray) -> tuple[jax.Array, jax.Array] | None:
     """Compact crossing lists for a solve over ``route_ids`` on ``topo`` when its routes are
     long (:data:`SPARSE_ROUTE_SLOTS`), else None (the solver scatters the padded slots)."""
+    if topo.max_route_links < SPARSE_ROUTE_SLOTS:
+        return None
     import jax.numpy as jnp
 
     from fattorus.kernels.maxmin import flow_incidences
 
-    if topo.max_route_links < SPARSE_ROUTE_SLOTS:
-        return None
     return tuple(jnp.asarray(x) for x in flow_incidences(route_ids))
 
 
@@ -404,13 +404,7 @@ class ModelRuntimes:
         self._cf = comm_fraction.parse(self.comm_fraction)
         self._base = prepared["runtime_s"].to_numpy().astype(np.float64)
         self._estimate = prepared["estimate_s"].to_numpy().astype(np.float64)
-        # fold_in(PRNGKey(seed), 0xF10) with JAX's bits, on the host for every seed the settings allow
-        if 0 <= self.seed < 1 << 32:
-            self._key = threefry.fold_in(threefry.prng_key(self.seed), 0xF10)
-        else:
-            import jax
-
-            self._key = threefry.key_data(jax.random.fold_in(jax.random.PRNGKey(self.seed), 0xF10))
+        self._key = threefry.seed_key(self.seed, 0xF10)  # fold_in(PRNGKey(seed), 0xF10), JAX's bits
         self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
         self._params: list[tuple[tuple[str, Any], ...]] = [()] * len(self._base)
         self.by_app = 0  # jobs whose pattern their application named

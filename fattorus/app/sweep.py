@@ -490,13 +490,8 @@ def _speedup_runtimes(scenario: Any, seed: int, jobs: Any) -> Any:
 
     # One key per run, derived from the seed; fold_in keeps it independent of any other
     # draw made from the same seed (e.g. a random policy). JAX's key and bits, made on the
-    # host (threefry) where the seed allows: a run needing no other JAX work never loads it (~1 s).
-    if 0 <= seed < 1 << 32:  # every seed the settings check lets through
-        key = threefry.fold_in(threefry.prng_key(seed), 0x5EED)
-    else:
-        import jax
-
-        key = jax.random.fold_in(jax.random.PRNGKey(seed), 0x5EED)
+    # host: a run needing no other JAX work never loads it (~1 s).
+    key = threefry.seed_key(seed, 0x5EED)
     nodes = jobs["nodes"].fill_null(0).to_numpy()
     factor = np.asarray(speedup.factors64(scenario, key, nodes), dtype=np.float64)
     return jobs["runtime_s"].to_numpy() * factor  # float64: exact for unchanged jobs

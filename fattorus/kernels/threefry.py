@@ -39,6 +39,17 @@ def prng_key(seed: int) -> np.ndarray:
     return np.array([0, int(seed)], np.uint32)
 
 
+def seed_key(seed: int, data: int) -> np.ndarray:
+    """``jax.random.fold_in(jax.random.PRNGKey(seed), data)`` as ``(2,)`` uint32 words: on the
+    host for ``0 <= seed < 2**32`` (every seed the settings allow; no JAX loaded), through JAX
+    for any other seed it takes."""
+    if 0 <= int(seed) < 1 << 32:
+        return fold_in(prng_key(seed), data)
+    import jax
+
+    return key_data(jax.random.fold_in(jax.random.PRNGKey(seed), data))
+
+
 def key_data(key: Any) -> np.ndarray:
     """The ``(2,)`` uint32 words of a threefry key (a NumPy or JAX raw key, or a typed key)."""
     if not isinstance(key, np.ndarray) and "jax" in sys.modules:

@@ -216,14 +216,18 @@ def draw_bins(params: SpeedupParams, key: jax.Array, nodes: jax.Array) -> jax.Ar
     nodes = jnp.asarray(nodes)
     if not params.classes:
         return jnp.full(nodes.shape, -1, jnp.int32)
-    t = _tables(params)
-    u = jax.random.uniform(key, nodes.shape)
-    n = nodes.astype(jnp.int32)
+    return _bins(_tables(params), jax.random.uniform(key, nodes.shape), nodes, jnp)
+
+
+def _bins(t: _Tables, u: Any, nodes: Any, xp: Any) -> Any:
+    """Each job's bin (``class * B + bin``, -1: no class) from its float32 uniform draw ``u``,
+    in the array module ``xp`` (``jax.numpy`` traced, or NumPy on the host: the same rule)."""
+    n = nodes.astype(xp.int32)
     member = (n[:, None] >= t.cls_min) & (n[:, None] <= t.cls_max)  # (n, C); classes are disjoint
-    cls = jnp.argmax(member, axis=1)
+    cls = xp.argmax(member, axis=1)
     # Bin index = how many cumulative edges (all but the last) the draw has passed.
-    b = jnp.sum(u[:, None] >= jnp.asarray(t.cum)[cls, :-1], axis=1)
-    return jnp.where(member.any(axis=1), cls * t.lo.shape[1] + b, -1).astype(jnp.int32)
+    b = xp.sum(u[:, None] >= xp.asarray(t.cum)[cls, :-1], axis=1)
+    return xp.where(member.any(axis=1), cls * t.lo.shape[1] + b, -1).astype(xp.int32)
 
 
 def bin_table(params: SpeedupParams) -> tuple[np.ndarray, np.ndarray]:
@@ -272,13 +276,7 @@ def draw_bins_host(params: SpeedupParams, key: np.ndarray, nodes: Any) -> np.nda
     nodes = np.asarray(nodes)
     if not params.classes:
         return np.full(nodes.shape, -1, np.int32)
-    t = _tables(params)
-    u = threefry.uniform(key, nodes.shape)
-    n = nodes.astype(np.int32)
-    member = (n[:, None] >= t.cls_min) & (n[:, None] <= t.cls_max)  # (n, C); classes are disjoint
-    cls = np.argmax(member, axis=1)
-    b = np.sum(u[:, None] >= t.cum[cls, :-1], axis=1)
-    return np.where(member.any(axis=1), cls * t.lo.shape[1] + b, -1).astype(np.int32)
+    return _bins(_tables(params), threefry.uniform(key, nodes.shape), nodes, np)
 
 
 def factors64(params: SpeedupParams, key: Any, nodes: Any) -> np.ndarray:
