@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sysdeps test run montecarlo bench sweep report tune clean
+.PHONY: setup sysdeps precompile test run montecarlo bench sweep report tune clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,18 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# numba compiles each kernel at its first call and caches it beside its module; this compiles
+# them all once (python -m fattorus.precompile: ~1-2 min on 2 cores), again only when a module
+# with kernels changes. `make test` runs it first, so that no test worker compiles a kernel; run
+# it alone before a first prism or speedup=model study (else that run compiles what it needs).
+KERNEL_SRC := $(shell grep -rl --include='*.py' numba fattorus)
+PRECOMPILED := $(VENV)/.precompiled
+$(PRECOMPILED): $(STAMP) $(KERNEL_SRC)
+	$(PY) -m fattorus.precompile && touch $(PRECOMPILED) \
+	  || echo "make: precompile failed (above); going on: each kernel compiles at its first use"
+
+precompile: $(PRECOMPILED)
 
 # System packages some tests drive for real: a PostgreSQL server (distributed tuning) and
 # Chromium (the report page in a headless browser, tests/test_report_browser.py). Each entry is
@@ -29,7 +41,7 @@ sysdeps:
 	    else echo "make: tests need $$bin: install the Debian package $$pkg (sudo apt-get install $$pkg)"; exit 1; fi; \
 	  fi; done
 
-test: setup sysdeps
+test: setup sysdeps precompile
 	$(PY) -m pytest -n auto --dist loadfile
 
 run: setup
@@ -52,3 +64,4 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+	find fattorus \( -name '*.nbi' -o -name '*.nbc' \) -delete

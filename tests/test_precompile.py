@@ -1,0 +1,77 @@
+"""``python -m fattorus.precompile`` (run by ``make setup``) compiles every numba kernel of the
+package, so that no user's first run, and no test worker, compiles one."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numba
+from numba.core.dispatcher import Dispatcher
+
+import fattorus
+from fattorus import precompile
+
+PACKAGE = Path(fattorus.__file__).resolve().parent
+
+
+def _kernels() -> dict[str, Dispatcher]:
+    """Every numba dispatcher defined in the package, by ``module.name``: each module whose
+    source mentions numba is imported and its module-level dispatchers taken."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "numba" not in path.read_text():
+            continue
+        name = ".".join(("fattorus",) + path.relative_to(PACKAGE).with_suffix("").parts)
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if isinstance(value, Dispatcher) and value.py_func.__module__ == name:
+                out[f"{name}.{attr}"] = value
+    return out
+
+
+def _covered(kernels: dict[str, Dispatcher]) -> set[str]:
+    """Kernels compiled in this process (a signature, compiled or loaded from the cache) and,
+    transitively, the kernels they call: a caller loaded from its cache carries its callees'
+    code (which were compiled, and cached, when it was), so they need no call of their own.
+    Callees are read off the names each kernel's code refers to."""
+    by_function = {id(d): key for key, d in kernels.items()}
+    todo = [key for key, d in kernels.items() if d.signatures]
+    seen = set(todo)
+    while todo:
+        d = kernels[todo.pop()]
+        for ref in d.py_func.__code__.co_names:
+            callee = d.py_func.__globals__.get(ref)
+            key = by_function.get(id(callee))
+            if key is not None and key not in seen:
+                seen.add(key)
+                todo.append(key)
+    return seen
+
+
+def test_every_kernel_of_the_package_is_compiled_by_precompile():
+    kernels = _kernels()
+    # The modules the package compiles with numba today: a walk that found none would pass
+    # the check below for nothing.
+    modules = {key.rsplit(".", 1)[0] for key in kernels}
+    assert {"fattorus.kernels.maxmin_compiled", "fattorus.sched.policy.torus.prism_compiled",
+            "fattorus.topology.dragonfly_pairs"} <= modules, modules
+    lines = []
+    precompile.run(lines.append)  # in this process: its kernels' signatures are read below
+    assert len(lines) == len(precompile.STEPS) == len(precompile.COST_S)
+    missing = sorted(set(kernels) - _covered(kernels))
+    assert not missing, f"kernels precompile does not reach (add a step that calls them): {missing}"
+    assert all(d._cache is not None and type(d._cache).__name__ != "NullCache" for d in kernels.values()), \
+        "a kernel without cache=True is compiled again in every process"
+
+
+def test_the_coverage_check_sees_a_kernel_nothing_calls():
+    """The check above can fail: a kernel defined but called by no step is reported."""
+    kernels = _kernels()
+
+    @numba.njit(cache=False)
+    def orphan(x):  # pragma: no cover - never called
+        return x + 1
+
+    kernels["fattorus.orphan"] = orphan
+    assert "fattorus.orphan" not in _covered(kernels)
