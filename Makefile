@@ -19,9 +19,10 @@ setup: $(STAMP)
 # with kernels changes. `make test` runs it first, so that no test worker compiles a kernel; run
 # it alone before a first prism or speedup=model study (else that run compiles what it needs).
 KERNEL_SRC := $(shell grep -rl --include='*.py' numba fattorus)
-PRECOMPILED := $(VENV)/.precompiled
+# The stamp lives with the caches (deleting __pycache__ folders deletes both).
+PRECOMPILED := fattorus/__pycache__/precompiled.stamp
 $(PRECOMPILED): $(STAMP) $(KERNEL_SRC)
-	$(PY) -m fattorus.precompile && touch $(PRECOMPILED) \
+	$(PY) -m fattorus.precompile && mkdir -p $(@D) && touch $(PRECOMPILED) \
 	  || echo "make: precompile failed (above); going on: each kernel compiles at its first use"
 
 precompile: $(PRECOMPILED)
