@@ -25,6 +25,11 @@ seconds; ``make test`` and ``make precompile`` run it once per change of a compi
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
+    from fattorus import interrupt
+
+    interrupt.on_start("fattorus.precompile")
+
 import os
 import sys
 import time
@@ -34,6 +39,7 @@ import numpy as np
 
 from fattorus import paths
 
+PROG = "fattorus.precompile"
 THUNDER = "LLNL-Thunder-2007-1.1-cln.swf.gz"
 
 
@@ -132,7 +138,7 @@ def run(say: Callable[[str], None] = print, jobs: int = 1) -> float:
     if jobs <= 1:
         for index in range(len(STEPS)):
             _, seconds = _timed(index)
-            say(f"precompile: {STEPS[index][0]}: {seconds:.1f} s")
+            say(f"{PROG}: {STEPS[index][0]}: {seconds:.1f} s")
         return time.perf_counter() - t0
     import concurrent.futures
     import multiprocessing
@@ -144,30 +150,27 @@ def run(say: Callable[[str], None] = print, jobs: int = 1) -> float:
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         for done in concurrent.futures.as_completed([pool.submit(_timed, i) for i in order]):
             index, seconds = done.result()
-            say(f"precompile: {STEPS[index][0]}: {seconds:.1f} s")
+            say(f"{PROG}: {STEPS[index][0]}: {seconds:.1f} s")
     return time.perf_counter() - t0
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
+    from fattorus.args import OneLineParser
 
-    parser = argparse.ArgumentParser(prog="python -m fattorus.precompile", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog=f"python -m {PROG}", error_prefix=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="processes compiling at once (default: 2, or 1 on a one-core machine)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs: a whole number >= 1, got {args.jobs}")
-    print("precompile: compiling the numba kernels into their caches (once per machine; "
-          "later runs load them)", flush=True)
-    try:
-        total = run(lambda line: print(line, flush=True), args.jobs)
-    except KeyboardInterrupt:
-        # What was compiled is cached; the rest compiles at its first use.
-        print("precompile: interrupted; the kernels not yet compiled compile at their first use", file=sys.stderr)
-        return 130
-    print(f"precompile: done in {total:.1f} s", flush=True)
+    print(f"{PROG}: compiling the numba kernels into their caches (once per checkout; later runs load them)",
+          flush=True)
+    # A Ctrl-C leaves with one line (interrupt.run): what was compiled stays cached, the rest
+    # compiles at its first use.
+    total = run(lambda line: print(line, flush=True), args.jobs)
+    print(f"{PROG}: done in {total:.1f} s", flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupt.run(PROG, main))

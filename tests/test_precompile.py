@@ -75,3 +75,15 @@ def test_the_coverage_check_sees_a_kernel_nothing_calls():
 
     kernels["fattorus.orphan"] = orphan
     assert "fattorus.orphan" not in _covered(kernels)
+
+
+def test_bad_arguments_are_one_line():
+    import subprocess
+    import sys
+
+    for args, word in ((["--jobs", "0"], "--jobs"), (["--jobs", "two"], "--jobs"), (["--bogus"], "--bogus")):
+        out = subprocess.run([sys.executable, "-m", "fattorus.precompile", *args], capture_output=True, text=True,
+                             timeout=120, cwd=PACKAGE.parent)
+        assert out.returncode == 2 and out.stdout == "", (args, out)
+        assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("fattorus.precompile: error:"), out.stderr
+        assert word in out.stderr
