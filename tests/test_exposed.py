@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 
+from fattorus import topology
 from fattorus.analysis import metrics
+from fattorus.topology.base import Topology
 
 
 def _pairs(keys, start, end) -> np.ndarray:
@@ -54,9 +57,53 @@ class _Keys:
     def interference_keys(self, nodes):
         return np.unique(np.asarray(nodes) // 10)  # a "switch" per 10 nodes
 
+    interference_keys_of = Topology.interference_keys_of  # the interface's default: one job at a time
+
 
 def test_exposed_jobs_share_a_key_while_running():
     jobs = pl.DataFrame({"start_s": [0.0, 5.0, 5.0, 20.0], "end_s": [10.0, 15.0, 8.0, 30.0],
                          "alloc": [[0, 1], [3, 12], [25], [1, 2]]})
     # 0 and 1 share switch 0 during [5, 10); 2 is alone on switch 2; 3 uses switch 0 after both.
     assert metrics.exposed(jobs, _Keys()).tolist() == [True, True, False, False]
+
+
+@pytest.mark.parametrize("name, blocks", [("ft6", False), ("ft6_tapered", False), ("ft6x6", False), ("cab", False),
+                                         ("pinot", False), ("pinot", True), ("ft44", False), ("torus4", False),
+                                         ("dragonfly_small", False)])
+def test_keys_of_many_jobs_are_each_jobs_keys(name, blocks, monkeypatch):
+    """``interference_keys_of`` (fat-trees: one sort for all jobs) against
+    ``interference_keys`` job by job: the same keys in the same order, and the counts; jobs
+    of no node, one node, one leaf, one pod, several pods, nodes in any order and repeated."""
+    from fattorus.topology import fattree
+
+    if blocks:  # the fat-trees' (job, leaf) table a few jobs at a time (else one block here)
+        monkeypatch.setattr(fattree, "_MARKS", 7 * topology.load(name).n_leaves)
+    topo = topology.load(name)
+    rng = np.random.default_rng(len(name))
+    allocs = []
+    for _ in range(60):
+        kind = rng.integers(0, 5)
+        if kind == 0:
+            allocs.append(np.zeros(0, np.int64))
+        elif kind == 1:  # within a few neighbouring nodes: one leaf or two
+            first = int(rng.integers(0, topo.n_nodes - 8))
+            allocs.append(first + rng.permutation(int(rng.integers(1, 8))))
+        else:
+            allocs.append(rng.choice(topo.n_nodes, int(rng.integers(1, min(topo.n_nodes, 300))), replace=False))
+    allocs.append(np.array([3, 3, 1]))  # a repeated node
+    flat, lengths = np.concatenate(allocs), np.array([len(a) for a in allocs])
+    keys, counts = topo.interference_keys_of(flat, lengths)
+    want = [np.asarray(topo.interference_keys(a), np.int64) for a in allocs]
+    np.testing.assert_array_equal(counts, [len(w) for w in want])
+    np.testing.assert_array_equal(keys, np.concatenate(want))
+    assert keys.dtype == np.int64 and counts.sum() > 0
+
+
+def test_exposed_reads_empty_and_missing_allocations():
+    """A job never started (no allocation: empty or null) holds nothing; the flat reading of
+    the column keeps every other job's nodes in their rows."""
+    jobs = pl.DataFrame({"start_s": [0.0, 5.0, np.nan, 1.0, 6.0], "end_s": [10.0, 15.0, np.nan, 3.0, 8.0],
+                         "alloc": [[0, 1], [3, 12], None, [], [15]]}, schema_overrides={"alloc": pl.List(pl.Int32)})
+    flat, lengths = metrics.flat_lists(jobs["alloc"])
+    assert flat.tolist() == [0, 1, 3, 12, 15] and lengths.tolist() == [2, 2, 0, 0, 1]
+    assert metrics.exposed(jobs, _Keys()).tolist() == [True, True, False, False, True]

@@ -392,6 +392,18 @@ class Topology(abc.ABC):
         for a large job on a family without a cheaper rule this is ``O(n^2)`` routes)."""
         return np.flatnonzero(self.job_links(nodes))
 
+    def interference_keys_of(self, nodes: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`interference_keys` of many jobs at once: job ``i``'s nodes are the next
+        ``lengths[i]`` entries of ``nodes`` (flat, ``(sum(lengths),)``). Returns ``(keys,
+        counts)``: every job's keys in job order, int64, and how many each has ``(J,)``.
+        Default: one :meth:`interference_keys` call per job; a family with a rule over arrays
+        answers all jobs in a few array passes (fat-trees: a run's ``exposed`` output)."""
+        nodes = np.asarray(nodes, np.int64)
+        bounds = np.r_[0, np.cumsum(np.asarray(lengths, np.int64))]
+        keys = [np.asarray(self.interference_keys(nodes[a:b]), np.int64) for a, b in zip(bounds[:-1], bounds[1:])]
+        counts = np.array([len(k) for k in keys], np.int64)
+        return (np.concatenate(keys) if keys else np.zeros(0, np.int64)), counts
+
     # --- placement shape -----------------------------------------------------------------
     def max_hops_of(self, nodes: np.ndarray) -> int:
         """Largest hop count between two of ``nodes`` (0 for fewer than two): pairwise over one

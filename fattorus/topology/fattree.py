@@ -351,6 +351,29 @@ class FatTree(Topology):
             keys.append(self.n_leaves + pods)
         return np.concatenate(keys) if keys else np.empty(0, np.int64)
 
+    def interference_keys_of(self, nodes: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`interference_keys` of many jobs at once (:meth:`Topology.interference_keys_of`),
+        the same keys in the same order per job, from a mark per (job, leaf): a 6-month replay
+        on Pinot (36k jobs, 4.1 M nodes) took ~1 s one job at a time, ~0.1 s so."""
+        nodes = np.asarray(nodes, np.int64)
+        lengths = np.asarray(lengths, np.int64)
+        if len(nodes) and (int(nodes.min()) < 0 or int(nodes.max()) >= self.n_nodes):
+            raise ValueError(f"interference_keys_of: node ids must lie in [0, {self.n_nodes}) on {self.name}")
+        J, L = len(lengths), self.n_leaves
+        job, leaf = _job_leaves(nodes // self.nodes_per_leaf, lengths, L)  # each job's leaves, ascending
+        pod = leaf // self.leaves_per_pod  # = node // nodes_per_pod; ascending within a job
+        first = np.ones(len(job), bool)
+        first[1:] = (job[1:] != job[:-1]) | (pod[1:] != pod[:-1])
+        pod_job, pod = job[first], pod[first]
+        n_leaf, n_pod = np.bincount(job, minlength=J), np.bincount(pod_job, minlength=J)
+        leaf_kept, pod_kept = n_leaf[job] > 1, n_pod[pod_job] > 1
+        # Per job its leaves, then its pods (as interference_keys lists them): a stable sort by
+        # job of the kept leaves followed by the kept pods.
+        owner = np.concatenate([job[leaf_kept], pod_job[pod_kept]])
+        keys = np.concatenate([leaf[leaf_kept], L + pod[pod_kept]])
+        counts = np.where(n_leaf > 1, n_leaf, 0) + np.where(n_pod > 1, n_pod, 0)
+        return keys[np.argsort(owner, kind="stable")], counts
+
     def config(self) -> dict[str, Any]:
         """The full configuration (``kind`` included) that rebuilds this fat-tree."""
         return {"kind": self.kind, **dataclasses.asdict(self)}
@@ -359,6 +382,28 @@ class FatTree(Topology):
     def from_config(cls, cfg: Mapping[str, Any]) -> FatTree:
         """Build from a config mapping (:func:`from_config`)."""
         return from_config(cfg)
+
+
+#: Marks per block of :func:`_job_leaves` (bytes of its table): bounds its memory on any machine.
+_MARKS = 1 << 24
+
+
+def _job_leaves(leaf: np.ndarray, lengths: np.ndarray, n_leaves: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (job, leaf) pairs of jobs whose nodes' leaves are ``leaf`` (job ``i``'s the
+    next ``lengths[i]``), sorted by job then leaf: ``(job, leaf)``. Marked in a (jobs, leaves)
+    table, a block of jobs at a time (at most 16 M marks): ~5x a sort of the pairs."""
+    J = len(lengths)
+    rows = max(1, _MARKS // max(n_leaves, 1))
+    bounds = np.r_[0, np.cumsum(lengths)]
+    jobs, leaves = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for a in range(0, J, rows):
+        b = min(J, a + rows)
+        present = np.zeros((b - a, n_leaves), bool)
+        present[np.repeat(np.arange(b - a), lengths[a:b]), leaf[bounds[a]:bounds[b]]] = True
+        j, k = np.nonzero(present)
+        jobs.append(j + a)
+        leaves.append(k)
+    return np.concatenate(jobs).astype(np.int64), np.concatenate(leaves).astype(np.int64)
 
 
 def cores_per_l2(ft: FatTree) -> int:
