@@ -108,3 +108,22 @@ def test_engine_refuses_unusable_jobs(ft6):
         engine.Jobs.of([0.0], [10.0], [5.0], [1], n_nodes=18)
     with pytest.raises(ValueError, match="1 <= nodes"):
         engine.Jobs.of([0.0], [10.0], [10.0], [19], n_nodes=18)
+
+
+def test_take_from_leaves_walks_the_leaves_in_order_lowest_slot_first():
+    """The first ``n`` free nodes of the given leaves, visited in the given order (a leaf's
+    free slots lowest first), against a walk slot by slot; too few free: all of them."""
+    from fattorus.sched.policy.fattree.leaves import take_from_leaves
+
+    rng = np.random.default_rng(5)
+    for name in ("ft6", "cab"):
+        ft = topology.load(name)
+        k = ft.nodes_per_leaf
+        for _ in range(300):
+            state = st.empty(ft)
+            state.free[:] = rng.random(ft.n_nodes) < rng.random()
+            leaves = rng.choice(ft.n_leaves, int(rng.integers(1, ft.n_leaves + 1)), replace=False)
+            n = int(rng.integers(0, len(leaves) * k + 3))
+            want = [leaf * k + s for leaf in leaves for s in range(k) if state.free[leaf * k + s]][:n]
+            got = take_from_leaves(state, leaves, n)
+            assert got.tolist() == want and got.dtype == np.int64

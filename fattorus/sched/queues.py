@@ -165,7 +165,7 @@ class Easy(Queue):
         first = max(memo.upto, head + 1) if reuse else head + 1
         window = slice(first, replay.hi)
         nodes = replay.jobs.nodes
-        waiting = first + np.flatnonzero(replay.waiting[window])
+        waiting = first + replay.waiting[window].nonzero()[0]
         candidates = waiting[nodes[waiting] <= replay.free_for(waiting)]
         failures = memo.failures if reuse else FailureSizes.none(replay.n_size_classes, replay.machine.topo.n_nodes)
         self.memo = PassMemo(replay.version, head, replay.hi, failures)
@@ -199,7 +199,7 @@ class Easy(Queue):
         while pos < len(candidates) and machine.n_free > 0:
             # One array expression finds the next candidate worth asking the policy about.
             limit = np.where(short[pos:], failures.now[cand_class[pos:]], failures.held[cand_class[pos:]])
-            worth = np.flatnonzero((cand_nodes[pos:] < limit) & (cand_nodes[pos:] <= replay.free_for(candidates[pos:])))
+            worth = ((cand_nodes[pos:] < limit) & (cand_nodes[pos:] <= replay.free_for(candidates[pos:]))).nonzero()[0]
             if len(worth) == 0:
                 break
             pos += int(worth[0])

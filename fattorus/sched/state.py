@@ -175,7 +175,7 @@ def future(state: MachineState, released: np.ndarray, counts: bool = True) -> Ma
     The counts are ``state``'s minus what the released busy nodes held (why not
     :func:`from_nodes`: EASY's shadow-time bisection builds one such state per step, and
     counting only the released nodes is several times cheaper than recounting the machine)."""
-    gone = np.flatnonzero(released & ~state.free)
+    gone = (released & ~state.free).nonzero()[0]
     free = state.free.copy()
     free[gone] = True
     node_class = state.node_class.copy()
@@ -233,7 +233,7 @@ def futures(state: MachineState, node_release: np.ndarray, needs: str = PER_GROU
       entry ``g`` is the machine once every node released at or before ``times[g]`` is free.
     """
     # Nodes held out of the machine never come back (release time inf): not a future instant.
-    busy = np.flatnonzero(~state.free & np.isfinite(node_release))
+    busy = (~state.free & np.isfinite(node_release)).nonzero()[0]
     times, group = np.unique(node_release[busy], return_inverse=True)
     G = len(times)
     n_free = state.n_free + np.cumsum(np.bincount(group, minlength=G))

@@ -12,8 +12,8 @@ from fattorus.sched.policy.base import Policy
 
 def _split(state: st.MachineState, prefer: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     if prefer is None:
-        return np.empty(0, np.int64), np.flatnonzero(state.free)
-    return np.flatnonzero(state.free & prefer), np.flatnonzero(state.free & ~prefer)
+        return np.empty(0, np.int64), state.free.nonzero()[0]
+    return (state.free & prefer).nonzero()[0], (state.free & ~prefer).nonzero()[0]
 
 
 class TopologyOblivious(Policy):

@@ -191,7 +191,7 @@ class TopologyAware(Policy):
     def _t1(self, state: st.MachineState, n: int) -> np.ndarray | None:
         p = self.params
         leaf_free, pod_free = state.group_free[LEAF], state.group_free[POD]
-        leaves = np.flatnonzero(leaf_free >= n)
+        leaves = (leaf_free >= n).nonzero()[0]
         if len(leaves) == 0:
             return None
         pods = self._leaf_pod[leaves]
@@ -206,11 +206,11 @@ class TopologyAware(Policy):
         eligible = (held[T2] == 0) & (held[T3] == 0)
         avail_leaf = np.where(eligible, leaf_free, 0)
         avail_pod = avail_leaf.reshape(ft.pods, ft.leaves_per_pod).sum(axis=1)
-        pods = np.flatnonzero(avail_pod >= n)
+        pods = (avail_pod >= n).nonzero()[0]
         if len(pods) == 0:
             return None
         pod = pods[np.lexsort((self._sign * pods, _key(avail_pod[pods], p.t2_pod_order)))[0]]
-        leaves = pod * ft.leaves_per_pod + np.flatnonzero(avail_leaf.reshape(ft.pods, -1)[pod] > 0)
+        leaves = pod * ft.leaves_per_pod + (avail_leaf.reshape(ft.pods, -1)[pod] > 0).nonzero()[0]
         ordered = self._order_leaves(leaves, np.zeros(len(leaves)), _key(leaf_free[leaves], p.t2_leaf_order))
         return take_from_leaves(state, ordered, n)
 
@@ -223,7 +223,7 @@ class TopologyAware(Policy):
         if avail_leaf.sum() < n:
             return None
         avail_pod = avail_leaf.reshape(ft.pods, ft.leaves_per_pod).sum(axis=1)
-        leaves = np.flatnonzero(avail_leaf > 0)
+        leaves = (avail_leaf > 0).nonzero()[0]
         ordered = self._order_leaves(
             leaves,
             _key(avail_pod[self._leaf_pod[leaves]], p.t3_pod_order),
