@@ -108,6 +108,18 @@ def test_max_hops_of_equals_the_pairwise_maximum(topo):
             assert topo.max_hops_of(nodes) == brute
 
 
+def test_footprint_class_is_the_smallest_level_holding_every_node(topo):
+    """A placement's class against its groups counted level by level: 1 when its nodes lie in
+    one innermost group, ..., ``len(levels) + 1`` when they span several outermost ones."""
+    rng = np.random.default_rng(9)
+    for n in (1, 2, 5, 40, 400):
+        n = min(n, topo.n_nodes)
+        for nodes in (rng.choice(topo.n_nodes, n, replace=False), np.arange(n) + rng.integers(0, topo.n_nodes - n + 1)):
+            want = 1 + next((i for i, level in enumerate(topo.levels) if len(np.unique(nodes // level.size)) == 1),
+                            len(topo.levels))
+            assert topo.footprint_class(nodes) == want
+
+
 def test_ideal_allocation_is_at_least_as_compact_as_random(topo):
     for n in (2, 7, min(40, topo.n_nodes)):
         ideal = topo.ideal_aph(n)

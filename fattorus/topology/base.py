@@ -153,9 +153,11 @@ class Topology(abc.ABC):
         """Class of a placement by the smallest grouping level holding all of ``nodes``
         (1: one group of ``levels[0]``; ``len(levels) + 1``: several outermost groups)."""
         nodes = np.asarray(nodes)
+        # Group ids are node // size, monotone in the node: the least and largest node's groups
+        # are the least and largest group (two reductions, not two per level).
+        lo, hi = int(nodes.min()), int(nodes.max())
         for i, level in enumerate(self.levels):
-            g = nodes // level.size
-            if g.min() == g.max():
+            if lo // level.size == hi // level.size:
                 return i + 1
         return len(self.levels) + 1
 
