@@ -105,11 +105,33 @@ def test_with_hold_books_every_reserved_node_and_frees_none():
     assert_counts(state)  # the original is untouched
 
 
+def _check_futures_from(state, releases, times, batched, rng):
+    """``futures_from``'s blocks, joined, are ``futures_of``'s instants from the first with at
+    least ``min_free`` free nodes, the same counts (blocks of 1, 2, 4, ... instants here)."""
+    for min_free in (0, int(rng.integers(0, state.layout.n_groups[0] * 4)), 10**9):
+        first = int(np.searchsorted(batched.n_free, min_free))
+        for needs in (st.PER_GROUP, st.FREE_ONLY):
+            blocks = list(st.futures_from(state, releases, needs, min_free))
+            got_times = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0)
+            np.testing.assert_array_equal(got_times, times[first:])
+            np.testing.assert_array_equal(np.concatenate([b[1].n_free for b in blocks]) if blocks else [],
+                                          batched.n_free[first:])
+            if needs == st.FREE_ONLY:
+                assert all(b[1].held is None and b[1].group_free is None for b in blocks)
+                continue
+            for i in range(len(batched.held)):
+                np.testing.assert_array_equal(np.concatenate([b[1].held[i] for b in blocks]) if blocks
+                                              else batched.held[i][first:], batched.held[i][first:])
+                np.testing.assert_array_equal(np.concatenate([b[1].group_free[i] for b in blocks]) if blocks
+                                              else batched.group_free[i][first:], batched.group_free[i][first:])
+
+
 @pytest.mark.parametrize("name", ["ft6", "ft44"])
-def test_futures_of_kept_releases_equal_recounts_through_a_history(name):
+def test_futures_of_kept_releases_equal_recounts_through_a_history(name, monkeypatch):
     # The engine's Releases, kept as jobs start and end (several jobs may share a release
     # time; some nodes are held out of the machine and never released), give at every step
     # the counts of a recount of the machine after each release instant.
+    monkeypatch.setattr(st, "FIRST_BLOCK", 1)  # futures_from in blocks of 1, 2, 4, ...: several per history step
     topo = fattree.load(name)
     rng = np.random.default_rng(2)
     usable = rng.random(topo.n_nodes) > 0.1
@@ -129,6 +151,7 @@ def test_futures_of_kept_releases_equal_recounts_through_a_history(name):
             running.append((step, nodes, c, t))
         times, batched = st.futures_of(state, releases, st.PER_GROUP)
         _, free_only = st.futures_of(state, releases, st.FREE_ONLY)
+        _check_futures_from(state, releases, times, batched, rng)
         assert times.tolist() == sorted({t for *_, t in running})
         for g, t in enumerate(times):
             released = np.zeros(topo.n_nodes, bool)

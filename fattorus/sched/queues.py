@@ -252,15 +252,19 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
 
 def first_fit_time(replay: Replay, head: int) -> float:
     """Earliest estimated end of running jobs after which the policy can place ``head``
-    (``inf`` if none): the policy's count test over every future instant at once, or, for a
+    (``inf`` if none): the policy's count test over the future instants a block at a time, or, for a
     policy without one, its own ``earliest_fit`` where it gives one, else a bisection with
     ``fits`` on future states (feasibility only grows as jobs end)."""
     jobs, policy, machine = replay.jobs, replay.policy, replay.machine
     n, submit = int(jobs.nodes[head]), jobs.submit[head]
     if policy.needs is not None and replay.kind_nodes is None:
-        times, future_counts = st.futures_of(machine, replay.releases, policy.needs)
-        fits = np.flatnonzero(policy.feasible(future_counts, n, waited_s=times - submit))
-        return float(times[fits[0]]) if len(fits) else np.inf
+        # The instants with at least n free nodes (no placement takes fewer), a block at a
+        # time, until the first at which the policy's count test passes.
+        for times, future_counts in st.futures_from(machine, replay.releases, policy.needs, min_free=n):
+            fits = np.flatnonzero(policy.feasible(future_counts, n, waited_s=times - submit))
+            if len(fits):
+                return float(times[fits[0]])
+        return np.inf
     # The estimated ends of the running jobs: the release times of the busy nodes (nodes held
     # out of the machine are never released), found without sorting every busy node's.
     times = np.unique([replay.start[j] + jobs.estimate[j] for _, j in replay.running])
