@@ -73,6 +73,53 @@ def _to_devnull(stream: object) -> None:
         os.close(devnull)
 
 
+class ReaderMayLeave:
+    """A stand-in for ``sys.stdout`` for a command whose work outlives its printing (a replay,
+    whose results are written after its first lines): when the reader leaves (``| head -1``),
+    the stream is pointed at ``os.devnull`` and the command goes on quietly, its files written;
+    ``left`` tells it to end with :data:`EXIT_BROKEN_PIPE`. Before, the first line without a
+    reader stopped the run (its results lost) with "error: Broken pipe"."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.left = stream, False
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._leave()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._leave()
+
+    def _leave(self) -> None:
+        self.left = True
+        _to_devnull(self.stream)  # what the stream still buffers goes there at its next flush
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def reader_may_leave() -> ReaderMayLeave:
+    """``sys.stdout`` as a :class:`ReaderMayLeave` (once: a stand-in already there is kept)."""
+    if not isinstance(sys.stdout, ReaderMayLeave):
+        sys.stdout = ReaderMayLeave(sys.stdout)
+    return sys.stdout
+
+
+def leave_piped() -> NoReturn:
+    """End the process quietly after stdout's (or stderr's) reader left: both streams to
+    ``os.devnull``, exit :data:`EXIT_BROKEN_PIPE` (for a command that catches the
+    ``BrokenPipeError`` itself, as the Hydra apps' :func:`fattorus.app.cli.run_main`)."""
+    _to_devnull(sys.stdout)
+    _to_devnull(sys.stderr)
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
 def run_piped(main: Callable[[], int]) -> int:
     """Run a command's ``main`` and return its exit status, or :data:`EXIT_BROKEN_PIPE` quietly
     when stdout's (or stderr's) reader closes early.
@@ -92,4 +139,4 @@ def run_piped(main: Callable[[], int]) -> int:
         return EXIT_BROKEN_PIPE
 
 
-__all__ = ["EXIT_BROKEN_PIPE", "OneLineParser", "run_piped"]
+__all__ = ["EXIT_BROKEN_PIPE", "OneLineParser", "ReaderMayLeave", "leave_piped", "reader_may_leave", "run_piped"]

@@ -135,6 +135,12 @@ CASES = [
     Case("log_nodes_without_fit", W + ("workload.log_nodes=9",), 0,
          "warning: workload.log_nodes=9 is read only with workload.scale=fit; this run scales by x1",
          files={"log.swf": _log()}),
+    # Settings the chosen scenario or logger never reads: a warning each, the run goes on (session 42).
+    Case("model_key_with_assumed_factors", W + ("+speedup=v2", "speedup.comm_fraction=0.5"), 0,
+         "warning: speedup.comm_fraction=0.5 is ignored with speedup=v2 (it applies to speedup=model)",
+         files={"log.swf": _log()}),
+    Case("wandb_key_without_wandb", W + ("logger.mode=online",), 0,
+         "warning: logger.mode=online is ignored without logger=wandb", files={"log.swf": _log()}),
     # A sacct dump with job steps: the steps are recorded, so that the line counts add up.
     Case("sacct_steps", ("workload=file", "workload.path=log.swf", "+topo=ft6x6", "progress=false"), 0,
          files={"log.swf": "JobID|Submit|Start|End|Elapsed|Timelimit|NNodes|NCPUS|State\n"
@@ -209,6 +215,16 @@ CASES = [
     bad("run_dir_outside_results", "hydra.run.dir=mine: must lie under a results/ directory", "hydra.run.dir=mine"),
     bad("sweep_dir_outside_results", "hydra.sweep.dir=mine: must lie under a results/ directory", "--multirun",
         "hydra.sweep.dir=mine"),
+    # Hydra's other output paths wrote outside the results (session 42's exploratory run): the
+    # config copy, a trial's folder, a log file.
+    bad("output_subdir_leaving_the_run", "hydra.output_subdir=../../../evil: must be a folder inside the run's",
+        "hydra.output_subdir=../../../evil"),
+    bad("output_subdir_absolute", "hydra.output_subdir=/tmp/fattorus-evil: must be a folder inside the run's",
+        "hydra.output_subdir=/tmp/fattorus-evil"),
+    bad("sweep_subdir_leaving_the_sweep", "hydra.sweep.subdir=../../../evil: must be a folder inside the run's",
+        "--multirun", "hydra.sweep.subdir=../../../evil"),
+    bad("log_file_outside_results", "hydra.job_logging.handlers.file.filename=mine.log: must lie under a results/",
+        "hydra.job_logging.handlers.file.filename=mine.log"),
     # Paths that would leave the results root: refused or made one path component.
     # Hydra's flags: two modes, or a flag between overrides (its parser left the rest over, in a usage block).
     bad("two_mode_flags", "--multirun and --cfg cannot be given together", "--multirun", "--cfg", "job"),

@@ -38,14 +38,54 @@ def refuse_outside_results(config: DictConfig, key: str) -> None:
                       f"e.g. {key}={where.parent / 'results' / where.name})")
 
 
+def _raw(config: DictConfig, key: str) -> str | None:
+    """The setting ``key`` as written (interpolations unresolved), or None where it is unset."""
+    parent, _, name = key.rpartition(".")
+    node = OmegaConf.select(config, parent, default=None)
+    if not isinstance(node, DictConfig) or name not in node:
+        return None
+    value = node._get_node(name)._value()  # noqa: SLF001 - OmegaConf's way to read a value unresolved
+    return None if value is None else str(value)
+
+
+def refuse_leaving_the_run(config: DictConfig, multirun: bool) -> None:
+    """Refuse (one line, exit 2) the Hydra settings that name where a run writes besides its
+    directory: ``hydra.output_subdir`` (the config copy) and, in a multirun,
+    ``hydra.sweep.subdir`` (a trial's folder) must stay inside the run's (the sweep's)
+    directory — no absolute path, no ``..``; a log file of ``hydra.job_logging`` must lie
+    under a results/ directory (by default the run's own ``sweep.log``)."""
+    keys = ["hydra.output_subdir"] + (["hydra.sweep.subdir"] if multirun else [])
+    for key in keys:
+        raw = _raw(config, key)
+        if raw is not None and (Path(raw).is_absolute() or ".." in Path(raw).parts):
+            raise Refusal(f"{key}={raw}: must be a folder inside the run's directory (no absolute path, no '..'; "
+                          "nothing is written outside the results)")
+    handlers = OmegaConf.select(config, "hydra.job_logging.handlers", default=None)
+    for name in handlers.keys() if isinstance(handlers, DictConfig) else ():
+        key = f"hydra.job_logging.handlers.{name}.filename"
+        raw = _raw(config, key)
+        if raw is None:
+            continue
+        if ".." in Path(raw).parts:
+            raise Refusal(f"{key}={raw}: must lie in the run's directory (no '..'; nothing is written outside the results)")
+        if raw.startswith(("${hydra.runtime.output_dir}", "${hydra:runtime.output_dir}")):
+            continue  # the run's own directory (Hydra's default), checked above
+        where = selected_dir(config, key)
+        if where is not None and not paths.under_results(where):
+            raise Refusal(f"{key}={raw}: must lie under a results/ directory (nothing is written outside the results)")
+
+
 class ResultsOnly(Callback):
-    """A run's or a sweep's directory under a ``results/`` directory, refused before Hydra
-    makes it otherwise (:func:`refuse_outside_results`)."""
+    """A run's or a sweep's directory under a ``results/`` directory, and Hydra's other output
+    paths inside it, refused before Hydra makes them otherwise (:func:`refuse_outside_results`,
+    :func:`refuse_leaving_the_run`)."""
 
     def on_run_start(self, config: DictConfig, **_: Any) -> None:
         """A single run: ``hydra.run.dir``."""
         refuse_outside_results(config, "hydra.run.dir")
+        refuse_leaving_the_run(config, multirun=False)
 
     def on_multirun_start(self, config: DictConfig, **_: Any) -> None:
         """A multirun: ``hydra.sweep.dir`` (its trials' folders are single path components in it)."""
         refuse_outside_results(config, "hydra.sweep.dir")
+        refuse_leaving_the_run(config, multirun=True)

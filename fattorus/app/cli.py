@@ -253,10 +253,14 @@ def kept_on_interrupt(text: str) -> None:
 
 
 def launcher_problem(argv: list[str]) -> str | None:
-    """Why ``hydra/launcher=slurm`` cannot run here, or None: it launches a multirun's trials as
+    """Why the launcher settings cannot run, or None: ``hydra.launcher.n_jobs=0`` (joblib
+    refused it with a traceback), and ``hydra/launcher=slurm`` here: it launches a multirun's trials as
     a Slurm job array, so a single run would replay here regardless, and without ``srun`` on
     the PATH submitit fails inside Hydra with a traceback, after Hydra has made the sweep's
     folder (session 26 review). Checked before Hydra starts."""
+    n_jobs = [a.split("=", 1)[1] for a in argv if "=" in a and override_key(a) == "hydra.launcher.n_jobs"]
+    if n_jobs and n_jobs[-1].strip() in ("0", "+0", "-0"):  # joblib: "n_jobs == 0 has no meaning", a traceback
+        return f"hydra.launcher.n_jobs={n_jobs[-1]}: trials run at once, a whole number >= 1 (or -1: one per core)"
     chosen = [a.split("=", 1)[1] for a in argv if "=" in a and override_key(a) == "hydra/launcher"]
     shows_only = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help"}  # Hydra prints, runs nothing
     if not chosen or chosen[-1] != "slurm" or shows_only & set(argv):
@@ -331,6 +335,22 @@ def _interrupted(note: Any, prog: str, kept: str, single: str | None, exit_at_on
     sys.exit(130)
 
 
+def _null_parent_key(err: AssertionError) -> str | None:
+    """The override key of OmegaConf's ``Unexpected type for root: NoneType`` (an override
+    that sets a key inside a setting that is null here, e.g. ``workload.synthetic.seed=1`` with
+    the default ``workload=atlas``), read off the failing ``OmegaConf.update`` call; None for
+    any other assertion."""
+    if not str(err).startswith("Unexpected type for root"):
+        return None
+    tb = err.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "update" and "omegaconf" in tb.tb_frame.f_code.co_filename:
+            key = tb.tb_frame.f_locals.get("key")
+            return str(key) if key is not None else None
+        tb = tb.tb_next
+    return None
+
+
 def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],
              run_errors: tuple[type[BaseException], ...] = (), interrupted: str = "finished runs are kept",
              exit_at_once: bool = False, single: str | None = None) -> None:
@@ -357,10 +377,17 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.exit(2)
     # Let Hydra's exceptions reach us instead of its multi-line reports.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    from fattorus.args import leave_piped, reader_may_leave
+
     note = _TrialNote(sys.stderr)
     sys.stderr = note
+    out = reader_may_leave()  # stdout's reader may leave (| head -1): the run goes on, its files written
     try:
         app()
+        out.flush()
+    except BrokenPipeError:  # stderr's reader left: quiet, as a Unix filter (fattorus.args)
+        sys.stderr = note.stream
+        leave_piped()
     except (*user_errors, Refusal) as err:
         sys.stderr = note.stream
         trial = f"trial {note.trial}: " if note.trial else ""
@@ -375,6 +402,16 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.stderr = note.stream
         sys.stderr.write(f"{prog}: error: {hydra_error(err)}\n")
         sys.exit(2)
+    except AssertionError as err:
+        key = _null_parent_key(err)
+        if key is None:
+            raise
+        sys.stderr = note.stream
+        parent = key.rpartition(".")[0]
+        hint = " (workload.synthetic.* belongs to workload=synthetic)" if key.startswith("workload.synthetic.") else ""
+        sys.stderr.write(f"{prog}: error: {key}: {parent} is empty (null) in this configuration; nothing to set "
+                         f"in it{hint}\n")
+        sys.exit(2)
     except OSError as err:  # e.g. Hydra cannot create the run directory (read-only, disk full)
         sys.stderr = note.stream
         where = f": {err.filename}" if getattr(err, "filename", None) else ""
@@ -388,4 +425,6 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         _interrupted(note, prog, interrupted, single, exit_at_once)
     finally:
         sys.stderr = note.stream
+    if out.left:  # done, and what it printed found no reader: the exit status says so (fattorus.args)
+        leave_piped()
     interrupt.finished(0)  # done: a Ctrl-C while the workers are joined at exit changes nothing

@@ -175,6 +175,35 @@ def _warn_borrowed_workload(wl_cfg: dict[str, Any]) -> None:
                      f"keeps {choice}'s name, scale and cores per node; use workload=file for a log of your own")
 
 
+#: Settings one kind of speedup scenario reads and the other ignores (``conf/speedup``).
+_MODEL_ONLY = ("comm_fraction", "patterns", "app_patterns")
+_BINS_ONLY = ("cap", "classes")
+#: ``logger.*`` settings that only ``logger=wandb`` reads.
+_WANDB_ONLY = ("project", "entity", "mode", "group", "tags")
+
+
+def _warn_ignored(cfg: DictConfig) -> None:
+    """One warning line per setting given on the command line that the chosen configuration
+    never reads (session 42: ``+speedup=v2 speedup.comm_fraction=0.3`` ran v2 as if it were
+    not there): model-only keys with an assumed-factor scenario and back, ``logger.*`` without
+    ``logger=wandb``."""
+    hc = _hydra()
+    if hc is None:
+        return
+    given = {cli.override_key(o): o for o in hc.overrides.task}
+    speedup = cfg.get("speedup")
+    if speedup is not None:
+        ignored = _BINS_ONLY if speedup.get("kind") == "model" else _MODEL_ONLY
+        for key in ignored:
+            if f"speedup.{key}" in given:
+                _stderr_line(f"fattorus.sweep: warning: {given[f'speedup.{key}']} is ignored with speedup={speedup.name} "
+                             f"(it applies to {'assumed-factor scenarios' if key in _BINS_ONLY else 'speedup=model'})")
+    if cfg.get("logger") is not None and cfg.logger.get("name") != "wandb":
+        for key in _WANDB_ONLY:
+            if f"logger.{key}" in given:
+                _stderr_line(f"fattorus.sweep: warning: {given[f'logger.{key}']} is ignored without logger=wandb")
+
+
 def _skip_line(wl: Any, prog: str = "fattorus.sweep") -> str | None:
     """One line summarising a log's dirty lines (None when there are none)."""
     sk = wl.skipped
@@ -273,6 +302,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     wl_cfg = OmegaConf.to_container(cfg.workload, resolve=True)
     wl, transform_counts = _load_workload(wl_cfg, topo_cfg, ft)
     _warn_borrowed_workload(wl_cfg)  # after loading: an unreadable log is one error line alone
+    _warn_ignored(cfg)
     skip_line = _skip_line(wl)
     if skip_line:
         _stderr_line(skip_line)
@@ -594,6 +624,9 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
 
     # JAX announces at INFO level each accelerator backend it does not find; not news here.
     logging.getLogger("jax").setLevel(logging.WARNING)
+    from fattorus.args import reader_may_leave
+
+    reader_may_leave()  # in a multirun's worker too: a reader that left never stops a trial
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"

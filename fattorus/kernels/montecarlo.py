@@ -160,4 +160,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(interrupt.run(PROG, main))
+    from fattorus.args import run_piped
+
+    sys.exit(run_piped(lambda: interrupt.run(PROG, main)))  # quiet, exit 141, when stdout's reader closes early

@@ -33,6 +33,10 @@ import polars as pl
 from fattorus.workload import SCHEMA, SkipReport, Workload, WorkloadError
 
 SIZE_DISTS = ("log_uniform", "pow2")
+#: The most jobs one synthetic workload draws (~0.9 GB of table at this size).
+MAX_JOBS = 10_000_000
+#: The largest generator seed (as every command's ``seed``: :data:`fattorus.args.SEED_MAX`).
+SEED_MAX = 2**32 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +57,7 @@ class SyntheticParams:
 
     def __post_init__(self) -> None:
         checks = {
-            "n_jobs": self.n_jobs >= 0,
+            "n_jobs": 1 <= self.n_jobs <= MAX_JOBS,  # 0 replayed nothing; 10**10 asked for ~75 GiB
             "arrival_rate_per_h": self.arrival_rate_per_h > 0,
             "max_nodes": self.max_nodes >= 1,
             "size_dist": self.size_dist in SIZE_DISTS,
@@ -67,8 +71,9 @@ class SyntheticParams:
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
-            values = ", ".join(f"{k}={getattr(self, k)!r}" for k in bad)
-            raise WorkloadError(f"synthetic workload: invalid parameter(s) {values}")
+            values = ", ".join(f"workload.synthetic.{k}={getattr(self, k)!r}" for k in bad)
+            hint = f" (n_jobs: 1 .. {MAX_JOBS:,})" if "n_jobs" in bad else ""
+            raise WorkloadError(f"synthetic workload: invalid setting(s) {values}{hint}")
 
 
 def log_uniform_sizes(rng: np.random.Generator, n: int, max_nodes: int) -> np.ndarray:
@@ -137,13 +142,17 @@ def from_config(cfg: Mapping[str, Any]) -> Workload:
     ``cores_per_node`` at the top level is used when the mapping does not set it.
     """
     raw = dict(cfg.get("synthetic") or {})
-    seed = int(raw.pop("seed", 0) or 0)
+    seed = raw.pop("seed", 0) or 0
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= SEED_MAX:
+        # NumPy's own refusal ("expected non-negative integer") named no setting.
+        raise WorkloadError(f"workload.synthetic.seed={seed!r}: a whole number in 0 .. {SEED_MAX}")
     if "cores_per_node" not in raw and cfg.get("cores_per_node"):
         raw["cores_per_node"] = cfg.get("cores_per_node")
     known = {f.name for f in dataclasses.fields(SyntheticParams)}
     unknown = sorted(set(raw) - known)
     if unknown:
-        raise WorkloadError(f"synthetic workload: unknown parameter(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        names = ", ".join(f"workload.synthetic.{k}" for k in unknown)
+        raise WorkloadError(f"synthetic workload: unknown setting(s) {names} (known: {', '.join(sorted(known))})")
     return generate(SyntheticParams(**raw), seed)
 
 

@@ -1,0 +1,28 @@
+"""Commands whose output's reader leaves early (``| head -1``) end quietly with exit 141 (128 +
+SIGPIPE), as a Unix filter does, instead of a ``BrokenPipeError`` traceback or a one-line
+"Broken pipe" error with exit 1 (session 42's exploratory run found both)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fattorus.args import EXIT_BROKEN_PIPE
+
+
+def _quiet(err: str) -> bool:
+    return "Traceback" not in err and "BrokenPipe" not in err and "Broken pipe" not in err and "Exception ignored" not in err
+
+
+def test_montecarlo_table_read_by_head(reader_that_leaves):
+    # lines=0: closed before the table comes (it takes seconds); a reader that takes a line
+    # may leave after the whole short table sat in the pipe, and then nothing is broken.
+    _, err, code = reader_that_leaves("fattorus.kernels.montecarlo", "ft6x6", lines=0)
+    assert code == EXIT_BROKEN_PIPE and _quiet(err), err
+
+
+def test_a_replay_whose_output_reader_left(reader_that_leaves, tmp_path: Path):
+    run = tmp_path / "results" / "run"
+    _, err, code = reader_that_leaves("fattorus.sweep", "+topo=ft6x6", "workload=synthetic",
+                                      "workload.synthetic.n_jobs=30", "progress=false", f"hydra.run.dir={run}", lines=0)
+    assert code == EXIT_BROKEN_PIPE and _quiet(err), err
+    assert (run / "summary.json").is_file()  # written before the line that found no reader
