@@ -225,6 +225,15 @@ CASES = [
         "--multirun", "hydra.sweep.subdir=../../../evil"),
     bad("log_file_outside_results", "hydra.job_logging.handlers.file.filename=mine.log: must lie under a results/",
         "hydra.job_logging.handlers.file.filename=mine.log"),
+    # Tracebacks and unnamed settings found the same day.
+    bad("launcher_n_jobs_zero", "hydra.launcher.n_jobs=0: trials run at once, a whole number >= 1", "--multirun",
+        "hydra.launcher.n_jobs=0"),
+    bad("synthetic_key_with_a_log", "workload.synthetic.seed: workload.synthetic is empty (null)",
+        "workload.synthetic.seed=1"),
+    bad("synthetic_seed_negative", "workload.synthetic.seed=-1: a whole number", "workload=synthetic",
+        "+topo=ft6x6", "workload.synthetic.seed=-1"),
+    bad("synthetic_too_many_jobs", "workload.synthetic.n_jobs=10000000000 (n_jobs: 1 ..", "workload=synthetic",
+        "+topo=ft6x6", "workload.synthetic.n_jobs=10000000000"),
     # Paths that would leave the results root: refused or made one path component.
     # Hydra's flags: two modes, or a flag between overrides (its parser left the rest over, in a usage block).
     bad("two_mode_flags", "--multirun and --cfg cannot be given together", "--multirun", "--cfg", "job"),
