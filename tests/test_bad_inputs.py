@@ -228,6 +228,8 @@ CASES = [
     # Tracebacks and unnamed settings found the same day.
     bad("launcher_n_jobs_zero", "hydra.launcher.n_jobs=0: trials run at once, a whole number >= 1", "--multirun",
         "hydra.launcher.n_jobs=0"),
+    bad("another_policys_parameter", "policy.params.relax_after_s: not a parameter of the chosen policy (it is "
+        "policy=ta's)", "policy=to", "policy.params.relax_after_s=5"),
     bad("synthetic_key_with_a_log", "workload.synthetic.seed: workload.synthetic is empty (null)",
         "workload.synthetic.seed=1"),
     bad("synthetic_seed_negative", "workload.synthetic.seed=-1: a whole number", "workload=synthetic",

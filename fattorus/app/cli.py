@@ -131,6 +131,17 @@ def _policy_parameters() -> list[str]:
     return sorted(fields | {"ordering", "features", "min_nodes"})
 
 
+def _parameter_owners(name: str) -> list[str]:
+    """The policies whose parameter table (``TAParams``, ``PrismParams``) has ``name``."""
+    import dataclasses
+
+    from fattorus.sched.policy.fattree.ta import TAParams
+    from fattorus.sched.policy.torus.prism import PrismParams
+
+    return [policy for policy, cls in (("ta", TAParams), ("prism", PrismParams))
+            if name in {f.name for f in dataclasses.fields(cls)}]
+
+
 def hydra_error(err: BaseException) -> str:
     """One line for a Hydra or OmegaConf error, its cause appended. A misspelt key without '+'
     (``workload.windw_days=1``) reads as :func:`unknown_setting` does for one with '+' — the
@@ -156,7 +167,12 @@ def hydra_error(err: BaseException) -> str:
     if asked and asked.group(1).startswith("policy.params."):  # the closest parameter of any policy
         from fattorus.args import did_you_mean
 
-        hint = did_you_mean(asked.group(1).removeprefix("policy.params."), _policy_parameters(), "policy.params.")
+        name = asked.group(1).removeprefix("policy.params.")
+        if name in _policy_parameters():  # another policy's parameter: "did you mean" would name it again
+            owners = _parameter_owners(name)
+            return (f"policy.params.{name}: not a parameter of the chosen policy"
+                    + (f" (it is {' and '.join('policy=' + o for o in owners)}'s)" if owners else ""))
+        hint = did_you_mean(name, _policy_parameters(), "policy.params.")
         if hint:
             return f"unknown setting {asked.group(1)!r}{hint}"
     missing = _missing_key(err.__cause__)
