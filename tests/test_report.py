@@ -280,7 +280,8 @@ def test_unreadable_run_is_one_line_error(two_runs: Path, capsys):
     (results / "sweepA" / "1" / "jobs.parquet").write_bytes(b"not parquet")
     assert report.main([str(results), "--out", str(results / "out")]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "sweepA/1" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.count("unreadable parquet") == 1 and "sweepA/1/jobs.parquet: unreadable parquet" in err, err
     assert report.main([str(results), "--out", str(results / "out"), "--skip-bad"]) == 0
     assert "skipped" in capsys.readouterr().err
 

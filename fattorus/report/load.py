@@ -103,10 +103,14 @@ def table_problem(run_dir: Path, summary: Mapping[str, Any]) -> str | None:
     expected = _expected_rows(summary)
     for name, columns in REQUIRED_COLUMNS.items():
         scan = pl.scan_parquet(run_dir / name, glob=False)
-        missing = [c for c in columns if c not in scan.collect_schema().names()]
+        try:
+            names = scan.collect_schema().names()
+            rows = scan.select(pl.len()).collect().item()
+        except Exception as err:  # noqa: BLE001 - polars raises several kinds; all mean "unreadable"
+            raise ReportError(f"{run_dir / name}: unreadable parquet: {one_line(err)}") from None
+        missing = [c for c in columns if c not in names]
         if missing:
             return f"{name} lacks column(s) {', '.join(missing)}"
-        rows = scan.select(pl.len()).collect().item()
         if expected[name] is not None and rows != expected[name]:
             return f"{name} has {rows} rows, summary.json says {expected[name]}"
         if rows == 0:
@@ -243,13 +247,19 @@ def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
     config = summary["config"]
     workload, counts = _mapping(config.get("workload")), _mapping(summary.get("counts"))
     topology = summary.get("topology") if isinstance(summary.get("topology"), Mapping) else None
+    reading = run_dir
     try:
         problem = table_problem(run_dir, summary)
         if problem is None:
-            jobs = job_metrics(run_dir / "jobs.parquet")
-            util = utilization_metrics(run_dir / "utilization.parquet")
+            reading = run_dir / "jobs.parquet"
+            jobs = job_metrics(reading)
+            reading = run_dir / "utilization.parquet"
+            util = utilization_metrics(reading)
+    except ReportError:
+        raise  # already names its file (table_problem)
     except Exception as err:  # noqa: BLE001 - polars raises several kinds; all mean "unreadable"
-        raise ReportError(f"{run_dir}: unreadable parquet: {one_line(err)}") from None
+        # The file named (session 42: "results/X: unreadable parquet" left the reader to guess which).
+        raise ReportError(f"{reading}: unreadable parquet: {one_line(err)}") from None
     if problem is not None:
         raise ReportError(f"{run_dir}: damaged run: {problem}")
     seed = config.get("seed")
