@@ -203,8 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--seed must be from 0 to {SEED_MAX}, got {args.seed}")
         if not 1 <= args.positions <= POSITIONS_MAX:
             raise ValueError(f"--positions must be from 1 to {POSITIONS_MAX}, got {args.positions}")
-        if args.ranks_per_node < 1 or not 0 < args.kib <= KIB_MAX:
-            raise ValueError(f"--ranks-per-node must be >= 1 and --kib a number in (0, {KIB_MAX:g}] (KiB a message)")
+        if args.ranks_per_node < 1:
+            raise ValueError(f"--ranks-per-node must be >= 1, got {args.ranks_per_node}")
+        if not 0 < args.kib <= KIB_MAX:
+            raise ValueError(f"--kib must be a number in (0, {KIB_MAX:g}] (KiB a message), got {args.kib:g}")
         s = settings(args)
         topo = topology.load(args.machine)
         if not isinstance(topo, Torus3D):
