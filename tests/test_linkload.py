@@ -421,3 +421,26 @@ def test_the_summary_gives_no_mean_over_no_exposed_job_instant():
     loud = interference.summary_lines(table([True, False]))
     assert "shared links per exposed job-instant (mean): total 3.0, core 3.0" in loud
     assert "traffic share on shared links (mean over exposed job-instants): 0.250" in loud
+
+
+def test_cli_output_that_cannot_be_written_exits_1_naming_it(tmp_path, capsys):
+    """A read-only output folder: exit 1 (the table made, not kept), one line naming the file
+    asked for, not the writer's temporary file (it exited 2 naming ``.i.parquet.t_*.tmp``)."""
+    import os
+
+    if os.geteuid() == 0:  # root writes into a read-only folder: make the target a folder instead
+        run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
+        target = run / "i.parquet"
+        target.mkdir()
+        (target / "x").write_text("x")
+    else:
+        run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
+        target = run / "i.parquet"
+        run.chmod(0o555)
+    try:
+        assert interference.main([str(run), "--out", str(target), "--instants", "1"]) == 1
+    finally:
+        run.chmod(0o755)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"fattorus.interference: error: cannot write {target}"), err
+    assert ".tmp" not in err[0]

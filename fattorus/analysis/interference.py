@@ -414,7 +414,8 @@ def _output_path(run_dir: Path, out: str | None) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status (0, or 2 on a usage/data error)."""
+    """Command-line entry point; returns the exit status (0; 2 on a usage or data error; 1 when
+    the table cannot be written)."""
     parser = OneLineParser(
         prog="python -m fattorus.interference",
         error_prefix="fattorus.interference",
@@ -441,10 +442,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         mix = parse_mix(args.pattern_mix)
         ft, jobs = load_run(args.run_dir, args.topo)
         table = analyse(ft, jobs, mix, seed=args.seed, instants=args.instants)
-        out = write_atomic(table, target)
     except (RunDirError, ValueError, OSError) as err:
         print(f"fattorus.interference: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    try:
+        out = write_atomic(table, target)
+    except OSError as err:  # the table was made and could not be kept: exit 1, naming the file asked for
+        print(f"fattorus.interference: error: cannot write {target}: {err.strerror or err}", file=sys.stderr)
+        return 1
     print(f"{ft.name}: {len(jobs)} jobs, {args.instants} instants, mix {mix}, seed {args.seed}")
     for line in summary_lines(table):
         print(line)
