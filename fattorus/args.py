@@ -90,6 +90,10 @@ class ReaderMayLeave:
             self._leave()
             return len(text)
 
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
     def flush(self) -> None:
         try:
             self.stream.flush()

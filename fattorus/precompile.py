@@ -30,10 +30,11 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 
     interrupt.on_start("fattorus.precompile")
 
+import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -131,43 +132,81 @@ def _timed(index: int) -> tuple[int, float]:
     return index, time.perf_counter() - t
 
 
-def run(say: Callable[[str], None] = print, jobs: int = 1) -> float:
-    """Run every step, on ``jobs`` processes (1: in this one, in order); ``say`` gets one line
-    per step as it ends. Returns the seconds it all took (wall)."""
+def run(say: Callable[[str], None] = print, jobs: int = 1, steps: Sequence[int] | None = None) -> float:
+    """Run the ``steps`` (indices into :data:`STEPS`; default all) on ``jobs`` processes (1: in
+    this one, in order); ``say`` gets one line per step (from several processes: each one's
+    lines as it reports them, one process after the other). Returns the seconds it all took
+    (wall)."""
     t0 = time.perf_counter()
+    steps = list(range(len(STEPS))) if steps is None else list(steps)
     if jobs <= 1:
-        for index in range(len(STEPS)):
+        for index in steps:
             _, seconds = _timed(index)
             say(f"{PROG}: {STEPS[index][0]}: {seconds:.1f} s")
         return time.perf_counter() - t0
-    import concurrent.futures
-    import multiprocessing
+    # Child processes (``--steps``), each given the next longest step its share can take: new
+    # interpreters, not forks of this one, and no multiprocessing pool, whose semaphores an
+    # interrupted exit reported as leaked. numba writes each cache file whole, by renaming:
+    # two processes compiling one kernel (the solvers) both finish with a valid cache.
+    import subprocess
 
-    # Spawned, not forked: a fork would copy whatever this process loaded. The steps share no
-    # kernels but the solvers (numba writes each cache file whole, by renaming: two processes
-    # compiling one kernel both finish with a valid cache). Longest first: the prism replay's.
-    order = sorted(range(len(STEPS)), key=lambda i: -COST_S[i])
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for done in concurrent.futures.as_completed([pool.submit(_timed, i) for i in order]):
-            index, seconds = done.result()
-            say(f"{PROG}: {STEPS[index][0]}: {seconds:.1f} s")
+    shares: list[list[int]] = [[] for _ in range(jobs)]
+    load = [0.0] * jobs
+    for index in sorted(steps, key=lambda i: -COST_S[i]):
+        k = load.index(min(load))
+        shares[k].append(index)
+        load[k] += COST_S[index]
+    from fattorus import interrupt
+
+    env = {**os.environ, interrupt.QUIET: "1"}  # a Ctrl-C is one line, this process's
+    children = [subprocess.Popen([sys.executable, "-m", "fattorus.precompile", "--jobs", "1", "--steps",
+                                  ",".join(map(str, share))], stdout=subprocess.PIPE, text=True, env=env)
+                for share in shares if share]
+    try:
+        for child in children:
+            for line in child.stdout:
+                say(line.rstrip("\n"))
+        failed = [child.wait() for child in children]
+    except BaseException:
+        for child in children:
+            child.kill()  # a Ctrl-C stops every step now
+        raise
+    if any(failed):
+        raise RuntimeError(f"a precompile step failed (exit {max(failed)}; its error is above)")
     return time.perf_counter() - t0
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point: compile every kernel (:func:`run`); returns the exit status
+    (0; 2 on a usage error, one line)."""
     from fattorus.args import OneLineParser
 
     parser = OneLineParser(prog=f"python -m {PROG}", error_prefix=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="processes compiling at once (default: 2, or 1 on a one-core machine)")
+    parser.add_argument("--steps", default=None, help=argparse.SUPPRESS)  # a child's share: step indices
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs: a whole number >= 1, got {args.jobs}")
+    steps = None
+    if args.steps is not None:
+        try:
+            steps = [int(i) for i in args.steps.split(",")]
+        except ValueError:
+            parser.error(f"--steps: step numbers 0 .. {len(STEPS) - 1}, comma-separated, got {args.steps!r}")
+        if not all(0 <= i < len(STEPS) for i in steps):
+            parser.error(f"--steps: step numbers 0 .. {len(STEPS) - 1}, comma-separated, got {args.steps!r}")
+        run(lambda line: print(line, flush=True), 1, steps)  # a child: its step lines only
+        return 0
     print(f"{PROG}: compiling the numba kernels into their caches (once per checkout; later runs load them)",
           flush=True)
     # A Ctrl-C leaves with one line (interrupt.run): what was compiled stays cached, the rest
     # compiles at its first use.
-    total = run(lambda line: print(line, flush=True), args.jobs)
+    try:
+        total = run(lambda line: print(line, flush=True), args.jobs)
+    except RuntimeError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 1
     print(f"{PROG}: done in {total:.1f} s", flush=True)
     return 0
 

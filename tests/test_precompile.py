@@ -1,4 +1,4 @@
-"""``python -m fattorus.precompile`` (run by ``make setup``) compiles every numba kernel of the
+"""``python -m fattorus.precompile`` (``make precompile``, the first step of ``make test``) compiles every numba kernel of the
 package, so that no user's first run, and no test worker, compiles one."""
 
 from __future__ import annotations
@@ -87,3 +87,27 @@ def test_bad_arguments_are_one_line():
         assert out.returncode == 2 and out.stdout == "", (args, out)
         assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("fattorus.precompile: error:"), out.stderr
         assert word in out.stderr
+
+
+def test_ctrl_c_stops_every_step_at_once(tmp_path):
+    """A Ctrl-C while the kernels compile (an empty cache: the steps take a minute): one line,
+    exit 130, and the child processes compiling the other steps are gone with it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}  # cold: nothing loads from a cache
+    proc = subprocess.Popen([sys.executable, "-m", "fattorus.precompile", "--jobs", "2"], cwd=PACKAGE.parent, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("fattorus.precompile: compiling")
+    time.sleep(1.0)  # the children started
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.splitlines() == ["fattorus.precompile: interrupted"], err
+    assert "done in" not in out
+    left = subprocess.run(["pgrep", "-f", f"NUMBA_CACHE_DIR={tmp_path}|fattorus.precompile --jobs 1 --steps"],
+                          capture_output=True, text=True)
+    assert left.stdout.strip() == "", left.stdout  # no child left compiling

@@ -57,7 +57,11 @@ def refuse_leaving_the_run(config: DictConfig, multirun: bool) -> None:
     keys = ["hydra.output_subdir"] + (["hydra.sweep.subdir"] if multirun else [])
     for key in keys:
         raw = _raw(config, key)
-        if raw is not None and (Path(raw).is_absolute() or ".." in Path(raw).parts):
+        if raw is None:
+            continue
+        # As written and, where it resolves now, as resolved (${oc.env:HOME} is absolute).
+        seen = [raw] + ([str(selected_dir(config, key))] if "${" in raw and selected_dir(config, key) else [])
+        if any(Path(v).is_absolute() or ".." in Path(v).parts for v in seen):
             raise Refusal(f"{key}={raw}: must be a folder inside the run's directory (no absolute path, no '..'; "
                           "nothing is written outside the results)")
     handlers = OmegaConf.select(config, "hydra.job_logging.handlers", default=None)
@@ -68,8 +72,8 @@ def refuse_leaving_the_run(config: DictConfig, multirun: bool) -> None:
             continue
         if ".." in Path(raw).parts:
             raise Refusal(f"{key}={raw}: must lie in the run's directory (no '..'; nothing is written outside the results)")
-        if raw.startswith(("${hydra.runtime.output_dir}", "${hydra:runtime.output_dir}")):
-            continue  # the run's own directory (Hydra's default), checked above
+        if raw.startswith(("${hydra.runtime.output_dir}/", "${hydra:runtime.output_dir}/")):
+            continue  # inside the run's own directory (Hydra's default), checked above
         where = selected_dir(config, key)
         if where is not None and not paths.under_results(where):
             raise Refusal(f"{key}={raw}: must lie under a results/ directory (nothing is written outside the results)")

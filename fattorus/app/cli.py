@@ -275,8 +275,13 @@ def launcher_problem(argv: list[str]) -> str | None:
     the PATH submitit fails inside Hydra with a traceback, after Hydra has made the sweep's
     folder (session 26 review). Checked before Hydra starts."""
     n_jobs = [a.split("=", 1)[1] for a in argv if "=" in a and override_key(a) == "hydra.launcher.n_jobs"]
-    if n_jobs and n_jobs[-1].strip() in ("0", "+0", "-0"):  # joblib: "n_jobs == 0 has no meaning", a traceback
-        return f"hydra.launcher.n_jobs={n_jobs[-1]}: trials run at once, a whole number >= 1 (or -1: one per core)"
+    if n_jobs and is_multirun(argv):  # joblib: "n_jobs == 0 has no meaning", a traceback
+        try:
+            zero = float(n_jobs[-1]) == 0
+        except ValueError:
+            zero = False  # not a number: Hydra's own check of the launcher's settings says so
+        if zero:
+            return f"hydra.launcher.n_jobs={n_jobs[-1]}: trials run at once, a whole number >= 1 (or -1: one per core)"
     chosen = [a.split("=", 1)[1] for a in argv if "=" in a and override_key(a) == "hydra/launcher"]
     shows_only = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help"}  # Hydra prints, runs nothing
     if not chosen or chosen[-1] != "slurm" or shows_only & set(argv):

@@ -71,9 +71,9 @@ def _screen_tables(buckets: int) -> tuple[np.ndarray, np.ndarray]:
 
 def gumbel_top_k(uniform: np.ndarray, prior: np.ndarray, usable: np.ndarray,
                  counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`first_largest_of_sums` of ``gumbel_noise(uniform)``: each row's ``counts[row]``
-    best scores ``prior[col] + gumbel_noise(uniform[row, col])`` among the ``usable`` entries,
-    the same picks in the same order, with the noise (two float64 logs an entry, ~40 % of a
+    """Each row's ``counts[row]`` best scores ``prior[col] + gumbel_noise(uniform[row, col])``
+    among the ``usable`` entries, in the order of a stable descending sort (equal scores by
+    column, lowest first) — the picks of scoring every entry — with the noise (two float64 logs an entry, ~40 % of a
     1,024-rank mesh) computed only where an entry can be picked.
 
     The screen: the noise is monotone in ``u``, so a table gives bounds of it over each
@@ -82,7 +82,7 @@ def gumbel_top_k(uniform: np.ndarray, prior: np.ndarray, usable: np.ndarray,
     that can never be picked (``count`` others score higher). The row's threshold is read off
     a histogram of the lower bounds (a bin edge at or below that ``count``-th bound). On the
     mesh's rows ~15 % of the entries pass (a few more than the picks) and are scored exactly
-    as :func:`first_largest_of_sums` scores them, in column order.
+    (one float64 addition each, as NumPy's ``prior[None, :] + noise``), in column order.
 
     Args:
       uniform: ``(n, m)`` float32 draws in ``[0, 1)`` (refused in one line otherwise).

@@ -99,11 +99,12 @@ def table_problem(run_dir: Path, summary: Mapping[str, Any]) -> str | None:
     reads, with another row count than ``summary.json`` records, or with no row at all, is
     damaged: a finished replay has at least one job (the sweep refuses one with none) and so at
     least one utilization sample; reporting such a run would show "—" as if it were a result.
+    A table that cannot be read raises :class:`ReportError` naming the file.
     """
     expected = _expected_rows(summary)
     for name, columns in REQUIRED_COLUMNS.items():
-        scan = pl.scan_parquet(run_dir / name, glob=False)
         try:
+            scan = pl.scan_parquet(run_dir / name, glob=False)
             names = scan.collect_schema().names()
             rows = scan.select(pl.len()).collect().item()
         except Exception as err:  # noqa: BLE001 - polars raises several kinds; all mean "unreadable"

@@ -30,13 +30,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from fattorus.args import SEED_MAX
 from fattorus.workload import SCHEMA, SkipReport, Workload, WorkloadError
 
 SIZE_DISTS = ("log_uniform", "pow2")
 #: The most jobs one synthetic workload draws (~0.9 GB of table at this size).
 MAX_JOBS = 10_000_000
-#: The largest generator seed (as every command's ``seed``: :data:`fattorus.args.SEED_MAX`).
-SEED_MAX = 2**32 - 1
 
 
 @dataclasses.dataclass(frozen=True)
