@@ -190,12 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--jobs: a whole number >= 1, got {args.jobs}")
     steps = None
     if args.steps is not None:
-        try:
-            steps = [int(i) for i in args.steps.split(",")]
-        except ValueError:
+        parts = args.steps.split(",")
+        if not all(p.isdecimal() and int(p) < len(STEPS) for p in parts):
             parser.error(f"--steps: step numbers 0 .. {len(STEPS) - 1}, comma-separated, got {args.steps!r}")
-        if not all(0 <= i < len(STEPS) for i in steps):
-            parser.error(f"--steps: step numbers 0 .. {len(STEPS) - 1}, comma-separated, got {args.steps!r}")
+        steps = [int(p) for p in parts]
         run(lambda line: print(line, flush=True), 1, steps)  # a child: its step lines only
         return 0
     print(f"{PROG}: compiling the numba kernels into their caches (once per checkout; later runs load them)",

@@ -12,6 +12,13 @@ from fattorus.analysis import metrics
 from fattorus.topology.base import Topology
 
 
+def _sharing(keys, start, end) -> np.ndarray:
+    """``metrics._concurrent_sharing_flat`` of per-job key arrays."""
+    sizes = np.array([len(k) for k in keys], np.int64)
+    flat = np.concatenate(keys).astype(np.int64) if len(keys) else np.zeros(0, np.int64)
+    return metrics._concurrent_sharing_flat(flat, sizes, start, end)
+
+
 def _pairs(keys, start, end) -> np.ndarray:
     """Brute force: job i shares a key with another job j while both run (their ``[start, end)``
     intervals intersect: an empty one meets none)."""
@@ -33,13 +40,13 @@ def test_concurrent_sharing_equals_every_pair_with_ties_and_touching_intervals()
         end[rng.random(n) < 0.05] = np.inf  # still running at the end of the replay
         start[rng.random(n) < 0.03] = np.nan  # never started: holds nothing
         want = _pairs(keys, np.nan_to_num(start, nan=np.inf), end)
-        np.testing.assert_array_equal(metrics._concurrent_sharing(keys, start, end), want)
+        np.testing.assert_array_equal(_sharing(keys, start, end), want)
 
 
 def test_touching_jobs_do_not_interfere():
     # One key: [0, 1) and [1, 2) touch; [5, inf) and [6, 7) overlap. Another: alone.
     keys = [np.array([4]), np.array([4]), np.array([4]), np.array([4]), np.array([9])]
-    got = metrics._concurrent_sharing(keys, np.array([0.0, 1, 5, 6, 0]), np.array([1.0, 2, np.inf, 7, 3]))
+    got = _sharing(keys, np.array([0.0, 1, 5, 6, 0]), np.array([1.0, 2, np.inf, 7, 3]))
     assert got.tolist() == [False, False, True, True, False]
 
 
@@ -47,7 +54,7 @@ def test_a_key_held_past_its_last_holder_flags_the_one_still_running():
     # 0 holds key 1 over [0, 10); 1 joins over [2, 4) and leaves (both flagged then); 2 starts
     # at 6 beside 0 alone: key 1's last holder to start is 1, ended; 0 is still running.
     keys = [np.array([1]), np.array([1]), np.array([1])]
-    got = metrics._concurrent_sharing(keys, np.array([0.0, 2, 6]), np.array([10.0, 4, 8]))
+    got = _sharing(keys, np.array([0.0, 2, 6]), np.array([10.0, 4, 8]))
     assert got.tolist() == [True, True, True]
 
 

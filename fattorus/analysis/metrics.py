@@ -147,13 +147,6 @@ def summary(
     }
 
 
-def _concurrent_sharing(keys: list[np.ndarray], start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """:func:`_concurrent_sharing_flat` of per-job key arrays."""
-    sizes = np.array([len(k) for k in keys], np.int64)
-    flat = np.concatenate(keys).astype(np.int64) if len(keys) else np.zeros(0, np.int64)
-    return _concurrent_sharing_flat(flat, sizes, start, end)
-
-
 def _concurrent_sharing_flat(flat: np.ndarray, sizes: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per job: whether another job holding one of its ``keys`` (ints; a key named twice by
     one job counts once: the sweep's indexed updates apply once per index) runs at the

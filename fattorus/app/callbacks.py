@@ -60,7 +60,8 @@ def refuse_leaving_the_run(config: DictConfig, multirun: bool) -> None:
         if raw is None:
             continue
         # As written and, where it resolves now, as resolved (${oc.env:HOME} is absolute).
-        seen = [raw] + ([str(selected_dir(config, key))] if "${" in raw and selected_dir(config, key) else [])
+        resolved = selected_dir(config, key) if "${" in raw else None
+        seen = [raw] + ([str(resolved)] if resolved is not None else [])
         if any(Path(v).is_absolute() or ".." in Path(v).parts for v in seen):
             raise Refusal(f"{key}={raw}: must be a folder inside the run's directory (no absolute path, no '..'; "
                           "nothing is written outside the results)")

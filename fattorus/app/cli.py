@@ -120,26 +120,25 @@ def unknown_setting(keys: Iterable[Any], known: Sequence[str], where: str) -> st
     return None
 
 
-def _policy_parameters() -> list[str]:
-    """The parameter names the allocation policies take (``policy.params.*``), sorted."""
+def _parameter_tables() -> dict[str, set[str]]:
+    """Policy name -> the parameter names of its table (``TAParams``, ``PrismParams``)."""
     import dataclasses
 
     from fattorus.sched.policy.fattree.ta import TAParams
     from fattorus.sched.policy.torus.prism import PrismParams
 
-    fields = {f.name for cls in (TAParams, PrismParams) for f in dataclasses.fields(cls)}
-    return sorted(fields | {"ordering", "features", "min_nodes"})
+    return {policy: {f.name for f in dataclasses.fields(cls)} for policy, cls in (("ta", TAParams),
+                                                                                 ("prism", PrismParams))}
+
+
+def _policy_parameters() -> list[str]:
+    """The parameter names the allocation policies take (``policy.params.*``), sorted."""
+    return sorted(set().union(*_parameter_tables().values()) | {"ordering", "features", "min_nodes"})
 
 
 def _parameter_owners(name: str) -> list[str]:
-    """The policies whose parameter table (``TAParams``, ``PrismParams``) has ``name``."""
-    import dataclasses
-
-    from fattorus.sched.policy.fattree.ta import TAParams
-    from fattorus.sched.policy.torus.prism import PrismParams
-
-    return [policy for policy, cls in (("ta", TAParams), ("prism", PrismParams))
-            if name in {f.name for f in dataclasses.fields(cls)}]
+    """The policies whose parameter table has ``name``."""
+    return [policy for policy, names in _parameter_tables().items() if name in names]
 
 
 def hydra_error(err: BaseException) -> str:

@@ -342,14 +342,22 @@ def futures_of(state: MachineState, releases: Releases, needs: str = PER_GROUP) 
     """:func:`futures` of ``state`` with the busy nodes' release times kept in ``releases``
     (which must hold exactly the busy nodes of ``state`` that are ever released): the same
     times and counts, without regrouping the busy nodes."""
-    times = sorted(releases.by_time)
-    n_free = state.n_free + np.cumsum(np.array([releases.n_at[t] for t in times], np.int64))
-    times_a = np.array(times, np.float64)
+    times, n_free = _release_times(state, releases)
     if needs == FREE_ONLY:
-        return times_a, Counts(None, None, n_free)
+        return np.array(times, np.float64), Counts(None, None, n_free)
+    return np.array(times, np.float64), _counts_after(state, _released_rows(state, releases, times), n_free)
+
+
+def _release_times(state: MachineState, releases: Releases) -> tuple[list[float], np.ndarray]:
+    """The distinct release times, ascending, and the free nodes once each has passed."""
+    times = sorted(releases.by_time)
+    return times, state.n_free + np.cumsum(np.array([releases.n_at[t] for t in times], np.int64))
+
+
+def _released_rows(state: MachineState, releases: Releases, times: list[float]) -> np.ndarray:
+    """``(len(times), keys_per_instant)``: the nodes released at each of ``times`` by key."""
     K = _keys_per_instant(state.layout)
-    released = np.array([releases.per_key(t, K) for t in times], np.int64).reshape(len(times), K)
-    return times_a, _counts_after(state, released, n_free)
+    return np.array([releases.per_key(t, K) for t in times], np.int64).reshape(len(times), K)
 
 
 #: Instants in the first block :func:`futures_from` yields; each next block is twice as long.
@@ -366,22 +374,17 @@ def futures_from(state: MachineState, releases: Releases, needs: str = PER_GROUP
     Why: EASY's shadow time is the first future instant at which the blocked head fits, on
     average ~2 instants past the first with enough free nodes while a Pinot replay's
     reservations see ~17; counting every instant was most of the reservation's cost."""
-    times = sorted(releases.by_time)
-    n_free = state.n_free + np.cumsum(np.array([releases.n_at[t] for t in times], np.int64))
+    times, n_free = _release_times(state, releases)
     times_a = np.array(times, np.float64)
     first = int(np.searchsorted(n_free, min_free))  # n_free never falls from one instant to the next
     if needs == FREE_ONLY:
         yield times_a[first:], Counts(None, None, n_free[first:])
         return
-    K = _keys_per_instant(state.layout)
-    before = np.zeros(K, np.int64)  # what the instants before this block release
-    for t in times[:first]:
-        before += releases.per_key(t, K)
+    before = _released_rows(state, releases, times[:first]).sum(axis=0)  # what the instants before release
     a, size = first, FIRST_BLOCK
     while a < len(times):
         b = min(len(times), a + size)
-        released = np.array([releases.per_key(t, K) for t in times[a:b]], np.int64).reshape(b - a, K)
-        rel = _cumulated_rows(released, before)
+        rel = _cumulated_rows(_released_rows(state, releases, times[a:b]), before)
         yield times_a[a:b], _counts_of(state, rel, n_free[a:b])
         before = rel[-1]
         a, size = b, 2 * size
