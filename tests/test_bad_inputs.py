@@ -117,6 +117,7 @@ CASES = [
          {"run time beyond ceiling": 1}, files={"log.swf": HEADER + swf_line(1, 0, 30, 1, req=30) + swf_line(2, 5, 60, 1, req=30)}),
     # Logs that are not logs, or hold no job: one line, exit 2.
     bad("missing_log", "no-such.swf", "workload.path=no-such.swf"),
+    bad("device_log", "/dev/zero: a device, not a job log file", "workload.path=/dev/zero"),  # was read without end
     bad("log_is_dir", "log.swf", files={"log.swf/x": "a"}),
     bad("binary_log", "binary file", files={"log.swf": "\x00\x01\x02\xff" * 100}),
     bad("not_a_log", "not a job log", files={"log.swf": "hello world\nthis is prose\n"}),
@@ -232,6 +233,8 @@ CASES = [
         "policy=ta's)", "policy=to", "policy.params.relax_after_s=5"),
     bad("synthetic_key_with_a_log", "workload.synthetic.seed: workload.synthetic is empty (null)",
         "workload.synthetic.seed=1"),
+    bad("synthetic_format_with_a_log", "format=synthetic generates its jobs and reads no log, but workload.path=",
+        "workload.format=synthetic"),
     bad("synthetic_seed_negative", "workload.synthetic.seed=-1: a whole number", "workload=synthetic",
         "+topo=ft6x6", "workload.synthetic.seed=-1"),
     bad("synthetic_too_many_jobs", "workload.synthetic.n_jobs=10000000000 (n_jobs: 1 ..", "workload=synthetic",
@@ -605,8 +608,9 @@ def test_two_single_runs_in_the_same_second_keep_both_results(tmp_path):
 
 def test_a_refused_run_in_a_named_directory_leaves_it_free_for_the_corrected_command(tmp_path):
     """A single run into ``hydra.run.dir=DIR`` refused for its settings (here a log whose
-    every job was cancelled before it started) takes its stubs away again: the corrected
-    command into the same DIR runs (it was refused as "already holds another run")."""
+    every job was cancelled before it started) takes its stubs away again, and DIR too when
+    the run made it: the corrected command into the same DIR runs (it was refused as
+    "already holds another run")."""
     cancelled = HEADER + "".join(swf_line(i, i * 10, -1, 4, status=5) for i in range(1, 4))
     (tmp_path / "bad.swf").write_text(cancelled)
     (tmp_path / "good.swf").write_text(_log())
@@ -614,7 +618,7 @@ def test_a_refused_run_in_a_named_directory_leaves_it_free_for_the_corrected_com
     common = [f"hydra.run.dir={run_dir}", *W[:2], *W[3:]]
     first = _sweep(tmp_path, *common, f"workload.path={tmp_path}/bad.swf")
     assert first.returncode == 2 and "no job was replayed" in first.stderr, first.stderr
-    assert list(run_dir.iterdir()) == []  # the directory stays (it is the user's), empty
+    assert not run_dir.exists()  # made by the refused run: it goes again (was left empty)
     second = _sweep(tmp_path, *common, f"workload.path={tmp_path}/good.swf")
     assert second.returncode == 0, second.stderr
     assert json.loads((run_dir / "summary.json").read_text())["counts"]["replayed"] == len(GOOD)
@@ -626,6 +630,11 @@ def test_a_refused_run_in_a_named_directory_leaves_it_free_for_the_corrected_com
     assert _sweep(tmp_path, *common, f"workload.path={tmp_path}/bad.swf").returncode == 2
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
     assert _sweep(tmp_path, *common, f"workload.path={tmp_path}/good.swf").returncode == 0
+    # An empty directory that was there before the run stays, empty.
+    empty = tmp_path / "results" / "mine3"
+    empty.mkdir()
+    assert _sweep(tmp_path, f"hydra.run.dir={empty}", *W[:2], *W[3:], f"workload.path={tmp_path}/bad.swf").returncode == 2
+    assert list(empty.iterdir()) == []
 
 
 def test_resume_reruns_damaged_trials_with_a_warning(tmp_path):

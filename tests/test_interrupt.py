@@ -138,6 +138,27 @@ def test_an_interrupted_single_run_says_it_kept_nothing(tmp_path):
     assert list((tmp_path / "results" / "runs").iterdir()) == []  # its stub directory is gone
 
 
+def test_an_interrupted_single_run_takes_away_the_directories_it_made(tmp_path):
+    """A ``hydra.run.dir`` that did not exist goes with its stubs, and so do the parents the
+    run made for it; one that was there before stays, without the run's stubs."""
+    (tmp_path / "results" / "mine").mkdir(parents=True)
+    script = """
+        import os, signal, sys, time
+        from fattorus.app import sweep
+        def run(cfg, out_dir):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        sweep.run = run
+        sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false", "hydra.run.dir=RUN_DIR"]
+        sweep.main()
+    """
+    for run_dir in ("results/new/deeper/run", "results/mine"):
+        out = _python(script.replace("RUN_DIR", run_dir), cwd=tmp_path)
+        assert out.returncode == 130 and "nothing was kept" in out.stderr, out.stderr
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["mine"]  # results/new went
+    assert list((tmp_path / "results" / "mine").iterdir()) == []  # the user's folder stays, its stubs gone
+
+
 def _qos_interrupted(tmp_path, placements: list[str], in_callback: bool = False) -> subprocess.CompletedProcess:
     """A single QoS run interrupted once ``placements`` (file names) are written; with
     ``in_callback`` the Ctrl-C arrives as JAX reports one that landed in a host callback."""

@@ -14,7 +14,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from fattorus import paths
-from fattorus.app.cli import Refusal
+from fattorus.app.cli import Refusal, note_run_dir
 
 
 def selected_dir(config: DictConfig, key: str) -> Path | None:
@@ -89,6 +89,9 @@ class ResultsOnly(Callback):
         """A single run: ``hydra.run.dir``."""
         refuse_outside_results(config, "hydra.run.dir")
         refuse_leaving_the_run(config, multirun=False)
+        where = selected_dir(config, "hydra.run.dir")
+        if where is not None:
+            note_run_dir(where)
 
     def on_multirun_start(self, config: DictConfig, **_: Any) -> None:
         """A multirun: ``hydra.sweep.dir`` (its trials' folders are single path components in it)."""

@@ -43,15 +43,48 @@ def _holds_only_stubs(out_dir: Path) -> bool:
         return False
 
 
-def discard_stub(out_dir: Path, results_subdir: str) -> None:
-    """Remove the run directory a refused single run leaves behind (Hydra made it before the
-    app could check the settings), if it holds only stubs and sits where the app names its
-    runs (``results/<results_subdir>/``); anything else is left alone."""
-    import shutil
+#: A single run's directory (absolute) that did not exist when the run started, and the
+#: topmost folder Hydra had to make for it (the directory itself or a missing parent):
+#: noted by :func:`note_run_dir` before Hydra makes them.
+_MADE: dict[Path, Path] = {}
 
-    if (out_dir.parent.name == results_subdir and out_dir.parent.parent.name == "results"
-            and _holds_only_stubs(out_dir)):
+
+def note_run_dir(run_dir: Path) -> None:
+    """Note, before Hydra makes it, whether ``run_dir`` (``hydra.run.dir``) already exists:
+    a directory this run makes goes again with its stubs (:func:`discard_stub`), one that
+    was there before stays."""
+    run_dir = Path(os.path.abspath(run_dir))
+    top = None
+    for d in (run_dir, *run_dir.parents):
+        if d.exists():
+            break
+        top = d
+    if top is not None:
+        _MADE[run_dir] = top
+
+
+def discard_stub(out_dir: Path, results_subdir: str) -> None:
+    """Remove the run directory a refused or interrupted single run leaves behind (Hydra made
+    it before the app could check the settings), if it holds only stubs and either sits where
+    the app names its runs (``results/<results_subdir>/``) or was made by this run (a
+    ``hydra.run.dir`` that did not exist: then the empty parents it made go too); anything
+    else is left alone."""
+    if not _holds_only_stubs(out_dir):
+        return
+    if out_dir.parent.name == results_subdir and out_dir.parent.parent.name == "results":
         shutil.rmtree(out_dir, ignore_errors=True)
+        return
+    top = _MADE.get(Path(os.path.abspath(out_dir)))
+    if top is None:
+        return
+    shutil.rmtree(out_dir, ignore_errors=True)
+    for d in Path(os.path.abspath(out_dir)).parents:
+        if len(d.parts) < len(top.parts):
+            break
+        try:
+            d.rmdir()  # only when empty: another run may have written beside it since
+        except OSError:
+            break
 
 
 def discard_named_stub(out_dir: Path) -> None:
@@ -61,7 +94,6 @@ def discard_named_stub(out_dir: Path) -> None:
     empty log. Whatever else the directory holds stays, and so does the directory: it may
     have been the user's before the run. Call it only for a directory this process claimed,
     never for one another run holds."""
-    import shutil
 
     shutil.rmtree(out_dir / ".hydra", ignore_errors=True)
     (out_dir / ".fattorus-run").unlink(missing_ok=True)
@@ -78,7 +110,6 @@ def discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:
     """Remove the directory of a refused multirun trial when it holds only Hydra's stubs (its
     config copy and empty log) and sits directly in the sweep directory: the counterpart, for
     trials, of :func:`discard_stub` (which only knows single runs' places)."""
-    import shutil
 
     try:
         in_sweep = out_dir.resolve().parent == sweep_dir.resolve()

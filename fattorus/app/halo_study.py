@@ -213,9 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--machine {args.machine!r} is a {topo.kind}; the study places Geminis of a 3D torus")
         if args.ordering not in topo.ordering_names:
             raise ValueError(f"--ordering {args.ordering!r}: choices {list(topo.ordering_names)}")
+        if s["origin"] is not None and any(o >= d for o, d in zip(s["origin"], topo.dims)):
+            # Refused, not wrapped: a position past the torus is a typo more often than a wish
+            # to wrap, and a wrapped one would be recorded under another origin than asked.
+            raise ValueError(f"--origin {args.origin!r}: past the {args.machine} torus of "
+                             f"{'x'.join(map(str, topo.dims))} Geminis (each coordinate 0 .. size - 1)")
         shared = plan(topo, s)
         if s["origin"] is not None:
-            s["origin"] = [int(o) % d for o, d in zip(s["origin"], topo.dims)]  # recorded as placed
             origins = np.array([s["origin"]])
         else:
             found = candidate_origins(topo, tuple(s["feature"]))

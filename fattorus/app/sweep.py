@@ -611,6 +611,8 @@ def _single_run_interrupted(out_dir: Path) -> None:
         was_trials = parts.is_dir()
         shutil.rmtree(parts, ignore_errors=True)  # its settings record alone
         cli.discard_stub(out_dir, "runs")
+        if out_dir in _CLAIMS and out_dir.is_dir():  # a directory that was there before: its stubs go
+            cli.discard_named_stub(out_dir)
         cli.kept_on_interrupt(trials.NO_BATCH_KEPT if was_trials else NOTHING_KEPT)
 
 

@@ -29,6 +29,7 @@ import math
 import numbers
 import os
 import re
+import stat
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -190,6 +191,11 @@ def _read_text(path: Path) -> tuple[str, str, bool]:
     """The file's text (gunzipped if gzip), the sha256 of its stored bytes, and whether it
     looks binary (NUL bytes near the start)."""
     try:
+        mode = path.stat().st_mode
+        # A device (workload.path=/dev/zero) would be read without end; a pipe (a shell's
+        # <(zcat log)) ends, and is read like a file.
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+            raise WorkloadError(f"{path}: a device, not a job log file")
         raw = path.read_bytes()
     except FileNotFoundError:
         raise WorkloadError(f"{path}: no such file") from None
@@ -875,6 +881,12 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
     """
     fmt = str(_get(cfg, "format", "auto"))
     machine = machine_nodes if machine_nodes is not None else _get(cfg, "machine_nodes")
+    if fmt in ("synthetic", "waves") and _get(cfg, "path"):
+        # A generated workload reads no log: with a log's path still set (workload=atlas
+        # workload.format=synthetic) the run would replay generated jobs under the log's name.
+        raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: format={fmt} generates its jobs and reads no log, "
+                            f"but workload.path={_get(cfg, 'path')} is set (use workload={fmt if fmt == 'synthetic' else 'bluewaters_table2'}, "
+                            f"or workload.path=null)")
     if fmt == "synthetic":
         from fattorus.workload import synthetic  # local import: synthetic builds on this module
 
