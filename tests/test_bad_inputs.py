@@ -590,6 +590,18 @@ def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return forkcli.run("fattorus.sweep", args, cwd=cwd, env=command_env(), timeout=600)
 
 
+def test_a_multiruns_trials_in_one_process_warn_of_an_ignored_setting_once(tmp_path):
+    """Three trials run in one process (``hydra.launcher.n_jobs=1``) with a setting their
+    scenario never reads: one warning line, not one a trial (session 42's left item)."""
+    (tmp_path / "log.swf").write_text(_log())
+    args = ["--multirun", "hydra.launcher.n_jobs=1", "seed=0,1,2", "+speedup=v2", "speedup.comm_fraction=0.5",
+            *(a.replace("workload.path=log", f"workload.path={tmp_path}/log") for a in W)]
+    out = _sweep(tmp_path, *args)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("speedup.comm_fraction=0.5 is ignored with speedup=v2") == 1, out.stderr
+    assert out.stdout.count("[done]") == 3, out.stdout
+
+
 def test_two_single_runs_in_the_same_second_keep_both_results(tmp_path):
     (tmp_path / "log.swf").write_text(_log())
     args = [a.replace("workload.path=log", f"workload.path={tmp_path}/log") for a in W]

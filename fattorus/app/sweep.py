@@ -186,22 +186,33 @@ def _warn_ignored(cfg: DictConfig) -> None:
     """One warning line per setting given on the command line that the chosen configuration
     never reads (session 42: ``+speedup=v2 speedup.comm_fraction=0.3`` ran v2 as if it were
     not there): model-only keys with an assumed-factor scenario and back, ``logger.*`` without
-    ``logger=wandb``."""
+    ``logger=wandb``. A multirun's trials share a process where the launcher allows
+    (``hydra.launcher.n_jobs=1``; otherwise one per worker): each line is said once a
+    process, not once a trial."""
     hc = _hydra()
     if hc is None:
         return
     given = {cli.override_key(o): o for o in hc.overrides.task}
+    lines = []
     speedup = cfg.get("speedup")
     if speedup is not None:
         ignored = _BINS_ONLY if speedup.get("kind") == "model" else _MODEL_ONLY
         for key in ignored:
             if f"speedup.{key}" in given:
-                _stderr_line(f"fattorus.sweep: warning: {given[f'speedup.{key}']} is ignored with speedup={speedup.name} "
+                lines.append(f"fattorus.sweep: warning: {given[f'speedup.{key}']} is ignored with speedup={speedup.name} "
                              f"(it applies to {'assumed-factor scenarios' if key in _BINS_ONLY else 'speedup=model'})")
     if cfg.get("logger") is not None and cfg.logger.get("name") != "wandb":
         for key in _WANDB_ONLY:
             if f"logger.{key}" in given:
-                _stderr_line(f"fattorus.sweep: warning: {given[f'logger.{key}']} is ignored without logger=wandb")
+                lines.append(f"fattorus.sweep: warning: {given[f'logger.{key}']} is ignored without logger=wandb")
+    for line in lines:
+        if line not in _WARNED:
+            _WARNED.add(line)
+            _stderr_line(line)
+
+
+#: The warning lines this process has said (:func:`_warn_ignored`).
+_WARNED: set[str] = set()
 
 
 def _skip_line(wl: Any, prog: str = "fattorus.sweep") -> str | None:
