@@ -60,9 +60,27 @@ def v2_runtimes(atlas2x) -> np.ndarray:
     return np.stack(rows)
 
 
+@pytest.fixture(scope="module")
+def numpy_engine(cab, atlas2x, v2_runtimes):
+    """``reference(name, queue, b)``: the NumPy engine's replay of trial ``b`` of
+    :func:`v2_runtimes` (default policy parameters), each computed once for the module:
+    the node-level and the count-only tests of ``to`` compare against the same replays (each
+    was run twice, once per test)."""
+    submit, _, estimate, nodes = atlas2x
+    done = {}
+
+    def reference(name: str, queue: str, b: int):
+        if (name, queue, b) not in done:
+            done[name, queue, b] = replay.simulate(submit, v2_runtimes[b], estimate, nodes, cab, policy.make(name, cab),
+                                                   queue)
+        return done[name, queue, b]
+
+    return reference
+
+
 @pytest.mark.parametrize("name", ["to", "ta"])
 @pytest.mark.parametrize("queue", ["fcfs", "easy"])
-def test_every_trial_equals_the_numpy_engine(cab, atlas2x, v2_runtimes, name, queue):
+def test_every_trial_equals_the_numpy_engine(cab, atlas2x, v2_runtimes, numpy_engine, name, queue):
     """The batch (vmap over trials) against the NumPy engine. The one-trial path (no vmap;
     EASY's backfill pass a real cond) is checked against the NumPy engine by
     :func:`test_ta_heuristics_and_tie_rule_are_honoured` (and, for the count-only engine,
@@ -72,8 +90,8 @@ def test_every_trial_equals_the_numpy_engine(cab, atlas2x, v2_runtimes, name, qu
     runtimes = v2_runtimes
     batch = replay_batch(submit, runtimes, estimate, nodes, cab, queue, name)
     assert batch.start.shape == runtimes.shape
-    for b, rt in enumerate(runtimes):
-        ref = replay.simulate(submit, rt, estimate, nodes, cab, policy.make(name, cab), queue)
+    for b in range(len(runtimes)):
+        ref = numpy_engine(name, queue, b)
         np.testing.assert_array_equal(batch.start[b], ref.start, err_msg=f"trial {b}")
         for j in range(len(submit)):
             assert np.array_equal(batch.alloc(b, j), np.sort(ref.alloc[j])), (b, j)
@@ -93,7 +111,7 @@ def calls_to_the_counted_engine(monkeypatch):
 
 
 @pytest.mark.parametrize("queue", ["fcfs", "easy"])
-def test_to_without_node_sets_runs_on_counts_with_the_same_start_times(cab, atlas2x, v2_runtimes, queue,
+def test_to_without_node_sets_runs_on_counts_with_the_same_start_times(cab, atlas2x, v2_runtimes, numpy_engine, queue,
                                                                      calls_to_the_counted_engine):
     """``to`` with ``record_alloc=False`` takes the count-only engine (fattorus.sched.counted):
     every trial's start times equal the NumPy engine's. (One trial alone, the engine's other
@@ -102,9 +120,8 @@ def test_to_without_node_sets_runs_on_counts_with_the_same_start_times(cab, atla
     runtimes = v2_runtimes
     batch = replay_batch(submit, runtimes, estimate, nodes, cab, queue, "to", record_alloc=False)
     assert calls_to_the_counted_engine == [len(runtimes)]
-    for b, rt in enumerate(runtimes):
-        ref = replay.simulate(submit, rt, estimate, nodes, cab, policy.make("to", cab), queue)
-        np.testing.assert_array_equal(batch.start[b], ref.start, err_msg=f"trial {b}")
+    for b in range(len(runtimes)):
+        np.testing.assert_array_equal(batch.start[b], numpy_engine("to", queue, b).start, err_msg=f"trial {b}")
     assert not np.array_equal(batch.start[0], batch.start[1])
 
 
