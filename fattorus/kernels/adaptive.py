@@ -148,8 +148,10 @@ def _moves(cost_ext, m, delta, tol, slot, exists, split):
     return split - moved + jax.nn.one_hot(best, P, dtype=split.dtype) * moved.sum(axis=1, keepdims=True)
 
 
-@partial(jax.jit, static_argnames=("max_iters", "chunk"))
-def _incremental(paths, nbytes, bandwidth, weight, inc_flow, inc_start, step, min_step, tol, max_iters: int,
+# max_iters is traced, not static: a new cap would compile the iteration again (~3 s a shape;
+# the dragonfly study's --max-iters 0 recompiled each of its solves' shapes).
+@partial(jax.jit, static_argnames=("chunk",))
+def _incremental(paths, nbytes, bandwidth, weight, inc_flow, inc_start, step, min_step, tol, max_iters: jax.Array,
                  chunk: int) -> Adaptive:
     F, P, _ = paths.shape
     E = bandwidth.shape[0]
@@ -263,7 +265,8 @@ def adaptive_loads(paths, nbytes, bandwidth, step: float = 0.5, min_step: float 
     with jax.enable_x64(True):
         got = _incremental(jnp.asarray(paths), jnp.asarray(nbytes, jnp.float64), jnp.asarray(bandwidth),
                            jnp.asarray(weight), jnp.asarray(flow), jnp.asarray(start), step, min_step, tol,
-                           max_iters=int(max_iters), chunk=int(max(chunk, 1)))
+                           max_iters=jnp.int32(min(int(max_iters), np.iinfo(np.int32).max)),
+                           chunk=int(max(chunk, 1)))
         return Adaptive(np.asarray(got.split), np.asarray(got.traffic), float(got.max_cost),
                         float(got.minimal_max_cost), int(got.iterations))
 
