@@ -41,7 +41,7 @@ def test_break_even_is_the_utilization_ratio(tmp_path, capsys):
     assert "| prism | 2 | 1.00 | 72.0% | 2.00 | 4.00 | 9.0 | 0.0% | 0.75 | 1.250 |" in text
     assert "| first_fit ordering=O2 | 2 | 1.00 | 90.0% | 2.00 | 4.00 | 9.0 | 50.0% | 0.75 | 1.000 |" in text
     assert compare.main([str(tmp_path / "nothing")]) == 2
-    assert "compare: error: " in (err := capsys.readouterr().err) and "no such results directory" in err
+    assert "fattorus.app.compare: error: " in (err := capsys.readouterr().err) and "no such results directory" in err
     assert compare.main([str(tmp_path / "compare.md")]) == 2  # a file: named as such
     assert "compare.md: not a directory" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:
@@ -220,7 +220,7 @@ def test_every_row_names_its_scenario_where_the_table_holds_several(tmp_path, ca
     _trial(tmp_path / "c", "ta", {}, 0.6, [0.0, 1.0], [False, False], speedup="none")
     assert compare.main([str(tmp_path), "--reference", "ta"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("compare: error: --reference 'ta' names 2 arms; labels present: "), err
+    assert err[-1].startswith("fattorus.app.compare: error: --reference 'ta' names 2 arms; labels present: "), err
     assert "'ta speedup=none', 'ta speedup=v2', 'to speedup=none'" in err[-1]
 
 
@@ -456,7 +456,7 @@ def test_trials_made_by_several_code_sources_are_noted(tmp_path, capsys):
     stamped("d", None)
     assert compare.main([str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert "compare: note: these trials were made by 3 fattorus sources (aaaaaaaaaaaa: 2, " in err, err
+    assert "fattorus.app.compare: note: these trials were made by 3 fattorus sources (aaaaaaaaaaaa: 2, " in err, err
     assert "bbbbbbbbbbbb: 1" in err and "unrecorded: 1" in err
 
 

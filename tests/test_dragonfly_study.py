@@ -71,7 +71,7 @@ def test_mistakes_are_one_line(tmp_path, monkeypatch, capsys, args):
     monkeypatch.chdir(tmp_path)
     assert dragonfly_study.main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("dragonfly_study: error:") and not any(tmp_path.iterdir())
+    assert len(err) == 1 and err[0].startswith("fattorus.app.dragonfly_study: error:") and not any(tmp_path.iterdir())
 
 
 def test_traffic_matrices_put_each_link_in_its_cell():
@@ -119,7 +119,7 @@ def test_empty_repeated_unbounded_or_unfit_options_are_one_line_before_any_work(
     monkeypatch.chdir(tmp_path)
     assert dragonfly_study.main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("dragonfly_study: error:") and words in err[0]
+    assert len(err) == 1 and err[0].startswith("fattorus.app.dragonfly_study: error:") and words in err[0]
     assert not any(tmp_path.iterdir())
 
 
@@ -140,7 +140,7 @@ def test_counts_past_what_the_solver_takes_are_one_line_and_write_nothing(tmp_pa
     assert dragonfly_study.main([*run, option, value]) == 2
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"dragonfly_study: error: {option} {value}: must be from ")
+    assert len(lines) == 1 and lines[0].startswith(f"fattorus.app.dragonfly_study: error: {option} {value}: must be from ")
     assert "Traceback" not in err and not any(tmp_path.iterdir())
 
 
@@ -189,7 +189,7 @@ def test_other_settings_are_refused_and_stale_maps_removed(tmp_path, monkeypatch
                          (["--workloads", "WD 3"], "workloads: ['WD 4'] there, ['WD 3'] now")):
         assert dragonfly_study.main([*run, *other]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("dragonfly_study: error:") and words in err[0] and "--name" in err[0]
+        assert len(err) == 1 and err[0].startswith("fattorus.app.dragonfly_study: error:") and words in err[0] and "--name" in err[0]
         assert {p.name: p.read_bytes() for p in base.iterdir()} == before  # the earlier results are intact
     # Results written before the lists were recorded: the workloads are read off their totals.
     (base / "summary.json").write_text(json.dumps({k: v for k, v in summary.items() if k not in ("workloads", "cables")}))
@@ -298,7 +298,7 @@ def test_an_interrupted_study_resumes_after_its_last_finished_solve(tmp_path, mo
     capsys.readouterr()
     assert dragonfly_study.main([*run, "--name", "cut"]) == 130
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("dragonfly_study: interrupted; 1 of 2 solves kept") and "re-run" in err[-1]
+    assert err[-1].startswith("fattorus.app.dragonfly_study: interrupted; 1 of 2 solves kept") and "re-run" in err[-1]
     assert not (base / "cut" / "summary.json").exists()
     # Other settings may not finish it ...
     for other, key in ((["--seed", "1"], "seed:"), (["--valiant", "1"], "valiant:"), (["--workloads", "WD 3"], "workloads:"),

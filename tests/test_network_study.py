@@ -97,7 +97,7 @@ def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path,
     capsys.readouterr()
     assert ns.main([*small, "--name", "cut"]) == 130
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("network_study: interrupted; 1 of 2 workloads kept") and "re-run" in err[-1]
+    assert err[-1].startswith("fattorus.app.network_study: interrupted; 1 of 2 workloads kept") and "re-run" in err[-1]
     base = tmp_path / "results" / "network_study"
     assert not (base / "cut" / "jobs.parquet").exists()
     # Other settings may not finish it (its first workload was drawn with seed 0 ...) ...
@@ -167,7 +167,7 @@ def test_counts_past_what_a_study_can_want_are_one_line_before_any_work(tmp_path
     assert ns.main(["--machine", "ft6", "--sizes", "2,4", "--workloads", "1", *args]) == 2  # the last given counts
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("network_study: error:") and words in lines[0], err
+    assert len(lines) == 1 and lines[0].startswith("fattorus.app.network_study: error:") and words in lines[0], err
     assert "Traceback" not in err and not any(tmp_path.iterdir())
 
 
@@ -266,7 +266,7 @@ def test_a_folder_with_results_of_other_settings_is_refused(tmp_path, monkeypatc
                          (["--completion", "fluid"], "completion: 'steady' there, 'fluid' now")):
         assert ns.main([*small, *other]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("network_study: error:") and words in err[0] and "--name" in err[0]
+        assert len(err) == 1 and err[0].startswith("fattorus.app.network_study: error:") and words in err[0] and "--name" in err[0]
         assert {p.name: p.read_bytes() for p in base.iterdir()} == before  # the earlier results are intact
     assert ns.main(small) == 0  # the same settings again: same results, rewritten
     assert json.loads((base / "summary.json").read_text())["runs"][0]["workloads"] == 1

@@ -133,10 +133,10 @@ def _named_reference(arms: list[str], reference: str, given: bool) -> tuple[str,
             return reference, 0
         several = [arm for arm in arms if arm.startswith(reference + " ")]
         why = f"names {len(several)} arms" if several else "matches no arm"
-        print(f"compare: error: --reference '{reference}' {why}; labels present: {_quoted(arms)}", file=sys.stderr)
+        print(f"fattorus.app.compare: error: --reference '{reference}' {why}; labels present: {_quoted(arms)}", file=sys.stderr)
         return reference, 2
     if named != reference:
-        print(f"compare: note: reference '{reference}' is the arm '{named}'", file=sys.stderr)
+        print(f"fattorus.app.compare: note: reference '{reference}' is the arm '{named}'", file=sys.stderr)
     return named, 0
 
 
@@ -375,17 +375,17 @@ def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> 
     with_ref = {r["workload"] for r in rows if r.get("arm", r["policy"]) == reference}
     if not with_ref:
         if given:
-            return None, [f"compare: --reference '{reference}' matches no arm; labels present: {labels}"], 2
-        return None, [f"compare: note: no break-even column: {_defaults_named(rows)}; choose one with "
+            return None, [f"fattorus.app.compare: --reference '{reference}' matches no arm; labels present: {labels}"], 2
+        return None, [f"fattorus.app.compare: note: no break-even column: {_defaults_named(rows)}; choose one with "
                       f"--reference LABEL (labels present: {labels})"], 0
     lacking = sorted(workloads - with_ref)
-    notes = [f"compare: note: no break-even column for {'; '.join(lacking)}: no arm '{reference}' there"] if lacking else []
+    notes = [f"fattorus.app.compare: note: no break-even column for {'; '.join(lacking)}: no arm '{reference}' there"] if lacking else []
     return reference, notes, 0
 
 
 def _parser() -> OneLineParser:
     """The command line's options (:func:`main`)."""
-    p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="compare",
+    p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="fattorus.app.compare",
                       description=DESCRIPTION)
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--large {a.large}: give a node count >= 1")
     if not a.results.is_dir():
         why = "not a directory (give a study's results directory)" if a.results.exists() else "no such results directory"
-        print(f"compare: error: {a.results}: {why}", file=sys.stderr)
+        print(f"fattorus.app.compare: error: {a.results}: {why}", file=sys.stderr)
         return 2
     found, skipped, others = [], 0, []
     # First the summaries only (cheap): a --reference naming no arm is refused before any jobs.parquet is read.
@@ -440,15 +440,15 @@ def main(argv: list[str] | None = None) -> int:
             skipped += 1
             _warn_skipped(trial, err)
     if others:
-        print(f"compare: note: {len(others)} folder(s) skipped as not replay runs (summary.json has no config: "
+        print(f"fattorus.app.compare: note: {len(others)} folder(s) skipped as not replay runs (summary.json has no config: "
               f"QoS, network or dragonfly study results), first {others[0]}", file=sys.stderr)
     if skipped:
-        print(f"compare: {skipped} damaged trial(s) skipped", file=sys.stderr)
+        print(f"fattorus.app.compare: {skipped} damaged trial(s) skipped", file=sys.stderr)
     made = _sources([summary for _, summary, _, _ in trials])
     if made:
-        print(f"compare: note: {made}", file=sys.stderr)
+        print(f"fattorus.app.compare: note: {made}", file=sys.stderr)
     if not rows:
-        print(f"compare: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
+        print(f"fattorus.app.compare: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
     # Checked again on the rows read: the reference's only trials may have been damaged ones.
     reference, notes, code = check_reference(rows, reference, given)
@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = with_seeds(rows)
     twice = repeated(rows)
     if twice:
-        print(f"compare: note: {len(twice)} label(s) name several trials (the same arm and seed run more than "
+        print(f"fattorus.app.compare: note: {len(twice)} label(s) name several trials (the same arm and seed run more than "
               f"once): {'; '.join(twice[:3])}{'; ...' if len(twice) > 3 else ''}", file=sys.stderr)
     text = table(rows, reference, a.large)
     by_app = app_table(rows, reference)
@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         # The environment (read-only folder, full disk, a folder in the file's place), not the
         # user's input: exit 1, as the network and dragonfly studies; 2 stays for usage mistakes.
-        print(f"compare: error: {target}: cannot write: {err.strerror or one_line(err)}", file=sys.stderr)
+        print(f"fattorus.app.compare: error: {target}: cannot write: {err.strerror or one_line(err)}", file=sys.stderr)
         return 1
     print(text)
     return 0
@@ -495,7 +495,7 @@ def _sources(summaries: list[dict]) -> str | None:
 
 def _warn_skipped(trial: Path, err: BaseException) -> None:
     """A damaged trial (cut parquet, bad JSON, missing fields): counted and named, not fatal."""
-    print(f"compare: warning: skipped {trial}: {one_line(err)}", file=sys.stderr)
+    print(f"fattorus.app.compare: warning: skipped {trial}: {one_line(err)}", file=sys.stderr)
 
 
 def one_line(err: BaseException) -> str:

@@ -156,7 +156,7 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = OneLineParser(prog="python -m fattorus.app.dragonfly_study", error_prefix="dragonfly_study",
+    ap = OneLineParser(prog="python -m fattorus.app.dragonfly_study", error_prefix="fattorus.app.dragonfly_study",
                        description=__doc__.split("\n\n")[0])
     ap.add_argument("--workloads", default=",".join(pw.WORKLOADS),
                     help="comma-separated workloads, quoted: names hold a space (default: \"%(default)s\")")
@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if conflict:
             raise ValueError(conflict)
     except (ValueError, FileNotFoundError) as err:
-        print(f"dragonfly_study: error: {err}", file=sys.stderr)
+        print(f"fattorus.app.dragonfly_study: error: {err}", file=sys.stderr)
         return 2
     if outputs.report_if_finished(out, ("totals.parquet", "jobs.parquet", "hot_links.parquet"),
                                   lambda: _table_text(pl.read_parquet(out / "totals.parquet"))):
@@ -378,13 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _write(out, tot, jobs, hot, record, {png_name(wd, m.name) for wd in wds for m in machines})
         shutil.rmtree(parts)  # the tables hold every solve now
     except ValueError as err:  # the jobs do not fit the machine
-        print(f"dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
+        print(f"fattorus.app.dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # e.g. results/ is not a writable directory
-        print(f"dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        print(f"fattorus.app.dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"dragonfly_study: interrupted; {done} of {n_all} solves kept in {parts}, "
+        print(f"fattorus.app.dragonfly_study: interrupted; {done} of {n_all} solves kept in {parts}, "
               "re-run the same command to resume", file=sys.stderr)
         return 130
     print(_table_text(tot))

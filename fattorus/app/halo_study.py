@@ -73,7 +73,7 @@ def _triple(text: str, what: str, low: int = 1) -> tuple[int, int, int]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (module docstring)."""
-    ap = OneLineParser(prog="python -m fattorus.app.halo_study", error_prefix="halo_study",
+    ap = OneLineParser(prog="python -m fattorus.app.halo_study", error_prefix="fattorus.app.halo_study",
                        description=__doc__.split("\n\n")[0])
     ap.add_argument("--machine", default="bluewaters", help="a 3D torus of conf/topo (default bluewaters)")
     ap.add_argument("--grid", default="32,32,32", help="partitions along each virtual dimension (default 32,32,32)")
@@ -228,18 +228,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             rng = np.random.default_rng(args.seed)
             origins = found[np.sort(rng.choice(len(found), min(args.positions, len(found)), replace=False))]
     except (ValueError, FileNotFoundError) as err:
-        print(f"halo_study: error: {err}", file=sys.stderr)
+        print(f"fattorus.app.halo_study: error: {err}", file=sys.stderr)
         return 2
     default_name = "table3" if args.origin is None and s == settings(parse_args([])) else "x".join(map(str, s["grid"]))
     name = args.name if args.name is not None else default_name
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
-        print(f"halo_study: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
+        print(f"fattorus.app.halo_study: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
     out = paths.results_dir() / "halo_study" / name
     old = outputs.stored_summary(out)
     if isinstance(old, str) or (isinstance(old, dict) and old.get("settings") != s):
         why = old if isinstance(old, str) else f"{out} holds results of other settings; use another --name"
-        print(f"halo_study: error: {why}", file=sys.stderr)
+        print(f"fattorus.app.halo_study: error: {why}", file=sys.stderr)
         return 2
     interrupt.armed()
     rows: list[dict[str, Any]] = []
@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"[halo_study] position {list(map(int, origin))}: skipped ({err})", file=sys.stderr, flush=True)
             print(f"[halo_study] position {i}/{len(origins)}", file=sys.stderr, flush=True)
         if not rows:
-            print("halo_study: error: no position could hold every placement", file=sys.stderr)
+            print("fattorus.app.halo_study: error: no position could hold every placement", file=sys.stderr)
             return 2
         table = pl.DataFrame(rows)
         summary = summarize(table)
@@ -260,10 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         atomic_write(out / "summary.json", json.dumps({"settings": s, "positions": positions, "placements": summary,
                                                        "fattorus": provenance.stamp()}, indent=1))
     except OSError as err:
-        print(f"halo_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        print(f"fattorus.app.halo_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("halo_study: interrupted; nothing written (the study takes seconds: run it again)", file=sys.stderr)
+        print("fattorus.app.halo_study: interrupted; nothing written (the study takes seconds: run it again)", file=sys.stderr)
         return 130
     print("\n".join(report(summary, positions)))
     print(f"-> {out}")
