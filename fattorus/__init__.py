@@ -23,4 +23,8 @@ if _sys.argv[:1] == ["-m"]:
     # during them is one line from here (docs/decisions.md, session 24).
     from fattorus import interrupt as _interrupt
 
-    _interrupt.on_start("fattorus")
+    # The module asked for, from the interpreter's own command line (python -m MODULE ...),
+    # so that the line names the command as its later lines do.
+    _orig = getattr(_sys, "orig_argv", [])
+    _asked = next((a for m, a in zip(_orig, _orig[1:]) if m == "-m" and a.startswith("fattorus")), "fattorus")
+    _interrupt.on_start(_asked.removesuffix(".__main__"))

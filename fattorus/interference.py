@@ -10,4 +10,6 @@ import sys
 from fattorus.analysis.interference import main
 
 if __name__ == "__main__":
-    sys.exit(interrupt.run("fattorus.interference", main))
+    from fattorus.args import run_piped
+
+    sys.exit(run_piped(lambda: interrupt.run("fattorus.interference", main)))  # quiet, exit 141, when stdout's reader closes early

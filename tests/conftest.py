@@ -147,15 +147,16 @@ def torus4() -> Topology:
 
 @pytest.fixture
 def reader_that_leaves(repo_root: Path) -> Callable[..., tuple[list[str], str, int]]:
-    """``run(module, *args, lines=1)``: ``python -m module args`` with stdout on a pipe whose
+    """``run(module, *args, lines=1, cwd=None)``: ``python -m module args`` (in ``cwd``, default
+    the repository) with stdout on a pipe whose
     reader takes ``lines`` lines (0: none) and closes it, as ``| head -N``; returns the lines
     read, all of stderr and the exit status. Without ``PYTHONUNBUFFERED``: stdout is
     block-buffered, as users run it (unbuffered, CPython writes a long ``print`` in one call
     and silently drops what a closed pipe did not take)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
-    def run(module: str, *args: str, lines: int = 1) -> tuple[list[str], str, int]:
-        proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=repo_root, env=env,
+    def run(module: str, *args: str, lines: int = 1, cwd: Path | None = None) -> tuple[list[str], str, int]:
+        proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd or repo_root, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         read = [proc.stdout.readline() for _ in range(lines)]
         proc.stdout.close()

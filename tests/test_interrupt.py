@@ -34,6 +34,30 @@ def test_a_ctrl_c_while_starting_is_one_line_and_130():
     assert out.stderr == "fattorus.x: interrupted while starting; nothing was run\n"
 
 
+def test_a_ctrl_c_while_a_modules_packages_load_names_the_module(tmp_path):
+    """``python -m fattorus.report.qos`` interrupted while the ``fattorus.report`` package
+    loads (before the module's own ``on_start``): the line names the module asked for, read
+    from the interpreter's command line (it said ``fattorus``). The signal is sent by an audit
+    hook at the first import of ``fattorus.report...`` after ``fattorus`` (no timing)."""
+    import os
+
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import os, signal, sys
+        sent = []
+        def hook(event, args):
+            # The first import once fattorus/__init__ has armed its handler: the packages'.
+            if event == "import" and not sent and "fattorus" in sys.modules and args[0].startswith("fattorus.report"):
+                sent.append(1)
+                os.kill(os.getpid(), signal.SIGINT)
+        sys.addaudithook(hook)
+    """))
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-m", "fattorus.report.qos", "results"], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": path})
+    assert out.returncode == 130, out.stderr
+    assert out.stderr == "fattorus.report.qos: interrupted while starting; nothing was run\n"
+
+
 def test_a_command_started_by_a_study_leaves_the_line_to_it():
     out = _python("""
         import os, signal, time

@@ -26,3 +26,32 @@ def test_a_replay_whose_output_reader_left(reader_that_leaves, tmp_path: Path):
                                       "workload.synthetic.n_jobs=30", "progress=false", f"hydra.run.dir={run}", lines=0)
     assert code == EXIT_BROKEN_PIPE and _quiet(err), err
     assert (run / "summary.json").is_file()  # written before the line that found no reader
+
+
+def test_interference_whose_output_reader_left(reader_that_leaves, tmp_path: Path):
+    """It printed its summary after writing the table: a traceback, exit 1 (session 43)."""
+    run = tmp_path / "results" / "run"
+    _, err, code = reader_that_leaves("fattorus.sweep", "+topo=ft6x6", "workload=synthetic",
+                                      "workload.synthetic.n_jobs=30", "progress=false", f"hydra.run.dir={run}", lines=0)
+    assert (run / "summary.json").is_file(), err
+    _, err, code = reader_that_leaves("fattorus.interference", str(run), "--instants", "2", lines=0)
+    assert code == EXIT_BROKEN_PIPE and _quiet(err), err
+
+
+def test_a_finished_network_study_whose_output_reader_left(reader_that_leaves, tmp_path: Path):
+    """A second run of a finished study prints its table at once (``outputs.report_if_finished``):
+    a traceback, exit 1 (session 43); a fresh run was quiet already."""
+    args = ("--machine", "ft6x6", "--sizes", "2,8", "--workloads", "2", "--name", "hd")
+    _, err, code = reader_that_leaves("fattorus.app.network_study", *args, lines=0, cwd=tmp_path)
+    assert code in (0, EXIT_BROKEN_PIPE) and _quiet(err), err
+    assert (tmp_path / "results" / "network_study" / "hd").is_dir()
+    _, err, code = reader_that_leaves("fattorus.app.network_study", *args, lines=0, cwd=tmp_path)
+    assert code == EXIT_BROKEN_PIPE and _quiet(err), err
+
+
+def test_tune_whose_output_reader_left(reader_that_leaves, tmp_path: Path):
+    """It said "error: cannot write: Broken pipe", exit 1 (session 43)."""
+    _, err, code = reader_that_leaves("fattorus.tune", "--name", "ti", "--topo", "ft6x6", "--workload", "synthetic",
+                                      "--train", "0:1,1:2", "--test", "2:3", "--trials", "2",
+                                      "--export", str(tmp_path / "results" / "ti.yaml"), lines=1, cwd=tmp_path)
+    assert code == EXIT_BROKEN_PIPE and _quiet(err), err

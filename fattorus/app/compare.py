@@ -47,7 +47,7 @@ from __future__ import annotations
 if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
     from fattorus import interrupt
 
-    interrupt.on_start("compare")
+    interrupt.on_start("fattorus.app.compare")
 
 import collections
 import json
@@ -504,7 +504,7 @@ def one_line(err: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(run_piped(lambda: interrupt.run("compare", main)))  # quiet, exit 141, when stdout's reader closes early (| head -1)
+    sys.exit(run_piped(lambda: interrupt.run("fattorus.app.compare", main)))  # quiet, exit 141, when stdout's reader closes early (| head -1)
 
 
 __all__ = ["DEFAULT_REFERENCE", "arm_labels", "check_reference", "is_replay", "label", "main", "table", "trial_row",

@@ -40,7 +40,7 @@ from __future__ import annotations
 if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
     from fattorus import interrupt
 
-    interrupt.on_start("dragonfly_study")
+    interrupt.on_start("fattorus.app.dragonfly_study")
 
 import argparse
 import json
@@ -406,4 +406,6 @@ def _table_text(tot: pl.DataFrame) -> str:
 
 
 if __name__ == "__main__":
-    interrupt.exit_with(main())
+    from fattorus.args import run_piped
+
+    interrupt.exit_with(run_piped(main))  # quiet, exit 141, when stdout's reader closes early (| head -1)

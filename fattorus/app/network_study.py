@@ -50,7 +50,7 @@ from __future__ import annotations
 if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is one line
     from fattorus import interrupt
 
-    interrupt.on_start("network_study")
+    interrupt.on_start("fattorus.app.network_study")
 
 import argparse
 import functools
@@ -522,4 +522,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    interrupt.exit_with(main())
+    from fattorus.args import run_piped
+
+    interrupt.exit_with(run_piped(main))  # quiet, exit 141, when stdout's reader closes early (| head -1)

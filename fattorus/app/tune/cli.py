@@ -303,6 +303,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except WorkerError as err:
         sys.stderr.write(f"{PROG}: error: {err}\n")
         sys.exit(1)
+    except BrokenPipeError:  # stdout's reader left (| head -1): not a write failure
+        from fattorus.args import leave_piped
+
+        leave_piped()
     except OSError as err:  # the file system refused (e.g. results/ is not a writable directory)
         where = f" {err.filename}" if err.filename else ""
         sys.stderr.write(f"{PROG}: error: cannot write{where}: {err.strerror or err}\n")
