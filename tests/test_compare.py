@@ -470,3 +470,15 @@ def test_the_default_reference_note_says_why_to_names_no_arm():
     assert ref is None and code == 0 and len(notes) == 1
     assert "'first_fit ordering=O2' is not an arm" in notes[0]
     assert "'to' names 2 arms ('to speedup=none', 'to speedup=v2')" in notes[0]
+
+
+def test_a_trials_run_is_said_to_count_as_its_trial_0(tmp_path, capsys):
+    """compare reads a ``trials=N`` run's trial 0 (its jobs.parquet): a note says so and where
+    the draws are (session 43: it said nothing)."""
+    _trial(tmp_path / "a", "to", None, 0.5, [0.0, 10.0], [0.0, 0.0])
+    _trial(tmp_path / "b", "ta", None, 0.4, [0.0, 20.0], [0.0, 0.0])
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    (tmp_path / "b" / "summary.json").write_text(json.dumps({**summary, "trials": {"n": 8}}))
+    assert compare.main([str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert f"fattorus.app.compare: note: 1 run(s) hold trials=N draws (first {tmp_path / 'b'}: 8 draws)" in err, err

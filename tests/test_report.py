@@ -312,6 +312,27 @@ def test_old_outputs_without_ideal_aph_warn_once_and_draw_no_ideal(tmp_path: Pat
     assert stats.filter(pl.col("label") == "TA", pl.col("bin") == 1)["ideal"].item() == pytest.approx(IDEAL_APH[1])
 
 
+def test_trials_runs_are_said_to_count_as_their_trial_0(tmp_path: Path, capsys):
+    """A ``trials=N`` run's row is its trial 0 (its jobs.parquet), not its N draws: one warning
+    names how many such runs and where the draws are (session 43: the report said nothing)."""
+    root = tmp_path / "mix"
+    write_run(root / "a", "ta", "v2", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 1.0, 1.9], util=[0.5],
+              summary_extra={"trials": {"n": 4, "batch": 64}})  # fmt: skip
+    write_run(root / "b", "to", "v2", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 2.5, 3.2], util=[0.5])
+    assert report.main([str(root), "--out", str(root / "out")]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "trials=N" in line]
+    assert warnings == ["fattorus.report: warning: 1 run(s) hold trials=N draws (first a: 4 draws): each counts here "
+                        "as its trial 0 (its jobs.parquet); the draws' statistics are in its trials.parquet and "
+                        "summary.json's trials entry"]
+    runs = report.load_runs(root)
+    assert dict(zip(runs["run"], runs["trials"])) == {"a": 4, "b": None}
+    # Without a trials=N run: no such line.
+    (root / "a" / "summary.json").write_text(json.dumps({k: v for k, v in json.loads(
+        (root / "a" / "summary.json").read_text()).items() if k != "trials"}))
+    assert report.main([str(root), "--out", str(root / "out2")]) == 0
+    assert "trials=N" not in capsys.readouterr().err
+
+
 def test_aph_axis_spans_torus_hop_counts(tmp_path: Path):
     """A torus study's APH (here up to 9 hops) is not clipped at a fat-tree's 4 hops."""
     root = tmp_path / "torus"

@@ -63,7 +63,8 @@ from fattorus.analysis import metrics
 from fattorus.args import OneLineParser, run_piped
 from fattorus.files import atomic_write
 from fattorus.report.labels import policy_name
-from fattorus.report.load import WORKLOAD_SETTINGS, arm_settings, disambiguate, with_arm_settings, workload_settings
+from fattorus.report.load import (WORKLOAD_SETTINGS, arm_settings, disambiguate, trial_draws_note, trials_n,
+                                  with_arm_settings, workload_settings)
 
 DEFAULT_REFERENCE = "first_fit ordering=O2"
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
@@ -444,6 +445,9 @@ def main(argv: list[str] | None = None) -> int:
               f"QoS, network or dragonfly study results), first {others[0]}", file=sys.stderr)
     if skipped:
         print(f"fattorus.app.compare: {skipped} damaged trial(s) skipped", file=sys.stderr)
+    draws = trial_draws_note([(str(trial), trials_n(summary)) for trial, summary, _, _ in trials])
+    if draws:
+        print(f"fattorus.app.compare: note: {draws}", file=sys.stderr)
     made = _sources([summary for _, summary, _, _ in trials])
     if made:
         print(f"fattorus.app.compare: note: {made}", file=sys.stderr)

@@ -86,7 +86,7 @@ from fattorus.report.labels import (
 )  # fmt: skip
 from fattorus.report.load import (
     JSON_COLUMNS, RUN_FILES, RUNS_SCHEMA, ReportError, arm_settings, find_run_dirs, jobs_scan, label_arms, load_runs,
-    duplicate_seeds, one_line, read_summary, utilization_scan, warn_duplicate_seeds, warn_missing_ideal,
+    duplicate_seeds, one_line, read_summary, utilization_scan, warn_duplicate_seeds, warn_missing_ideal, warn_trial_draws,
 )  # fmt: skip
 from fattorus.args import EXIT_BROKEN_PIPE, run_piped
 
@@ -142,6 +142,7 @@ def write_report(results_dir: str | os.PathLike, out_dir: str | os.PathLike | No
     runs = load_runs(root, skip_bad=skip_bad)
     warn_duplicate_seeds(runs)
     warn_missing_ideal(runs)
+    warn_trial_draws(runs)
     table = table1(runs)
     files: dict[str, str | bytes] = {
         "table1.csv": table.write_csv(),

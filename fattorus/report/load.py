@@ -285,6 +285,7 @@ def run_row(run_dir: Path, root: Path) -> dict[str, Any]:
         "replayed": counts.get("replayed"),
         "skipped": skipped_total(counts),
         "replay_wall_s": summary.get("replay_wall_s"),
+        "trials": trials_n(summary),
         "config": json.dumps(config, sort_keys=True),
         "arm": json.dumps(arm_settings(summary), sort_keys=True),
         "counts": json.dumps(counts, sort_keys=True),
@@ -301,11 +302,12 @@ RUNS_SCHEMA = {
     "jobs": pl.Int64, "wait_mean_h": pl.Float64, "wait_median_h": pl.Float64,
     "makespan_h": pl.Float64, "aph_mean": pl.Float64, "has_ideal_aph": pl.Boolean,
     "util_mean": pl.Float64, "util_median": pl.Float64, "read": pl.Int64, "replayed": pl.Int64,
-    "skipped": pl.Int64, "replay_wall_s": pl.Float64, "config": pl.String, "arm": pl.String,
+    "skipped": pl.Int64, "replay_wall_s": pl.Float64, "trials": pl.Int64, "config": pl.String, "arm": pl.String,
     "counts": pl.String, "topology": pl.String,
 }  # fmt: skip
 """Columns of :func:`load_runs` (times in hours, utilization as a fraction, APH in hops;
-``config``, ``arm`` (:func:`arm_settings`), ``counts`` and ``topology`` as JSON text)."""
+``trials``: N of a ``trials=N`` run, whose row is its trial 0, else null; ``config``, ``arm``
+(:func:`arm_settings`), ``counts`` and ``topology`` as JSON text)."""
 JSON_COLUMNS = ("config", "arm", "counts", "topology")
 
 
@@ -441,6 +443,31 @@ def warn_duplicate_seeds(runs: pl.DataFrame) -> None:
     """Warn on stderr of each :func:`duplicate_seeds` text (Table I counts such runs apart)."""
     for text in duplicate_seeds(runs):
         print(f"fattorus.report: warning: {text}", file=sys.stderr)
+
+
+def trials_n(summary: Mapping[str, Any]) -> int | None:
+    """N of a ``trials=N`` run (``summary.json``'s ``trials.n``), else None."""
+    n = _mapping(summary.get("trials")).get("n")
+    return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else None
+
+
+def trial_draws_note(runs: Sequence[tuple[str, int | None]]) -> str | None:
+    """What to say of ``trials=N`` runs among ``(run, N or None)``: a row (and Table I's mean)
+    is the run's trial 0 — its ``jobs.parquet`` — not its N draws, whose statistics are in its
+    ``trials.parquet`` (session 43: a report showed trial 0 without a word). None if no such run."""
+    draws = [(run, n) for run, n in runs if n is not None and n > 1]
+    if not draws:
+        return None
+    run, n = draws[0]
+    return (f"{len(draws)} run(s) hold trials=N draws (first {run}: {n} draws): each counts here as its trial 0 "
+            "(its jobs.parquet); the draws' statistics are in its trials.parquet and summary.json's trials entry")
+
+
+def warn_trial_draws(runs: pl.DataFrame) -> None:
+    """One warning line for ``trials=N`` runs (:func:`trial_draws_note`)."""
+    note = trial_draws_note(list(zip(runs["run"].to_list(), runs["trials"].to_list())))
+    if note is not None:
+        print(f"fattorus.report: warning: {note}", file=sys.stderr)
 
 
 def warn_missing_ideal(runs: pl.DataFrame) -> None:
