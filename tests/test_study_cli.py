@@ -101,8 +101,14 @@ def _study(tmp_path: Path, text: str) -> Path:
      "s.yaml: cases[1][0]: policy 'ta' does not support torus3d"),  # without it: Cab, where ta runs
     ("study: s\ncases: [[+topo=cab]]\narms: [[policy=to, trials=3], [policy=to_random, trials=3]]\n",
      "s.yaml: arms[1][1]: trials=3: the batched engine replays policies to and ta"),
+    # Found by session 43's exploratory run: refused only when their block started.
+    ("study: s\ncases: [[+topo=cab]]\narms: [[seed=0], [seed=1, hydra.sweep.dir=/tmp/x]]\n",
+     "s.yaml: arms[1][1]: hydra.sweep.dir=/tmp/x: must lie under a results/ directory"),
+    ("study: s\ncases: [[+topo=cab], [workload=file, workload.path=/nonexist.swf]]\narms: [[seed=0]]\n",
+     "s.yaml: cases[1] with arms[0]: /nonexist.swf: no such file"),
 ], ids=["unknown-option-in-last-arm", "check_settings-key", "check_settings-bins", "check_settings-common", "listed-group", "misspelt-field",
-        "qos-check_settings-key", "check_run-scale", "check_run-policy-family", "check_run-batched"])
+        "qos-check_settings-key", "check_run-scale", "check_run-policy-family", "check_run-batched",
+        "sweep-dir-outside-results", "missing-log"])
 def test_a_bad_key_is_blamed_on_its_entry(tmp_path: Path, text: str, words: str):
     path = _study(tmp_path, text)
     with pytest.raises(study.StudyError) as err:
@@ -147,6 +153,11 @@ def test_a_study_renamed_on_the_command_line_says_where_its_results_are(tmp_path
     assert out[0].startswith("[study quick] block 1/2")
     assert out[-1].startswith("[study quick] all 2 blocks done") and out[-1].endswith("results in results/sweeps/quick")
     assert study.named_by_overrides({"study": "s"}, ["x=1"]) == ({"study": "s"}, ["x=1"])
+    # hydra.sweep.dir given: the closing line names it (it said results/sweeps/<study>).
+    monkeypatch.setattr(sys, "argv", ["fattorus.study", str(path), "hydra.sweep.dir=results/elsewhere"])
+    study.main()
+    assert capsys.readouterr().out.splitlines()[-1].endswith("results in results/elsewhere")
+    assert study.sweep_dirs({"study": "s"}, [["a", "hydra.sweep.dir=results/x"], ["b"]]) == ["results/x", "results/sweeps/s"]
 
 
 def test_extra_arguments_are_checked_and_hydra_flags_refused(tmp_path: Path):

@@ -313,7 +313,7 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
     from omegaconf.errors import OmegaConfBaseException
 
     from fattorus import paths
-    from fattorus.app import cli
+    from fattorus.app import callbacks, cli
     from fattorus.app import config as config_mod
 
     config_mod.register()  # the schema and the resolvers the apps' configs use
@@ -336,8 +336,16 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
             return why
         try:
             check(compose(config_name=config_name, overrides=overrides))
+            if any(o.lstrip("+~").startswith("hydra") for o in overrides):
+                # Where the block's multirun would write, checked as its Hydra callbacks will
+                # (composed again with Hydra's own settings only when an override touches them).
+                full = compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
+                callbacks.refuse_outside_results(full, "hydra.sweep.dir")
+                callbacks.refuse_leaving_the_run(full, multirun=True)
         except errors as err:
             return cli.hydra_error(err)
+        except cli.Refusal as err:
+            return str(err)
         return None
 
     p = Path(path)
@@ -459,7 +467,20 @@ def main() -> None:
             sys.stderr.write(f"fattorus.study: block {i} failed (exit {code}): {shown}\n")
             sys.exit(code)
     print(f"[study {study['study']}] all {len(cmds)} blocks done in {time.perf_counter() - t0:.0f} s; "
-          f"results in results/sweeps/{study['study']}", flush=True)
+          f"results in {', '.join(sweep_dirs(study, cmds))}", flush=True)
+
+
+def sweep_dirs(study: dict[str, Any], cmds: list[list[str]]) -> list[str]:
+    """Where the blocks' trials went, in order of first use: each block's last
+    ``hydra.sweep.dir=`` override (as Hydra reads it; a value swept over several is shown as
+    written), else the apps' ``results/sweeps/<study>``."""
+    out: list[str] = []
+    for cmd in cmds:
+        given = [a.split("=", 1)[1] for a in cmd if a.split("=", 1)[0].lstrip("+") == "hydra.sweep.dir"]
+        where = given[-1] if given else f"results/sweeps/{study['study']}"
+        if where not in out:
+            out.append(where)
+    return out
 
 
 if __name__ == "__main__":

@@ -281,6 +281,7 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
         except ValueError as err:
             raise UserError(str(err)) from None
     workload.check_scale(cfg.workload.get("scale", "machine"))
+    workload.check_source(OmegaConf.to_container(cfg.workload, resolve=True))  # a missing log: before a study's first block
     topo_cfg = OmegaConf.to_container(cfg.topo, resolve=True)
     key = json.dumps(topo_cfg, sort_keys=True, default=str)
     ft = topologies.get(key) if topologies is not None else None

@@ -859,6 +859,37 @@ def _get(cfg: Any, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def check_source(cfg: Mapping[str, Any]) -> None:
+    """Refuse (one-line :class:`WorkloadError`), before anything is read, a workload config
+    whose source cannot be: a generated format (``synthetic``, ``waves``) with a log's path
+    still set, a log format without a path, or a path that does not exist, is a directory or
+    a device. :func:`from_config` checks it; so does the replay's pre-check (a study's blocks
+    are checked before the first runs)."""
+    fmt = str(_get(cfg, "format", "auto"))
+    path = _get(cfg, "path")
+    if fmt in ("synthetic", "waves"):
+        if path:
+            # A generated workload reads no log: with a log's path still set (workload=atlas
+            # workload.format=synthetic) the run would replay generated jobs under the log's name.
+            raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: format={fmt} generates its jobs and reads no "
+                                f"log, but workload.path={path} is set (use workload="
+                                f"{fmt if fmt == 'synthetic' else 'bluewaters_table2'}, or workload.path=null)")
+        return
+    if not path:
+        raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: no path given (set workload.path=...)")
+    where = resolve_path(str(path))
+    try:
+        mode = where.stat().st_mode
+    except FileNotFoundError:
+        raise WorkloadError(f"{where}: no such file") from None
+    except OSError as e:
+        raise WorkloadError(f"{where}: cannot read ({e.strerror or e})") from None
+    if stat.S_ISDIR(mode):
+        raise WorkloadError(f"{where}: is a directory, not a job log")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        raise WorkloadError(f"{where}: a device, not a job log file")
+
+
 def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
                 machine_scale: float | str = 1) -> tuple[Workload, dict[str, Any]]:
     """Load and transform a workload from a ``workload`` config (``conf/workload/*.yaml``).
@@ -881,12 +912,7 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
     """
     fmt = str(_get(cfg, "format", "auto"))
     machine = machine_nodes if machine_nodes is not None else _get(cfg, "machine_nodes")
-    if fmt in ("synthetic", "waves") and _get(cfg, "path"):
-        # A generated workload reads no log: with a log's path still set (workload=atlas
-        # workload.format=synthetic) the run would replay generated jobs under the log's name.
-        raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: format={fmt} generates its jobs and reads no log, "
-                            f"but workload.path={_get(cfg, 'path')} is set (use workload={fmt if fmt == 'synthetic' else 'bluewaters_table2'}, "
-                            f"or workload.path=null)")
+    check_source(cfg)
     if fmt == "synthetic":
         from fattorus.workload import synthetic  # local import: synthetic builds on this module
 
@@ -897,8 +923,6 @@ def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
         wl = waves.generate(dict(_get(cfg, "synthetic") or {}, cores_per_node=_get(cfg, "cores_per_node", 32)))
     else:
         path = _get(cfg, "path")
-        if not path:
-            raise WorkloadError(f"workload {_get(cfg, 'name', '?')!r}: no path given (set workload.path=...)")
         wl = load(resolve_path(str(path)), fmt=fmt, cores_per_node=_get(cfg, "cores_per_node"),
                   max_runtime_s=_get(cfg, "max_runtime_s", DEFAULT_MAX_RUNTIME_S))
     scale = _get(cfg, "scale", 1)
@@ -946,6 +970,7 @@ __all__ = [
     "SkipReport",
     "Workload",
     "WorkloadError",
+    "check_source",
     "empty_jobs",
     "first_days",
     "fit_factor",
