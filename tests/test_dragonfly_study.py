@@ -346,7 +346,12 @@ def test_max_iters_zero_is_recorded_as_capped(tmp_path, monkeypatch, capsys, on_
     assert dragonfly_study.main(["--workloads", "WD 4", *SMALL, "--max-iters", "0", "--name", "z"]) == 0
     totals = pl.read_parquet(tmp_path / "results" / "dragonfly_study" / "z" / "totals.parquet")
     assert totals["iterations"].to_list() == [0] * totals.height and totals["capped"].all()
-    assert "stopped at --max-iters 0 before the steady state" in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "stopped at --max-iters 0 before the steady state" in out.err
+    # The printed table marks every row and says why (session 43: it looked like steady states).
+    table = [line for line in out.out.splitlines() if line.startswith("WD 4")]
+    assert len(table) == totals.height and all(" * " in line for line in table), out.out
+    assert "* stopped at --max-iters before its steady state" in out.out
 
 
 def test_a_finished_study_run_again_is_reported_not_redone(tmp_path, monkeypatch, capsys, wd4_study):
@@ -445,3 +450,18 @@ def test_the_studys_all_links_row_agrees_with_its_classes_and_hottest_link(wd4_s
     assert rows["all"]["mean_MB"] == pytest.approx(sum(rows[c]["mean_MB"] * n[c] for c in n) / sum(n.values()))
     assert rows["all"]["max_MB"] == pytest.approx(pl.read_parquet(base / "hot_links.parquet")["MB"][0])
     assert "all" not in set(pl.read_parquet(base / "jobs.parquet")["class"])  # the per-job views as before
+
+
+def test_a_run_without_name_takes_the_papers_folder_only_with_the_papers_settings():
+    """Without ``--name`` the folder is ``paper`` for the paper's settings alone; any other run
+    gets ``custom-`` and a digest of its settings, one per settings (session 43: a small trial
+    run took ``paper`` and the plain command was then refused)."""
+    def record(*argv: str) -> dict:
+        args = dragonfly_study.parse(list(argv))
+        return dragonfly_study.settings(args, args.workloads.split(","), args.cables.split(","))
+
+    assert dragonfly_study.default_name(record()) == "paper"
+    small = dragonfly_study.default_name(record("--ranks", "64", "--cables", "dragonfly_small"))
+    other = dragonfly_study.default_name(record("--ranks", "64", "--cables", "dragonfly_small", "--seed", "1"))
+    assert small.startswith("custom-") and len(small) == len("custom-") + 8 and other != small
+    assert dragonfly_study.default_name(record("--ranks", "64", "--cables", "dragonfly_small")) == small

@@ -12,7 +12,7 @@ it ("in workload", :func:`~fattorus.kernels.adaptive.job_traffic`), and one solv
 alone in its placement ("individual"). Per link class (green, black, blue): the maximum and
 the mean traffic over every link of the class, MB; in the totals also class ``all``, over
 every router link (the paper's "maximum traffic on any link", its Fig. 9). Writes
-``results/dragonfly_study/NAME/`` under the current directory: ``totals.parquet`` (workload,
+``results/dragonfly_study/NAME/`` under the current directory (``NAME``: ``--name``, else ``paper`` for the paper's settings and ``custom-<digest>`` for others): ``totals.parquet`` (workload,
 cables, class, max_MB, mean_MB, iterations, capped, max_vs_DEF: the max over DEF's of the same
 workload and class, when DEF is among the cables), ``jobs.parquet`` (workload, cables, job,
 pattern, view, class, max_MB, mean_MB), ``hot_links.parquet`` (the 10 busiest router links of each run:
@@ -181,8 +181,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="seed of the random draws: Spread's and UMesh's partners and each flow's Valiant "
                          "intermediate groups (placements are fixed: each job on consecutive nodes), "
                          "0 to 2^32 - 1 (default: %(default)s)")
-    ap.add_argument("--name", default="paper",
-                    help="the results folder, results/dragonfly_study/NAME (default: %(default)s)")
+    ap.add_argument("--name", default=None,
+                    help="the results folder, results/dragonfly_study/NAME (default: paper for the paper's "
+                         "settings, else custom-<8 hex digits of the settings>)")
     return ap.parse_args(argv)
 
 
@@ -232,6 +233,19 @@ def _list(option: str, text: str, hint: str) -> list[str]:
 def settings(args: argparse.Namespace, wds: Sequence[str], cables: Sequence[str]) -> dict:
     """What the results depend on, as recorded in ``summary.json``."""
     return {**{k: getattr(args, k) for k in SETTINGS}, "workloads": list(wds), "cables": list(cables)}
+
+
+def default_name(record: dict) -> str:
+    """The folder of a run without ``--name``: ``paper`` for the paper's settings (every option
+    at its default), else ``custom-`` and 8 hex digits of the settings, so that a small trial
+    run never takes the paper's folder (session 43: ``paper`` whatever the options, after which
+    the plain command was refused for "other settings")."""
+    import hashlib
+
+    if record == settings(parse([]), list(pw.WORKLOADS), list(CABLES)):
+        return "paper"
+    digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:8]
+    return f"custom-{digest}"
 
 
 def settings_conflict(out: Path, now: dict) -> str | None:
@@ -314,14 +328,13 @@ def _kept(part: Path, png: Path) -> tuple[list[dict], list[dict], list[dict]] | 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    out = results_dir() / "dragonfly_study" / args.name
     try:
         wds = _list("--workloads", args.workloads, f"choose from {list(pw.WORKLOADS)}")
         unknown = [w for w in wds if w not in pw.WORKLOADS]
         if unknown:
             raise ValueError(f"--workloads: unknown {unknown}; choose from {list(pw.WORKLOADS)}")
         cables = _list("--cables", args.cables, f"e.g. {','.join(CABLES)}")
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
+        if args.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
             raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
         check_bounds(args)
         machines = [topology.load(c) for c in cables]
@@ -341,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(f"--ranks {args.ranks} at {args.ranks_per_node} per node: {n_jobs} jobs of "
                                  f"{per_job} nodes do not fit {m.name} ({m.n_nodes} nodes)")
         record = settings(args, wds, [m.name for m in machines])
+        out = results_dir() / "dragonfly_study" / (args.name if args.name is not None else default_name(record))
         conflict = settings_conflict(out, record) or unfinished_conflict(out, record)
         if conflict:
             raise ValueError(conflict)
@@ -396,13 +410,20 @@ def _table_text(tot: pl.DataFrame) -> str:
     """The totals as printed: one aligned line per workload, cables and link class, with the max
     and mean MB and the max over DEF's (``-`` where there is none: DEF not among the cables)."""
     vs = tot["max_vs_DEF"] if "max_vs_DEF" in tot.columns else [None] * tot.height
+    # A solve stopped at --max-iters is not a steady state: its rows are marked, and a line
+    # under the table says so (session 43: only summary.json and the solve's own line told).
+    capped = tot["capped"].fill_null(False).to_list() if "capped" in tot.columns else [False] * tot.height
     rows = [("workload", "cables", "class", "max (MB)", "mean (MB)", "max vs DEF (ratio)")]
     cols = (tot[c] for c in ("workload", "cables", "class", "max_MB", "mean_MB"))
-    rows += [(w, c, k, f"{mx:.2f}", f"{mn:.2f}", "-" if r is None else f"{r:.3f}") for w, c, k, mx, mn, r in zip(*cols, vs)]
+    rows += [(w, c + (" *" if cap else ""), k, f"{mx:.2f}", f"{mn:.2f}", "-" if r is None else f"{r:.3f}")
+             for w, c, k, mx, mn, r, cap in zip(*cols, vs, capped)]
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     # Names left-aligned, numbers right-aligned.
-    return "\n".join("  ".join(x.ljust(w) if i < 3 else x.rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
+    text = "\n".join("  ".join(x.ljust(w) if i < 3 else x.rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
                      for row in rows)
+    if any(capped):
+        text += "\n* stopped at --max-iters before its steady state: not the adaptive routing's loads"
+    return text
 
 
 if __name__ == "__main__":
