@@ -56,7 +56,7 @@ def win(jobs: pl.DataFrame, w: tuple[float, float]) -> pl.DataFrame:
 
 
 def argv(d: Path, name: str, *extra: str) -> list[str]:
-    return [*COMMON, "--name", name, "--storage", f"sqlite:///{d}/{name}.db",
+    return [*COMMON, "--name", name, "--storage", f"sqlite:///{d}/results/{name}.db",
             "--export", str(d / "conf" / "policy" / f"ta_tuned_{name}.yaml"), "--out", str(d / "results" / "out" / name), *extra]
 
 
@@ -67,14 +67,14 @@ def study_dir(tmp_path_factory) -> tuple[Path, int]:
     paper's defaults, so the tuned config is another)."""
     d = tmp_path_factory.mktemp("tune")
     tune.main(argv(d, "t", "--trials", "6", "--jobs", "2", "--seed", "8"))
-    first = len(optuna.load_study(study_name="t", storage=f"sqlite:///{d}/t.db").trials)
+    first = len(optuna.load_study(study_name="t", storage=f"sqlite:///{d}/results/t.db").trials)
     tune.main(argv(d, "t", "--trials", "3", "--seed", "8"))
     return d, first
 
 
 def test_storage_holds_trials_and_a_rerun_adds_them(study_dir, cab, jobs):
     d, first = study_dir
-    study = optuna.load_study(study_name="t", storage=f"sqlite:///{d}/t.db")
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{d}/results/t.db")
     assert first == 6
     assert len(study.trials) == 6 + 3
     t0 = study.trials[0]
@@ -92,7 +92,7 @@ def test_storage_holds_trials_and_a_rerun_adds_them(study_dir, cab, jobs):
 
 def test_export_and_comparison_match_independent_replays(study_dir, cab, jobs):
     d, _ = study_dir
-    study = optuna.load_study(study_name="t", storage=f"sqlite:///{d}/t.db")
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{d}/results/t.db")
     text = (d / "conf" / "policy" / "ta_tuned_t.yaml").read_text()
     exported = yaml.safe_load(text)
     # Exported outside the app's conf/policy/: its usage line says where the app finds it (the
@@ -173,7 +173,7 @@ def test_multi_objective_exports_the_best_wait_no_more_exposed_than_the_paper(tm
     # One training window (a multi-objective study prunes nothing: windows add only replays).
     tune.main([*argv(tmp_path, "m", "--multi", "mean_wait,exposure", "--trials", "4", "--test", "none",
                      "--sampler", "random", "--seed", "4"), "--train", "9:10"])
-    study = optuna.load_study(study_name="m", storage=f"sqlite:///{tmp_path}/m.db")
+    study = optuna.load_study(study_name="m", storage=f"sqlite:///{tmp_path}/results/m.db")
     assert len(study.directions) == 2 and len(study.trials) == 4
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     base = done[0]
@@ -211,14 +211,14 @@ def test_same_seed_same_trials(tmp_path):
     params = []
     for name in ("a", "b"):
         tune.main([*argv(tmp_path, name, "--trials", "3", "--seed", "11", "--test", "none"), "--train", "9:10"])
-        study = optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/{name}.db")
+        study = optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/results/{name}.db")
         params.append([t.params for t in study.trials])
     assert params[0] == params[1] and len({str(p) for p in params[0]}) > 1
 
 
 def test_timeout_stops_starting_trials(tmp_path):
     tune.main([*argv(tmp_path, "to", "--trials", "500", "--timeout", "1", "--test", "none"), "--train", "9:10"])
-    n = len(optuna.load_study(study_name="to", storage=f"sqlite:///{tmp_path}/to.db").trials)
+    n = len(optuna.load_study(study_name="to", storage=f"sqlite:///{tmp_path}/results/to.db").trials)
     assert 1 <= n < 500
 
 
@@ -259,7 +259,7 @@ def test_bad_objective_is_one_line_and_exit_2():
     ],
 )
 def test_user_mistakes_are_one_line(capsys, tmp_path, args, needle):
-    base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/x.db", "--trials", "0"]
+    base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/results/x.db", "--trials", "0"]
     assert needle in one_line_error(capsys, [*base, *args])
     assert not (tmp_path / "x.db").exists()  # refused before any study is created
 
@@ -269,7 +269,7 @@ def test_trials_0_on_a_new_study_is_one_line_and_queues_nothing(capsys, tmp_path
     line, and no trial is left waiting in the storage for a later run to stumble on."""
     import optuna
 
-    url = f"sqlite:///{tmp_path}/x.db"
+    url = f"sqlite:///{tmp_path}/results/x.db"
     err = one_line_error(capsys, ["--name", "x", "--storage", url, "--trials", "0", "--train", "0:1", "--test", "none"])
     assert "has no finished trial yet; --trials 0 only exports and compares" in err
     assert not (tmp_path / "x.db").exists()  # nor its empty SQLite file (session 31 review)
@@ -357,7 +357,7 @@ def test_settings_refused_later_are_refused_before_the_workload_loads(capsys, tm
     monkeypatch.setattr(study_mod, "load_setup", no_setup)
     (tmp_path / "empty.yaml").write_text("")
     (tmp_path / "somedir").mkdir()
-    base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/x.db", "--trials", "1",
+    base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/results/x.db", "--trials", "1",
             "--export", str(tmp_path / "x.yaml"), "--out", str(tmp_path / "results" / "out")]
     err = one_line_error(capsys, [*base, *(a.format(d=tmp_path) for a in args)])
     assert needle.format(d=tmp_path) in err
@@ -372,7 +372,7 @@ def test_usable_paths_seeds_and_storage_urls_are_accepted(tmp_path):
     # checked when no test window will write there, and the ends of the seed range are valid.
     (tmp_path / "empty.yaml").write_text("# Tuned `ta` heuristics written by fattorus.tune (python -m fattorus.tune)\n")
     (tmp_path / "results" / "outdir").mkdir(parents=True)
-    common = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/new/x.db", "--export", str(tmp_path / "empty.yaml")]
+    common = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/results/new/x.db", "--export", str(tmp_path / "empty.yaml")]
     opts = tune.parse_args([*common, "--out", str(tmp_path / "results" / "outdir"), "--seed", str(2**32 - 1)])
     assert opts.out == tmp_path / "results" / "outdir" and opts.export == tmp_path / "empty.yaml" and opts.seed == 2**32 - 1
     opts = tune.parse_args([*common, "--out", str(tmp_path / "empty.yaml"), "--test", "none", "--seed", "0"])
@@ -381,3 +381,15 @@ def test_usable_paths_seeds_and_storage_urls_are_accepted(tmp_path):
     assert opts.storage == "sqlite://"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.yaml", "results"]  # checking wrote nothing
     assert [p.name for p in (tmp_path / "results").iterdir()] == ["outdir"]
+
+
+def test_a_sqlite_storage_outside_results_is_refused(tmp_path):
+    """A SQLite file is written where its URL says: like --out, only under a results/ directory
+    (session 43: sqlite:////tmp/x.db was written outside); servers and in-memory ones pass."""
+    common = ["--name", "x", "--export", str(tmp_path / "results" / "x.yaml")]
+    with pytest.raises(tune.TuneError, match=r"--storage sqlite:///.*/outside.db: a SQLite file must lie under a results/ "
+                                        r"directory .* e.g. sqlite:///results/tune/outside.db"):
+        tune.parse_args([*common, "--storage", f"sqlite:///{tmp_path}/outside.db"])
+    assert not (tmp_path / "outside.db").exists()
+    for url in (f"sqlite:///{tmp_path}/results/x.db", "sqlite://", "sqlite:///:memory:"):
+        assert tune.parse_args([*common, "--storage", url]).storage == url

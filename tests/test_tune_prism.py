@@ -46,7 +46,7 @@ def study_dir(tmp_path_factory) -> Path:
     tune.main(["--name", "p", "--topo", "torus8", "--workload", str(d / "conf" / "workload" / "tiny_torus.yaml"),
                "--scale", "1", "--train", "0:0.15", "--test", "0.15:0.3", "--policy", "prism", "--speedup", "model",
                "--objective", "system_efficiency", "--trials", "3", "--jobs", "1", "--seed", "2", "--sampler", "random",
-               "--storage", f"sqlite:///{d}/p.db", "--export", str(d / "conf" / "policy" / "prism_tuned_p.yaml"),
+               "--storage", f"sqlite:///{d}/results/p.db", "--export", str(d / "conf" / "policy" / "prism_tuned_p.yaml"),
                "--out", str(d / "results" / "out")])
     return d
 
@@ -62,7 +62,7 @@ def model_run(params: dict, sched: str, window: tuple[float, float]) -> dict:
 
 def test_the_study_tunes_prism_by_system_efficiency(study_dir):
     d = study_dir
-    study = optuna.load_study(study_name="p", storage=f"sqlite:///{d}/p.db")
+    study = optuna.load_study(study_name="p", storage=f"sqlite:///{d}/results/p.db")
     assert study.direction == optuna.study.StudyDirection.MAXIMIZE and len(study.trials) == 3
     base = study.trials[0]
     params, sched = tune.decode(base.params, "prism")
@@ -126,7 +126,7 @@ def test_exported_config_runs_in_the_app_with_the_model(study_dir):
     # This tiny study's best point is prism's default, so the run above cannot tell whether the
     # app applied the file's parameters. A file in the export's format holding another trial's
     # point must give that point's figures (an in-process replay), not the default's.
-    study = optuna.load_study(study_name="p", storage=f"sqlite:///{d}/p.db")
+    study = optuna.load_study(study_name="p", storage=f"sqlite:///{d}/results/p.db")
     exported = yaml.safe_load((d / "conf" / "policy" / "prism_tuned_p.yaml").read_text())
     params, sched = next(tune.decode(t.params, "prism") for t in study.trials
                          if tune.decode(t.params, "prism")[0] != exported["params"])
@@ -184,7 +184,7 @@ def test_a_node_kind_the_machine_lacks_is_one_line(tmp_path, capsys):
     wl.write_text(yaml.safe_dump({**WORKLOAD, "node_kind": "XK"}))  # torus8 has compute nodes only
     with pytest.raises(SystemExit) as exit_:
         tune.main(["--name", "nk", "--topo", "torus8", "--workload", str(wl), "--scale", "1", "--train", "0:0.15",
-                   "--test", "none", "--policy", "prism", "--trials", "1", "--storage", f"sqlite:///{tmp_path}/nk.db",
+                   "--test", "none", "--policy", "prism", "--trials", "1", "--storage", f"sqlite:///{tmp_path}/results/nk.db",
                    "--export", str(tmp_path / "nk.yaml")])
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -68,6 +68,16 @@ def check_url(url: str) -> None:
     except ImportError as err:  # the dialect is known but its driver package is missing
         raise TuneError(f"--storage {mask(url)}: the database driver is not installed ({err}); install it, "
                         "or name an installed one in the URL (e.g. postgresql+psycopg2://)") from None
+    database = parsed.database
+    if parsed.get_backend_name() == "sqlite" and database and database != ":memory:" and not database.startswith("file:"):
+        from fattorus import paths
+
+        # A SQLite file is written here: under a results/ directory, as everything this
+        # command writes but the exported config (a server's database is its own business).
+        if not paths.under_results(Path(database).expanduser()):
+            raise TuneError(f"--storage {mask(url)}: a SQLite file must lie under a results/ directory (nothing is "
+                            f"written outside the results but the exported config), e.g. sqlite:///results/tune/"
+                            f"{Path(database).name}")
 
 
 def _engine_kwargs(url: str) -> dict[str, Any]:
