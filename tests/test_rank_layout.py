@@ -165,6 +165,7 @@ def test_the_study_ranks_the_placements_as_the_paper_does(tmp_path):
     before = (tmp_path / "results/halo_study/one/summary.json").read_bytes()
     again = run_study(tmp_path, "--origin", "4,10,6", "--kib", "64", "--name", "one")
     assert again.returncode == 2 and "other settings" in again.stderr and len(again.stderr.splitlines()) == 1
+    assert "(kib: 32.0 there, 64.0 now)" in again.stderr  # the setting that differs is named
     assert (tmp_path / "results/halo_study/one/summary.json").read_bytes() == before
 
 
@@ -209,3 +210,19 @@ def test_a_position_that_cannot_hold_topaware_is_skipped_not_the_study(tmp_path,
     skipped = [line for line in err.splitlines() if "skipped" in line]
     summary = json.loads((tmp_path / "results/halo_study/f/summary.json").read_text())
     assert skipped and summary["positions"] == 8 - len(skipped) >= 1
+
+
+def test_runs_without_name_get_a_folder_per_settings():
+    """``table3`` for the paper's settings; any other settings their grid and a digest of
+    them, so two runs of other settings do not share a folder (every non-default run was
+    ``32x32x32``, and the second was refused; session 43)."""
+    from fattorus.app import halo_study
+
+    def named(*argv: str) -> str:
+        args = halo_study.parse_args(list(argv))
+        return halo_study.default_name(halo_study.settings(args), args.origin is None)
+
+    assert named() == "table3"
+    one, other = named("--positions", "1"), named("--kib", "64")
+    assert one.startswith("32x32x32-") and other.startswith("32x32x32-") and one != other
+    assert named("--origin", "4,10,6") != "table3" and named("--positions", "1") == one

@@ -196,6 +196,28 @@ def report(summary: dict[str, Any], positions: int) -> list[str]:
     return lines
 
 
+def default_name(s: dict[str, Any], drawn: bool) -> str:
+    """The folder of a run without ``--name``: ``table3`` for the torus paper's Table III
+    settings (positions drawn, every option at its default), else the grid and 8 hex digits of
+    the settings, so that runs of other settings never share a folder (session 43: every
+    non-default run was ``32x32x32``, and the second was refused)."""
+    import hashlib
+
+    if drawn and s == settings(parse_args([])):
+        return "table3"
+    digest = hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{'x'.join(map(str, s['grid']))}-{digest}"
+
+
+def _differences(old: Any, now: dict[str, Any]) -> str:
+    """``key: value there, value now`` for each setting a folder's results were made with that
+    differs from this run's."""
+    if not isinstance(old, dict):
+        return "settings not recorded"
+    keys = sorted(set(old) | set(now))
+    return "; ".join(f"{k}: {old.get(k)!r} there, {now.get(k)!r} now" for k in keys if old.get(k) != now.get(k))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -230,15 +252,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"fattorus.app.halo_study: error: {err}", file=sys.stderr)
         return 2
-    default_name = "table3" if args.origin is None and s == settings(parse_args([])) else "x".join(map(str, s["grid"]))
-    name = args.name if args.name is not None else default_name
+    name = args.name if args.name is not None else default_name(s, args.origin is None)
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
         print(f"fattorus.app.halo_study: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
     out = paths.results_dir() / "halo_study" / name
     old = outputs.stored_summary(out)
     if isinstance(old, str) or (isinstance(old, dict) and old.get("settings") != s):
-        why = old if isinstance(old, str) else f"{out} holds results of other settings; use another --name"
+        why = old if isinstance(old, str) else (f"{out} holds results of other settings "
+                                                f"({_differences(old.get('settings'), s)}); use another --name")
         print(f"fattorus.app.halo_study: error: {why}", file=sys.stderr)
         return 2
     interrupt.armed()
