@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 
 from fattorus.report import qos
 from fattorus.args import EXIT_BROKEN_PIPE
@@ -39,6 +40,23 @@ def test_a_directory_without_qos_runs_and_help(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no jobs.parquet of a QoS run" in err[0]
     assert qos.main(["--help"]) == 0 and "usage" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, words", [
+    (["DIR", "--bogus"], "error: unknown option '--bogus' (usage: "),  # was the usage line alone
+    ([], "error: no results directory given (usage: "),
+    (["DIR", "DIR"], "error: one results directory, got 2: "),
+    (["FILE"], "FILE: not a directory (give a QoS run's or a sweep's folder)"),  # said "no such directory"
+    (["DIR/nothing"], "DIR/nothing: no such directory"),
+])
+def test_command_line_mistakes_name_the_argument(tmp_path, capsys, args, words):
+    (tmp_path / "FILE").write_text("x")
+    swap = {"DIR": str(tmp_path), "FILE": str(tmp_path / "FILE"), "DIR/nothing": str(tmp_path / "nothing")}
+    assert qos.main([swap.get(a, a) for a in args]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    for key in ("DIR/nothing", "FILE", "DIR"):
+        words = words.replace(key, swap[key])
+    assert line.startswith("fattorus.report.qos: ") and words in line, line
 
 
 def test_unwritable_table_is_one_line_exit_1(tmp_path, capsys):

@@ -142,12 +142,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args in (["-h"], ["--help"]):
         print(usage)
         return 0
-    if len(args) != 1:
-        print(usage, file=sys.stderr)
+    flags = [a for a in args if a.startswith("-") and a != "-"]
+    if flags or len(args) != 1:
+        # The argument at fault named (it printed the usage alone; session 43).
+        why = (f"unknown option {flags[0]!r}" if flags else
+               "no results directory given" if not args else f"one results directory, got {len(args)}: {args}")
+        print(f"fattorus.report.qos: error: {why} ({usage})", file=sys.stderr)
         return 2
     root = Path(args[0])
     if not root.is_dir():
-        print(f"fattorus.report.qos: error: {root}: no such directory", file=sys.stderr)
+        why = "not a directory (give a QoS run's or a sweep's folder)" if root.exists() else "no such directory"
+        print(f"fattorus.report.qos: error: {root}: {why}", file=sys.stderr)
         return 2
     rows = table(root)
     if not rows:
