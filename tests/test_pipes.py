@@ -55,3 +55,15 @@ def test_tune_whose_output_reader_left(reader_that_leaves, tmp_path: Path):
                                       "--train", "0:1,1:2", "--test", "2:3", "--trials", "2",
                                       "--export", str(tmp_path / "results" / "ti.yaml"), lines=1, cwd=tmp_path)
     assert code == EXIT_BROKEN_PIPE and _quiet(err), err
+
+
+def test_a_study_whose_output_reader_left_runs_every_block(reader_that_leaves, tmp_path: Path):
+    """A block whose output found no reader ended 141 and the study called it a failure ("block 1
+    failed (exit 141)", exit 1; session 43): now every block runs, and the study ends 141."""
+    (tmp_path / "s.yaml").write_text(
+        "study: s\ncommon: [+topo=ft6x6, workload=synthetic, workload.synthetic.n_jobs=30, progress=false, "
+        "hydra.launcher.n_jobs=1]\ncases: [[policy=to]]\narms: [[seed=0], [seed=1]]\n")
+    _, err, code = reader_that_leaves("fattorus.study", "s.yaml", lines=1, cwd=tmp_path)
+    assert code == EXIT_BROKEN_PIPE and _quiet(err) and "failed" not in err, err
+    trials = [d for d in (tmp_path / "results" / "sweeps" / "s").iterdir() if (d / "summary.json").is_file()]
+    assert len(trials) == 2

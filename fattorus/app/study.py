@@ -450,6 +450,11 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("fattorus.study: interrupted while checking the study; nothing was run\n")
         sys.exit(130)
+    from fattorus.args import EXIT_BROKEN_PIPE, reader_may_leave
+
+    # A reader that leaves (| head -1) stops no block: each finishes its trials and says so
+    # with exit 141 (fattorus.args), as the study does at its end.
+    out = reader_may_leave()
     study, extra = named_by_overrides(study, args[1:])
     cmds = commands(study, extra)
     t0 = time.perf_counter()
@@ -463,11 +468,15 @@ def main() -> None:
             sys.stderr.write("fattorus.study: interrupted; finished trials are kept, re-run to resume\n")
             interrupt.finished(130)  # a second Ctrl-C while it leaves changes nothing
             sys.exit(130)
-        if code != 0:
+        if code == EXIT_BROKEN_PIPE:  # the block ran to its end; only its output found no reader
+            out.left = True
+        elif code != 0:
             sys.stderr.write(f"fattorus.study: block {i} failed (exit {code}): {shown}\n")
             sys.exit(code)
     print(f"[study {study['study']}] all {len(cmds)} blocks done in {time.perf_counter() - t0:.0f} s; "
           f"results in {', '.join(sweep_dirs(study, cmds))}", flush=True)
+    if out.left:
+        sys.exit(EXIT_BROKEN_PIPE)
 
 
 def sweep_dirs(study: dict[str, Any], cmds: list[list[str]]) -> list[str]:
