@@ -380,7 +380,7 @@ def test_replay_ta_is_interference_free_and_to_is_not():
     ("/nonexistent/dir/x.parquet", "run directory or under a results/"),
     ("RUN/jobs.parquet", "overwrite the run's own"),
     ("RUN/x.csv", ".parquet"),
-    ("RUN/missing/x.parquet", "no such directory"),
+    ("RUN/jobs.parquet/x.parquet", "jobs.parquet is a file, not a directory"),
 ])
 def test_cli_out_stays_with_the_results(tmp_path, capsys, out, words):
     run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
@@ -390,6 +390,9 @@ def test_cli_out_stays_with_the_results(tmp_path, capsys, out, words):
     assert len(err) == 1 and words in err[0] and err[0].startswith("fattorus.interference: error:")
     assert (run / "jobs.parquet").read_bytes() == before and not Path("/nonexistent").exists()
     assert interference.main([str(run), "--out", str(run / "other.parquet"), "--instants", "1"]) == 0
+    # A missing folder on the way is made, as report's --out (it was refused, session 43).
+    assert interference.main([str(run), "--out", str(run / "new" / "x.parquet"), "--instants", "1"]) == 0
+    assert (run / "new" / "x.parquet").is_file()
 
 
 def test_cli_topology_described_in_summary(tmp_path):

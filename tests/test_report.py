@@ -454,6 +454,9 @@ def test_output_folder_that_cannot_be_made_exits_1(one_run: Path, capsys):
     assert report.main([str(results), "--out", str(blocker / "report")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot create output directory" in err[0] and str(blocker) in err[0], err
+    # --out naming the file itself: a usage mistake (exit 2), said as such (was 1, "[Errno 17] File exists").
+    assert report.main([str(results), "--out", str(blocker)]) == 2
+    assert capsys.readouterr().err == f"fattorus.report: error: --out {blocker}: is a file; give a folder for the report's files\n"
 
 
 def test_closed_stdout_ends_quietly(one_run: Path, reader_that_leaves):

@@ -408,8 +408,10 @@ def _output_path(run_dir: Path, out: str | None) -> Path:
         raise ValueError(f"--out {out}: would overwrite the run's own {path.name}")
     if not paths.under_results(path.parent, also=run_dir):
         raise ValueError(f"--out {out}: must lie in the run directory or under a results/ directory")
-    if not resolved.parent.is_dir():
-        raise ValueError(f"--out {out}: no such directory {path.parent}")
+    # A missing folder is made at the write (as report's --out); one taken by a file is refused.
+    taken = next((p for p in (resolved.parent, *resolved.parent.parents) if p.exists()), None)
+    if taken is not None and not taken.is_dir():
+        raise ValueError(f"--out {out}: {taken} is a file, not a directory")
     return path
 
 

@@ -188,6 +188,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fattorus.report: error: --out {args.out}: must lie in {args.results_dir} or under a results/ directory "
               "(nothing is written outside the results)", file=sys.stderr)
         return 2
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        # A usage mistake, not the environment: refused as such (it was exit 1, "[Errno 17] File exists").
+        print(f"fattorus.report: error: --out {args.out}: is a file; give a folder for the report's files",
+              file=sys.stderr)
+        return 2
     try:
         page = write_report(args.results_dir, args.out, edges=args.bins, skip_bad=args.skip_bad)
     except ReportError as err:
