@@ -101,6 +101,10 @@ def _study(tmp_path: Path, text: str) -> Path:
      "s.yaml: cases[1][0]: policy 'ta' does not support torus3d"),  # without it: Cab, where ta runs
     ("study: s\ncases: [[+topo=cab]]\narms: [[policy=to, trials=3], [policy=to_random, trials=3]]\n",
      "s.yaml: arms[1][1]: trials=3: the batched engine replays policies to and ta"),
+    # Found by session 43's exploratory run: kept the last silently.
+    ("study: s\nstudy: t\ncases: [[policy=to]]\narms: [[seed=0]]\n", "s.yaml: line 2: field 'study' given twice"),
+    ("study: s\ncases: [[policy=to, 'seed=0,1', seed=2]]\narms: [[policy=ta]]\n",
+     "s.yaml: cases[0][1] and cases[0][2] both set seed; the first would be dropped"),
     # Found by session 43's exploratory run: refused only when their block started.
     ("study: s\ncases: [[+topo=cab]]\narms: [[seed=0], [seed=1, hydra.sweep.dir=/tmp/x]]\n",
      "s.yaml: arms[1][1]: hydra.sweep.dir=/tmp/x: must lie under a results/ directory"),
@@ -108,7 +112,7 @@ def _study(tmp_path: Path, text: str) -> Path:
      "s.yaml: cases[1] with arms[0]: /nonexist.swf: no such file"),
 ], ids=["unknown-option-in-last-arm", "check_settings-key", "check_settings-bins", "check_settings-common", "listed-group", "misspelt-field",
         "qos-check_settings-key", "check_run-scale", "check_run-policy-family", "check_run-batched",
-        "sweep-dir-outside-results", "missing-log"])
+        "duplicate-field", "duplicate-key-in-a-list", "sweep-dir-outside-results", "missing-log"])
 def test_a_bad_key_is_blamed_on_its_entry(tmp_path: Path, text: str, words: str):
     path = _study(tmp_path, text)
     with pytest.raises(study.StudyError) as err:

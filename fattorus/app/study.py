@@ -106,7 +106,9 @@ def load(path: str | Path) -> dict[str, Any]:
     if p.suffix.lower() not in SUFFIXES:
         raise StudyError(f"{p}: not a study file: its name must end in .yaml or .yml (see sweeps/)")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+    except DuplicateKey as err:
+        raise StudyError(f"{p}: {err}") from None
     except OSError as err:
         raise StudyError(f"{p}: cannot read the study file ({err.strerror or err})") from None
     except UnicodeDecodeError:
@@ -140,7 +142,44 @@ def load(path: str | Path) -> dict[str, Any]:
         why = override_error(entry)
         if why:
             raise StudyError(f"{p}: {place}: {why}")
+    for place, entries_of in _lists(data):
+        # One list setting a key twice: Hydra keeps the last and drops the other without a
+        # word (cases: [[seed=0,1, seed=2]] ran seed 2 alone). Across lists a later one may
+        # override an earlier (common, then case, then arm), as documented.
+        seen: dict[str, int] = {}
+        for k, entry in enumerate(entries_of):
+            key = str(entry).split("=", 1)[0].lstrip("+~")
+            if key in seen:
+                raise StudyError(f"{p}: {place}[{seen[key]}] and {place}[{k}] both set {key}; the first would be "
+                                 "dropped without a word (give one entry, e.g. a swept 'key=a,b')")
+            seen[key] = k
     return data
+
+
+def _lists(study: dict[str, Any]) -> Iterator[tuple[str, list[Any]]]:
+    """Each override list of a study file and its place: ``common``, ``cases[i]``, ``arms[j]``."""
+    yield "common", study["common"]
+    for field in ("cases", "arms"):
+        for i, entry_list in enumerate(study[field]):
+            yield f"{field}[{i}]", entry_list
+
+
+class DuplicateKey(Exception):
+    """A key given twice in one mapping of a study file (PyYAML keeps the last silently)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that holds a key twice (``study:`` twice ran
+    under the second name without a word)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise DuplicateKey(f"line {key_node.start_mark.line + 1}: field {key!r} given twice")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def entries(study: dict[str, Any]) -> Iterator[tuple[str, Any]]:
