@@ -80,9 +80,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--ranks-per-node", type=int, default=32, help="ranks a node (default 32)")
     ap.add_argument("--kib", type=float, default=32.0, help="message size in KiB (default 32)")
     ap.add_argument("--feature", default="12,8,12", help="the node feature's Geminis along x,y,z (default 12,8,12)")
-    ap.add_argument("--positions", type=int, default=32,
+    # One or the other (--positions was ignored beside --origin without a word; session 43).
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--positions", type=int, default=32,
                     help=f"feature positions drawn with --seed, 1 to {POSITIONS_MAX} (default 32)")
-    ap.add_argument("--origin", default=None, help="one feature position X,Y,Z instead of --positions")
+    where.add_argument("--origin", default=None, help="one feature position X,Y,Z instead of --positions")
     ap.add_argument("--ordering", default="2Y", help="the ALPS order the default and grid_order nodes come in (default 2Y)")
     ap.add_argument("--block", default="4,2,4", help="grid_order's partitions a node (default 4,2,4)")
     ap.add_argument("--per-gemini", default="4,4,4", help="Topaware's partitions a Gemini (default 4,4,4)")
