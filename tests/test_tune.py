@@ -393,3 +393,14 @@ def test_a_sqlite_storage_outside_results_is_refused(tmp_path):
     assert not (tmp_path / "outside.db").exists()
     for url in (f"sqlite:///{tmp_path}/results/x.db", "sqlite://", "sqlite:///:memory:"):
         assert tune.parse_args([*common, "--storage", url]).storage == url
+
+
+def test_pick_without_multi_is_refused(tmp_path):
+    """--pick chooses among a Pareto front: with one objective it was ignored without a word."""
+    common = ["--name", "x", "--storage", "sqlite://", "--export", str(tmp_path / "results" / "x.yaml")]
+    with pytest.raises(tune.TuneError, match="--pick knee: chooses among a multi-objective study's Pareto front; "
+                                             "give --multi too"):
+        tune.parse_args([*common, "--pick", "knee"])
+    assert tune.parse_args([*common, "--multi", "mean_wait,exposure", "--pick", "knee"]).pick == "knee"
+    assert tune.parse_args([*common, "--multi", "mean_wait,exposure"]).pick == "constrained"
+    assert tune.parse_args(common).pick == "constrained"

@@ -67,9 +67,10 @@ def _add_objective_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--multi", default=None, metavar="OBJ,OBJ",
                    help="multi-objective study over these objectives, e.g. mean_wait,exposure "
                    "(Pareto front; no pruning)")
-    p.add_argument("--pick", choices=list(PICKS), default="constrained",
+    p.add_argument("--pick", choices=list(PICKS), default=None,
                    help="multi-objective: Pareto-front trial to export; constrained: best first objective among "
-                   "those at least as good as the paper default on the others; knee: nearest the ideal point")
+                   "those at least as good as the paper default on the others (the default); knee: nearest the "
+                   "ideal point")
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
@@ -267,6 +268,10 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     if not re.fullmatch(r"[A-Za-z0-9_-]+", a.name):
         raise TuneError(f"--name {a.name!r}: use letters, digits, '_' and '-' only")
     objectives = _objectives(a)
+    if a.pick is not None and len(objectives) < 2:
+        # It only chooses among a Pareto front (it was ignored without a word; session 43).
+        raise TuneError(f"--pick {a.pick}: chooses among a multi-objective study's Pareto front; give --multi too")
+    a.pick = a.pick or "constrained"
     _check_policy(a, objectives)
     _check_numbers(a)
     train = parse_windows(a.train, "--train")
