@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 
@@ -143,4 +143,24 @@ def run_piped(main: Callable[[], int]) -> int:
         return EXIT_BROKEN_PIPE
 
 
-__all__ = ["EXIT_BROKEN_PIPE", "OneLineParser", "ReaderMayLeave", "leave_piped", "reader_may_leave", "run_piped"]
+def shown(items: Sequence[Any], prog: str, desc: str, unit: str, every_s: float = 5.0) -> Iterator[Any]:
+    """Iterate ``items`` showing progress on stderr: a tqdm bar on a terminal, else a line
+    ``PROG: DESC i/n`` at most every ``every_s`` seconds (a log file gets a few lines, not a bar)."""
+    import time
+
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        yield from tqdm(items, desc=desc, unit=unit, leave=False)
+        return
+    last = time.monotonic()
+    for i, item in enumerate(items):
+        now = time.monotonic()
+        if now - last >= every_s:
+            print(f"{prog}: {desc} {i}/{len(items)}", file=sys.stderr, flush=True)
+            last = now
+        yield item
+
+
+__all__ = ["EXIT_BROKEN_PIPE", "OneLineParser", "ReaderMayLeave", "leave_piped", "reader_may_leave", "run_piped",
+           "shown"]

@@ -447,3 +447,17 @@ def test_cli_output_that_cannot_be_written_exits_1_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"fattorus.interference: error: cannot write {target}"), err
     assert ".tmp" not in err[0]
+
+
+def test_cli_shows_progress_over_the_instants(tmp_path, monkeypatch, capsys):
+    """A long run said nothing until its end (``--instants 100000``: minutes; session 43): a
+    line every few seconds on stderr when it is not a terminal (every instant here: 0 s)."""
+    import fattorus.args
+
+    real = fattorus.args.shown
+    monkeypatch.setattr(fattorus.args, "shown", lambda items, prog, desc, unit: real(items, prog, desc, unit, every_s=0))
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
+    assert interference.main([str(run), "--instants", "3", "--out", str(run / "x.parquet")]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "instants" in line]
+    assert lines == ["fattorus.interference: instants 0/3", "fattorus.interference: instants 1/3",
+                     "fattorus.interference: instants 2/3"], lines

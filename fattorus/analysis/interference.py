@@ -45,7 +45,7 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -246,8 +246,11 @@ def analyse(
     seed: int = 0,
     instants: int = 16,
     pattern_params: Mapping[str, Mapping] | None = None,
+    progress: Callable[[Sequence[float]], Iterable[float]] | None = None,
 ) -> pl.DataFrame:
-    """Per-job, per-instant interference table of a replay's ``jobs`` (see module docstring)."""
+    """Per-job, per-instant interference table of a replay's ``jobs`` (see module docstring);
+    ``progress`` wraps the sampled instants (s) as they are worked through (the command line
+    shows a bar or a line every few seconds: :func:`fattorus.args.shown`)."""
     import jax
 
     root = jax.random.PRNGKey(seed)
@@ -277,7 +280,7 @@ def analyse(
 
     has_nodes = np.array([len(a) > 0 for a in allocs], bool)
     frames = []
-    for i, t in enumerate(times):
+    for i, t in enumerate(times if progress is None else progress(times)):
         running = np.flatnonzero((start <= t) & (t < end) & has_nodes)
         if len(running) == 0:
             continue
@@ -443,7 +446,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = _output_path(Path(args.run_dir), args.out)
         mix = parse_mix(args.pattern_mix)
         ft, jobs = load_run(args.run_dir, args.topo)
-        table = analyse(ft, jobs, mix, seed=args.seed, instants=args.instants)
+        from fattorus.args import shown
+
+        table = analyse(ft, jobs, mix, seed=args.seed, instants=args.instants,
+                        progress=lambda times: shown(times, "fattorus.interference", "instants", "instant"))
     except (RunDirError, ValueError, OSError) as err:
         print(f"fattorus.interference: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -312,19 +311,11 @@ JSON_COLUMNS = ("config", "arm", "counts", "topology")
 
 
 def progress(items: Sequence[Any], desc: str, every_s: float = 5.0) -> Iterator[Any]:
-    """Iterate ``items`` showing progress on stderr: tqdm on a terminal, else a line every ``every_s`` seconds."""
-    if sys.stderr.isatty():
-        from tqdm import tqdm
+    """Iterate ``items`` showing progress on stderr: tqdm on a terminal, else a line every
+    ``every_s`` seconds (:func:`fattorus.args.shown`)."""
+    from fattorus.args import shown
 
-        yield from tqdm(items, desc=desc, unit="run", leave=False)
-        return
-    last = time.monotonic()
-    for i, item in enumerate(items):
-        now = time.monotonic()
-        if now - last >= every_s:
-            print(f"fattorus.report: {desc} {i}/{len(items)}", file=sys.stderr, flush=True)
-            last = now
-        yield item
+    yield from shown(items, "fattorus.report", desc, "run", every_s)
 
 
 #: The workload settings :func:`disambiguate` tells runs apart by (besides the scheduler).
