@@ -517,6 +517,18 @@ def test_label_arms_marks_a_setting_a_run_does_not_record():
     runs = pl.DataFrame({"label": ["FIRST_FIT", "FIRST_FIT", "TA"],
                          "arm": ['{"ordering": "O2"}', "{}", '{"hybrid": "true"}']})  # fmt: skip
     assert report.label_arms(runs)["label"].to_list() == ["FIRST_FIT ordering=O2", "FIRST_FIT ordering=?", "TA"]
+    # Beside a setting that tells the arms apart, a "?" of a setting the run has no use for is
+    # left out (session 43: "to comm_fraction=? patterns=? speedup=none"); where leaving it
+    # out would name two arms alike, it stays.
+    model = '{"comm_fraction": "0.3", "patterns": "p", "speedup": "model"}'
+    runs = pl.DataFrame({"label": ["TO"] * 4, "arm": [model, '{"speedup": "none"}', '{"speedup": "v2"}',
+                                                      '{"comm_fraction": "0.5", "speedup": "model"}']})
+    assert report.label_arms(runs)["label"].to_list() == [
+        "TO comm_fraction=0.3 patterns=p speedup=model", "TO speedup=none", "TO speedup=v2",
+        "TO comm_fraction=0.5 speedup=model"]
+    # Two runs that leaving the "?" out would name alike keep it.
+    runs = pl.DataFrame({"label": ["TO"] * 3, "arm": ['{"a": "1", "b": "2"}', '{"a": "1"}', '{"a": "1", "b": "3"}']})
+    assert report.label_arms(runs)["label"].to_list() == ["TO b=2", "TO b=?", "TO b=3"]
     summary = {"config": {"policy_params": {"ordering": "2Y", "w": {"a": 2.0}}},
                "runtime_model": {"comm_fraction": 0.25, "patterns": {"a2a": 1}, "mean_slowdown": 1.5}}
     assert report.arm_settings(summary) == {"ordering": "2Y", "w.a": "2", "comm_fraction": "0.25",

@@ -218,14 +218,25 @@ def with_arm_settings(labels: Sequence[str], settings: Sequence[Mapping[str, str
     """Each label followed by the settings (:func:`arm_settings`) whose values differ between
     the runs of that label, and those named in ``always`` where a run records them, as
     ``name=value`` sorted by name; a run that does not record a setting the others differ in
-    shows ``?`` (never merged with them). The report's labels and ``fattorus.app.compare``'s
+    leaves it out, or shows ``?`` where leaving it out would give two arms one name (never
+    merged with them). The report's labels and ``fattorus.app.compare``'s
     rows both come from here, so one arm has one name in both."""
     shown: dict[str, list[str]] = {}
     for base in set(labels):
         group = [s for s, label in zip(settings, labels) if label == base]
         names = sorted({name for s in group for name in s})
         shown[base] = [n for n in names if len({s.get(n) for s in group}) > 1 or (n in always and any(n in s for s in group))]
-    return [" ".join([label, *(f"{n}={s.get(n, '?')}" for n in shown[label])]) for label, s in zip(labels, settings)]
+    full = [" ".join([label, *(f"{n}={s.get(n, '?')}" for n in shown[label])]) for label, s in zip(labels, settings)]
+    # Without the "?"s where that merges no two arms (a model run's comm_fraction beside a run
+    # without the model: "to comm_fraction=? patterns=? speedup=none" said little more than
+    # "to speedup=none"; session 43).
+    short = [" ".join([label, *(f"{n}={s[n]}" for n in shown[label] if n in s)]) for label, s in zip(labels, settings)]
+    arms: dict[str, set[str]] = {}
+    for a, b in zip(short, full):
+        arms.setdefault(a, set()).add(b)
+    # A run left with no setting at all keeps its "?"s: "FIRST_FIT ordering=?" (a run that
+    # predates the ordering) must not read as the default's "FIRST_FIT".
+    return [a if len(arms[a]) == 1 and (a != label or b == label) else b for a, b, label in zip(short, full, labels)]
 
 
 def label_arms(runs: pl.DataFrame) -> pl.DataFrame:
