@@ -42,6 +42,12 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, error_prefix: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.error_prefix = error_prefix or self.prog
+        # A value that starts with a minus and a digit is a value (argparse knows only plain
+        # negative numbers): `--sizes -1,4` or `--train -1:2` reach the option's own check,
+        # which names what is wrong, instead of "expected one argument" (session 43).
+        import re
+
+        self._negative_number_matcher = re.compile(r"^-\d[\d.,:eE+-]*$|^-\.\d")
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.error_prefix}: error: {' '.join(message.split())} (see --help)\n")

@@ -161,6 +161,10 @@ HUGE = str(10**23)  # --churn of it ran silently for ever; --sizes up to it neve
     (["--sizes", f"1,{HUGE}"], f"jobs of up to {HUGE} nodes do not fit ft6"),
     (["--comm-fraction", "nan"], "--comm-fraction nan: must be in (0, 1]"),
     (["--comm-fraction", "inf"], "--comm-fraction inf: must be in (0, 1]"),
+    # A value that starts with a minus reaches the option's own check (argparse said "expected
+    # one argument" for anything but a plain negative number; session 43).
+    (["--sizes", "-1,4"], "--sizes '-1,4': need 1 <= min <= max"),
+    (["--comm-fraction", "-1e-3"], "--comm-fraction -0.001: must be in (0, 1]"),
 ])
 def test_counts_past_what_a_study_can_want_are_one_line_before_any_work(tmp_path, monkeypatch, capsys, args, words):
     monkeypatch.chdir(tmp_path)
