@@ -59,6 +59,15 @@ def test_command_line_mistakes_name_the_argument(tmp_path, capsys, args, words):
     assert line.startswith("fattorus.report.qos: ") and words in line, line
 
 
+def test_every_run_damaged_is_said_so(tmp_path, capsys):
+    """Only damaged runs: the error counts them (it said "no jobs.parquet of a QoS run")."""
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "jobs.parquet").write_bytes(b"PAR1 not really")
+    assert qos.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"fattorus.report.qos: error: {tmp_path}: no readable QoS run under it (1 skipped as damaged, above)"
+
+
 def test_unwritable_table_is_one_line_exit_1(tmp_path, capsys):
     """qos_report.md that cannot be written: one line, exit 1 (it was a traceback)."""
     _qos_run(tmp_path / "a", [0.1, 0.2])

@@ -82,8 +82,9 @@ def figure(rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "")
 QOS_COLUMNS = frozenset({"pattern", "W_default", "W_qos", "improvement", "improvement_final"})
 
 
-def table(root: str | Path) -> list[dict[str, Any]]:
-    """One row per run under ``root`` and job type (plus ``all``): medians and extremes."""
+def table(root: str | Path, skipped: list[Path] | None = None) -> list[dict[str, Any]]:
+    """One row per run under ``root`` and job type (plus ``all``): medians and extremes; the
+    damaged runs passed over (each with a warning) are appended to ``skipped`` when given."""
     import polars as pl
 
     out = []
@@ -93,6 +94,8 @@ def table(root: str | Path) -> list[dict[str, Any]]:
             df = pl.read_parquet(jobs, glob=False)
         except (OSError, pl.exceptions.PolarsError) as err:
             print(f"fattorus.report.qos: warning: skipped {jobs}: {' '.join(str(err).split())[:200]}", file=sys.stderr)
+            if skipped is not None:
+                skipped.append(run)
             continue
         if not QOS_COLUMNS <= set(df.columns):  # a scheduler replay's jobs.parquet, not a QoS run's
             continue
@@ -107,6 +110,8 @@ def table(root: str | Path) -> list[dict[str, Any]]:
             except (OSError, ValueError) as err:  # damaged like an unreadable jobs.parquet: skipped
                 print(f"fattorus.report.qos: warning: skipped {run}: {summary.name}: "
                       f"{' '.join(str(err).split())[:200]}", file=sys.stderr)
+                if skipped is not None:
+                    skipped.append(run)
                 continue
             system = data.get("system", "?")
         for pat in [*LABELS, "all"]:
@@ -154,9 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = "not a directory (give a QoS run's or a sweep's folder)" if root.exists() else "no such directory"
         print(f"fattorus.report.qos: error: {root}: {why}", file=sys.stderr)
         return 2
-    rows = table(root)
+    skipped: list[Path] = []
+    rows = table(root, skipped)
     if not rows:
-        print(f"fattorus.report.qos: error: {root}: no jobs.parquet of a QoS run under it", file=sys.stderr)
+        # Every QoS run damaged is not "none there" (session 43: it said so after skipping them).
+        why = (f"no readable QoS run under it ({len(skipped)} skipped as damaged, above)" if skipped
+               else "no jobs.parquet of a QoS run under it")
+        print(f"fattorus.report.qos: error: {root}: {why}", file=sys.stderr)
         return 2
     text = markdown(rows)
     target = root / "qos_report.md"
