@@ -123,4 +123,4 @@ def test_a_damaged_summary_is_skipped_with_a_warning_as_a_damaged_table_is(tmp_p
     (tmp_path / "good" / "jobs.parquet").unlink()
     assert qos.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and "no jobs.parquet of a QoS run" in err[-1]
+    assert len(err) == 3 and "no readable QoS run under it (2 skipped as damaged, above)" in err[-1]
