@@ -299,7 +299,7 @@ def _bad_file(kind: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> list[str
 
 @pytest.mark.parametrize("kind, words", [
     ("no-file", "no study file given (usage: python -m fattorus.study sweeps/NAME.yaml"),
-    ("missing", "nosuch.yaml: no such study file (see sweeps/)"),
+    ("missing", "nosuch.yaml: no such study file (the shipped studies are in "),
     ("missing-suffix", "s: no such study file; did you mean"),
     ("under-a-file", "s.yaml/more.yaml: no such study file"),
     ("folder", ": is a folder, not a study file"),
@@ -332,3 +332,14 @@ def test_cfg_job_through_the_real_command_line(tmp_path: Path):
     assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr[-2000:]
     assert "window_days: 14" in shown.stdout and "name: to" in shown.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_shipped_study_is_found_from_another_folder(tmp_path, monkeypatch):
+    """``python -m fattorus.study sweeps/smoke.yaml`` outside the repository reads the shipped
+    file (as a workload's relative path is read from the repository); it said "no such study
+    file (see sweeps/)" (session 43). A file of that name in the folder itself comes first."""
+    monkeypatch.chdir(tmp_path)
+    assert study.load("sweeps/smoke.yaml")["study"] == study.load(SMOKE)["study"]
+    (tmp_path / "sweeps").mkdir()
+    (tmp_path / "sweeps" / "smoke.yaml").write_text("study: mine\ncases: [[policy=to]]\narms: [[seed=0]]\n")
+    assert study.load("sweeps/smoke.yaml")["study"] == "mine"

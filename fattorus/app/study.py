@@ -90,12 +90,19 @@ def load(path: str | Path) -> dict[str, Any]:
     the ``.yaml`` name when that exists), a folder, not a regular file (a FIFO would block the
     read), another suffix than ``.yaml``/``.yml``, unreadable, not UTF-8 text.
     """
+    from fattorus import paths
+
     p = Path(path)
+    shipped = paths.repo_root() / p
+    if not p.is_absolute() and not p.exists() and shipped.is_file():
+        # A shipped study named from another folder (sweeps/smoke.yaml), as a workload's
+        # relative path is read from the repository: its results still go under this folder.
+        p = shipped
     try:
         mode = p.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
         near = next((q for q in (p.with_name(p.name + s) for s in SUFFIXES) if q.is_file()), None) if p.name else None
-        hint = f"; did you mean {near}?" if near else " (see sweeps/)"
+        hint = f"; did you mean {near}?" if near else f" (the shipped studies are in {paths.repo_root() / 'sweeps'})"
         raise StudyError(f"{p}: no such study file{hint}") from None
     except OSError as err:  # e.g. a folder on the way that may not be searched
         raise StudyError(f"{p}: cannot read the study file ({err.strerror or err})") from None
