@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
@@ -34,6 +35,10 @@ def did_you_mean(name: str, choices: Iterable[str], prefix: str = "") -> str:
     return f" (did you mean {prefix + close[0]!r}?)" if close else ""
 
 
+#: What :class:`OneLineParser` takes for a value although it starts with a minus.
+_NEGATIVE_VALUE = re.compile(r"^-\.?\d[\d.,:eE+-]*$")
+
+
 class OneLineParser(argparse.ArgumentParser):
     """:class:`argparse.ArgumentParser` with one-line errors: ``PREFIX: error: MESSAGE (see
     --help)`` on stderr and exit code 2, no usage block. ``error_prefix`` is what the entry
@@ -42,12 +47,11 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, error_prefix: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.error_prefix = error_prefix or self.prog
-        # A value that starts with a minus and a digit is a value (argparse knows only plain
-        # negative numbers): `--sizes -1,4` or `--train -1:2` reach the option's own check,
-        # which names what is wrong, instead of "expected one argument" (session 43).
-        import re
-
-        self._negative_number_matcher = re.compile(r"^-\d[\d.,:eE+-]*$|^-\.\d")
+        # A minus followed by a number or a list of them (digits, '.', ',', ':', an exponent)
+        # is a value, not an option (argparse knows only plain negative numbers): `--sizes
+        # -1,4` or `--train -1:2` reach the option's own check, which names what is wrong,
+        # instead of "expected one argument" (session 43).
+        self._negative_number_matcher = _NEGATIVE_VALUE
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.error_prefix}: error: {' '.join(message.split())} (see --help)\n")

@@ -649,6 +649,22 @@ def test_a_refused_run_in_a_named_directory_leaves_it_free_for_the_corrected_com
     assert list(empty.iterdir()) == []
 
 
+def test_a_refused_run_takes_away_only_the_folders_it_made(tmp_path):
+    """A first run refused in a fresh folder leaves no ``results/runs/`` behind; a folder that
+    was there before the run stays, also in the app's own place (the review of session 43:
+    ``results/runs/mine``, made by the user, was removed)."""
+    (tmp_path / "bad.swf").write_text(HEADER + "".join(swf_line(i, i * 10, -1, 4, status=5) for i in range(1, 4)))
+    args = [*W[:2], *W[3:], f"workload.path={tmp_path}/bad.swf"]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert _sweep(fresh, *args).returncode == 2
+    assert list(fresh.iterdir()) == []  # results/runs/<run> and the results/runs/ it made: gone
+    mine = tmp_path / "results" / "runs" / "mine"
+    mine.mkdir(parents=True)
+    assert _sweep(tmp_path, f"hydra.run.dir={mine}", *args).returncode == 2
+    assert mine.is_dir() and list(mine.iterdir()) == []
+
+
 def test_resume_reruns_damaged_trials_with_a_warning(tmp_path):
     (tmp_path / "log.swf").write_text(_log())
     args = ["--multirun", "hydra.launcher.n_jobs=1", "seed=0,1,2,3",

@@ -465,3 +465,19 @@ def test_a_run_without_name_takes_the_papers_folder_only_with_the_papers_setting
     other = dragonfly_study.default_name(record("--ranks", "64", "--cables", "dragonfly_small", "--seed", "1"))
     assert small.startswith("custom-") and len(small) == len("custom-") + 8 and other != small
     assert dragonfly_study.default_name(record("--ranks", "64", "--cables", "dragonfly_small")) == small
+
+
+def test_the_plain_command_names_the_papers_folder(tmp_path, monkeypatch, capsys):
+    """Through ``main``'s own path (its lists parsed, its machines loaded and named): the plain
+    command's folder is ``paper``, a small run's another (stopped at the folder check)."""
+    seen = []
+
+    def stop(out, record):
+        seen.append(out.name)
+        return "stopped here by the test"
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(dragonfly_study, "settings_conflict", stop)
+    assert dragonfly_study.main([]) == 2
+    assert dragonfly_study.main(["--workloads", "WD 1", "--cables", "dragonfly_small", "--ranks", "64"]) == 2
+    assert seen[0] == "paper" and seen[1].startswith("custom-") and "stopped here by the test" in capsys.readouterr().err

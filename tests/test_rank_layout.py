@@ -182,6 +182,7 @@ def test_the_study_ranks_the_placements_as_the_paper_does(tmp_path):
     (("--ranks-per-node", "0"), "--ranks-per-node must be >= 1, got 0"),
     (("--origin", "4,24,6"), "--origin '4,24,6': past the bluewaters torus of 24x24x24 Geminis"),  # was wrapped silently
     (("--origin", "4,10,6", "--positions", "5"), "argument --positions: not allowed with argument --origin"),
+    (("--positions", "32", "--origin", "4,10,6"), "argument --origin: not allowed with argument --positions"),
     (("--grid", "2097152,2097152,2097152"), "ranks do not fit"),
 ])
 def test_bad_settings_are_one_line(tmp_path, monkeypatch, capsys, args, words):

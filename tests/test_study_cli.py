@@ -102,7 +102,7 @@ def _study(tmp_path: Path, text: str) -> Path:
     ("study: s\ncases: [[+topo=cab]]\narms: [[policy=to, trials=3], [policy=to_random, trials=3]]\n",
      "s.yaml: arms[1][1]: trials=3: the batched engine replays policies to and ta"),
     # Found by session 43's exploratory run: kept the last silently.
-    ("study: s\nstudy: t\ncases: [[policy=to]]\narms: [[seed=0]]\n", "s.yaml: line 2: field 'study' given twice"),
+    ("study: s\nstudy: t\ncases: [[policy=to]]\narms: [[seed=0]]\n", "s.yaml: line 2: key 'study' given twice"),
     ("study: s\ncases: [[policy=to, 'seed=0,1', seed=2]]\narms: [[policy=ta]]\n",
      "s.yaml: cases[0][1] and cases[0][2] both set seed; the first would be dropped"),
     # Found by session 43's exploratory run: refused only when their block started.
@@ -343,3 +343,19 @@ def test_a_shipped_study_is_found_from_another_folder(tmp_path, monkeypatch):
     (tmp_path / "sweeps").mkdir()
     (tmp_path / "sweeps" / "smoke.yaml").write_text("study: mine\ncases: [[policy=to]]\narms: [[seed=0]]\n")
     assert study.load("sweeps/smoke.yaml")["study"] == "mine"
+
+
+def test_yaml_merge_keys_complex_keys_and_deletions_still_load(tmp_path):
+    """The duplicate-key loader leaves YAML's merge keys to PyYAML (they loaded before), refuses
+    a complex key as YAML does (not a traceback), and '~key' then 'key=v' in one list passes
+    (Hydra applies both): the review of session 43's change."""
+    merged = _study(tmp_path, "base: &b {common: [policy=to]}\nstudy: s\n<<: *b\ncases: [[policy=to]]\narms: [[seed=0]]\n")
+    with pytest.raises(study.StudyError, match="unknown field 'base'"):  # loaded, then checked as a study
+        study.load(merged)
+    merged.write_text("study: s\n<<: {common: [policy=to]}\ncases: [[policy=to]]\narms: [[seed=0]]\n")
+    assert study.load(merged)["common"] == ["policy=to"]
+    merged.write_text("study: s\n? [a]\n: 1\ncases: [[policy=to]]\narms: [[seed=0]]\n")
+    with pytest.raises(study.StudyError, match="not valid YAML"):
+        study.load(merged)
+    merged.write_text("study: s\ncases: [[policy=to, '~seed', '+seed=1']]\narms: [[policy=ta]]\n")
+    assert study.load(merged)["cases"] == [["policy=to", "~seed", "+seed=1"]]

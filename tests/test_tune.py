@@ -261,7 +261,7 @@ def test_bad_objective_is_one_line_and_exit_2():
 def test_user_mistakes_are_one_line(capsys, tmp_path, args, needle):
     base = ["--name", "x", "--storage", f"sqlite:///{tmp_path}/results/x.db", "--trials", "0"]
     assert needle in one_line_error(capsys, [*base, *args])
-    assert not (tmp_path / "x.db").exists()  # refused before any study is created
+    assert not (tmp_path / "results" / "x.db").exists()  # refused before any study is created
 
 
 def test_trials_0_on_a_new_study_is_one_line_and_queues_nothing(capsys, tmp_path):
@@ -272,7 +272,7 @@ def test_trials_0_on_a_new_study_is_one_line_and_queues_nothing(capsys, tmp_path
     url = f"sqlite:///{tmp_path}/results/x.db"
     err = one_line_error(capsys, ["--name", "x", "--storage", url, "--trials", "0", "--train", "0:1", "--test", "none"])
     assert "has no finished trial yet; --trials 0 only exports and compares" in err
-    assert not (tmp_path / "x.db").exists()  # nor its empty SQLite file (session 31 review)
+    assert not (tmp_path / "results" / "x.db").exists()  # nor its empty SQLite file (session 31 review)
     assert optuna.get_all_study_names(storage=url) == []  # the study this run made is dropped again
     # ...so the corrected command, with other windows, is not refused as "another setup".
     assert tune.main(["--name", "x", "--storage", url, "--trials", "1", "--jobs", "1", "--train", "9:10",
@@ -391,6 +391,10 @@ def test_a_sqlite_storage_outside_results_is_refused(tmp_path):
                                         r"directory .* e.g. sqlite:///results/tune/outside.db"):
         tune.parse_args([*common, "--storage", f"sqlite:///{tmp_path}/outside.db"])
     assert not (tmp_path / "outside.db").exists()
+    # A SQLite URI filename is a path too (it went through before the review).
+    with pytest.raises(tune.TuneError, match="a SQLite file must lie under a results/ directory"):
+        tune.parse_args([*common, "--storage", f"sqlite:///file:{tmp_path}/uri.db?uri=true"])
+    assert tune.parse_args([*common, "--storage", "sqlite:///file::memory:?uri=true"]).storage.endswith("uri=true")
     for url in (f"sqlite:///{tmp_path}/results/x.db", "sqlite://", "sqlite:///:memory:"):
         assert tune.parse_args([*common, "--storage", url]).storage == url
 

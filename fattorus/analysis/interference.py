@@ -399,8 +399,9 @@ def _mean_exposed(table: pl.DataFrame, col: str) -> float:
 
 def _output_path(run_dir: Path, out: str | None) -> Path:
     """Where the table goes: ``RUN_DIR/interference.parquet`` or ``--out``, which must be a
-    ``.parquet`` file in an existing directory inside the run directory or a ``results/``
-    tree, and not one of the run's own files."""
+    ``.parquet`` file inside the run directory or a ``results/`` tree (missing folders on the
+    way are made at the write; a file on the way is refused), and not one of the run's own
+    files."""
     if out is None:
         return run_dir / OUTPUT
     path = Path(out)

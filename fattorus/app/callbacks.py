@@ -14,7 +14,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from fattorus import paths
-from fattorus.app.cli import Refusal, note_run_dir
+from fattorus.app.cli import Refusal, note_run_dir, note_run_parent
 
 
 def selected_dir(config: DictConfig, key: str) -> Path | None:
@@ -92,6 +92,10 @@ class ResultsOnly(Callback):
         where = selected_dir(config, "hydra.run.dir")
         if where is not None:
             note_run_dir(where)
+        else:  # a name only the job resolves (the default): the folders above it, as written
+            fixed = (_raw(config, "hydra.run.dir") or "").split("${", 1)[0]
+            if fixed:
+                note_run_parent(Path(fixed) if fixed.endswith("/") else Path(fixed).parent)
 
     def on_multirun_start(self, config: DictConfig, **_: Any) -> None:
         """A multirun: ``hydra.sweep.dir`` (its trials' folders are single path components in it)."""

@@ -61,25 +61,48 @@ def note_run_dir(run_dir: Path) -> None:
         top = d
     if top is not None:
         _MADE[run_dir] = top
+    else:
+        _EXISTED.add(run_dir)
+
+
+#: Run directories that existed when their run started (:func:`note_run_dir`): never removed.
+_EXISTED: set[Path] = set()
+
+#: The topmost folders Hydra had to make above a run directory whose name only the job
+#: resolves (the apps' default ``results/runs/<time>_...``): noted by :func:`note_run_parent`.
+_MADE_ABOVE: list[Path] = []
+
+
+def note_run_parent(parent: Path) -> None:
+    """Note, before Hydra makes it, the topmost missing folder of ``parent`` (inclusive), the
+    folder a run directory whose full name is resolved later goes in: a refused first run
+    takes away the ``results/runs/`` it made (:func:`discard_stub`)."""
+    parent = Path(os.path.abspath(parent))
+    missing = [d for d in (parent, *parent.parents) if not d.exists()]
+    if missing:
+        _MADE_ABOVE.append(missing[-1])
 
 
 def discard_stub(out_dir: Path, results_subdir: str) -> None:
     """Remove the run directory a refused or interrupted single run leaves behind (Hydra made
-    it before the app could check the settings), if it holds only stubs and either sits where
-    the app names its runs (``results/<results_subdir>/``) or was made by this run (a
-    ``hydra.run.dir`` that did not exist: then the empty parents it made go too); anything
-    else is left alone."""
-    if not _holds_only_stubs(out_dir):
+    it before the app could check the settings), if it holds only stubs and was made by this
+    run (:func:`note_run_dir`; the empty parents it made go too, e.g. a first run's
+    ``results/runs/``), or, where no note was taken, sits where the app names its runs
+    (``results/<results_subdir>/``); a directory that existed before the run, and anything
+    else, is left alone."""
+    here = Path(os.path.abspath(out_dir))
+    if not _holds_only_stubs(out_dir) or here in _EXISTED:  # a folder that was there before stays
         return
-    if out_dir.parent.name == results_subdir and out_dir.parent.parent.name == "results":
-        shutil.rmtree(out_dir, ignore_errors=True)
-        return
-    top = _MADE.get(Path(os.path.abspath(out_dir)))
-    if top is None:
-        return
+    top = _MADE.get(here)
+    if top is None and not (out_dir.parent.name == results_subdir and out_dir.parent.parent.name == "results"):
+        return  # neither noted as made nor in the app's own place
     shutil.rmtree(out_dir, ignore_errors=True)
-    for d in Path(os.path.abspath(out_dir)).parents:
-        if len(d.parts) < len(top.parts):
+    # The parents this run made go too while empty: the noted one's, or (the app's own place,
+    # whose name Hydra resolves again after the note: another second, another name) those of
+    # any directory noted (a first run's results/runs/).
+    tops = [top] if top is not None else [*_MADE.values(), *_MADE_ABOVE]
+    for d in here.parents:
+        if not any(d == t or t in d.parents for t in tops):
             break
         try:
             d.rmdir()  # only when empty: another run may have written beside it since

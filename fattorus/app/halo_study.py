@@ -56,6 +56,7 @@ PAPER = {"default": (11.315, 9), "grid_order": (7.722, 16), "topaware": (2.771, 
 
 PLACEMENTS = ("default", "grid_order", "topaware")
 POSITIONS_MAX = 512  # ~0.15 s a position on Blue Waters: a little over a minute at most
+POSITIONS_DEFAULT = 32  # the paper's Table III: 32 feature positions
 KIB_MAX = 2.0**30  # a TiB a message: beyond it bytes stop being a useful figure
 
 
@@ -82,8 +83,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--feature", default="12,8,12", help="the node feature's Geminis along x,y,z (default 12,8,12)")
     # One or the other (--positions was ignored beside --origin without a word; session 43).
     where = ap.add_mutually_exclusive_group()
-    where.add_argument("--positions", type=int, default=32,
-                    help=f"feature positions drawn with --seed, 1 to {POSITIONS_MAX} (default 32)")
+    # default None, 32 filled in after parsing: argparse's "not allowed with" test compares the
+    # value with the default by identity, so an explicit "--positions 32" passed unseen.
+    where.add_argument("--positions", type=int, default=None,
+                    help=f"feature positions drawn with --seed, 1 to {POSITIONS_MAX} (default {POSITIONS_DEFAULT})")
     where.add_argument("--origin", default=None, help="one feature position X,Y,Z instead of --positions")
     ap.add_argument("--ordering", default="2Y", help="the ALPS order the default and grid_order nodes come in (default 2Y)")
     ap.add_argument("--block", default="4,2,4", help="grid_order's partitions a node (default 4,2,4)")
@@ -91,7 +94,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--periodic", action="store_true", help="wrap-around neighbours too")
     ap.add_argument("--seed", type=int, default=0, help="seed of the feature positions, 0 to 2^32 - 1 (default 0)")
     ap.add_argument("--name", default=None, help="results/halo_study/NAME (default: table3, or the grid)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.positions is None:
+        args.positions = POSITIONS_DEFAULT
+    return args
 
 
 def settings(args: argparse.Namespace) -> dict[str, Any]:

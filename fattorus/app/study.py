@@ -155,7 +155,9 @@ def load(path: str | Path) -> dict[str, Any]:
         # override an earlier (common, then case, then arm), as documented.
         seen: dict[str, int] = {}
         for k, entry in enumerate(entries_of):
-            key = str(entry).split("=", 1)[0].lstrip("+~")
+            if str(entry).startswith("~"):
+                continue  # a deletion, then a setting of the same key: Hydra applies both, in order
+            key = str(entry).split("=", 1)[0].lstrip("+")
             if key in seen:
                 raise StudyError(f"{p}: {place}[{seen[key]}] and {place}[{k}] both set {key}; the first would be "
                                  "dropped without a word (give one entry, e.g. a swept 'key=a,b')")
@@ -182,9 +184,13 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            # Merge keys (<<: *anchor) are the base loader's to resolve; a key that is not a
+            # plain value (a complex key) too, which it refuses as YAML.
+            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                continue
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
-                raise DuplicateKey(f"line {key_node.start_mark.line + 1}: field {key!r} given twice")
+                raise DuplicateKey(f"line {key_node.start_mark.line + 1}: key {key!r} given twice")
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -356,6 +362,7 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
+    from omegaconf import open_dict
     from omegaconf.errors import OmegaConfBaseException
 
     from fattorus import paths
@@ -381,13 +388,16 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
         if study["app"] == "fattorus.sweep" and (why := cli.unchosen_group(overrides)):
             return why
         try:
-            check(compose(config_name=config_name, overrides=overrides))
-            if any(o.lstrip("+~").startswith("hydra") for o in overrides):
-                # Where the block's multirun would write, checked as its Hydra callbacks will
-                # (composed again with Hydra's own settings only when an override touches them).
-                full = compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
-                callbacks.refuse_outside_results(full, "hydra.sweep.dir")
-                callbacks.refuse_leaving_the_run(full, multirun=True)
+            touches_hydra = any(o.lstrip("+~").startswith("hydra") for o in overrides)
+            cfg = compose(config_name=config_name, overrides=overrides, return_hydra_config=touches_hydra)
+            if touches_hydra:
+                # Where the block's multirun would write, checked as its Hydra callbacks will;
+                # then the job's part alone goes to the app's checks (they know no 'hydra').
+                callbacks.refuse_outside_results(cfg, "hydra.sweep.dir")
+                callbacks.refuse_leaving_the_run(cfg, multirun=True)
+                with open_dict(cfg):
+                    del cfg["hydra"]
+            check(cfg)
         except errors as err:
             return cli.hydra_error(err)
         except cli.Refusal as err:

@@ -68,8 +68,11 @@ def check_url(url: str) -> None:
     except ImportError as err:  # the dialect is known but its driver package is missing
         raise TuneError(f"--storage {mask(url)}: the database driver is not installed ({err}); install it, "
                         "or name an installed one in the URL (e.g. postgresql+psycopg2://)") from None
-    database = parsed.database
-    if parsed.get_backend_name() == "sqlite" and database and database != ":memory:" and not database.startswith("file:"):
+    database = parsed.database or ""
+    if database.startswith("file:"):  # a SQLite URI filename (?uri=true): its path before the query
+        in_memory = database.startswith("file::memory:") or "mode=memory" in database
+        database = "" if in_memory else database[len("file:"):].split("?", 1)[0]
+    if parsed.get_backend_name() == "sqlite" and database and database != ":memory:":
         from fattorus import paths
 
         # A SQLite file is written here: under a results/ directory, as everything this
