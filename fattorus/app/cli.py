@@ -54,15 +54,22 @@ def note_run_dir(run_dir: Path) -> None:
     a directory this run makes goes again with its stubs (:func:`discard_stub`), one that
     was there before stays."""
     run_dir = Path(os.path.abspath(run_dir))
-    top = None
-    for d in (run_dir, *run_dir.parents):
-        if d.exists():
-            break
-        top = d
+    top = _topmost_missing(run_dir)
     if top is not None:
         _MADE[run_dir] = top
     else:
         _EXISTED.add(run_dir)
+
+
+def _topmost_missing(path: Path) -> Path | None:
+    """The highest folder of absolute ``path`` (inclusive) that does not exist, the first
+    Hydra would make on the way to it; None if ``path`` exists."""
+    top = None
+    for d in (path, *path.parents):
+        if d.exists():
+            break
+        top = d
+    return top
 
 
 #: Run directories that existed when their run started (:func:`note_run_dir`): never removed.
@@ -77,10 +84,9 @@ def note_run_parent(parent: Path) -> None:
     """Note, before Hydra makes it, the topmost missing folder of ``parent`` (inclusive), the
     folder a run directory whose full name is resolved later goes in: a refused first run
     takes away the ``results/runs/`` it made (:func:`discard_stub`)."""
-    parent = Path(os.path.abspath(parent))
-    missing = [d for d in (parent, *parent.parents) if not d.exists()]
-    if missing:
-        _MADE_ABOVE.append(missing[-1])
+    top = _topmost_missing(Path(os.path.abspath(parent)))
+    if top is not None:
+        _MADE_ABOVE.append(top)
 
 
 def discard_stub(out_dir: Path, results_subdir: str) -> None:
@@ -117,7 +123,6 @@ def discard_named_stub(out_dir: Path) -> None:
     empty log. Whatever else the directory holds stays, and so does the directory: it may
     have been the user's before the run. Call it only for a directory this process claimed,
     never for one another run holds."""
-
     shutil.rmtree(out_dir / ".hydra", ignore_errors=True)
     (out_dir / ".fattorus-run").unlink(missing_ok=True)
     for name in STUB_ENTRIES:
@@ -133,7 +138,6 @@ def discard_trial_stub(out_dir: Path, sweep_dir: Path) -> None:
     """Remove the directory of a refused multirun trial when it holds only Hydra's stubs (its
     config copy and empty log) and sits directly in the sweep directory: the counterpart, for
     trials, of :func:`discard_stub` (which only knows single runs' places)."""
-
     try:
         in_sweep = out_dir.resolve().parent == sweep_dir.resolve()
     except OSError:

@@ -66,6 +66,10 @@ from fattorus.report.labels import policy_name
 from fattorus.report.load import (WORKLOAD_SETTINGS, arm_settings, disambiguate, trial_draws_note, trials_n,
                                   with_arm_settings, workload_settings)
 
+
+#: The command's name, first word of its error, note and interrupt lines.
+PROG = "fattorus.app.compare"
+
 DEFAULT_REFERENCE = "first_fit ordering=O2"
 """The torus paper's baseline (first fit over the ALPS default ordering); used when it is an arm."""
 #: The default references in turn: the torus paper's (first fit over the ALPS ordering), then
@@ -134,10 +138,10 @@ def _named_reference(arms: list[str], reference: str, given: bool) -> tuple[str,
             return reference, 0
         several = [arm for arm in arms if arm.startswith(reference + " ")]
         why = f"names {len(several)} arms" if several else "matches no arm"
-        print(f"fattorus.app.compare: error: --reference '{reference}' {why}; labels present: {_quoted(arms)}", file=sys.stderr)
+        print(f"{PROG}: error: --reference '{reference}' {why}; labels present: {_quoted(arms)}", file=sys.stderr)
         return reference, 2
     if named != reference:
-        print(f"fattorus.app.compare: note: reference '{reference}' is the arm '{named}'", file=sys.stderr)
+        print(f"{PROG}: note: reference '{reference}' is the arm '{named}'", file=sys.stderr)
     return named, 0
 
 
@@ -376,17 +380,17 @@ def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> 
     with_ref = {r["workload"] for r in rows if r.get("arm", r["policy"]) == reference}
     if not with_ref:
         if given:
-            return None, [f"fattorus.app.compare: --reference '{reference}' matches no arm; labels present: {labels}"], 2
-        return None, [f"fattorus.app.compare: note: no break-even column: {_defaults_named(rows)}; choose one with "
+            return None, [f"{PROG}: --reference '{reference}' matches no arm; labels present: {labels}"], 2
+        return None, [f"{PROG}: note: no break-even column: {_defaults_named(rows)}; choose one with "
                       f"--reference LABEL (labels present: {labels})"], 0
     lacking = sorted(workloads - with_ref)
-    notes = [f"fattorus.app.compare: note: no break-even column for {'; '.join(lacking)}: no arm '{reference}' there"] if lacking else []
+    notes = [f"{PROG}: note: no break-even column for {'; '.join(lacking)}: no arm '{reference}' there"] if lacking else []
     return reference, notes, 0
 
 
 def _parser() -> OneLineParser:
     """The command line's options (:func:`main`)."""
-    p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix="fattorus.app.compare",
+    p = OneLineParser(prog="python -m fattorus.app.compare", error_prefix=PROG,
                       description=DESCRIPTION)
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
@@ -407,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--large {a.large}: give a node count >= 1")
     if not a.results.is_dir():
         why = "not a directory (give a study's results directory)" if a.results.exists() else "no such results directory"
-        print(f"fattorus.app.compare: error: {a.results}: {why}", file=sys.stderr)
+        print(f"{PROG}: error: {a.results}: {why}", file=sys.stderr)
         return 2
     found, skipped, others = [], 0, []
     # First the summaries only (cheap): a --reference naming no arm is refused before any jobs.parquet is read.
@@ -441,18 +445,18 @@ def main(argv: list[str] | None = None) -> int:
             skipped += 1
             _warn_skipped(trial, err)
     if others:
-        print(f"fattorus.app.compare: note: {len(others)} folder(s) skipped as not replay runs (summary.json has no config: "
+        print(f"{PROG}: note: {len(others)} folder(s) skipped as not replay runs (summary.json has no config: "
               f"QoS, network or dragonfly study results), first {others[0]}", file=sys.stderr)
     if skipped:
-        print(f"fattorus.app.compare: {skipped} damaged trial(s) skipped", file=sys.stderr)
+        print(f"{PROG}: {skipped} damaged trial(s) skipped", file=sys.stderr)
     draws = trial_draws_note([(str(trial), trials_n(summary)) for trial, summary, _, _ in trials])
     if draws:
-        print(f"fattorus.app.compare: note: {draws}", file=sys.stderr)
+        print(f"{PROG}: note: {draws}", file=sys.stderr)
     made = _sources([summary for _, summary, _, _ in trials])
     if made:
-        print(f"fattorus.app.compare: note: {made}", file=sys.stderr)
+        print(f"{PROG}: note: {made}", file=sys.stderr)
     if not rows:
-        print(f"fattorus.app.compare: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
+        print(f"{PROG}: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
     # Checked again on the rows read: the reference's only trials may have been damaged ones.
     reference, notes, code = check_reference(rows, reference, given)
@@ -463,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = with_seeds(rows)
     twice = repeated(rows)
     if twice:
-        print(f"fattorus.app.compare: note: {len(twice)} label(s) name several trials (the same arm and seed run more than "
+        print(f"{PROG}: note: {len(twice)} label(s) name several trials (the same arm and seed run more than "
               f"once): {'; '.join(twice[:3])}{'; ...' if len(twice) > 3 else ''}", file=sys.stderr)
     text = table(rows, reference, a.large)
     by_app = app_table(rows, reference)
@@ -475,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         # The environment (read-only folder, full disk, a folder in the file's place), not the
         # user's input: exit 1, as the network and dragonfly studies; 2 stays for usage mistakes.
-        print(f"fattorus.app.compare: error: {target}: cannot write: {err.strerror or one_line(err)}", file=sys.stderr)
+        print(f"{PROG}: error: {target}: cannot write: {err.strerror or one_line(err)}", file=sys.stderr)
         return 1
     print(text)
     return 0
@@ -499,7 +503,7 @@ def _sources(summaries: list[dict]) -> str | None:
 
 def _warn_skipped(trial: Path, err: BaseException) -> None:
     """A damaged trial (cut parquet, bad JSON, missing fields): counted and named, not fatal."""
-    print(f"fattorus.app.compare: warning: skipped {trial}: {one_line(err)}", file=sys.stderr)
+    print(f"{PROG}: warning: skipped {trial}: {one_line(err)}", file=sys.stderr)
 
 
 def one_line(err: BaseException) -> str:
@@ -508,7 +512,7 @@ def one_line(err: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(run_piped(lambda: interrupt.run("fattorus.app.compare", main)))  # quiet, exit 141, when stdout's reader closes early (| head -1)
+    sys.exit(run_piped(lambda: interrupt.run(PROG, main)))  # quiet, exit 141, when stdout's reader closes early (| head -1)
 
 
 __all__ = ["DEFAULT_REFERENCE", "arm_labels", "check_reference", "is_replay", "label", "main", "table", "trial_row",

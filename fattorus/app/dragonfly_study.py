@@ -65,6 +65,9 @@ from fattorus.kernels.adaptive import adaptive_loads, job_traffic, valiant_paths
 from fattorus.paths import conf_dir, results_dir
 from fattorus.report import dragonfly_maps
 
+#: The command's name, first word of its error, note and interrupt lines.
+PROG = "fattorus.app.dragonfly_study"
+
 CABLES = ("edison", "edison_2k", "edison_k", "edison_b", "edison_bk")
 LABEL = {"edison": "DEF", "edison_2k": "-2K", "edison_k": "-K", "edison_b": "-B", "edison_bk": "+B-K"}
 #: The options recorded in ``summary.json`` that the results depend on (besides the lists of
@@ -156,7 +159,7 @@ def solve(topo, wd: str, args: argparse.Namespace, out: Path) -> tuple[list[dict
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = OneLineParser(prog="python -m fattorus.app.dragonfly_study", error_prefix="fattorus.app.dragonfly_study",
+    ap = OneLineParser(prog="python -m fattorus.app.dragonfly_study", error_prefix=PROG,
                        description=__doc__.split("\n\n")[0])
     ap.add_argument("--workloads", default=",".join(pw.WORKLOADS),
                     help="comma-separated workloads, quoted: names hold a space (default: \"%(default)s\")")
@@ -359,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if conflict:
             raise ValueError(conflict)
     except (ValueError, FileNotFoundError) as err:
-        print(f"fattorus.app.dragonfly_study: error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
     if outputs.report_if_finished(out, ("totals.parquet", "jobs.parquet", "hot_links.parquet"),
                                   lambda: _table_text(pl.read_parquet(out / "totals.parquet"))):
@@ -392,13 +395,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _write(out, tot, jobs, hot, record, {png_name(wd, m.name) for wd in wds for m in machines})
         shutil.rmtree(parts)  # the tables hold every solve now
     except ValueError as err:  # the jobs do not fit the machine
-        print(f"fattorus.app.dragonfly_study: error: {wd} on {topo.name}: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {wd} on {topo.name}: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # e.g. results/ is not a writable directory
-        print(f"fattorus.app.dragonfly_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        print(f"{PROG}: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"fattorus.app.dragonfly_study: interrupted; {done} of {n_all} solves kept in {parts}, "
+        print(f"{PROG}: interrupted; {done} of {n_all} solves kept in {parts}, "
               "re-run the same command to resume", file=sys.stderr)
         return 130
     print(_table_text(tot))

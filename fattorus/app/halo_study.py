@@ -50,6 +50,9 @@ from fattorus.args import SEED_MAX, OneLineParser
 from fattorus.files import atomic_write
 from fattorus.topology.torus3d import Torus3D
 
+#: The command's name, first word of its error, note and interrupt lines.
+PROG = "fattorus.app.halo_study"
+
 #: The paper's Table III (Blue Waters, 32 x 32 x 32 partitions, 32 tasks a node, 32 kB
 #: messages, a 12 x 8 x 12 feature): iteration time (ms) and max hops per placement.
 PAPER = {"default": (11.315, 9), "grid_order": (7.722, 16), "topaware": (2.771, 2)}
@@ -74,7 +77,7 @@ def _triple(text: str, what: str, low: int = 1) -> tuple[int, int, int]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (module docstring)."""
-    ap = OneLineParser(prog="python -m fattorus.app.halo_study", error_prefix="fattorus.app.halo_study",
+    ap = OneLineParser(prog="python -m fattorus.app.halo_study", error_prefix=PROG,
                        description=__doc__.split("\n\n")[0])
     ap.add_argument("--machine", default="bluewaters", help="a 3D torus of conf/topo (default bluewaters)")
     ap.add_argument("--grid", default="32,32,32", help="partitions along each virtual dimension (default 32,32,32)")
@@ -258,18 +261,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             rng = np.random.default_rng(args.seed)
             origins = found[np.sort(rng.choice(len(found), min(args.positions, len(found)), replace=False))]
     except (ValueError, FileNotFoundError) as err:
-        print(f"fattorus.app.halo_study: error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
     name = args.name if args.name is not None else default_name(s, args.origin is None)
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
-        print(f"fattorus.app.halo_study: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
+        print(f"{PROG}: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
     out = paths.results_dir() / "halo_study" / name
     old = outputs.stored_summary(out)
     if isinstance(old, str) or (isinstance(old, dict) and old.get("settings") != s):
         why = old if isinstance(old, str) else (f"{out} holds results of other settings "
                                                 f"({_differences(old.get('settings'), s)}); use another --name")
-        print(f"fattorus.app.halo_study: error: {why}", file=sys.stderr)
+        print(f"{PROG}: error: {why}", file=sys.stderr)
         return 2
     interrupt.armed()
     rows: list[dict[str, Any]] = []
@@ -281,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"[halo_study] position {list(map(int, origin))}: skipped ({err})", file=sys.stderr, flush=True)
             print(f"[halo_study] position {i}/{len(origins)}", file=sys.stderr, flush=True)
         if not rows:
-            print("fattorus.app.halo_study: error: no position could hold every placement", file=sys.stderr)
+            print(f"{PROG}: error: no position could hold every placement", file=sys.stderr)
             return 2
         table = pl.DataFrame(rows)
         summary = summarize(table)
@@ -290,10 +293,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         atomic_write(out / "summary.json", json.dumps({"settings": s, "positions": positions, "placements": summary,
                                                        "fattorus": provenance.stamp()}, indent=1))
     except OSError as err:
-        print(f"fattorus.app.halo_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        print(f"{PROG}: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("fattorus.app.halo_study: interrupted; nothing written (the study takes seconds: run it again)", file=sys.stderr)
+        print(f"{PROG}: interrupted; nothing written (the study takes seconds: run it again)", file=sys.stderr)
         return 130
     print("\n".join(report(summary, positions)))
     print(f"-> {out}")

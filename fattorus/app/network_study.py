@@ -75,6 +75,9 @@ from fattorus.files import atomic_write
 from fattorus.sched import policy as policy_mod
 from fattorus.sched import state as st
 
+#: The command's name, first word of its error, note and interrupt lines.
+PROG = "fattorus.app.network_study"
+
 DEFAULT_SIZES = "512,4096"
 DEFAULT_WORKLOADS = 15
 DEFAULT_COMM_FRACTION = 1.0
@@ -301,7 +304,7 @@ def report(summary: dict, runs: Sequence[dict] = ()) -> list[str]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line. Case options default to ``None`` so that :func:`cases` can tell
     which ones the user gave (``--paper`` refuses them rather than ignoring them)."""
-    ap = OneLineParser(prog="python -m fattorus.app.network_study", error_prefix="fattorus.app.network_study",
+    ap = OneLineParser(prog="python -m fattorus.app.network_study", error_prefix=PROG,
                        description=__doc__.split("\n\n")[0])
     ap.add_argument("--paper", action="store_true", help="the paper's four cases")
     ap.add_argument("--machine", default=None, help="a fat-tree machine (conf/topo; default ft44)")
@@ -449,27 +452,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         todo = cases(args)
         machines = {m: _fat_tree(m, args.oblivious) for _, m, *_ in todo}
     except (ValueError, FileNotFoundError) as err:
-        print(f"fattorus.app.network_study: error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
     name = args.name if args.name is not None else ("paper" if args.paper else todo[0][0])  # "" is refused below
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
-        print(f"fattorus.app.network_study: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
+        print(f"{PROG}: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
     for case, m, lo, hi, *_ in todo:
         if hi > machines[m].n_nodes:
-            print(f"fattorus.app.network_study: error: {case}: jobs of up to {hi} nodes do not fit {m} ({machines[m].n_nodes} nodes): "
+            print(f"{PROG}: error: {case}: jobs of up to {hi} nodes do not fit {m} ({machines[m].n_nodes} nodes): "
                   f"give --sizes MIN,MAX up to {machines[m].n_nodes}", file=sys.stderr)
             return 2
         # After the fit: job_sizes factorises every size up to hi (--sizes 1,10^12 never ended).
         if not len(job_sizes(lo, hi)[0]):
-            print(f"fattorus.app.network_study: error: --sizes '{lo},{hi}': no size in the range has near-cubic 3D and 4D process "
+            print(f"{PROG}: error: --sizes '{lo},{hi}': no size in the range has near-cubic 3D and 4D process "
                   "grids", file=sys.stderr)
             return 2
     record = settings(args, todo)
     out = paths.results_dir() / "network_study" / name
     conflict = settings_conflict(out, record) or unfinished_conflict(out, record)
     if conflict:  # before the (minutes of) work, so nothing is computed only to be refused
-        print(f"fattorus.app.network_study: error: {conflict}", file=sys.stderr)
+        print(f"{PROG}: error: {conflict}", file=sys.stderr)
         return 2
     if outputs.report_if_finished(out, ("jobs.parquet",),
                                   lambda: "\n".join(report(summarize(pl.read_parquet(out / "jobs.parquet")),
@@ -510,10 +513,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         atomic_write(out / "summary.json", json.dumps(meta, indent=1))
         shutil.rmtree(parts)  # jobs.parquet holds every workload now
     except OSError as err:
-        print(f"fattorus.app.network_study: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        print(f"{PROG}: error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"fattorus.app.network_study: interrupted; {done} of {n_all} workloads kept in {parts}, "
+        print(f"{PROG}: interrupted; {done} of {n_all} workloads kept in {parts}, "
               "re-run the same command to resume", file=sys.stderr)
         return 130
     print("\n".join(report(summary, record["runs"])))

@@ -44,6 +44,8 @@ from typing import Any
 
 import yaml
 
+from fattorus.app import cli
+
 
 #: The Hydra apps a study file may run (``app:``; default the replay app).
 APPS = ("fattorus.sweep", "fattorus.qos")
@@ -157,7 +159,7 @@ def load(path: str | Path) -> dict[str, Any]:
         for k, entry in enumerate(entries_of):
             if str(entry).startswith("~"):
                 continue  # a deletion, then a setting of the same key: Hydra applies both, in order
-            key = str(entry).split("=", 1)[0].lstrip("+")
+            key = cli.override_key(str(entry))
             if key in seen:
                 raise StudyError(f"{p}: {place}[{seen[key]}] and {place}[{k}] both set {key}; the first would be "
                                  "dropped without a word (give one entry, e.g. a swept 'key=a,b')")
@@ -198,12 +200,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def entries(study: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Every override entry of a study with its place: ``common[k]``, ``cases[i][k]``,
     ``arms[j][k]`` (0-based, as the file lists them)."""
-    for k, entry in enumerate(study["common"]):
-        yield f"common[{k}]", entry
-    for field in ("cases", "arms"):
-        for i, block in enumerate(study[field]):
-            for k, entry in enumerate(block):
-                yield f"{field}[{i}][{k}]", entry
+    for place, entry_list in _lists(study):
+        for k, entry in enumerate(entry_list):
+            yield f"{place}[{k}]", entry
 
 
 def override_error(entry: Any) -> str | None:
@@ -362,11 +361,9 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
-    from omegaconf import open_dict
     from omegaconf.errors import OmegaConfBaseException
 
     from fattorus import paths
-    from fattorus.app import callbacks, cli
     from fattorus.app import config as config_mod
 
     config_mod.register()  # the schema and the resolvers the apps' configs use
@@ -388,16 +385,9 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
         if study["app"] == "fattorus.sweep" and (why := cli.unchosen_group(overrides)):
             return why
         try:
-            touches_hydra = any(o.lstrip("+~").startswith("hydra") for o in overrides)
+            touches_hydra = any(cli.override_key(o).startswith("hydra") for o in overrides)
             cfg = compose(config_name=config_name, overrides=overrides, return_hydra_config=touches_hydra)
-            if touches_hydra:
-                # Where the block's multirun would write, checked as its Hydra callbacks will;
-                # then the job's part alone goes to the app's checks (they know no 'hydra').
-                callbacks.refuse_outside_results(cfg, "hydra.sweep.dir")
-                callbacks.refuse_leaving_the_run(cfg, multirun=True)
-                with open_dict(cfg):
-                    del cfg["hydra"]
-            check(cfg)
+            check(_job_part(cfg) if touches_hydra else cfg)
         except errors as err:
             return cli.hydra_error(err)
         except cli.Refusal as err:
@@ -429,17 +419,36 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
                         continue
                     tried.add(texts)
                     why = attempt(list(texts))
-                    if why is None:
-                        continue
-                    blame = f"{p}: cases[{i}] with arms[{j}]"
-                    for n in reversed(range(len(combo))):
-                        place, text = combo[n]
-                        if place is not None and attempt([t for m, t in enumerate(texts) if m != n]) is None:
-                            entry = dict(block)[place]
-                            shown = f" ({text})" if text != entry else ""
-                            blame = place + shown if place.startswith("argument") else f"{p}: {place}{shown}"
-                            break
-                    raise StudyError(f"{blame}: {why}")
+                    if why is not None:
+                        raise StudyError(f"{_blame(attempt, combo, block, p) or f'{p}: cases[{i}] with arms[{j}]'}: {why}")
+
+
+def _job_part(cfg: Any) -> Any:
+    """A block's config composed with Hydra's own settings, checked where the block's multirun
+    would write as its Hydra callbacks will (:class:`~fattorus.app.cli.Refusal`), then without
+    them: the job's part, which the apps' checks read (they know no ``hydra`` setting)."""
+    from omegaconf import open_dict
+
+    from fattorus.app import callbacks
+
+    callbacks.refuse_outside_results(cfg, "hydra.sweep.dir")
+    callbacks.refuse_leaving_the_run(cfg, multirun=True)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
+def _blame(attempt: Callable[[list[str]], str | None], combo: list[tuple[str | None, str]],
+           block: list[tuple[str | None, str]], p: Path) -> str | None:
+    """The entry of a failing ``combo`` whose removal lets it through, the last one first, as
+    an error names it (``FILE: cases[1][0] (value)``, or ``argument '...'``); None if none does."""
+    texts = [t for _, t in combo]
+    for n in reversed(range(len(combo))):
+        place, text = combo[n]
+        if place is not None and attempt([t for m, t in enumerate(texts) if m != n]) is None:
+            shown = f" ({text})" if text != dict(block)[place] else ""
+            return place + shown if place.startswith("argument") else f"{p}: {place}{shown}"
+    return None
 
 
 def _wait(block: subprocess.Popen) -> int:
@@ -541,7 +550,7 @@ def sweep_dirs(study: dict[str, Any], cmds: list[list[str]]) -> list[str]:
     written), else the apps' ``results/sweeps/<study>``."""
     out: list[str] = []
     for cmd in cmds:
-        given = [a.split("=", 1)[1] for a in cmd if a.split("=", 1)[0].lstrip("+") == "hydra.sweep.dir"]
+        given = [a.split("=", 1)[1] for a in cmd if "=" in a and cli.override_key(a) == "hydra.sweep.dir"]
         where = given[-1] if given else f"results/sweeps/{study['study']}"
         if where not in out:
             out.append(where)

@@ -187,15 +187,18 @@ def empty_jobs() -> pl.DataFrame:
 # Reading files
 
 
+def _refuse_device(path: Path, mode: int) -> None:
+    """A device (``workload.path=/dev/zero``) would be read without end: refused in one line.
+    A pipe (a shell's ``<(zcat log)``) ends, and is read like a file."""
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        raise WorkloadError(f"{path}: a device, not a job log file")
+
+
 def _read_text(path: Path) -> tuple[str, str, bool]:
     """The file's text (gunzipped if gzip), the sha256 of its stored bytes, and whether it
     looks binary (NUL bytes near the start)."""
     try:
-        mode = path.stat().st_mode
-        # A device (workload.path=/dev/zero) would be read without end; a pipe (a shell's
-        # <(zcat log)) ends, and is read like a file.
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
-            raise WorkloadError(f"{path}: a device, not a job log file")
+        _refuse_device(path, path.stat().st_mode)
         raw = path.read_bytes()
     except FileNotFoundError:
         raise WorkloadError(f"{path}: no such file") from None
@@ -886,8 +889,7 @@ def check_source(cfg: Mapping[str, Any]) -> None:
         raise WorkloadError(f"{where}: cannot read ({e.strerror or e})") from None
     if stat.S_ISDIR(mode):
         raise WorkloadError(f"{where}: is a directory, not a job log")
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
-        raise WorkloadError(f"{where}: a device, not a job log file")
+    _refuse_device(where, mode)
 
 
 def from_config(cfg: Mapping[str, Any], machine_nodes: int | None = None,
