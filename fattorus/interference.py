@@ -5,11 +5,9 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 
     interrupt.on_start("fattorus.interference")
 
-import sys
-
 from fattorus.analysis.interference import main
 
 if __name__ == "__main__":
     from fattorus.args import run_piped
 
-    sys.exit(run_piped(lambda: interrupt.run("fattorus.interference", main)))  # quiet, exit 141, when stdout's reader closes early
+    interrupt.exit_with(run_piped(lambda: interrupt.run("fattorus.interference", main)))  # quiet, exit 141, when stdout's reader closes early

@@ -461,3 +461,130 @@ def test_cli_shows_progress_over_the_instants(tmp_path, monkeypatch, capsys):
     lines = [line for line in capsys.readouterr().err.splitlines() if "instants" in line]
     assert lines == ["fattorus.interference: instants 0/3", "fattorus.interference: instants 1/3",
                      "fattorus.interference: instants 2/3"], lines
+
+
+# Interrupted and resumed ---------------------------------------------------------------------------
+def _gappy_run(tmp_path: Path) -> Path:
+    """Two jobs at the start, one at the end, none between: some instants have no rows."""
+    return write_run(tmp_path / "run", "ft6", [(1, 0.0, 30.0, RED), (2, 0.0, 30.0, BLUE), (3, 70.0, 100.0, YELLOW)])
+
+
+def _stop_at(monkeypatch, call: int) -> list[int]:
+    """``exposure`` raises ``KeyboardInterrupt`` at its ``call``-th call (a Ctrl-C in that
+    instant); returns the list its calls are counted in."""
+    real, calls = interference.exposure, []
+
+    def exposure(ft, loads):
+        calls.append(len(loads))
+        if len(calls) == call:
+            raise KeyboardInterrupt
+        return real(ft, loads)
+
+    monkeypatch.setattr(interference, "exposure", exposure)
+    return calls
+
+
+def test_an_interrupted_run_keeps_its_instants_and_resumes_to_the_same_table(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C kept nothing (a 100,000-instant run started again, session 43's list): now
+    the finished instants are kept beside the table, the same command computes only the
+    others, and the table is the one an uninterrupted run writes (that run is the reference)."""
+    run = _gappy_run(tmp_path)
+    args = [str(run), "--instants", "20", "--seed", "3"]
+    assert interference.main([*args, "--out", str(run / "whole.parquet")]) == 0
+    whole = pl.read_parquet(run / "whole.parquet")
+    busy = whole["instant"].n_unique()
+    assert 4 <= busy < 20  # instants with and without running jobs, for the parts to cover
+    capsys.readouterr()
+    calls = _stop_at(monkeypatch, 3)
+    assert interference.main(args) == interference.INTERRUPTED
+    err = capsys.readouterr().err.strip().splitlines()
+    parts = run / "interference.parts"
+    assert err[-1].startswith("fattorus.interference: interrupted; ") and err[-1].endswith(
+        f"of 20 instants kept in {parts}, re-run the same command to resume"), err
+    assert not (run / "interference.parquet").exists() and (parts / "settings.json").is_file()
+    kept = int(err[-1].split("interrupted; ")[1].split(" of")[0])
+    assert 2 <= kept < 20  # two busy instants finished before the third's exposure
+    monkeypatch.undo()
+    calls = _stop_at(monkeypatch, 0)  # counts only
+    assert interference.main(args) == 0
+    assert f"resuming: {kept} of 20 instants kept in {parts}" in capsys.readouterr().err
+    assert len(calls) == busy - 2  # the kept busy instants were not computed again
+    assert pl.read_parquet(run / "interference.parquet").equals(whole)
+    assert not parts.exists()  # the table holds them now
+
+
+def test_kept_instants_of_other_settings_are_refused_and_a_damaged_part_is_computed_again(tmp_path, monkeypatch,
+                                                                                         capsys):
+    run = _gappy_run(tmp_path)
+    args = [str(run), "--instants", "12"]
+    assert interference.main([*args, "--out", str(run / "whole.parquet")]) == 0
+    whole = pl.read_parquet(run / "whole.parquet")
+    _stop_at(monkeypatch, 3)
+    assert interference.main(args) == interference.INTERRUPTED
+    monkeypatch.undo()
+    parts = run / "interference.parts"
+    before = sorted((p.name, p.read_bytes()) for p in parts.iterdir())
+    capsys.readouterr()
+    assert interference.main([*args, "--seed", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == (f"fattorus.interference: error: {parts} keeps the instants of an unfinished "
+                                        f"run with other settings (seed 0 there, 1 now); re-run it with its own "
+                                        f"options to finish it, or delete {parts}"), err
+    assert sorted((p.name, p.read_bytes()) for p in parts.iterdir()) == before  # nothing touched
+    (first,) = [p for p in parts.glob("i0-*.parquet")]
+    first.write_bytes(b"half a file")
+    assert interference.main(args) == 0
+    assert f"{first}: cannot be read" in capsys.readouterr().err
+    assert pl.read_parquet(run / "interference.parquet").equals(whole)
+
+
+def test_a_table_that_cannot_be_written_keeps_its_instants_for_the_next_run(tmp_path, monkeypatch, capsys):
+    run = _gappy_run(tmp_path)
+    assert interference.main([str(run), "--instants", "6", "--out", str(run / "whole.parquet")]) == 0
+    target = run / "i.parquet"
+    target.mkdir()  # a folder where the table goes: its write fails
+    (target / "x").write_text("x")
+    assert interference.main([str(run), "--instants", "6", "--out", str(target)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"fattorus.interference: error: cannot write {target}") and err[0].endswith(
+        f"its 6 instants are kept in {run / 'i.parts'}: the same command writes it without computing them again"), err
+    (target / "x").unlink()
+    target.rmdir()
+    calls = _stop_at(monkeypatch, 0)
+    assert interference.main([str(run), "--instants", "6", "--out", str(target)]) == 0
+    assert calls == [] and pl.read_parquet(target).equals(pl.read_parquet(run / "whole.parquet"))
+
+
+def test_a_real_ctrl_c_mid_run_is_one_line_and_130_with_the_instants_kept(tmp_path):
+    """The signal itself (not a raised ``KeyboardInterrupt``), through the command's own
+    entry: sent by the process to itself in its third instant."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 100.0, RED), (2, 0.0, 100.0, BLUE)])
+    code = textwrap.dedent(f"""
+        import os, signal, time
+        from fattorus import interrupt
+        interrupt.on_start("fattorus.interference")
+        from fattorus.analysis import interference as m
+        from fattorus.args import run_piped
+        real, calls = m.exposure, []
+        def exposure(ft, loads):
+            calls.append(1)
+            if len(calls) == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(30)
+            return real(ft, loads)
+        m.exposure = exposure
+        interrupt.exit_with(run_piped(lambda: interrupt.run("fattorus.interference",
+                                                             lambda: m.main([{str(run)!r}, "--instants", "5"]))))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    parts = run / "interference.parts"
+    assert out.returncode == 130 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.endswith(f"fattorus.interference: interrupted; 2 of 5 instants kept in {parts}, "
+                               "re-run the same command to resume\n"), out.stderr
+    assert sorted(p.name for p in parts.iterdir()) == ["i0-2.parquet", "settings.json"]

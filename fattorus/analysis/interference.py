@@ -20,6 +20,10 @@ its parameters), then:
 4. writes ``RUN_DIR/interference.parquet`` atomically (temporary file, then ``os.replace``),
    one row per running job per instant, and prints a summary.
 
+While it runs it keeps the finished instants in ``RUN_DIR/interference.parts/`` (beside
+``--out``'s file likewise): a Ctrl-C loses none, and the same command computes only the
+others (:mod:`fattorus.analysis.instant_parts`).
+
 Columns: ``instant`` (int32), ``t_s`` (float64 s), ``running_jobs`` (int32), ``job_id``
 (int64), ``nodes`` (int32), ``job_type`` (str), ``pattern`` (str), ``flows`` (int64),
 ``bytes`` (float64, bytes the job sends), ``links_used`` (int32, inter-switch links its
@@ -44,10 +48,11 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 
 import json
 import math
+import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -55,7 +60,8 @@ import polars as pl
 from fattorus import paths
 from fattorus import topology as topology_mod
 from fattorus.args import SEED_MAX, OneLineParser
-from fattorus.analysis import patterns
+from fattorus.analysis import instant_parts, patterns
+from fattorus.interrupt import INTERRUPTED
 from fattorus.files import atomic_write
 from fattorus.topology.base import Topology
 
@@ -246,11 +252,30 @@ def analyse(
     seed: int = 0,
     instants: int = 16,
     pattern_params: Mapping[str, Mapping] | None = None,
-    progress: Callable[[Sequence[float]], Iterable[float]] | None = None,
+    progress: Callable[[Sequence[Any]], Iterable[Any]] | None = None,
 ) -> pl.DataFrame:
     """Per-job, per-instant interference table of a replay's ``jobs`` (see module docstring);
-    ``progress`` wraps the sampled instants (s) as they are worked through (the command line
+    ``progress`` wraps the sampled instants as they are worked through (the command line
     shows a bar or a line every few seconds: :func:`fattorus.args.shown`)."""
+    frames = [rows for _, rows in instant_rows(ft, jobs, mix, seed, instants, pattern_params, progress=progress)
+              if rows is not None]
+    return pl.concat(frames) if frames else pl.DataFrame(schema=schema(ft))
+
+
+def instant_rows(
+    ft: Topology,
+    jobs: pl.DataFrame,
+    mix: Mapping[str, float],
+    seed: int = 0,
+    instants: int = 16,
+    pattern_params: Mapping[str, Mapping] | None = None,
+    skip: Collection[int] = (),
+    progress: Callable[[Sequence[Any]], Iterable[Any]] | None = None,
+) -> Iterator[tuple[int, pl.DataFrame | None]]:
+    """:func:`analyse`'s rows one sampled instant at a time, in order: ``(instant, rows)``,
+    ``rows`` None where no job ran then. The instants in ``skip`` are left out (an
+    interrupted run's kept ones): every draw is a function of the seed and a job's or an
+    instant's index, so the others' rows are those of a run that computes them all."""
     import jax
 
     root = jax.random.PRNGKey(seed)
@@ -279,10 +304,12 @@ def analyse(
         return cache[j]
 
     has_nodes = np.array([len(a) > 0 for a in allocs], bool)
-    frames = []
-    for i, t in enumerate(times if progress is None else progress(times)):
+    skipped = set(skip)
+    todo = [(i, t) for i, t in enumerate(times) if i not in skipped]
+    for i, t in todo if progress is None else progress(todo):
         running = np.flatnonzero((start <= t) & (t < end) & has_nodes)
         if len(running) == 0:
+            yield i, None
             continue
         got = [loads_of(int(j)) for j in running]
         res = exposure(ft, [g[0] for g in got])
@@ -292,33 +319,28 @@ def analyse(
         inst_shared = {c: int(shared[cls == c].sum()) for c in classes}
         stacked = np.stack([g[0] for g in got]).astype(np.float64)
         on_shared = np.where(shared[None, :], stacked, 0.0)
-        frames.append(
-            pl.DataFrame(
-                {
-                    "instant": np.full(len(running), i, np.int32),
-                    "t_s": np.full(len(running), t, np.float64),
-                    "running_jobs": np.full(len(running), len(running), np.int32),
-                    "job_id": job_ids[running].astype(np.int64),
-                    "nodes": nodes[running].astype(np.int32),
-                    "job_type": [types[j] for j in running],
-                    "pattern": [names[j] for j in running],
-                    "flows": np.array([g[1] for g in got], np.int64),
-                    "bytes": np.array([g[2] for g in got], np.float64),
-                    "links_used": np.asarray(res.links_used, np.int32),
-                    "shared_links": np.asarray(res.shared_links, np.int32),
-                    **{f"shared_{name}": by_level[:, c].astype(np.int32) for c, name in classes.items()},
-                    "shared_share": np.asarray(res.shared_share, np.float64),
-                    "exposed": np.asarray(res.shared_links) > 0,
-                    **{f"instant_shared_{name}": np.full(len(running), inst_shared[c], np.int32)
-                       for c, name in classes.items()},
-                    **{f"traffic_{name}": stacked[:, cls == c].sum(axis=1) for c, name in classes.items()},
-                    **{f"shared_traffic_{name}": on_shared[:, cls == c].sum(axis=1) for c, name in classes.items()},
-                }
-            )
+        yield i, pl.DataFrame(
+            {
+                "instant": np.full(len(running), i, np.int32),
+                "t_s": np.full(len(running), t, np.float64),
+                "running_jobs": np.full(len(running), len(running), np.int32),
+                "job_id": job_ids[running].astype(np.int64),
+                "nodes": nodes[running].astype(np.int32),
+                "job_type": [types[j] for j in running],
+                "pattern": [names[j] for j in running],
+                "flows": np.array([g[1] for g in got], np.int64),
+                "bytes": np.array([g[2] for g in got], np.float64),
+                "links_used": np.asarray(res.links_used, np.int32),
+                "shared_links": np.asarray(res.shared_links, np.int32),
+                **{f"shared_{name}": by_level[:, c].astype(np.int32) for c, name in classes.items()},
+                "shared_share": np.asarray(res.shared_share, np.float64),
+                "exposed": np.asarray(res.shared_links) > 0,
+                **{f"instant_shared_{name}": np.full(len(running), inst_shared[c], np.int32)
+                   for c, name in classes.items()},
+                **{f"traffic_{name}": stacked[:, cls == c].sum(axis=1) for c, name in classes.items()},
+                **{f"shared_traffic_{name}": on_shared[:, cls == c].sum(axis=1) for c, name in classes.items()},
+            }
         )
-    if not frames:
-        return pl.DataFrame(schema=schema(ft))
-    return pl.concat(frames)
 
 
 def hop_class_columns(topo: Topology) -> dict[int, str]:
@@ -419,6 +441,36 @@ def _output_path(run_dir: Path, out: str | None) -> Path:
     return path
 
 
+def _instants(ft: Topology, jobs: pl.DataFrame, mix: Mapping[str, float], args: Any, parts: Path,
+              kept: Mapping[int, tuple[int, pl.DataFrame]], columns: Mapping[str, pl.DataType]) -> instant_parts.Keeper | int:
+    """Compute the instants ``kept`` lacks, writing them to ``parts`` as they finish; the
+    keeper of what was written, or the exit status (130 on a Ctrl-C, its instants kept; 1
+    when they cannot be written)."""
+    from fattorus.args import shown
+
+    done = instant_parts.kept_instants(kept)
+    if done:
+        print(f"fattorus.interference: resuming: {len(done)} of {args.instants} instants kept in {parts}",
+              file=sys.stderr, flush=True)
+    keeper = instant_parts.Keeper(parts, columns)
+    try:
+        try:
+            for i, rows in instant_rows(ft, jobs, mix, seed=args.seed, instants=args.instants, skip=done,
+                                        progress=lambda todo: shown(todo, "fattorus.interference", "instants", "instant")):
+                keeper.add(i, rows)
+            keeper.write()
+        except KeyboardInterrupt:
+            keeper.write()
+            n = len(done) + sum(end - first for first, (end, _) in keeper.written.items())
+            print(f"fattorus.interference: interrupted; {n} of {args.instants} instants kept in {parts}, "
+                  "re-run the same command to resume", file=sys.stderr)
+            return INTERRUPTED
+    except OSError as err:
+        print(f"fattorus.interference: error: cannot write {parts}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    return keeper
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0; 2 on a usage or data error; 1 when
     the table cannot be written)."""
@@ -447,18 +499,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = _output_path(Path(args.run_dir), args.out)
         mix = parse_mix(args.pattern_mix)
         ft, jobs = load_run(args.run_dir, args.topo)
-        from fattorus.args import shown
-
-        table = analyse(ft, jobs, mix, seed=args.seed, instants=args.instants,
-                        progress=lambda times: shown(times, "fattorus.interference", "instants", "instant"))
+        parts = instant_parts.folder_for(target)
+        record = instant_parts.settings(Path(args.run_dir) / "jobs.parquet", ft, mix, args.seed, args.instants)
     except (RunDirError, ValueError, OSError) as err:
         print(f"fattorus.interference: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    columns = schema(ft)
+    try:
+        kept = instant_parts.open_kept(parts, record, columns)
+    except instant_parts.OtherSettings as err:  # before any work
+        print(f"fattorus.interference: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # where the table and its kept instants go cannot be written
+        print(f"fattorus.interference: error: cannot write {target}: {err.strerror or err} (making {parts}, where "
+              "its finished instants are kept while it runs)", file=sys.stderr)
+        return 1
+    code = _instants(ft, jobs, mix, args, parts, kept, columns)
+    if isinstance(code, int):
+        return code
+    table = instant_parts.table({**kept, **code.written}, columns)
     try:
         out = write_atomic(table, target)
     except OSError as err:  # the table was made and could not be kept: exit 1, naming the file asked for
-        print(f"fattorus.interference: error: cannot write {target}: {err.strerror or err}", file=sys.stderr)
+        print(f"fattorus.interference: error: cannot write {target}: {err.strerror or err}; its {args.instants} "
+              f"instant{'s are' if args.instants != 1 else ' is'} kept in {parts}: the same command writes it without computing them again",
+              file=sys.stderr)
         return 1
+    shutil.rmtree(parts, ignore_errors=True)  # the table holds every instant now
     print(f"{ft.name}: {len(jobs)} jobs, {args.instants} instants, mix {mix}, seed {args.seed}")
     for line in summary_lines(table):
         print(line)
@@ -469,4 +536,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     from fattorus.args import run_piped
 
-    sys.exit(run_piped(lambda: interrupt.run("fattorus.interference", main)))  # quiet, exit 141, when stdout's reader closes early
+    interrupt.exit_with(run_piped(lambda: interrupt.run("fattorus.interference", main)))  # quiet, exit 141, when stdout's reader closes early
