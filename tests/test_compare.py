@@ -466,8 +466,9 @@ def test_the_default_reference_note_says_why_to_names_no_arm():
     from fattorus.app import compare
 
     rows = [{"arm": a, "policy": a.split()[0], "workload": "w"} for a in ("to speedup=none", "to speedup=v2", "ta speedup=v2")]
-    ref, notes, code = compare.check_reference(rows, compare.default_reference([r["arm"] for r in rows]), False)
-    assert ref is None and code == 0 and len(notes) == 1
+    ref = compare.default_reference({"w": [r["arm"] for r in rows]})
+    refs, notes, code = compare.check_reference(rows, ref, {}, False)
+    assert refs == {} and code == 0 and len(notes) == 1
     assert "'first_fit ordering=O2' is not an arm" in notes[0]
     assert "'to' names 2 arms ('to speedup=none', 'to speedup=v2')" in notes[0]
 
@@ -482,3 +483,35 @@ def test_a_trials_run_is_said_to_count_as_its_trial_0(tmp_path, capsys):
     assert compare.main([str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert f"fattorus.app.compare: note: 1 run(s) hold trials=N draws (first {tmp_path / 'b'}: 8 draws)" in err, err
+
+
+def test_each_workload_table_resolves_the_reference_among_its_own_arms(tmp_path, capsys):
+    """Two windows, `to` run under `none` in one and under `v2` in the other: the labels name
+    the scenario (`to speedup=none`, `to speedup=v2`), and `to` named "2 arms" of the study, so
+    neither table had a break-even column (session 43's list). Each table has one `to`: each
+    gets its own break-even column against it (by hand: 0.4 / 0.5 = 0.800, 0.6 / 0.5 = 1.200)."""
+    for start, speedup, u_to in ((0.0, "none", 0.4), (7.0, "v2", 0.6)):
+        window = {"window_start_days": start, "window_days": 7.0}
+        _trial(tmp_path / f"to{start}", "to", {}, u_to, [0.0, 1.0], [True, False], speedup=speedup, window=window)
+        _trial(tmp_path / f"ta{start}", "ta", {}, 0.5, [0.0, 1.0], [False, False], speedup="v2", window=window)
+    for argv in ([], ["--reference", "to"]):
+        assert compare.main([str(tmp_path), *argv]) == 0
+        text = (tmp_path / "compare.md").read_text()
+        early, late = text.split("[days 7–14]")
+        assert "break-even vs to speedup=none |" in early and "break-even vs to speedup=v2 |" in late
+        assert early.split("| ta speedup=v2 |")[1].splitlines()[0].endswith(" 0.800 |")
+        assert late.split("| ta speedup=v2 |")[1].splitlines()[0].endswith(" 1.200 |")
+        err = capsys.readouterr().err
+        assert "no break-even column" not in err and "names 2 arms" not in err, err
+        assert "reference 'to' is the arm 'to speedup=none'" in err and "reference 'to' is the arm 'to speedup=v2'" in err
+    # Two `to` arms in one table: still refused when given, a note (no column there) by default.
+    _trial(tmp_path / "to0x", "to", {}, 0.45, [0.0, 1.0], [True, False], speedup="v2",
+           window={"window_start_days": 0.0, "window_days": 7.0})
+    assert compare.main([str(tmp_path), "--reference", "to"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("fattorus.app.compare: error: --reference 'to' names 2 arms of w x2 on t [days 0–7]; "), err
+    assert compare.main([str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "no break-even column for w x2 on t [days 0–7]: 'to' names 2 arms there" in err, err
+    text = (tmp_path / "compare.md").read_text()
+    assert "break-even vs to speedup=v2 |" in text.split("[days 7–14]")[1]

@@ -27,7 +27,9 @@ utilization** — over :func:`fattorus.analysis.metrics.steady_window`, from a q
 submission span to the last submission: the paper's "steady state scheduling efficiency",
 without the empty machine's fill-up and the final drain — and the break-even speedup from it.
 The reference must be one of the study's arms, named by its label or by the start of the only
-label that begins with it (``to`` for ``to speedup=none``): a ``--reference`` that names no arm, or several, is refused
+label of a table that begins with it (``to`` for ``to speedup=none``; each workload's table
+resolves it among its own arms, so ``to`` may be ``to speedup=none`` in one and ``to
+speedup=v2`` in another): a ``--reference`` that names no arm, or several of one table, is refused
 (exit 2, the labels present listed). The default reference is first fit over the ALPS
 ordering (the torus paper's), else ``to`` (the fat-tree paper's topology-oblivious policy);
 when neither names one arm, the tables have no break-even column and one note on stderr says
@@ -54,6 +56,7 @@ import json
 import math
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +80,12 @@ DEFAULT_REFERENCE = "first_fit ordering=O2"
 DEFAULT_REFERENCES = (DEFAULT_REFERENCE, "to")
 
 
-def default_reference(arms: list[str]) -> str:
-    """The first of :data:`DEFAULT_REFERENCES` that names one arm (:func:`resolve_reference`),
-    else :data:`DEFAULT_REFERENCE` (which then names none: no break-even column, one note)."""
-    return next((ref for ref in DEFAULT_REFERENCES if resolve_reference(arms, ref)), DEFAULT_REFERENCE)
+def default_reference(groups: Mapping[str, list[str]]) -> str:
+    """The first of :data:`DEFAULT_REFERENCES` that names one arm (:func:`resolve_reference`)
+    in some workload's table (``groups``: each workload's arm labels), else
+    :data:`DEFAULT_REFERENCE` (which then names none: no break-even column, one note)."""
+    return next((ref for ref in DEFAULT_REFERENCES if any(resolve_reference(arms, ref) for arms in groups.values())),
+                DEFAULT_REFERENCE)
 
 
 def label(config: dict[str, Any]) -> str:
@@ -128,20 +133,26 @@ def resolve_reference(arms: list[str], reference: str) -> str | None:
     return longer.pop() if len(longer) == 1 else None
 
 
-def _named_reference(arms: list[str], reference: str, given: bool) -> tuple[str, int]:
-    """The arm label ``reference`` resolves to (:func:`resolve_reference`; a note on stderr
-    where it differs) and an exit code: 2, with one line, for a reference the user gave
-    (``given``) that names no arm or several; the default may name none."""
-    named = resolve_reference(arms, reference)
-    if named is None:
-        if not given:
-            return reference, 0
-        several = [arm for arm in arms if arm.startswith(reference + " ")]
-        why = f"names {len(several)} arms" if several else "matches no arm"
-        print(f"{PROG}: error: --reference '{reference}' {why}; labels present: {_quoted(arms)}", file=sys.stderr)
-        return reference, 2
-    if named != reference:
-        print(f"{PROG}: note: reference '{reference}' is the arm '{named}'", file=sys.stderr)
+def _named_reference(groups: Mapping[str, list[str]], reference: str, given: bool) -> tuple[dict[str, str], int]:
+    """The arm label ``reference`` resolves to in each workload's table (``groups``: its arm
+    labels; :func:`resolve_reference`, a note on stderr where it differs; a workload where it
+    names none is left out) and an exit code: 2, with one line, for a reference the user gave
+    (``given``) that names several arms of a table, or none in any; the default may name none.
+    Each table is its own: ``to`` names ``to speedup=none`` in one and ``to speedup=v2`` in
+    another (it named "2 arms" of the study, and no table got a break-even column)."""
+    named = {wl: arm for wl, arms in groups.items() if (arm := resolve_reference(arms, reference)) is not None}
+    several = {wl: [arm for arm in arms if arm.startswith(reference + " ")] for wl, arms in groups.items()
+               if wl not in named and reference not in arms}
+    several = {wl: arms for wl, arms in several.items() if len(arms) > 1}
+    if given and (several or not named):
+        where = next(iter(several), None)
+        why = (f"names {len(several[where])} arms{f' of {where}' if len(groups) > 1 else ''}" if where is not None
+               else "matches no arm")
+        every = sorted({arm for arms in groups.values() for arm in arms})
+        print(f"{PROG}: error: --reference '{reference}' {why}; labels present: {_quoted(every)}", file=sys.stderr)
+        return named, 2
+    for arm in sorted(set(named.values()) - {reference}):
+        print(f"{PROG}: note: reference '{reference}' is the arm '{arm}'", file=sys.stderr)
     return named, 0
 
 
@@ -259,17 +270,18 @@ def _cell(value: float | None, spec: str) -> str:
     return "–" if value is None or math.isnan(value) else format(value, spec)
 
 
-def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
-    """The Markdown tables, one per workload, with the break-even speedup against ``reference``.
+def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int) -> str:
+    """The Markdown tables, one per workload, with the break-even speedup against its
+    reference arm (``references``: workload -> arm label).
 
-    A workload whose arms do not include ``reference`` (or ``reference`` None) gets no
-    break-even column: a column of ``nan`` would read as a result. Where the reference arm
+    A workload without one gets no break-even column: a column of ``nan`` would read as a result. Where the reference arm
     ran with several seeds, a row is compared with the reference's run of its own seed (the
     same workload draw); a row whose seed the reference lacks is compared with the
     reference's first seed and marked ``†``, with a line under the table saying so.
     """
     out = []
     for wl in sorted({r["workload"] for r in rows}):
+        reference = references.get(wl)
         group = sorted((r for r in rows if r["workload"] == wl),
                        key=lambda r: (r.get("arm", r["policy"]), _seed_order(r)))
         refs = sorted((r for r in group if r.get("arm", r["policy"]) == reference), key=_seed_order)
@@ -316,8 +328,8 @@ def table(rows: list[dict[str, Any]], reference: str | None, large: int) -> str:
     return "\n".join(out)
 
 
-def app_table(rows: list[dict[str, Any]], reference: str | None) -> str:
-    """Per application, each arm's speedup over ``reference`` (Markdown, one table per workload
+def app_table(rows: list[dict[str, Any]], references: Mapping[str, str]) -> str:
+    """Per application, each arm's speedup over its workload's reference arm (``references``; Markdown, one table per workload
     whose trials all carry applications: ``speedup=model_apps`` runs). An application's
     speedup is the reference's mean run-time factor ``(1 - c) + c * slowdown`` over its jobs
     divided by the arm's (above 1: its jobs run faster than under the reference): the torus
@@ -327,6 +339,7 @@ def app_table(rows: list[dict[str, Any]], reference: str | None) -> str:
     "AVERAGE"). Applications missing from any arm's run are left out."""
     out = []
     for wl in sorted({r["workload"] for r in rows}):
+        reference = references.get(wl)
         group = sorted((r for r in rows if r["workload"] == wl),
                        key=lambda r: (r.get("arm", r["policy"]), _seed_order(r)))
         refs = [r for r in group if r.get("arm", r["policy"]) == reference]
@@ -367,25 +380,32 @@ def _defaults_named(rows: list[dict[str, Any]]) -> str:
     return "no default reference names one arm of this study: " + ", ".join(said)
 
 
-def check_reference(rows: list[dict[str, Any]], reference: str, given: bool) -> tuple[str | None, list[str], int]:
-    """The reference to use, the notes to print (stderr), and an exit code (0: go on).
+def check_reference(rows: list[dict[str, Any]], reference: str, named: Mapping[str, str],
+                    given: bool) -> tuple[dict[str, str], list[str], int]:
+    """Each workload's reference arm (``named``: :func:`_named_reference`'s, kept where the rows
+    read still hold that arm), the notes to print (stderr), and an exit code (0: go on).
 
     A reference the user gave that names no arm is a mistake (exit 2, one line listing the
     labels); the default naming no arm (any non-torus study) drops the break-even column
     with one note saying how to choose a reference. Workloads lacking a reference that other
     workloads have get a note naming them (their tables have no break-even column).
     """
-    labels = _quoted(r.get("arm", r["policy"]) for r in rows)
+    labels = _quoted(sorted({r.get("arm", r["policy"]) for r in rows}))
     workloads = {r["workload"] for r in rows}
-    with_ref = {r["workload"] for r in rows if r.get("arm", r["policy"]) == reference}
-    if not with_ref:
+    present = {(r["workload"], r.get("arm", r["policy"])) for r in rows}
+    refs = {wl: arm for wl, arm in named.items() if (wl, arm) in present}
+    if not refs:
         if given:
-            return None, [f"{PROG}: --reference '{reference}' matches no arm; labels present: {labels}"], 2
-        return None, [f"{PROG}: note: no break-even column: {_defaults_named(rows)}; choose one with "
-                      f"--reference LABEL (labels present: {labels})"], 0
-    lacking = sorted(workloads - with_ref)
-    notes = [f"{PROG}: note: no break-even column for {'; '.join(lacking)}: no arm '{reference}' there"] if lacking else []
-    return reference, notes, 0
+            return {}, [f"{PROG}: --reference '{reference}' matches no arm; labels present: {labels}"], 2
+        return {}, [f"{PROG}: note: no break-even column: {_defaults_named(rows)}; choose one with "
+                    f"--reference LABEL (labels present: {labels})"], 0
+    lacking = []
+    for wl in sorted(workloads - set(refs)):
+        several = sorted({arm for w, arm in present if w == wl and arm.startswith(reference + " ")})
+        lacking.append(f"{wl}: '{reference}' names {len(several)} arms there" if len(several) > 1
+                       else f"{wl}: no arm '{reference}' there")
+    notes = [f"{PROG}: note: no break-even column for {'; '.join(lacking)}"] if lacking else []
+    return refs, notes, 0
 
 
 def _parser() -> OneLineParser:
@@ -431,9 +451,14 @@ def main(argv: list[str] | None = None) -> int:
     labels = arm_labels([summary for _, summary in found])
     workloads = workload_labels([summary for _, summary in found])
     trials = [(trial, summary, lab, wl) for (trial, summary), lab, wl in zip(found, labels, workloads)]
-    reference, given = ((a.reference, True) if a.reference is not None
-                        else (default_reference(sorted(set(labels))), False))
-    reference, code = _named_reference(sorted(set(labels)), reference, given and bool(trials))
+    groups: dict[str, list[str]] = {}
+    for lab, wl in zip(labels, workloads):
+        groups.setdefault(wl, [])
+        if lab not in groups[wl]:
+            groups[wl].append(lab)
+    groups = {wl: sorted(arms) for wl, arms in groups.items()}
+    reference, given = (a.reference, True) if a.reference is not None else (default_reference(groups), False)
+    named, code = _named_reference(groups, reference, given and bool(trials))
     if code:
         return code
     rows = []
@@ -459,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {a.results}: no finished trial (summary.json + jobs.parquet)", file=sys.stderr)
         return 2
     # Checked again on the rows read: the reference's only trials may have been damaged ones.
-    reference, notes, code = check_reference(rows, reference, given)
+    refs, notes, code = check_reference(rows, reference, named, given)
     for note in notes:
         print(note, file=sys.stderr)
     if code:
@@ -469,8 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     if twice:
         print(f"{PROG}: note: {len(twice)} label(s) name several trials (the same arm and seed run more than "
               f"once): {'; '.join(twice[:3])}{'; ...' if len(twice) > 3 else ''}", file=sys.stderr)
-    text = table(rows, reference, a.large)
-    by_app = app_table(rows, reference)
+    text = table(rows, refs, a.large)
+    by_app = app_table(rows, refs)
     if by_app:
         text += "\n" + by_app
     target = a.results / "compare.md"
