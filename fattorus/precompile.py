@@ -88,7 +88,7 @@ def _prism_replays() -> None:
 
 def _outputs() -> None:
     """What the outputs and the network tools compile: link masks of a job (``exposed``),
-    host hop sums (dragonflies' APH), the compact dragonfly placement, adaptive routes on a
+    a job's largest hop count and host hop sums (dragonflies' ``max_hops`` and APH), the compact dragonfly placement, adaptive routes on a
     fat-tree, the full max-min rates and the solves on padded and compact routes."""
     from fattorus import topology
     from fattorus.kernels import maxmin_compiled
@@ -98,6 +98,7 @@ def _outputs() -> None:
         topo = topology.load(name)
         nodes = np.sort(rng.choice(topo.n_nodes, 12, replace=False))
         topo.job_links(nodes)
+        topo.max_hops_of(nodes)
         topo.host_hop_sums([nodes])
         topo.ideal_placements(12)
     ft = topology.load("ft6x6")

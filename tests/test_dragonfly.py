@@ -343,11 +343,19 @@ def test_missing_keys_and_derived_bundles():
 
 @pytest.mark.parametrize("conf, sizes", [("small", (2, 17, 64)), ("edison", (3, 120))])
 def test_job_links_equal_the_cables_of_every_route(conf, sizes):
+    """Random jobs, and one holding whole groups beside a few nodes of others (towards a whole
+    group a router's bundles come from a table, not pair by pair)."""
     t = SMALL if conf == "small" else EDISON
     rng = np.random.default_rng(4)
     key = t.link_ends[:, 0] * (t.n_nodes + t.n_routers) + t.link_ends[:, 1]  # a link's (tail, head)
     hop = t.link_class > 0
     jobs = [rng.choice(t.n_nodes, n, replace=False) for n in sizes]
+    group = t.routers_per_group * t.nodes_per_router  # nodes of a group
+    whole = np.arange(group) + (group if conf == "small" else 0)
+    others = np.setdiff1d(np.arange(t.n_nodes), whole)
+    jobs.append(np.r_[whole, rng.choice(others, 5 if conf == "small" else 12, replace=False)])
+    if conf == "small":
+        jobs.append(np.r_[np.arange(2 * group), 2 * group + 3, 3 * group + 1])  # two whole groups
     # Every job's pairs in chunks of B: the eager router compiles once per batch shape.
     pairs = [np.meshgrid(nodes, nodes, indexing="ij") for nodes in jobs]
     routes = batched(t.routes, np.concatenate([s.ravel() for s, _ in pairs]), np.concatenate([d.ravel() for _, d in pairs]))

@@ -277,6 +277,16 @@ class Dragonfly(Topology):
         """Largest entry of the router distance table (at most 2 + 1 + 2 = 5)."""
         return int(self.router_distance.max())
 
+    def max_hops_of(self, nodes: np.ndarray) -> int:
+        """Largest hop count between two of ``nodes`` (0 for fewer than two): the router
+        distance table over the job's distinct routers, one compiled pass that stops at the
+        diameter (:func:`fattorus.topology.dragonfly_pairs.max_router_hops`)."""
+        from fattorus.topology.dragonfly_pairs import max_router_hops  # numba, loaded on first need
+
+        (nodes,) = self.node_ids(nodes)
+        r = np.unique(np.asarray(nodes, np.int64).ravel() // self.nodes_per_router)
+        return int(max_router_hops(r, self.router_distance, self.max_hops)) if len(r) > 1 else 0
+
     def hop_sum(self, nodes, valid):
         """``sum_{i != j} H`` of one padded allocation (jit-traceable): for widths up to the
         router count the pairwise gather from the distance table, beyond it the allocation's
@@ -700,7 +710,14 @@ class Dragonfly(Topology):
         r = np.unique(np.asarray(nodes, np.int64) // self.nodes_per_router)
         if len(r) < 2:
             return np.zeros(self.n_links, bool)
-        return job_link_mask(r, self._job_link_tables)
+        return job_link_mask(r, self._job_link_tables, self._group_bundles)
+
+    @functools.cached_property
+    def _group_bundles(self) -> np.ndarray:
+        """:func:`fattorus.topology.dragonfly_pairs.group_bundles` of this machine."""
+        from fattorus.topology.dragonfly_pairs import group_bundles
+
+        return group_bundles(self.bundle_choice, self.routers_per_group, self.groups, self.bundles_per_group_pair)
 
     def host_routes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Minimal routes computed on the host
