@@ -17,6 +17,7 @@ The lowest layer: imports nothing from the package.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
@@ -114,9 +115,28 @@ def armed() -> None:
 def finished(code: int = 0) -> None:
     """The command's work is done and written: a Ctrl-C from here on (while the interpreter
     tears down, e.g. joins a worker pool) leaves quietly with ``code`` instead of a traceback
-    from inside the teardown."""
-    if _command and _main_thread():
+    from inside the teardown; one that lands while this swaps the handler too. After the
+    exit hooks (``atexit``) SIGINT is ignored: the interpreter's last steps give the signal
+    back its default action unless it is ignored, and a Ctrl-C then killed the finished
+    command (exit 130 with no line; session 44's exploratory run)."""
+    if not (_command and _main_thread()):
+        return
+    try:
         signal.signal(signal.SIGINT, lambda signum, frame: leave(code))
+        _ignore_at_exit()
+    except KeyboardInterrupt:  # the Ctrl-C came before the handler changed: the work is done all the same
+        leave(code)
+
+
+_ignoring_at_exit = False
+
+
+def _ignore_at_exit() -> None:
+    """Register (once) an exit hook that sets SIGINT to be ignored (:func:`finished`)."""
+    global _ignoring_at_exit
+    if not _ignoring_at_exit:
+        _ignoring_at_exit = True
+        atexit.register(lambda: _main_thread() and signal.signal(signal.SIGINT, signal.SIG_IGN))
 
 
 @contextlib.contextmanager
@@ -141,8 +161,16 @@ def run(prog: str, main: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         say(f"{prog}: interrupted")
         leave(INTERRUPTED)
-    finished(code)
+    done(code)
     return code
+
+
+def done(code: int) -> None:
+    """:func:`finished`, also when the Ctrl-C lands as it is called (main's work is done)."""
+    try:
+        finished(code)
+    except KeyboardInterrupt:
+        leave(code)
 
 
 def exit_with(code: int | None) -> NoReturn:
@@ -150,8 +178,8 @@ def exit_with(code: int | None) -> NoReturn:
     without the teardown (:func:`leave`)."""
     if code == INTERRUPTED:
         leave(code)
-    finished(code or 0)
+    done(code or 0)
     sys.exit(code)
 
 
-__all__ = ["INTERRUPTED", "QUIET", "armed", "exit_with", "finished", "ignored", "leave", "on_start", "run", "say"]
+__all__ = ["INTERRUPTED", "QUIET", "armed", "done", "exit_with", "finished", "ignored", "leave", "on_start", "run", "say"]

@@ -144,6 +144,46 @@ def test_a_finished_command_leaves_quietly_on_a_late_ctrl_c():
     assert interrupt.INTERRUPTED == 130
 
 
+def test_a_ctrl_c_in_the_interpreters_last_steps_leaves_a_finished_command_its_code():
+    """The interpreter gives SIGINT its default action back as it ends, unless it is ignored:
+    a Ctrl-C then killed a finished command (exit 130, no line; session 44's exploratory run,
+    0.05-0.5 s after ``interference`` wrote its table). Here it comes from an object freed as
+    the interpreter ends, after the exit hooks."""
+    out = _python("""
+        import os, signal, time
+        from fattorus import interrupt
+        interrupt.on_start("x")
+        interrupt.armed()
+        class Late:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.3)
+        late = Late()
+        interrupt.exit_with(3)
+    """)
+    assert out.returncode == 3 and out.stderr == "", out.stderr
+
+
+def test_a_ctrl_c_as_a_finished_command_changes_its_handler_is_no_traceback():
+    """A Ctrl-C that lands while :func:`interrupt.run` hands over to :func:`interrupt.finished`
+    (the armed handler still in place) gave a traceback from inside ``finished``; the work is
+    done, so the command leaves with its code. The signal's arrival there is simulated: the
+    handler swap raises as the armed handler would."""
+    out = _python("""
+        import signal
+        from fattorus import interrupt
+        interrupt.on_start("x")
+        real = signal.signal
+        def swap(signum, handler):
+            if callable(handler) and handler is not interrupt._raise:
+                raise KeyboardInterrupt
+            return real(signum, handler)
+        signal.signal = swap
+        interrupt.exit_with(interrupt.run("x", lambda: 4))
+    """)
+    assert out.returncode == 4 and out.stderr == "", out.stderr
+
+
 def test_an_interrupted_single_run_says_it_kept_nothing(tmp_path):
     # A single run's directory is named by the time it starts and its results are written at
     # its end: "re-run to resume" (a multirun's words) would be untrue.

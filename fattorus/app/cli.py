@@ -505,4 +505,4 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.stderr = note.stream
     if out.left:  # done, and what it printed found no reader: the exit status says so (fattorus.args)
         leave_piped()
-    interrupt.finished(0)  # done: a Ctrl-C while the workers are joined at exit changes nothing
+    interrupt.done(0)  # done: a Ctrl-C while the workers are joined at exit changes nothing
