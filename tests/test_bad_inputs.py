@@ -180,6 +180,9 @@ CASES = [
         "workload.log_nodes=0"),
     bad("model_unknown_pattern", "unknown pattern 'foo' in speedup.patterns", "+speedup=model", "speedup.patterns='foo=1'"),
     bad("model_no_pattern", "speedup.patterns names no pattern", "+speedup=model", "speedup.patterns=','"),
+    # A 21,276-node all-to-all on Blue Waters (452 million flows) ran out of memory: a traceback.
+    bad("model_pattern_past_memory", "speedup.patterns: pattern 'all_to_all' over a job of", "workload=atlas",
+        "+topo=bluewaters", "policy=to", "+speedup=model", "speedup.patterns='all_to_all=1'", "workload.window_days=0.5"),
     bad("speedup_class_without_bins", "has no bins", "+speedup=v1", "speedup.classes=[{min_nodes:1,bins:[]}]"),
     bad("speedup_bad_bin", "need 0 <= lo <= hi < 1", "+speedup=v1",
         "speedup.classes=[{min_nodes:1,bins:[{lo:0.5,hi:2.0}]}]"),

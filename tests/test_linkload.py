@@ -588,3 +588,20 @@ def test_a_real_ctrl_c_mid_run_is_one_line_and_130_with_the_instants_kept(tmp_pa
     assert out.stderr.endswith(f"fattorus.interference: interrupted; 2 of 5 instants kept in {parts}, "
                                "re-run the same command to resume\n"), out.stderr
     assert sorted(p.name for p in parts.iterdir()) == ["i0-2.parquet", "settings.json"]
+
+
+def test_a_pattern_too_large_for_a_job_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    """An all-to-all over the run's largest job past ``patterns.MAX_FLOWS`` ran out of memory
+    after minutes (a traceback); now one line, exit 2, nothing written (no kept instants). Here
+    the limit is lowered to 20 flows: the 5-node blue job's stencil takes at most 20, its all-to-all 25."""
+    run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])
+    monkeypatch.setattr(patterns, "MAX_FLOWS", 20)
+    before = sorted(p.name for p in run.iterdir())
+    assert interference.main([str(run), "--pattern-mix", "stencil2d=1,all_to_all=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["fattorus.interference: error: --pattern-mix: pattern 'all_to_all' over a job of 5 ranks makes up to "
+                   "25 flows, past the 20 one job's traffic may have (it would not fit in memory): give that pattern "
+                   "no weight for jobs this large, or run on smaller jobs (the run's job 2 has 5 nodes)"], err
+    assert sorted(p.name for p in run.iterdir()) == before
+    monkeypatch.setattr(patterns, "MAX_FLOWS", 25)
+    assert interference.main([str(run), "--pattern-mix", "stencil2d=1,all_to_all=1"]) == 0

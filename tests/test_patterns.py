@@ -273,3 +273,37 @@ def test_an_unstructured_mesh_without_a_neighbour_box_is_refused(radius):
     # Radius 1: the 26 offsets of the 3^3 box, so at most 26 distinct neighbours each.
     t = P.unstructured_mesh(KEY, 1000, radius=1)
     assert max(Counter(t.src.tolist()).values()) <= 26 and t.n_flows >= 6 * 1000
+
+
+@pytest.mark.parametrize("name, params", [
+    ("stencil2d", {}), ("stencil3d", {}), ("stencil4d", {}), ("unstructured_mesh", {}),
+    ("unstructured_mesh", {"radius": 1, "max_neighbours": 8}), ("random_pairs", {}), ("subcomm_a2a", {}),
+    ("subcomm_a2a", {"group": 5, "strided": True}), ("grid_a2a", {}), ("grid_a2a", {"ndim": 2, "along": 1}),
+    ("all_to_all", {}), ("spread", {}), ("spread", {"min_neighbours": 2, "max_neighbours": 3}),
+])
+def test_the_flow_bound_holds_every_flow_made(name, params):
+    """:func:`patterns.flow_bound` (what :func:`patterns.make` checks against ``MAX_FLOWS``
+    before making anything) is at least the flows made, on sizes from 1 to 700."""
+    for n in (1, 2, 3, 7, 16, 17, 100, 343, 700):
+        made = P.make(name, jax.random.PRNGKey(n), n, **params).n_flows
+        assert made <= P.flow_bound(name, n, **params), (n, made)
+
+
+def test_traffic_past_max_flows_is_refused_in_one_line_before_it_is_made():
+    """A 21,276-node all-to-all (452,668,176 flows) asked for 92 GB and ended in a traceback
+    (session 44's exploratory run); now one ValueError, at once. An all-to-all of 4,096 ranks
+    (16,777,216 flows, the limit) is allowed: only the bound is checked here."""
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        P.make("all_to_all", None, 21_276)
+    assert time.perf_counter() - t0 < 5  # refused before the arrays: not a timing claim, a "did not build them"
+    assert str(err.value).startswith("pattern 'all_to_all' over a job of 21,276 ranks makes up to 452,668,176 flows, "
+                                     "past the 16,777,216 one job's traffic may have")
+    P.check_flows("all_to_all", 4096)
+    with pytest.raises(ValueError, match="4,097 ranks"):
+        P.check_flows("all_to_all", 4097)
+    P.check_flows("unstructured_mesh", 21_276)  # the other patterns of a large job pass
+    with pytest.raises(ValueError, match="'subcomm_a2a'"):
+        P.check_flows("subcomm_a2a", 21_276, group=1024)

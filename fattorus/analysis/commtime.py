@@ -396,6 +396,22 @@ class ModelRuntimes:
     ranks_per_node: int = 1
     app_patterns: Mapping[str, PatternSpec] | None = None
 
+    def _check_flows(self, prepared: Any) -> None:
+        """Before the replay: a one-line ``ValueError`` when some job's drawn pattern would make
+        more flows than one job's traffic may have (:data:`fattorus.analysis.patterns.MAX_FLOWS`),
+        naming the largest such job; it ran out of memory at that job's start."""
+        nodes = prepared["nodes"].to_numpy()
+        largest: dict[tuple[str, tuple[tuple[str, Any], ...]], int] = {}
+        for j, key in enumerate(zip(self._names, self._params)):
+            if key not in largest or nodes[j] > nodes[largest[key]]:
+                largest[key] = j
+        for (name, params), j in sorted(largest.items(), key=lambda kv: -int(nodes[kv[1]])):
+            try:
+                patterns.check_flows(name, int(nodes[j]) * self.ranks_per_node, **dict(params))
+            except ValueError as err:
+                who = f"job {prepared['job_id'][j]}" if "job_id" in prepared.columns else f"job {j}"
+                raise ValueError(f"speedup.patterns: {err} ({who} of {int(nodes[j]):,} nodes drew it)") from None
+
     def bind(self, prepared: Any) -> Any:
         """The engine's ``runtime_at_start`` for the jobs of ``prepared`` (the replay's job
         table: ``runtime_s``, ``estimate_s`` in replay order)."""
@@ -416,6 +432,7 @@ class ModelRuntimes:
                 if app in self.app_patterns:
                     self._names[j], self._params[j] = self.app_patterns[app]
                     self.by_app += 1
+        self._check_flows(prepared)
         # Each job's c, by its pattern (an application's where it names one) or size.
         self._c = comm_fraction.per_job(self._cf, self._key, self._names, prepared["nodes"].to_numpy())
         self._flows: dict[int, tuple[np.ndarray, np.ndarray]] = {}

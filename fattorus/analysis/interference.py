@@ -441,6 +441,21 @@ def _output_path(run_dir: Path, out: str | None) -> Path:
     return path
 
 
+def _check_flows(jobs: pl.DataFrame, mix: Mapping[str, float]) -> None:
+    """Before any work: one line when a pattern of the mix would give the run's largest job
+    more flows than one job's traffic may have (:data:`fattorus.analysis.patterns.MAX_FLOWS`);
+    it ran out of memory after minutes (session 44)."""
+    sizes = jobs["alloc"].list.len().fill_null(0)
+    if jobs.is_empty() or int(sizes.max()) < 2:
+        return
+    j = int(sizes.arg_max())
+    for name in mix:
+        try:
+            patterns.check_flows(name, int(sizes[j]))
+        except ValueError as err:
+            raise ValueError(f"--pattern-mix: {err} (the run's job {jobs['job_id'][j]} has {int(sizes[j]):,} nodes)") from None
+
+
 def _instants(ft: Topology, jobs: pl.DataFrame, mix: Mapping[str, float], args: Any, parts: Path,
               kept: Mapping[int, tuple[int, pl.DataFrame]], columns: Mapping[str, pl.DataType]) -> instant_parts.Keeper | int:
     """Compute the instants ``kept`` lacks, writing them to ``parts`` as they finish; the
@@ -499,6 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = _output_path(Path(args.run_dir), args.out)
         mix = parse_mix(args.pattern_mix)
         ft, jobs = load_run(args.run_dir, args.topo)
+        _check_flows(jobs, mix)
         parts = instant_parts.folder_for(target)
         record = instant_parts.settings(Path(args.run_dir) / "jobs.parquet", ft, mix, args.seed, args.instants)
     except (RunDirError, ValueError, OSError) as err:

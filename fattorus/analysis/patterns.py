@@ -409,12 +409,62 @@ PATTERNS: dict[str, PatternFn] = {
 KEYLESS = frozenset({"stencil2d", "stencil3d", "stencil4d", "subcomm_a2a", "grid_a2a", "all_to_all"})
 
 
+#: Flows (and entries of a pattern's per-rank arrays) one job's traffic may have: 2^24, an
+#: all-to-all of 4,096 ranks. A flow costs ~100-200 bytes on its way through routes, link
+#: loads and the max-min solve, so this keeps a job's traffic to a few GB; past it a run ended
+#: in a traceback from the memory allocator (a 21,276-node all-to-all on Blue Waters asked
+#: for 92 GB; session 44's exploratory run). :func:`make` refuses more in one line.
+MAX_FLOWS = 1 << 24
+
+
+def flow_bound(name: str, n: int, **params: Any) -> int:
+    """An upper bound on the flows (and per-rank array entries) pattern ``name`` makes over
+    ``n`` ranks with ``params`` (its defaults otherwise), without making them."""
+    import inspect
+
+    fn = PATTERNS[name]
+    p = {k: v.default for k, v in inspect.signature(fn).parameters.items() if v.default is not inspect.Parameter.empty}
+    p.update(params)
+    n = int(n)
+    if name.startswith("stencil"):
+        return n * 2 * int(p.get("ndim", int(name[len("stencil"):-1])))
+    if name == "unstructured_mesh":  # a candidate per offset of the box around each rank
+        return n * max((2 * int(p["radius"]) + 1) ** 3, int(p["max_neighbours"]))
+    if name == "spread":
+        return n * min(2 * int(p["max_neighbours"]), max(n - 1, 0))
+    if name == "random_pairs":
+        return n
+    if name == "subcomm_a2a":
+        return n * min(max(int(p["group"]), 1), n)
+    if name == "grid_a2a":
+        along = min(max(int(p["along"]), 1), int(p["ndim"]))
+        return n * sum(grid_dims(n, int(p["ndim"]))[:along]) if n else 0
+    return n * n  # all_to_all, and any pattern without a rule of its own
+
+
+def check_flows(name: str, n: int, **params: Any) -> None:
+    """One-line ``ValueError`` when pattern ``name`` over ``n`` ranks would pass
+    :data:`MAX_FLOWS` (:func:`flow_bound`); nothing for sizes or params the bound cannot
+    read (the pattern's own call refuses those in its words)."""
+    try:
+        bound = flow_bound(name, n, **params)
+    except (TypeError, KeyError, ValueError):  # malformed sizes or params: the pattern's own call says so
+        return
+    if bound > MAX_FLOWS:
+        raise ValueError(f"pattern {name!r} over a job of {n:,} ranks makes up to {bound:,} flows, past the "
+                         f"{MAX_FLOWS:,} one job's traffic may have (it would not fit in memory): give that pattern "
+                         "no weight for jobs this large, or run on smaller jobs")
+
+
 def make(name: str, key: Key, n: int, **params) -> Traffic:
-    """Traffic of pattern ``name`` over ``n`` ranks (``params`` override its defaults)."""
+    """Traffic of pattern ``name`` over ``n`` ranks (``params`` override its defaults);
+    one-line ``ValueError`` for an unknown name or traffic past :data:`MAX_FLOWS`."""
     try:
         fn = PATTERNS[name]
     except KeyError:
         raise ValueError(f"unknown pattern {name!r}; choices: {sorted(PATTERNS)}") from None
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool):  # odd sizes get the pattern's own message
+        check_flows(name, n, **params)
     return fn(key, n, **params)
 
 
