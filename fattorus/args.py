@@ -172,5 +172,40 @@ def shown(items: Sequence[Any], prog: str, desc: str, unit: str, every_s: float 
         yield item
 
 
-__all__ = ["EXIT_BROKEN_PIPE", "OneLineParser", "ReaderMayLeave", "leave_piped", "reader_may_leave", "run_piped",
-           "shown"]
+class LineProgress:
+    """A progress bar's ``update``/``close`` for a stderr that is no terminal (a log file,
+    ``nohup``, a batch job): a line ``[DESC] i/n UNITs`` at most every ``every_s`` seconds,
+    where a bar would fill a log with carriage returns and a silent run looks hung."""
+
+    def __init__(self, total: int, desc: str, unit: str, every_s: float = 5.0) -> None:
+        import time
+
+        self.total, self.desc, self.unit, self.every_s = int(total), desc, unit, every_s
+        self.n = 0
+        self._clock = time.monotonic
+        self._last = self._clock()
+
+    def update(self, n: int = 1) -> None:
+        """``n`` more done; a line when ``every_s`` has passed since the last one."""
+        self.n += int(n)
+        now = self._clock()
+        if now - self._last >= self.every_s:
+            self._last = now
+            print(f"[{self.desc}] {self.n:,}/{self.total:,} {self.unit}s", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Nothing to take down (the lines stay)."""
+
+
+def progress_bar(total: int, desc: str, unit: str, every_s: float = 5.0, leave: bool = True) -> Any:
+    """Progress of ``total`` steps on stderr: a tqdm bar on a terminal, else
+    :class:`LineProgress` lines every ``every_s`` seconds. Both have ``update(n)`` and ``close()``."""
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit=unit, mininterval=1.0, leave=leave)
+    return LineProgress(total, desc, unit, every_s)
+
+
+__all__ = ["EXIT_BROKEN_PIPE", "LineProgress", "OneLineParser", "ReaderMayLeave", "leave_piped", "progress_bar",
+           "reader_may_leave", "run_piped", "shown"]

@@ -173,6 +173,10 @@ CASES = [
     bad("sched_unknown", "Available options in 'sched'", "sched=nosuch"),
     bad("topo_unknown", "Available options in 'topo'", "+topo=nosuch", "workload=atlas"),
     bad("topo_without_plus", "+topo=cab", "topo=cab", "workload=atlas"),
+    # The QoS app's group, listed in the replay's --help: Hydra's "use +qos=small", then "Key 'qos' not in 'Config'".
+    bad("qos_group_in_the_replay", "qos=small: the qos group belongs to the fattorus.qos app, not the replay: "
+        "python -m fattorus.qos qos=small", "qos=small"),
+    bad("qos_group_appended_in_the_replay", "+qos=small: the qos group belongs to the fattorus.qos app", "+qos=small"),
     bad("default_policy_on_a_torus", "(policy 'ta' is the default: choose one with policy=NAME)", "+topo=torus8",
         "workload=atlas"),
     bad("speedup_unknown", "Available options in 'speedup'", "+speedup=nosuch"),

@@ -600,3 +600,21 @@ def test_a_redone_trial_loses_every_result_of_its_old_settings(tmp_path):
     _discard_results(tmp_path)
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == \
         [".hydra/config.yaml", "qos.log"]
+
+
+def test_a_placement_off_a_terminal_shows_progress_lines(capsys):
+    """Off a terminal the QoS app's periods had no bar and said nothing for minutes (session 44's
+    exploratory run: ``qos=small`` silent for 40 s): now lines; none with ``progress=false``."""
+    from omegaconf import OmegaConf
+
+    from fattorus.app import qos as app
+    from fattorus.args import LineProgress
+
+    bar = app._bar(OmegaConf.create({"progress": True}), 3, "small placement 1/2")
+    assert isinstance(bar, LineProgress)
+    bar.every_s = 0.0
+    for _ in range(3):
+        bar.update(1)
+    bar.close()
+    assert capsys.readouterr().err.splitlines() == [f"[small placement 1/2] {i}/3 periods" for i in (1, 2, 3)]
+    assert app._bar(OmegaConf.create({"progress": False}), 3, "x") is None

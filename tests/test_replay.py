@@ -505,3 +505,21 @@ def test_a_table_or_bins_the_replay_cannot_mean_are_one_line():
     for bins in ((8, 2), (), (0, 4), (4, 4)):
         with pytest.raises(ValueError, match="bins=.*strictly increasing"):
             replay.replay(jobs, "ft6", "to", bins=bins)
+
+
+def test_a_replay_whose_stderr_is_no_terminal_shows_progress_lines(monkeypatch, capsys):
+    """Off a terminal (a log, ``nohup``, a batch job) a replay said nothing until its end (the
+    bar was drawn only on a terminal; session 44's exploratory run): now a line every few
+    seconds, here every start (0 s), the last one the whole count. The same schedule."""
+    from fattorus.sched import engine
+
+    ft = fattree.load("ft6")
+    jobs = pl.DataFrame({"job_id": [1, 2, 3], "submit_s": [0.0, 1.0, 2.0], "runtime_s": [10.0, 10.0, 10.0],
+                         "requested_s": [10.0, 10.0, 10.0], "nodes": pl.Series([9, 9, 9], dtype=pl.Int32),
+                         "status": pl.Series([1] * 3, dtype=pl.Int32)})
+    quiet = replay.replay(jobs, ft, "to", "easy").jobs
+    monkeypatch.setattr(engine, "progress_every_s", 0.0)
+    shown = replay.replay(jobs, ft, "to", "easy", progress=True).jobs
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["[replay to/easy] 1/3 jobs", "[replay to/easy] 2/3 jobs", "[replay to/easy] 3/3 jobs"], lines
+    assert shown.drop("alloc").equals(quiet.drop("alloc"))

@@ -290,6 +290,26 @@ def unchosen_group(overrides: Iterable[str], groups: Sequence[str] = APPENDED_GR
     return None
 
 
+#: Config groups in conf/ that belong to another app than the replay (its command).
+OTHER_APPS_GROUPS = {"qos": "fattorus.qos"}
+
+
+def other_apps_group(overrides: Iterable[str], groups: dict[str, str] = OTHER_APPS_GROUPS) -> str | None:
+    """Why an override of the replay chooses a config group of another app (``qos=small``), or
+    None. Hydra's help lists every group of conf/; choosing ``qos`` in the replay ended in "No
+    match in the defaults list. To append ... use +qos=small", and that in "Key 'qos' not in
+    'Config'" (session 44's exploratory run)."""
+    for o in overrides:
+        if "=" not in o or o.startswith("-"):
+            continue
+        group = override_key(o).split(".", 1)[0]
+        if group in groups:
+            value = o.split("=", 1)[1]
+            return (f"{o}: the {group} group belongs to the {groups[group]} app, not the replay: "
+                    f"python -m {groups[group]} {group}={value}")
+    return None
+
+
 def listed_group(overrides: Iterable[str]) -> str | None:
     """Why an override gives a config group a list (``+topo=[cab,pinot]``), or None: Hydra
     merges the listed configs, the last one's values winning, so the run silently used the

@@ -214,11 +214,13 @@ def _title(cfg: DictConfig) -> str:
 
 
 def _bar(cfg: DictConfig, total: int, desc: str) -> Any:
-    if not cfg.get("progress", True) or not sys.stderr.isatty():
+    """A placement's progress over its periods: a bar on a terminal, else a line every few
+    seconds (a run in a log said nothing for minutes); None with ``progress=false``."""
+    if not cfg.get("progress", True):
         return None
-    from tqdm import tqdm
+    from fattorus.args import progress_bar
 
-    return tqdm(total=total, desc=desc, unit="period", leave=False)
+    return progress_bar(total, desc, "period", leave=False)
 
 
 def _one_line(summary: dict[str, Any]) -> str:

@@ -382,7 +382,7 @@ def check_blocks(study: dict[str, Any], extra: list[str], path: str | Path) -> N
     config_name = CONFIGS[study["app"]]
 
     def attempt(overrides: list[str]) -> str | None:
-        if study["app"] == "fattorus.sweep" and (why := cli.unchosen_group(overrides)):
+        if study["app"] == "fattorus.sweep" and (why := cli.other_apps_group(overrides) or cli.unchosen_group(overrides)):
             return why
         try:
             touches_hydra = any(cli.override_key(o).startswith("hydra") for o in overrides)

@@ -332,7 +332,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         bins=tuple(int(b) for b in cfg.bins),
         config=key_choices,
         extra_skips={"dropped_by_scaling": transform_counts.get("dropped_by_scaling", 0)},
-        progress=bool(cfg.progress) and sys.stderr.isatty(),
+        progress=bool(cfg.progress),  # a bar on a terminal, else a line every few seconds
         node_kind=wl_cfg.get("node_kind"),
         runtime_model=runtime_model,
     )
@@ -481,7 +481,7 @@ def _run_trials(cfg: DictConfig, ft: Any, scenario: Any, jobs: Any, result: Any,
         table, info = trials.run(jobs, ft, cfg.policy.name, cfg.sched.name,
                                  OmegaConf.to_container(cfg.policy.params, resolve=True), n, int(cfg.seed),
                                  lambda s: _speedup_runtimes(scenario, s, jobs), result.jobs["start_s"].to_numpy(),
-                                 progress=bool(cfg.progress) and sys.stderr.isatty(), parts=out_dir / trials.PARTS,
+                                 progress=bool(cfg.progress), parts=out_dir / trials.PARTS,
                                  identity={k: v for k, v in result.summary["config"].items() if k not in _NOT_RESULTS},
                                  refuse_other=not multirun)  # a multirun's trial is redone; a single run's directory is not its own
     except trials.OtherSettings as err:
@@ -766,7 +766,7 @@ def _squash(text: Any) -> str:
 
 def main() -> None:
     """Entry point: runs the Hydra app and turns every configuration error into one line."""
-    problem = cli.unchosen_group(sys.argv[1:])
+    problem = cli.other_apps_group(sys.argv[1:]) or cli.unchosen_group(sys.argv[1:])
     if problem:
         sys.stderr.write(f"fattorus.sweep: error: {problem}\n")
         sys.exit(2)

@@ -106,8 +106,8 @@ def run(jobs: pl.DataFrame, ft: Any, policy: str, sched: str, params: dict[str, 
         parts_list.append(per_trial(submit, res.start, chunk, nodes, ft.n_nodes))
         if parts is not None:
             atomic_write(_batch_file(parts, lo), lambda p, d=parts_list[-1]: pl.DataFrame(d).write_parquet(p))
-        if progress:
-            print(f"[trials] {min(lo + batch, n)}/{n}", flush=True)
+        if progress:  # a line a batch (seconds to minutes each), on stderr with the other progress
+            print(f"[trials] {min(lo + batch, n)}/{n}", file=sys.stderr, flush=True)
     cols = {k: np.concatenate([p[k] for p in parts_list]) for k in parts_list[0]}
     table = pl.DataFrame({"trial": np.arange(n, dtype=np.int32), "seed": seed + np.arange(n, dtype=np.int64), **cols})
     n_kept = sum(len(p["jobs"]) for p in kept.values())

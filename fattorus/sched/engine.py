@@ -220,13 +220,18 @@ class Replay:
         return Schedule(self.start, self.alloc, self.backfilled, self.shadow, self.runtime)
 
 
+#: Seconds between two progress lines of a replay whose stderr is no terminal.
+progress_every_s = 5.0
+
+
 def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = False,
         usable: np.ndarray | None = None, runtime_at_start: RuntimeAtStart | None = None,
         kind_nodes: np.ndarray | None = None, compiled: bool = True) -> Schedule:
     """Replay ``jobs`` on ``topo`` under queue discipline ``queue`` and allocation ``policy``.
 
     ``queue`` is a :class:`fattorus.sched.queues.Queue` (``Fcfs()``, ``Easy()``); it is
-    reset here, so one object may serve several runs. ``progress`` shows a progress bar.
+    reset here, so one object may serve several runs. ``progress`` shows a progress bar (a
+    line every :data:`progress_every_s` seconds where stderr is no terminal).
     ``usable``: ``(N,)`` bool, the nodes the jobs may run on (``topo.usable(kind)``; default
     all); the others stay out of the machine. ``kind_nodes``: ``(K, N)`` bool instead, for jobs
     of several node kinds (``jobs.kind`` says each job's row): a job runs only on its kind's
@@ -249,10 +254,10 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
     elif usable is not None and len(jobs) and int(jobs.nodes.max()) > int(np.sum(usable)):
         raise ValueError(f"a job asks for {int(jobs.nodes.max())} nodes; the machine has {int(np.sum(usable))} usable")
     bar = None
-    if progress:
-        from tqdm import tqdm
+    if progress:  # a bar on a terminal, a line every few seconds elsewhere (a log, a batch job)
+        from fattorus.args import progress_bar
 
-        bar = tqdm(total=len(jobs), unit="job", mininterval=1.0, desc=f"replay {policy.name}/{queue.name}")
+        bar = progress_bar(len(jobs), f"replay {policy.name}/{queue.name}", "job", every_s=progress_every_s)
     try:  # one bar, whichever loop runs (a policy without a compiled replay showed an empty one first)
         done = policy.compiled_run(jobs, queue.name, usable, kind_nodes, runtime_at_start,
                                    None if bar is None else bar.update) if compiled else None
