@@ -605,3 +605,23 @@ def test_a_pattern_too_large_for_a_job_is_refused_before_any_work(tmp_path, monk
     assert sorted(p.name for p in run.iterdir()) == before
     monkeypatch.setattr(patterns, "MAX_FLOWS", 25)
     assert interference.main([str(run), "--pattern-mix", "stencil2d=1,all_to_all=1"]) == 0
+
+
+def test_an_instant_out_of_memory_is_one_line_with_the_finished_instants_kept(tmp_path, monkeypatch, capsys):
+    """A run past the machine's memory ended in a traceback, its finished instants lost; now one
+    line, exit 1, the instants before it kept (the failure simulated at the third instant)."""
+    run = _gappy_run(tmp_path)
+    real, calls = interference.exposure, []
+
+    def exposure(ft, loads):
+        calls.append(1)
+        if len(calls) == 3:
+            raise MemoryError
+        return real(ft, loads)
+
+    monkeypatch.setattr(interference, "exposure", exposure)
+    assert interference.main([str(run), "--instants", "20"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("fattorus.interference: error: out of memory (an allocation failed); "), err
+    assert f"of 20 instants kept in {run / 'interference.parts'}" in err[-1]
+    assert len(list((run / "interference.parts").glob("i*.parquet"))) >= 1

@@ -414,3 +414,30 @@ def test_the_interference_tool_names_a_qos_run_as_no_replay(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps({"qos": {"system": "small"}, "jobs": 16}))
     with pytest.raises(RunDirError, match="no replay's config in it .* a fattorus.qos run is not"):
         load_run(tmp_path)
+
+
+def test_a_run_out_of_memory_is_one_line_and_leaves_no_run_directory(tmp_path):
+    """A run past the machine's memory (a flow model of millions of flows a job) ended in the
+    allocator's traceback and left its stub directory in results/runs/ (session 44's exploratory
+    run): now one line, exit 1, the directory it made taken away. The allocation failure is
+    simulated in the replay."""
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        from fattorus.sched import replay
+        def replay_(*args, **kwargs):
+            raise MemoryError("Allocation failed (probably too large).")
+        replay.replay = replay_
+        from fattorus.app import sweep
+        sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false"]
+        sweep.main()
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert lines[-1].startswith("fattorus.sweep: error: out of memory (Allocation failed (probably too large).): "
+                                "this run needs more memory than this machine has free"), out.stderr
+    assert not (tmp_path / "results").exists()

@@ -480,6 +480,13 @@ def _instants(ft: Topology, jobs: pl.DataFrame, mix: Mapping[str, float], args: 
             print(f"fattorus.interference: interrupted; {n} of {args.instants} instants kept in {parts}, "
                   "re-run the same command to resume", file=sys.stderr)
             return INTERRUPTED
+        except MemoryError as err:  # the machine's limit: one line, what was finished kept
+            keeper.write()
+            n = len(done) + sum(end - first for first, (end, _) in keeper.written.items())
+            print(f"fattorus.interference: error: out of memory ({' '.join(str(err).split()) or 'an allocation failed'}); "
+                  f"{n} of {args.instants} instants kept in {parts}: fewer or smaller jobs' patterns need less",
+                  file=sys.stderr)
+            return 1
     except OSError as err:
         print(f"fattorus.interference: error: cannot write {parts}: {err.strerror or err}", file=sys.stderr)
         return 1
