@@ -172,6 +172,13 @@ def shown(items: Sequence[Any], prog: str, desc: str, unit: str, every_s: float 
         yield item
 
 
+def out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` says the machine ran out of memory: Python's ``MemoryError``, or XLA's
+    ``RESOURCE_EXHAUSTED`` (a ``RuntimeError`` from JAX): the commands turn either into one
+    line instead of the allocator's traceback."""
+    return isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "RESOURCE_EXHAUSTED" in str(err))
+
+
 class LineProgress:
     """A progress bar's ``update``/``close`` for a stderr that is no terminal (a log file,
     ``nohup``, a batch job): a line ``[DESC] i/n UNITs`` at most every ``every_s`` seconds,
@@ -207,5 +214,5 @@ def progress_bar(total: int, desc: str, unit: str, every_s: float = 5.0, leave: 
     return LineProgress(total, desc, unit, every_s)
 
 
-__all__ = ["EXIT_BROKEN_PIPE", "LineProgress", "OneLineParser", "ReaderMayLeave", "leave_piped", "progress_bar",
-           "reader_may_leave", "run_piped", "shown"]
+__all__ = ["EXIT_BROKEN_PIPE", "LineProgress", "OneLineParser", "ReaderMayLeave", "leave_piped", "out_of_memory",
+           "progress_bar", "reader_may_leave", "run_piped", "shown"]

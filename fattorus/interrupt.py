@@ -71,6 +71,7 @@ def on_start(prog: str) -> None:
     if not _main_thread():
         return
     _command = True
+    atexit.register(_ignore_at_the_end)  # first of the process' hooks: it runs last
 
     def _leave(signum: int, frame: Any) -> None:
         try:
@@ -115,28 +116,32 @@ def armed() -> None:
 def finished(code: int = 0) -> None:
     """The command's work is done and written: a Ctrl-C from here on (while the interpreter
     tears down, e.g. joins a worker pool) leaves quietly with ``code`` instead of a traceback
-    from inside the teardown; one that lands while this swaps the handler too. After the
-    exit hooks (``atexit``) SIGINT is ignored: the interpreter's last steps give the signal
-    back its default action unless it is ignored, and a Ctrl-C then killed the finished
-    command (exit 130 with no line; session 44's exploratory run)."""
+    from inside the teardown; one that lands while this swaps the handler too. Once the exit
+    hooks (``atexit``) have run, SIGINT is ignored (:func:`_ignore_at_the_end`): the
+    interpreter's last steps give the signal back its default action unless it is ignored,
+    and a Ctrl-C then killed the finished command (exit 130 with no line; session 44's
+    exploratory run)."""
+    global _done
     if not (_command and _main_thread()):
         return
     try:
         signal.signal(signal.SIGINT, lambda signum, frame: leave(code))
-        _ignore_at_exit()
+        _done = True
     except KeyboardInterrupt:  # the Ctrl-C came before the handler changed: the work is done all the same
         leave(code)
 
 
-_ignoring_at_exit = False
+#: Whether :func:`finished` ran: the last exit hook then ignores SIGINT.
+_done = False
 
 
-def _ignore_at_exit() -> None:
-    """Register (once) an exit hook that sets SIGINT to be ignored (:func:`finished`)."""
-    global _ignoring_at_exit
-    if not _ignoring_at_exit:
-        _ignoring_at_exit = True
-        atexit.register(lambda: _main_thread() and signal.signal(signal.SIGINT, signal.SIG_IGN))
+def _ignore_at_the_end() -> None:
+    """The exit hook :func:`on_start` registers before the command's imports, so that it runs
+    after theirs (hooks run last registered first): a finished command ignores SIGINT from
+    here on; while the other hooks run (joining worker pools, closing a W&B run) a Ctrl-C
+    still leaves at once with the command's code (:func:`finished`'s handler)."""
+    if _done and _main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

@@ -177,6 +177,8 @@ CASES = [
     bad("qos_group_in_the_replay", "qos=small: the qos group belongs to the fattorus.qos app, not the replay: "
         "python -m fattorus.qos qos=small", "qos=small"),
     bad("qos_group_appended_in_the_replay", "+qos=small: the qos group belongs to the fattorus.qos app", "+qos=small"),
+    bad("qos_setting_in_the_replay", "qos.seed=3: the qos group belongs to the fattorus.qos app, not the replay: "
+        "python -m fattorus.qos qos.seed=3", "qos.seed=3"),
     bad("default_policy_on_a_torus", "(policy 'ta' is the default: choose one with policy=NAME)", "+topo=torus8",
         "workload=atlas"),
     bad("speedup_unknown", "Available options in 'speedup'", "+speedup=nosuch"),

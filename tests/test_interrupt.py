@@ -164,6 +164,21 @@ def test_a_ctrl_c_in_the_interpreters_last_steps_leaves_a_finished_command_its_c
     assert out.returncode == 3 and out.stderr == "", out.stderr
 
 
+def test_the_other_exit_hooks_of_a_finished_command_still_take_a_ctrl_c():
+    """SIGINT is ignored only after every other exit hook (joining worker pools, closing a W&B
+    run): the ignoring hook is registered when the command starts, so it runs last (it ran
+    first, registered when the work was done; review, session 44)."""
+    out = _python("""
+        import atexit, signal
+        from fattorus import interrupt
+        interrupt.on_start("x")
+        interrupt.armed()
+        atexit.register(lambda: print("ignored" if signal.getsignal(signal.SIGINT) == signal.SIG_IGN else "live"))
+        interrupt.exit_with(3)
+    """)
+    assert out.returncode == 3 and out.stdout == "live\n" and out.stderr == "", (out.stdout, out.stderr)
+
+
 def test_a_ctrl_c_as_a_finished_command_changes_its_handler_is_no_traceback():
     """A Ctrl-C that lands while :func:`interrupt.run` hands over to :func:`interrupt.finished`
     (the armed handler still in place) gave a traceback from inside ``finished``; the work is

@@ -498,7 +498,7 @@ def test_an_interrupted_run_keeps_its_instants_and_resumes_to_the_same_table(tmp
     calls = _stop_at(monkeypatch, 3)
     assert interference.main(args) == interference.INTERRUPTED
     err = capsys.readouterr().err.strip().splitlines()
-    parts = run / "interference.parts"
+    parts = run / "interference.instants"
     assert err[-1].startswith("fattorus.interference: interrupted; ") and err[-1].endswith(
         f"of 20 instants kept in {parts}, re-run the same command to resume"), err
     assert not (run / "interference.parquet").exists() and (parts / "settings.json").is_file()
@@ -522,7 +522,7 @@ def test_kept_instants_of_other_settings_are_refused_and_a_damaged_part_is_compu
     _stop_at(monkeypatch, 3)
     assert interference.main(args) == interference.INTERRUPTED
     monkeypatch.undo()
-    parts = run / "interference.parts"
+    parts = run / "interference.instants"
     before = sorted((p.name, p.read_bytes()) for p in parts.iterdir())
     capsys.readouterr()
     assert interference.main([*args, "--seed", "1"]) == 2
@@ -547,7 +547,7 @@ def test_a_table_that_cannot_be_written_keeps_its_instants_for_the_next_run(tmp_
     assert interference.main([str(run), "--instants", "6", "--out", str(target)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"fattorus.interference: error: cannot write {target}") and err[0].endswith(
-        f"its 6 instants are kept in {run / 'i.parts'}: the same command writes it without computing them again"), err
+        f"its 6 instants are kept in {run / 'i.instants'}: the same command writes it without computing them again"), err
     (target / "x").unlink()
     target.rmdir()
     calls = _stop_at(monkeypatch, 0)
@@ -583,7 +583,7 @@ def test_a_real_ctrl_c_mid_run_is_one_line_and_130_with_the_instants_kept(tmp_pa
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    parts = run / "interference.parts"
+    parts = run / "interference.instants"
     assert out.returncode == 130 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.endswith(f"fattorus.interference: interrupted; 2 of 5 instants kept in {parts}, "
                                "re-run the same command to resume\n"), out.stderr
@@ -623,5 +623,38 @@ def test_an_instant_out_of_memory_is_one_line_with_the_finished_instants_kept(tm
     assert interference.main([str(run), "--instants", "20"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("fattorus.interference: error: out of memory (an allocation failed); "), err
-    assert f"of 20 instants kept in {run / 'interference.parts'}" in err[-1]
-    assert len(list((run / "interference.parts").glob("i*.parquet"))) >= 1
+    assert f"of 20 instants kept in {run / 'interference.instants'}" in err[-1]
+    assert len(list((run / "interference.instants").glob("i*.parquet"))) >= 1
+
+
+
+def test_kept_instants_of_a_reordered_mix_another_backend_or_a_folder_not_ours_are_refused(tmp_path, monkeypatch,
+                                                                                           capsys):
+    """The mix's order decides which job draws which pattern: a resume with the same weights in
+    another order mixed two studies' rows in one table (review, session 44); so did one on
+    another JAX backend (float sums). A folder of the parts' name that is not an interference
+    run's is neither written into nor taken away."""
+    run = _gappy_run(tmp_path)
+    args = [str(run), "--instants", "12", "--pattern-mix", "stencil4d=1,random_pairs=1,all_to_all=1"]
+    _stop_at(monkeypatch, 3)
+    assert interference.main(args) == interference.INTERRUPTED
+    monkeypatch.undo()
+    parts = run / "interference.instants"
+    capsys.readouterr()
+    assert interference.main([*args[:-1], "all_to_all=1,random_pairs=1,stencil4d=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(mix stencil4d=1,random_pairs=1,all_to_all=1 there, all_to_all=1,random_pairs=1," \
+        "stencil4d=1 now)" in err[0], err
+    record = json.loads((parts / "settings.json").read_text())
+    assert record["backend"] == "cpu" and record["tool"] == "fattorus.interference"
+    (parts / "settings.json").write_text(json.dumps({**record, "backend": "gpu"}))
+    assert interference.main(args) == 2
+    assert "backend gpu there, cpu now" in capsys.readouterr().err
+    # Another folder under the name the table's kept instants would take: refused, left as it is.
+    other = tmp_path / "results" / "r3.instants"
+    other.mkdir(parents=True)
+    (other / "jobs.parquet").write_bytes(b"someone's")
+    assert interference.main([str(run), "--instants", "2", "--out", str(tmp_path / "results" / "r3.parquet")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{other} exists and keeps no instants of an interference run" in err[0], err
+    assert sorted(p.name for p in other.iterdir()) == ["jobs.parquet"] and not (tmp_path / "results" / "r3.parquet").exists()

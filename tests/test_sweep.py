@@ -441,3 +441,28 @@ def test_a_run_out_of_memory_is_one_line_and_leaves_no_run_directory(tmp_path):
     assert lines[-1].startswith("fattorus.sweep: error: out of memory (Allocation failed (probably too large).): "
                                 "this run needs more memory than this machine has free"), out.stderr
     assert not (tmp_path / "results").exists()
+
+
+
+def test_an_xla_out_of_memory_is_the_same_one_line(tmp_path):
+    """XLA's out-of-memory is a RuntimeError (RESOURCE_EXHAUSTED), not a MemoryError: the same
+    line, exit 1 (review, session 44)."""
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        from fattorus.sched import replay
+        def replay_(*args, **kwargs):
+            raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 92341796864 bytes.")
+        replay.replay = replay_
+        from fattorus.app import sweep
+        sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false"]
+        sweep.main()
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith(
+        "fattorus.sweep: error: out of memory (RESOURCE_EXHAUSTED: Out of memory allocating 92341796864 bytes.)")
+    assert not (tmp_path / "results").exists()

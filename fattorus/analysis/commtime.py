@@ -398,19 +398,22 @@ class ModelRuntimes:
 
     def _check_flows(self, prepared: Any) -> None:
         """Before the replay: a one-line ``ValueError`` when some job's drawn pattern would make
-        more flows than one job's traffic may have (:data:`fattorus.analysis.patterns.MAX_FLOWS`),
-        naming the largest such job; it ran out of memory at that job's start."""
+        more flows (or a larger array) than one job's traffic may have
+        (:func:`fattorus.analysis.patterns.check_flows`), naming the largest such job; it ran
+        out of memory at that job's start. Every size a pattern meets is checked: a bound need
+        not grow with the size (a prime-sized ``grid_a2a`` is an all-to-all)."""
         nodes = prepared["nodes"].to_numpy()
-        largest: dict[tuple[str, tuple[tuple[str, Any], ...]], int] = {}
+        sizes: dict[tuple[str, tuple[tuple[str, Any], ...]], dict[int, int]] = {}
         for j, key in enumerate(zip(self._names, self._params)):
-            if key not in largest or nodes[j] > nodes[largest[key]]:
-                largest[key] = j
-        for (name, params), j in sorted(largest.items(), key=lambda kv: -int(nodes[kv[1]])):
-            try:
-                patterns.check_flows(name, int(nodes[j]) * self.ranks_per_node, **dict(params))
-            except ValueError as err:
-                who = f"job {prepared['job_id'][j]}" if "job_id" in prepared.columns else f"job {j}"
-                raise ValueError(f"speedup.patterns: {err} ({who} of {int(nodes[j]):,} nodes drew it)") from None
+            sizes.setdefault(key, {}).setdefault(int(nodes[j]), j)  # a job of each size
+        for (name, params), first in sizes.items():
+            for size in sorted(first, reverse=True):
+                try:
+                    patterns.check_flows(name, size * self.ranks_per_node, **dict(params))
+                except ValueError as err:
+                    j = first[size]
+                    who = f"job {prepared['job_id'][j]}" if "job_id" in prepared.columns else f"job {j}"
+                    raise ValueError(f"speedup.patterns: {err} ({who} of {size:,} nodes drew it)") from None
 
     def bind(self, prepared: Any) -> Any:
         """The engine's ``runtime_at_start`` for the jobs of ``prepared`` (the replay's job

@@ -1,16 +1,19 @@
 """An interference run's finished instants, kept while it runs: a Ctrl-C loses none of them.
 
 ``python -m fattorus.interference`` (:mod:`fattorus.analysis.interference`) writes the rows of
-the instants it finished to ``OUT.parts/`` beside its table ``OUT.parquet``: every
+the instants it finished to ``OUT.instants/`` beside its table ``OUT.parquet``: every
 :data:`PART_S` seconds, on a Ctrl-C, and before a failed final write, one file
 ``i<first>-<end>.parquet`` (the rows of instants ``first`` to ``end - 1``, none for an instant
 with no job running; written atomically) beside ``settings.json`` (what they were made with:
-:func:`settings`, and the code's :func:`fattorus.provenance.stamp`). The same command run
-again keeps them and computes only the other instants; every draw is a function of the seed
-and a job's or an instant's index, so the table is the one an uninterrupted run writes. The
-folder goes once the table is written. Kept instants of other settings are refused (the run
-would mix two studies), never dropped: finish that run with its own options, or delete the
-folder. A part that cannot be read is computed again, with a warning.
+:func:`settings`, the tool's name, and the code's :func:`fattorus.provenance.stamp`). The same
+command run again keeps them and computes only the other instants; every draw is a function
+of the seed and a job's or an instant's index, so the table is the one an uninterrupted run
+writes. Its files go once the table is written (:func:`remove`: the parts first, the settings
+last, so that an interrupted clean-up leaves a folder that still resumes). Kept instants of
+other settings are refused (the run would mix two studies), never dropped: finish that run
+with its own options, or delete the folder; so is a folder of that name that is not such a
+run's (it is never written into or removed). A part that cannot be read is computed again,
+with a warning.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ PART_S = 10.0
 
 PROG = "fattorus.interference"
 
+#: The ``tool`` entry of the folder's ``settings.json``: only a folder that names it is this
+#: module's to write into and to empty.
+TOOL = "fattorus.interference"
+
 _PART = re.compile(r"i(\d+)-(\d+)\.parquet")
 
 
@@ -44,16 +51,19 @@ class OtherSettings(ValueError):
 
 
 def folder_for(target: str | Path) -> Path:
-    """Where the table ``target`` (``X.parquet``) keeps its finished instants: ``X.parts``."""
-    return Path(target).with_suffix(".parts")
+    """Where the table ``target`` (``X.parquet``) keeps its finished instants: ``X.instants``."""
+    return Path(target).with_suffix(".instants")
 
 
-def settings(jobs_path: str | Path, topo: Topology, mix: Mapping[str, float], seed: int, instants: int) -> dict[str, Any]:
+def settings(jobs_path: str | Path, topo: Topology, mix: Mapping[str, float], seed: int, instants: int,
+             backend: str) -> dict[str, Any]:
     """What an interference table is a function of: the run's jobs (their file's sha256), the
-    machine, the pattern mix, the seed and the number of instants (JSON-ready)."""
+    machine, the pattern mix in its order (the order the patterns are drawn in), the seed,
+    the number of instants and the JAX backend the loads are summed on (JSON-ready)."""
     digest = hashlib.sha256(Path(jobs_path).read_bytes()).hexdigest()
     return {"jobs_sha256": digest, "topo": topo.name, "nodes": int(topo.n_nodes), "links": int(topo.n_links),
-            "mix": {k: float(v) for k, v in mix.items()}, "seed": int(seed), "instants": int(instants)}
+            "mix": ",".join(f"{k}={float(v):g}" for k, v in mix.items()), "seed": int(seed),
+            "instants": int(instants), "backend": str(backend)}
 
 
 def _differences(old: Mapping[str, Any], now: Mapping[str, Any]) -> str:
@@ -82,27 +92,30 @@ def _warn(text: str) -> None:
 
 def open_kept(folder: Path, record: Mapping[str, Any], columns: Mapping[str, pl.DataType]) -> dict[int, tuple[int, pl.DataFrame]]:
     """The instants ``folder`` keeps for ``record`` (:func:`settings`), ``{first: (end, rows)}``,
-    after making it (with ``settings.json``) when it is missing. Raises :class:`OtherSettings`
-    when it keeps instants of other settings (nothing touched) and ``OSError`` when it cannot
-    be made."""
+    after making it (with ``settings.json``) when it is missing or empty. Raises
+    :class:`OtherSettings` when it keeps instants of other settings, or is not such a folder
+    (nothing touched), and ``OSError`` when it cannot be made."""
+    record = {"tool": TOOL, **record}
     stored_path = folder / "settings.json"
-    parts = _parts(folder) if folder.is_dir() else []
+    held = sorted(folder.iterdir()) if folder.is_dir() else []
     try:
         stored = json.loads(stored_path.read_text()) if stored_path.is_file() else None
     except (OSError, ValueError) as err:
         stored = f"{stored_path} cannot be read ({getattr(err, 'strerror', None) or err})"
-    if stored is None or not parts:
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(stored_path, json.dumps({**record, "fattorus": provenance.stamp()}, indent=1) + "\n")
-        return {}
-    if not isinstance(stored, dict):
-        raise OtherSettings(f"{folder} keeps the instants of an unfinished run whose settings are unknown "
-                            f"({stored if isinstance(stored, str) else 'not a mapping'}); delete {folder} to start afresh")
+    if not held:
+        return _start(folder, record)
+    if not (isinstance(stored, dict) and stored.get("tool") == TOOL):
+        why = stored if isinstance(stored, str) else "no settings.json of an interference run"
+        raise OtherSettings(f"{folder} exists and keeps no instants of an interference run ({why}); it is left as "
+                            f"it is: move it, or write the table elsewhere (--out)")
     made = provenance.other_source(stored.pop("fattorus", None))
-    diff = _differences(stored, dict(record))
+    diff = _differences(stored, record)
     if diff:
         raise OtherSettings(f"{folder} keeps the instants of an unfinished run with other settings ({diff}); "
                             f"re-run it with its own options to finish it, or delete {folder}")
+    parts = _parts(folder)
+    if not parts:
+        return _start(folder, record)
     if made:
         _warn(f"{folder}: its instants were {made}; they are kept (delete {folder} to compute them again)")
     kept: dict[int, tuple[int, pl.DataFrame]] = {}
@@ -125,6 +138,29 @@ def open_kept(folder: Path, record: Mapping[str, Any], columns: Mapping[str, pl.
         kept[first] = (end, rows)
         covered = end - 1
     return kept
+
+
+def _start(folder: Path, record: Mapping[str, Any]) -> dict[int, tuple[int, pl.DataFrame]]:
+    """Make ``folder`` (if missing) and record ``record`` there with this code's stamp: nothing kept yet."""
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "settings.json", json.dumps({**record, "fattorus": provenance.stamp()}, indent=1) + "\n")
+    return {}
+
+
+def remove(folder: Path) -> None:
+    """Take away what :func:`open_kept` and :class:`Keeper` wrote in ``folder`` (its table is
+    written): the parts (and a writer's leftover temporary files) first, ``settings.json``
+    last, then the folder if nothing else is in it. Interrupted half-way, the folder keeps
+    its settings with fewer parts: a re-run resumes from them, computing the rest again."""
+    for _, _, path in _parts(folder):
+        path.unlink(missing_ok=True)
+    for path in folder.glob(".i*-*.parquet.*.tmp"):
+        path.unlink(missing_ok=True)
+    (folder / "settings.json").unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:  # something else was put there: it stays
+        pass
 
 
 def kept_instants(kept: Mapping[int, tuple[int, pl.DataFrame]]) -> set[int]:
@@ -178,4 +214,5 @@ def table(parts: Mapping[int, tuple[int, pl.DataFrame]], columns: Mapping[str, p
     return pl.concat(frames) if frames else pl.DataFrame(schema=dict(columns))
 
 
-__all__ = ["PART_S", "Keeper", "OtherSettings", "folder_for", "kept_instants", "open_kept", "settings", "table"]
+__all__ = ["PART_S", "TOOL", "Keeper", "OtherSettings", "folder_for", "kept_instants", "open_kept", "remove",
+           "settings", "table"]

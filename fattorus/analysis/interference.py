@@ -20,7 +20,7 @@ its parameters), then:
 4. writes ``RUN_DIR/interference.parquet`` atomically (temporary file, then ``os.replace``),
    one row per running job per instant, and prints a summary.
 
-While it runs it keeps the finished instants in ``RUN_DIR/interference.parts/`` (beside
+While it runs it keeps the finished instants in ``RUN_DIR/interference.instants/`` (beside
 ``--out``'s file likewise): a Ctrl-C loses none, and the same command computes only the
 others (:mod:`fattorus.analysis.instant_parts`).
 
@@ -48,7 +48,6 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
 
 import json
 import math
-import shutil
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -442,18 +441,19 @@ def _output_path(run_dir: Path, out: str | None) -> Path:
 
 
 def _check_flows(jobs: pl.DataFrame, mix: Mapping[str, float]) -> None:
-    """Before any work: one line when a pattern of the mix would give the run's largest job
-    more flows than one job's traffic may have (:data:`fattorus.analysis.patterns.MAX_FLOWS`);
-    it ran out of memory after minutes (session 44)."""
-    sizes = jobs["alloc"].list.len().fill_null(0)
-    if jobs.is_empty() or int(sizes.max()) < 2:
-        return
-    j = int(sizes.arg_max())
+    """Before any work: one line when a pattern of the mix would give a job of the run more
+    flows (or a larger array) than one job's traffic may have
+    (:func:`fattorus.analysis.patterns.check_flows`); it ran out of memory after minutes
+    (session 44). Every job size is checked, largest first: a bound need not grow with the
+    size (a prime-sized ``grid_a2a`` is an all-to-all)."""
+    sizes = jobs.select(pl.col("job_id"), pl.col("alloc").list.len().fill_null(0).alias("n"))
+    sizes = sizes.filter(pl.col("n") >= 2).unique("n", keep="first", maintain_order=True).sort("n", descending=True)
     for name in mix:
-        try:
-            patterns.check_flows(name, int(sizes[j]))
-        except ValueError as err:
-            raise ValueError(f"--pattern-mix: {err} (the run's job {jobs['job_id'][j]} has {int(sizes[j]):,} nodes)") from None
+        for job_id, n in sizes.iter_rows():
+            try:
+                patterns.check_flows(name, int(n))
+            except ValueError as err:
+                raise ValueError(f"--pattern-mix: {err} (the run's job {job_id} has {int(n):,} nodes)") from None
 
 
 def _instants(ft: Topology, jobs: pl.DataFrame, mix: Mapping[str, float], args: Any, parts: Path,
@@ -461,34 +461,46 @@ def _instants(ft: Topology, jobs: pl.DataFrame, mix: Mapping[str, float], args: 
     """Compute the instants ``kept`` lacks, writing them to ``parts`` as they finish; the
     keeper of what was written, or the exit status (130 on a Ctrl-C, its instants kept; 1
     when they cannot be written)."""
-    from fattorus.args import shown
+    from fattorus.args import out_of_memory, shown
 
     done = instant_parts.kept_instants(kept)
     if done:
         print(f"fattorus.interference: resuming: {len(done)} of {args.instants} instants kept in {parts}",
               file=sys.stderr, flush=True)
     keeper = instant_parts.Keeper(parts, columns)
-    try:
+
+    def keep_finished() -> int:
+        """Write what is finished (what can be: a failed write keeps the parts written before)."""
         try:
-            for i, rows in instant_rows(ft, jobs, mix, seed=args.seed, instants=args.instants, skip=done,
-                                        progress=lambda todo: shown(todo, "fattorus.interference", "instants", "instant")):
-                keeper.add(i, rows)
             keeper.write()
-        except KeyboardInterrupt:
-            keeper.write()
-            n = len(done) + sum(end - first for first, (end, _) in keeper.written.items())
-            print(f"fattorus.interference: interrupted; {n} of {args.instants} instants kept in {parts}, "
-                  "re-run the same command to resume", file=sys.stderr)
-            return INTERRUPTED
-        except MemoryError as err:  # the machine's limit: one line, what was finished kept
-            keeper.write()
-            n = len(done) + sum(end - first for first, (end, _) in keeper.written.items())
-            print(f"fattorus.interference: error: out of memory ({' '.join(str(err).split()) or 'an allocation failed'}); "
-                  f"{n} of {args.instants} instants kept in {parts}: fewer or smaller jobs' patterns need less",
-                  file=sys.stderr)
-            return 1
+        except (OSError, MemoryError):
+            pass
+        return len(done) + sum(end - first for first, (end, _) in keeper.written.items())
+
+    try:
+        for i, rows in instant_rows(ft, jobs, mix, seed=args.seed, instants=args.instants, skip=done,
+                                    progress=lambda todo: shown(todo, "fattorus.interference", "instants", "instant")):
+            keeper.add(i, rows)
+        keeper.write()
+    except KeyboardInterrupt:
+        n = keep_finished()
+        print(f"fattorus.interference: interrupted; {n} of {args.instants} instants kept in {parts}, "
+              "re-run the same command to resume", file=sys.stderr)
+        return INTERRUPTED
     except OSError as err:
         print(f"fattorus.interference: error: cannot write {parts}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except ValueError as err:  # a job's pattern refused (its traffic past what one job may have): one line
+        keep_finished()
+        print(f"fattorus.interference: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    except (MemoryError, RuntimeError) as err:  # the machine's limit: one line, what was finished kept
+        if not out_of_memory(err):
+            raise
+        n = keep_finished()
+        what = ' '.join(str(err).split())[:200] or 'an allocation failed'
+        print(f"fattorus.interference: error: out of memory ({what}); {n} of {args.instants} instants kept in "
+              f"{parts}: fewer or smaller jobs' patterns need less", file=sys.stderr)
         return 1
     return keeper
 
@@ -523,7 +535,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ft, jobs = load_run(args.run_dir, args.topo)
         _check_flows(jobs, mix)
         parts = instant_parts.folder_for(target)
-        record = instant_parts.settings(Path(args.run_dir) / "jobs.parquet", ft, mix, args.seed, args.instants)
+        import jax
+
+        record = instant_parts.settings(Path(args.run_dir) / "jobs.parquet", ft, mix, args.seed, args.instants,
+                                        jax.default_backend())
     except (RunDirError, ValueError, OSError) as err:
         print(f"fattorus.interference: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
@@ -548,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"instant{'s are' if args.instants != 1 else ' is'} kept in {parts}: the same command writes it without computing them again",
               file=sys.stderr)
         return 1
-    shutil.rmtree(parts, ignore_errors=True)  # the table holds every instant now
+    instant_parts.remove(parts)  # the table holds every instant now
     print(f"{ft.name}: {len(jobs)} jobs, {args.instants} instants, mix {mix}, seed {args.seed}")
     for line in summary_lines(table):
         print(line)

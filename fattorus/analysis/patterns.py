@@ -98,6 +98,7 @@ def _prime_factors(n: int) -> list[int]:
     return out
 
 
+@lru_cache(maxsize=4096)  # a pure function of two ints; every job's pattern check asks for it
 def grid_dims(n: int, ndim: int) -> tuple[int, ...]:
     """Near-cubic factorisation of ``n`` ranks into ``ndim`` extents (as ``MPI_Dims_create``).
 
@@ -417,14 +418,19 @@ KEYLESS = frozenset({"stencil2d", "stencil3d", "stencil4d", "subcomm_a2a", "grid
 MAX_FLOWS = 1 << 24
 
 
-def flow_bound(name: str, n: int, **params: Any) -> int:
-    """An upper bound on the flows (and per-rank array entries) pattern ``name`` makes over
-    ``n`` ranks with ``params`` (its defaults otherwise), without making them."""
+@lru_cache(maxsize=None)
+def _defaults(name: str) -> dict[str, Any]:
+    """Pattern ``name``'s keyword defaults (read once: :func:`make` checks every call)."""
     import inspect
 
-    fn = PATTERNS[name]
-    p = {k: v.default for k, v in inspect.signature(fn).parameters.items() if v.default is not inspect.Parameter.empty}
-    p.update(params)
+    return {k: v.default for k, v in inspect.signature(PATTERNS[name]).parameters.items()
+            if v.default is not inspect.Parameter.empty}
+
+
+def flow_bound(name: str, n: int, **params: Any) -> int:
+    """An upper bound on the flows pattern ``name`` makes over ``n`` ranks with ``params`` (its
+    defaults otherwise), without making them."""
+    p = {**_defaults(name), **params}
     n = int(n)
     if name.startswith("stencil"):
         return n * 2 * int(p.get("ndim", int(name[len("stencil"):-1])))
@@ -434,26 +440,49 @@ def flow_bound(name: str, n: int, **params: Any) -> int:
         return n * min(2 * int(p["max_neighbours"]), max(n - 1, 0))
     if name == "random_pairs":
         return n
-    if name == "subcomm_a2a":
-        return n * min(max(int(p["group"]), 1), n)
+    if name == "subcomm_a2a":  # a (communicators, width, width) block of pairs
+        comms = -(-n // max(int(p["group"]), 1)) if n else 0
+        width = -(-n // comms) if comms and p.get("strided") else min(max(int(p["group"]), 1), n)
+        return comms * width * width
     if name == "grid_a2a":
         along = min(max(int(p["along"]), 1), int(p["ndim"]))
         return n * sum(grid_dims(n, int(p["ndim"]))[:along]) if n else 0
     return n * n  # all_to_all, and any pattern without a rule of its own
 
 
+def array_bound(name: str, n: int, **params: Any) -> int:
+    """An upper bound on the entries of the largest array pattern ``name`` builds over ``n``
+    ranks on the way to its flows: :func:`flow_bound`, except ``grid_a2a``'s ``(n, extent,
+    ndim)`` coordinates, ``ndim`` times its flows along one dimension."""
+    if name != "grid_a2a":
+        return flow_bound(name, n, **params)
+    p = {**_defaults(name), **params}
+    ndim, n = int(p["ndim"]), int(n)
+    along = min(max(int(p["along"]), 1), ndim)
+    return n * ndim * max(grid_dims(n, ndim)[:along]) if n else 0
+
+
+#: Entries (8 bytes each) of one array a pattern may build on the way to its flows: 1 GiB.
+MAX_ARRAY = 1 << 27
+
+
 def check_flows(name: str, n: int, **params: Any) -> None:
     """One-line ``ValueError`` when pattern ``name`` over ``n`` ranks would pass
-    :data:`MAX_FLOWS` (:func:`flow_bound`); nothing for sizes or params the bound cannot
-    read (the pattern's own call refuses those in its words)."""
+    :data:`MAX_FLOWS` (:func:`flow_bound`) or build an array past :data:`MAX_ARRAY`
+    (:func:`array_bound`); nothing for sizes or params the bounds cannot read (the pattern's
+    own call refuses those in its words)."""
     try:
-        bound = flow_bound(name, n, **params)
+        flows, entries = flow_bound(name, n, **params), array_bound(name, n, **params)
     except (TypeError, KeyError, ValueError):  # malformed sizes or params: the pattern's own call says so
         return
-    if bound > MAX_FLOWS:
-        raise ValueError(f"pattern {name!r} over a job of {n:,} ranks makes up to {bound:,} flows, past the "
+    if flows > MAX_FLOWS:
+        raise ValueError(f"pattern {name!r} over a job of {n:,} ranks makes up to {flows:,} flows, past the "
                          f"{MAX_FLOWS:,} one job's traffic may have (it would not fit in memory): give that pattern "
                          "no weight for jobs this large, or run on smaller jobs")
+    if entries > MAX_ARRAY:
+        raise ValueError(f"pattern {name!r} over a job of {n:,} ranks with {params or 'its defaults'} builds an array "
+                         f"of {entries:,} entries, past the {MAX_ARRAY:,} it may (it would not fit in memory): "
+                         "give it fewer dimensions or smaller jobs")
 
 
 def make(name: str, key: Key, n: int, **params) -> Traffic:

@@ -304,9 +304,8 @@ def other_apps_group(overrides: Iterable[str], groups: dict[str, str] = OTHER_AP
             continue
         group = override_key(o).split(".", 1)[0]
         if group in groups:
-            value = o.split("=", 1)[1]
             return (f"{o}: the {group} group belongs to the {groups[group]} app, not the replay: "
-                    f"python -m {groups[group]} {group}={value}")
+                    f"python -m {groups[group]} {o.lstrip('+')}")
     return None
 
 

@@ -39,7 +39,7 @@ from fattorus.app import config as config_mod
 from fattorus.app import outputs
 from fattorus.app.callbacks import ResultsOnly, selected_dir
 from fattorus.app.cli import Refusal
-from fattorus.args import SEED_MAX  # every command's seed range (also importable from here)
+from fattorus.args import SEED_MAX, out_of_memory  # every command's seed range (also importable from here)
 
 config_mod.register()
 
@@ -666,17 +666,20 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         if not multirun:
             _single_run_interrupted(out_dir)
         raise
-    except (UserError, RunError, TopologyError, SpeedupError, WorkloadError, ValueError, OSError, MemoryError) as err:
+    except (UserError, RunError, TopologyError, SpeedupError, WorkloadError, ValueError, OSError, MemoryError,
+            RuntimeError) as err:
+        if isinstance(err, RuntimeError) and not out_of_memory(err):
+            raise
         error = err if isinstance(err, (UserError, RunError)) else (
             RunError(f"{err.strerror or err}: {getattr(err, 'filename', '') or ''}".rstrip(": "))
-            if isinstance(err, OSError) else _out_of_memory(err) if isinstance(err, MemoryError) else UserError(str(err)))
+            if isinstance(err, OSError) else _out_of_memory(err) if out_of_memory(err) else UserError(str(err)))
         if multirun:  # the launcher collects it; main() prints it in one line
             if isinstance(error, UserError):  # a refused trial leaves no directory (as a single run)
                 cli.discard_trial_stub(out_dir, Path(hc.sweep.dir))
             raise error from None
         # A single run exits here: Hydra would first print the job's overrides on a line of
         # its own.
-        if isinstance(error, UserError) or isinstance(err, MemoryError):  # nothing of the run is kept
+        if isinstance(error, UserError) or out_of_memory(err):  # nothing of the run is kept
             cli.discard_stub(out_dir, "runs")
             if out_dir in _CLAIMS and out_dir.is_dir():  # a directory the user named: its stubs go
                 cli.discard_named_stub(out_dir)
@@ -760,10 +763,10 @@ def _claimed_elsewhere(out_dir: Path) -> bool:
         os.close(fd)  # closing releases a lock taken here
 
 
-def _out_of_memory(err: MemoryError) -> RunError:
+def _out_of_memory(err: BaseException) -> RunError:
     """The one line of a run that ran out of memory (the machine's limit, not a setting's
     mistake: exit 1), where it was a traceback from the allocator."""
-    what = " ".join(str(err).split()) or "an allocation failed"
+    what = " ".join(str(err).split())[:200] or "an allocation failed"
     return RunError(f"out of memory ({what}): this run needs more memory than this machine has free; a smaller "
                     "workload.scale or window, another machine or (speedup=model) patterns with fewer flows "
                     "per job need less")
