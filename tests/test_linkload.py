@@ -643,8 +643,8 @@ def test_kept_instants_of_a_reordered_mix_another_backend_or_a_folder_not_ours_a
     capsys.readouterr()
     assert interference.main([*args[:-1], "all_to_all=1,random_pairs=1,stencil4d=1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "(mix stencil4d=1,random_pairs=1,all_to_all=1 there, all_to_all=1,random_pairs=1," \
-        "stencil4d=1 now)" in err[0], err
+    assert len(err) == 1 and "(mix stencil4d=1.0,random_pairs=1.0,all_to_all=1.0 there, all_to_all=1.0,random_pairs=1.0," \
+        "stencil4d=1.0 now)" in err[0], err
     record = json.loads((parts / "settings.json").read_text())
     here = jax.default_backend()
     assert record["backend"] == here and record["tool"] == "fattorus.interference"
