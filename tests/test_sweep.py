@@ -466,3 +466,15 @@ def test_an_xla_out_of_memory_is_the_same_one_line(tmp_path):
     assert out.stderr.strip().splitlines()[-1].startswith(
         "fattorus.sweep: error: out of memory (RESOURCE_EXHAUSTED: Out of memory allocating 92341796864 bytes.)")
     assert not (tmp_path / "results").exists()
+
+
+def test_the_qos_apps_help_lists_its_own_group_only():
+    """The QoS app's ``--help`` listed every group of conf/, the replay's ``topo``, ``policy``,
+    ... too (session 44's exploratory run): its template lists ``qos`` alone, with every
+    configuration conf/qos/ holds."""
+    out = forkcli.run("fattorus.qos", ["--help"], cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stderr == ""
+    groups = out.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    listed = [line for line in groups.splitlines() if ": " in line and not line.startswith("Compose")]
+    shipped = ", ".join(sorted(p.stem for p in (ROOT / "conf" / "qos").glob("*.yaml")))
+    assert listed == [f"qos: {shipped}"], listed
