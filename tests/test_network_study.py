@@ -103,7 +103,8 @@ def test_an_interrupted_study_resumes_after_its_last_finished_workload(tmp_path,
     # Other settings may not finish it (its first workload was drawn with seed 0 ...) ...
     for other, key in ((["--seed", "1"], "seed:"), (["--completion", "fluid"], "completion:"),
                        (["--churn", "0"], "churn:"), (["--oblivious", "to_random"], "oblivious:"),
-                       (["--comm-fraction", "0.3"], "runs:"), (["--workloads", "3"], "runs:")):
+                       (["--comm-fraction", "0.3"], "runs:"), (["--workloads", "3"], "runs:"),
+                       (["--a2a-dims", "3"], "a2a dims 3)] now")):  # it read the same on both sides
         assert ns.main([*small, "--name", "cut", *other]) == 2, other
         err = capsys.readouterr().err
         assert "unfinished study" in err and key in err, (other, err)

@@ -368,10 +368,13 @@ def settings(args: argparse.Namespace, todo: Sequence[tuple]) -> dict[str, Any]:
 
 
 def _show(value: Any) -> str:
-    """A recorded setting for the one-line refusal: runs compactly, anything else as is."""
+    """A recorded setting for the one-line refusal: runs compactly, anything else as is. A
+    run shows every setting it records (another ``--a2a-dims`` read the same on both sides)."""
     try:
-        return "[" + ", ".join(f"{r['case']} ({r['workloads']} workloads, comm-fraction {r['comm_fraction']:g})"
-                               for r in value) + "]"
+        return "[" + ", ".join(
+            f"{r['case']} ({r['workloads']} workloads, comm-fraction {r['comm_fraction']:g}"
+            + "".join(f", {k.replace('_', ' ')} {r[k]}" for k in r if k not in ("case", "workloads", "comm_fraction"))
+            + ")" for r in value) + "]"
     except (TypeError, KeyError, ValueError):  # not a list of runs (e.g. a seed, a policy, case names)
         return repr(value)
 
