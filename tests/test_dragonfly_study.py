@@ -106,6 +106,9 @@ def test_an_unwritable_results_directory_is_one_line(tmp_path, monkeypatch, caps
 
 @pytest.mark.parametrize("args, words", [
     (["--cables", ","], "--cables: none given"),
+    # The loader's list named fat-trees and tori too, which the study then refused.
+    (["--cables", "nosuch"], "--cables nosuch: unknown; the dragonflies of conf/topo: dragonfly_small, edison,"),
+    (["--cables", "cab"], "--cables cab: a fattree, not a dragonfly; the dragonflies of conf/topo: dragonfly_small,"),
     (["--workloads", " , "], "--workloads: none given"),
     (["--workloads", "WD 4,WD 4", *SMALL], "WD 4 given more than once"),
     (["--workloads", "WD 4", *SMALL, "--valiant", "100000"], "--valiant 100000: at most 3"),

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 import polars as pl
 
-from fattorus import interrupt, provenance, topology
+from fattorus import interrupt, paths, provenance, topology
 from fattorus.analysis import parallel_workloads as pw
 from fattorus.analysis.commtime import on_bundles, solver_capacity
 from fattorus.app import outputs
@@ -170,9 +170,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"ranks per node, 1 to {RANKS_PER_NODE_MAX} (default: %(default)s)")
     ap.add_argument("--valiant", type=int, default=2,
                     help="Valiant paths per flow besides the minimal one "
-                         "(at most groups - 1 of the largest machine: 14 on Edison)")
+                         "(at most groups - 1 of the largest machine: 14 on Edison; default: %(default)s)")
     ap.add_argument("--black-first", action=argparse.BooleanOptionalAction, default=True,
-                    help="the other minimal route (local parts black, then green) as a candidate too")
+                    help="the other minimal route (local parts black, then green) as a candidate too "
+                         "(default: on)")
     # 3000: every run of the paper's study reaches its steady state (at most ~1,100 iterations
     # with pooled cables, session 18); at 200, 8 of its 20 joint solves stopped short.
     ap.add_argument("--max-iters", type=int, default=3000,
@@ -231,6 +232,25 @@ def _list(option: str, text: str, hint: str) -> list[str]:
     if twice:
         raise ValueError(f"{option}: {', '.join(twice)} given more than once")
     return names
+
+
+def _dragonfly(name: str) -> Any:
+    """Dragonfly ``name`` (conf/topo), else a one-line ``ValueError`` naming the dragonflies
+    (the topology loader's list of an unknown name named fat-trees and tori too)."""
+    import yaml
+
+    try:
+        topo = topology.load(name)
+    except topology.TopologyError as err:
+        if not str(err).startswith("unknown topology"):
+            raise ValueError(f"--cables: {err}") from None
+        topo = None
+    if topo is None or topo.kind != "dragonfly":
+        ours = [n for n in paths.config_names("topo")
+                if (yaml.safe_load(paths.config_file("topo", n).read_text()) or {}).get("kind") == "dragonfly"]
+        what = "unknown" if topo is None else f"a {topo.kind}, not a dragonfly"
+        raise ValueError(f"--cables {name}: {what}; the dragonflies of conf/topo: {', '.join(ours)}")
+    return topo
 
 
 def settings(args: argparse.Namespace, wds: Sequence[str], cables: Sequence[str]) -> dict:
@@ -340,9 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
             raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
         check_bounds(args)
-        machines = [topology.load(c) for c in cables]
-        if any(m.kind != "dragonfly" for m in machines):
-            raise ValueError("--cables: dragonfly configurations only (e.g. edison, edison_k)")
+        machines = [_dragonfly(c) for c in cables]
         # A Valiant candidate goes through a group other than its flow's ends': beyond
         # groups - 1 of every machine they are all empty padding, costing memory and time only.
         most = max(m.groups for m in machines) - 1
