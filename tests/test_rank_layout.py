@@ -228,3 +228,16 @@ def test_runs_without_name_get_a_folder_per_settings():
     one, other = named("--positions", "1"), named("--kib", "64")
     assert one.startswith("32x32x32-") and other.startswith("32x32x32-") and one != other
     assert named("--origin", "4,10,6") != "table3" and named("--positions", "1") == one
+
+
+def test_a_lone_position_that_holds_no_placement_says_why_in_its_error(tmp_path, monkeypatch, capsys):
+    """``--origin 0,0,0`` (its feature's pencils meet service Geminis) ended with only "no
+    position could hold every placement" (session 44's second exploratory run): the error line
+    gives the position's reason."""
+    from fattorus.app import halo_study
+
+    monkeypatch.chdir(tmp_path)
+    assert halo_study.main(["--origin", "0,0,0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == ("fattorus.app.halo_study: error: no position could hold every placement (position [0, 0, 0]: "
+                       "no 8 x 8 z-pencils of the feature hold 8 usable Geminis each)"), err

@@ -276,15 +276,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     interrupt.armed()
     rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
     try:
         for i, origin in enumerate(origins, 1):
             try:
                 rows.extend(position_rows(topo, tuple(int(o) for o in origin), s, shared))
             except rl.LayoutError as err:  # e.g. too many service Geminis in this feature's pencils
+                skipped.append(f"{list(map(int, origin))}: {err}")
                 print(f"[halo_study] position {list(map(int, origin))}: skipped ({err})", file=sys.stderr, flush=True)
             print(f"[halo_study] position {i}/{len(origins)}", file=sys.stderr, flush=True)
-        if not rows:
-            print(f"{PROG}: error: no position could hold every placement", file=sys.stderr)
+        if not rows:  # the reason in the error line itself where one position was asked for
+            why = f" (position {skipped[0]})" if len(skipped) == 1 else f" ({len(skipped)} positions skipped, above)"
+            print(f"{PROG}: error: no position could hold every placement{why}", file=sys.stderr)
             return 2
         table = pl.DataFrame(rows)
         summary = summarize(table)
