@@ -62,7 +62,8 @@ def settings(jobs_path: str | Path, topo: Topology, mix: Mapping[str, float], se
     the number of instants and the JAX backend the loads are summed on (JSON-ready)."""
     digest = hashlib.sha256(Path(jobs_path).read_bytes()).hexdigest()
     return {"jobs_sha256": digest, "topo": topo.name, "nodes": int(topo.n_nodes), "links": int(topo.n_links),
-            "mix": ",".join(f"{k}={float(v)!r}" for k, v in mix.items()),  # exact: weights set the draw "seed": int(seed),
+            # the weights exact, in order: both set each job's draw
+            "mix": ",".join(f"{k}={float(v)!r}" for k, v in mix.items()), "seed": int(seed),
             "instants": int(instants), "backend": str(backend)}
 
 
