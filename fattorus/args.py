@@ -156,20 +156,16 @@ def run_piped(main: Callable[[], int]) -> int:
 def shown(items: Sequence[Any], prog: str, desc: str, unit: str, every_s: float = 5.0) -> Iterator[Any]:
     """Iterate ``items`` showing progress on stderr: a tqdm bar on a terminal, else a line
     ``PROG: DESC i/n`` at most every ``every_s`` seconds (a log file gets a few lines, not a bar)."""
-    import time
-
     if sys.stderr.isatty():
         from tqdm import tqdm
 
         yield from tqdm(items, desc=desc, unit=unit, leave=False)
         return
-    last = time.monotonic()
-    for i, item in enumerate(items):
-        now = time.monotonic()
-        if now - last >= every_s:
-            print(f"{prog}: {desc} {i}/{len(items)}", file=sys.stderr, flush=True)
-            last = now
+    lines = LineProgress(len(items), desc, unit, every_s, line=f"{prog}: {{desc}} {{n}}/{{total}}")
+    for item in items:
+        lines.report()  # the items done so far, when a line is due
         yield item
+        lines.n += 1
 
 
 def out_of_memory(err: BaseException) -> bool:
@@ -184,10 +180,11 @@ class LineProgress:
     ``nohup``, a batch job): a line ``[DESC] i/n UNITs`` at most every ``every_s`` seconds,
     where a bar would fill a log with carriage returns and a silent run looks hung."""
 
-    def __init__(self, total: int, desc: str, unit: str, every_s: float = 5.0) -> None:
+    def __init__(self, total: int, desc: str, unit: str, every_s: float = 5.0,
+                 line: str = "[{desc}] {n:,}/{total:,} {unit}s") -> None:
         import time
 
-        self.total, self.desc, self.unit, self.every_s = int(total), desc, unit, every_s
+        self.total, self.desc, self.unit, self.every_s, self.line = int(total), desc, unit, every_s, line
         self.n = 0
         self._clock = time.monotonic
         self._last = self._clock()
@@ -195,10 +192,15 @@ class LineProgress:
     def update(self, n: int = 1) -> None:
         """``n`` more done; a line when ``every_s`` has passed since the last one."""
         self.n += int(n)
+        self.report()
+
+    def report(self) -> None:
+        """A line (``line`` filled in) when ``every_s`` has passed since the last one."""
         now = self._clock()
         if now - self._last >= self.every_s:
             self._last = now
-            print(f"[{self.desc}] {self.n:,}/{self.total:,} {self.unit}s", file=sys.stderr, flush=True)
+            print(self.line.format(desc=self.desc, n=self.n, total=self.total, unit=self.unit),
+                  file=sys.stderr, flush=True)
 
     def close(self) -> None:
         """Nothing to take down (the lines stay)."""

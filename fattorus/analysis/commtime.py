@@ -406,20 +406,18 @@ class ModelRuntimes:
         """Before the replay: a one-line ``ValueError`` when some job's drawn pattern would make
         more flows (or a larger array) than one job's traffic may have
         (:func:`fattorus.analysis.patterns.check_flows`), naming the largest such job; it ran
-        out of memory at that job's start. Every size a pattern meets is checked: a bound need
-        not grow with the size (a prime-sized ``grid_a2a`` is an all-to-all)."""
+        out of memory at that job's start. Every size a pattern meets is checked
+        (:func:`fattorus.analysis.patterns.first_refused`)."""
         nodes = prepared["nodes"].to_numpy()
-        sizes: dict[tuple[str, tuple[tuple[str, Any], ...]], dict[int, int]] = {}
+        first: dict[tuple[str, tuple[tuple[str, Any], ...]], dict[int, int]] = {}  # a job of each rank count
         for j, key in enumerate(zip(self._names, self._params)):
-            sizes.setdefault(key, {}).setdefault(int(nodes[j]), j)  # a job of each size
-        for (name, params), first in sizes.items():
-            for size in sorted(first, reverse=True):
-                try:
-                    patterns.check_flows(name, size * self.ranks_per_node, **dict(params))
-                except ValueError as err:
-                    j = first[size]
-                    who = f"job {prepared['job_id'][j]}" if "job_id" in prepared.columns else f"job {j}"
-                    raise ValueError(f"speedup.patterns: {err} ({who} of {size:,} nodes drew it)") from None
+            first.setdefault(key, {}).setdefault(int(nodes[j]) * self.ranks_per_node, j)
+        for (name, params), jobs in first.items():
+            refused = patterns.first_refused(name, jobs, **dict(params))
+            if refused is not None:
+                j = jobs[refused[0]]
+                who = f"job {prepared['job_id'][j]}" if "job_id" in prepared.columns else f"job {j}"
+                raise ValueError(f"speedup.patterns: {refused[1]} ({who} of {int(nodes[j]):,} nodes drew it)")
 
     def bind(self, prepared: Any) -> Any:
         """The engine's ``runtime_at_start`` for the jobs of ``prepared`` (the replay's job

@@ -203,11 +203,6 @@ class Keeper:
         self.written[self._first] = (self._end, rows)
         self._first, self._rows, self._last = None, [], time.monotonic()
 
-    @property
-    def pending(self) -> int:
-        """Finished instants not yet written."""
-        return 0 if self._first is None else self._end - self._first
-
 
 def table(parts: Mapping[int, tuple[int, pl.DataFrame]], columns: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """The rows of ``parts`` in instant order (an empty table of ``columns`` when none)."""

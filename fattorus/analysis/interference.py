@@ -444,16 +444,14 @@ def _check_flows(jobs: pl.DataFrame, mix: Mapping[str, float]) -> None:
     """Before any work: one line when a pattern of the mix would give a job of the run more
     flows (or a larger array) than one job's traffic may have
     (:func:`fattorus.analysis.patterns.check_flows`); it ran out of memory after minutes
-    (session 44). Every job size is checked, largest first: a bound need not grow with the
-    size (a prime-sized ``grid_a2a`` is an all-to-all)."""
-    sizes = jobs.select(pl.col("job_id"), pl.col("alloc").list.len().fill_null(0).alias("n"))
-    sizes = sizes.filter(pl.col("n") >= 2).unique("n", keep="first", maintain_order=True).sort("n", descending=True)
+    (session 44). Every job size is checked (:func:`fattorus.analysis.patterns.first_refused`)."""
+    sizes = jobs.select(pl.col("alloc").list.len().fill_null(0).alias("n"), pl.col("job_id"))
+    first = dict(sizes.filter(pl.col("n") >= 2).unique("n", keep="first", maintain_order=True).iter_rows())
     for name in mix:
-        for job_id, n in sizes.iter_rows():
-            try:
-                patterns.check_flows(name, int(n))
-            except ValueError as err:
-                raise ValueError(f"--pattern-mix: {err} (the run's job {job_id} has {int(n):,} nodes)") from None
+        refused = patterns.first_refused(name, first)
+        if refused is not None:
+            n, err = refused
+            raise ValueError(f"--pattern-mix: {err} (the run's job {first[n]} has {n:,} nodes)")
 
 
 def _instants(ft: Topology, jobs: pl.DataFrame, mix: Mapping[str, float], args: Any, parts: Path,

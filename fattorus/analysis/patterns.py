@@ -22,7 +22,7 @@ variable-length output is assembled with NumPy.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -483,6 +483,18 @@ def check_flows(name: str, n: int, **params: Any) -> None:
         raise ValueError(f"pattern {name!r} over a job of {n:,} ranks with {params or 'its defaults'} builds an array "
                          f"of {entries:,} entries, past the {MAX_ARRAY:,} it may (it would not fit in memory): "
                          "give it fewer dimensions or smaller jobs")
+
+
+def first_refused(name: str, sizes: Iterable[int], **params: Any) -> tuple[int, ValueError] | None:
+    """The largest of ``sizes`` (ranks) over which :func:`check_flows` refuses pattern ``name``,
+    with its error, or None. Every size is checked, not the largest alone: a bound need not
+    grow with the size (a prime-sized ``grid_a2a`` is an all-to-all)."""
+    for n in sorted(set(sizes), reverse=True):
+        try:
+            check_flows(name, n, **params)
+        except ValueError as err:
+            return n, err
+    return None
 
 
 def make(name: str, key: Key, n: int, **params) -> Traffic:

@@ -422,20 +422,12 @@ def _parser() -> OneLineParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line entry; one-line errors: exit 2 for a usage or input mistake, 1 when
-    ``compare.md`` cannot be written (see the module's exit statuses)."""
-    p = _parser()
-    a = p.parse_args(argv)
-    if a.large < 1:
-        p.error(f"--large {a.large}: give a node count >= 1")
-    if not a.results.is_dir():
-        why = "not a directory (give a study's results directory)" if a.results.exists() else "no such results directory"
-        print(f"{PROG}: error: {a.results}: {why}", file=sys.stderr)
-        return 2
+def _summaries(results: Path) -> tuple[list[tuple[Path, dict[str, Any]]], int, list[Path]]:
+    """The replay trials under ``results`` with their ``summary.json`` (a finished trial's:
+    ``jobs.parquet`` beside it), how many were damaged (each named on stderr), and the folders
+    of other tools' results."""
     found, skipped, others = [], 0, []
-    # First the summaries only (cheap): a --reference naming no arm is refused before any jobs.parquet is read.
-    for t in sorted(a.results.rglob("summary.json")):
+    for t in sorted(results.rglob("summary.json")):
         if not (t.parent / "jobs.parquet").is_file():
             continue  # an unfinished trial (or another tool's folder): not a row, as before
         try:
@@ -448,15 +440,26 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             skipped += 1
             _warn_skipped(t.parent, err)
+    return found, skipped, others
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry; one-line errors: exit 2 for a usage or input mistake, 1 when
+    ``compare.md`` cannot be written (see the module's exit statuses)."""
+    p = _parser()
+    a = p.parse_args(argv)
+    if a.large < 1:
+        p.error(f"--large {a.large}: give a node count >= 1")
+    if not a.results.is_dir():
+        why = "not a directory (give a study's results directory)" if a.results.exists() else "no such results directory"
+        print(f"{PROG}: error: {a.results}: {why}", file=sys.stderr)
+        return 2
+    # First the summaries only (cheap): a --reference naming no arm is refused before any jobs.parquet is read.
+    found, skipped, others = _summaries(a.results)
     labels = arm_labels([summary for _, summary in found])
     workloads = workload_labels([summary for _, summary in found])
     trials = [(trial, summary, lab, wl) for (trial, summary), lab, wl in zip(found, labels, workloads)]
-    groups: dict[str, list[str]] = {}
-    for lab, wl in zip(labels, workloads):
-        groups.setdefault(wl, [])
-        if lab not in groups[wl]:
-            groups[wl].append(lab)
-    groups = {wl: sorted(arms) for wl, arms in groups.items()}
+    groups = {wl: sorted({lab for lab, w in zip(labels, workloads) if w == wl}) for wl in set(workloads)}
     reference, given = (a.reference, True) if a.reference is not None else (default_reference(groups), False)
     named, code = _named_reference(groups, reference, given and bool(trials))
     if code:
