@@ -458,3 +458,17 @@ def test_the_qos_apps_help_lists_its_own_group_only():
     listed = [line for line in groups.splitlines() if ": " in line and not line.startswith("Compose")]
     shipped = ", ".join(sorted(p.stem for p in (ROOT / "conf" / "qos").glob("*.yaml")))
     assert listed == [f"qos: {shipped}"], listed
+
+
+def test_the_replays_help_lists_its_groups_and_not_the_qos_apps():
+    """The replay's ``--help`` listed the QoS app's ``qos`` group beside its own (session 44's
+    "found and left"): its template lists every group of conf/ but ``qos``, each with every
+    configuration its folder holds, read at ``--help`` time (a policy exported by the tuner
+    appears without editing the template)."""
+    out = forkcli.run("fattorus.sweep", ["--help"], cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stderr == ""
+    groups = out.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    listed = [line for line in groups.splitlines() if ": " in line and not line.startswith("Compose")]
+    folders = sorted(d for d in (ROOT / "conf").iterdir() if d.is_dir() and d.name not in ("hydra", "qos"))
+    assert listed == [f"{d.name}: {', '.join(sorted(p.stem for p in d.glob('*.yaml')))}" for d in folders], listed
+    assert "qos:" not in groups and "python -m fattorus.qos" in out.stdout

@@ -203,10 +203,35 @@ def speedup_edits(name: str, used: dict[str, Any]) -> dict[str, Any]:
     return config_edits(shipped, used)
 
 
+def config_groups(*left_out: str) -> str:
+    """The ``== Configuration groups ==`` lines of ``--help`` (``group: option, ...``, sorted as
+    Hydra's own ``$APP_CONFIG_GROUPS``) for every group of the search path but Hydra's and
+    ``left_out``: the resolver ``fattorus_groups`` of the replay's help template, which leaves
+    out the QoS app's ``qos`` group. Read from Hydra's config loader at ``--help`` time, so a
+    policy exported into conf/policy/ or a user's search path is listed like Hydra's list."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.object_type import ObjectType
+
+    loader = GlobalHydra.instance().config_loader()
+
+    def groups(parent: str) -> list[str]:
+        found = []
+        for name in loader.list_groups(parent):
+            full = f"{parent}/{name}" if parent else name
+            if loader.get_group_options(full, ObjectType.CONFIG):
+                found.append(full)
+            if loader.get_group_options(full, ObjectType.GROUP):
+                found.extend(groups(full))
+        return found
+
+    shown = [g for g in groups("") if g.split("/")[0] != "hydra" and g not in left_out]
+    return "\n".join(f"{g}: {', '.join(sorted(loader.get_group_options(g)))}" for g in sorted(shown))
+
+
 def register() -> None:
     """Register the schema as ``fattorus_schema`` (used first in ``conf/config.yaml``) and the
     resolvers the results paths use (``fattorus_name``, ``fattorus_component``, ``fattorus_pid``,
-    ``fattorus_scale``, ``fattorus_policy``)."""
+    ``fattorus_scale``, ``fattorus_policy``) and ``--help``'s group list (``fattorus_groups``)."""
     ConfigStore.instance().store(name="fattorus_schema", node=Config)
     OmegaConf.register_new_resolver("fattorus_name", safe_name, replace=True)
     OmegaConf.register_new_resolver("fattorus_component", path_component, replace=True)
@@ -215,3 +240,4 @@ def register() -> None:
     OmegaConf.register_new_resolver("fattorus_pid", os.getpid, replace=True)
     OmegaConf.register_new_resolver("fattorus_scale", resolved_scale, replace=True)
     OmegaConf.register_new_resolver("fattorus_policy", policy_label, replace=True)
+    OmegaConf.register_new_resolver("fattorus_groups", config_groups, replace=True)
