@@ -207,6 +207,23 @@ def test_a_running_prisms_idle_routers_stay_held_until_its_job_ends(torus4):
     assert next(t for t in times if inside.fits(st.future(state, release <= t), 1)) == 5.0
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_long_backfill_keeps_off_the_heads_whole_prism_after_another_backfill_started(torus4, compiled):
+    """By hand on the 4x4x4 torus (2 nodes a router; extents 1, 2 or 4): A (20 nodes, 1,000 s)
+    starts at 1 s in a 16-router prism. B (96 nodes = 48 routers) needs the whole machine, the
+    only prism of 48 routers or more: blocked, shadow time 1,001 s (A's estimated end). C (16
+    nodes, 10 s, submitted at 5 s) ends by the shadow time and backfills at 5 s. D (16 nodes,
+    1,000 s, also at 5 s) would run past 1,001 s inside B's prism, which is the whole machine:
+    refused, so B starts at 1,001 s and D at 1,011 s, when B ends. Session 45's exploratory run
+    found D backfilled at 5 s and B delayed to 1,005 s: C's start forgot B's reserved prism,
+    and D was kept off the routers of B's reserved nodes only."""
+    submit, runtime, nodes = np.array([1.0, 2, 5, 5]), np.array([1000.0, 10, 10, 1000]), np.array([20, 96, 16, 16])
+    out = replay.simulate(submit, runtime, runtime.copy(), nodes, torus4, Prism(torus4), "easy", compiled=compiled)
+    assert out.start.tolist() == [1.0, 1001.0, 5.0, 1011.0]
+    assert out.backfilled.tolist() == [False, False, True, False]
+    assert out.shadow[1] == 1001.0
+
+
 def test_internal_jobs_that_would_outlive_their_host_go_elsewhere_with_internal_ends_first(torus4):
     """By hand on the 4x4x4 torus: job A (9 nodes, estimated to end at 100 s) leaves idle nodes
     in its prism. A one-node job ending by 50 s takes one of them under ``internal``; one ending

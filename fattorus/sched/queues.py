@@ -189,6 +189,17 @@ class Easy(Queue):
     def _backfill(replay: Replay, candidates: np.ndarray, res: Reservation, failures: FailureSizes,
                   now: float) -> bool:
         """Start the candidates EASY allows around ``res``, in queue order; True if any started."""
+        # The policy keeps R's record (a prism's extent) across the starts of this pass.
+        replay.policy.holding(res.nodes)
+        try:
+            return Easy._backfill_around(replay, candidates, res, failures, now)
+        finally:
+            replay.policy.holding(None)
+
+    @staticmethod
+    def _backfill_around(replay: Replay, candidates: np.ndarray, res: Reservation, failures: FailureSizes,
+                         now: float) -> bool:
+        """:meth:`_backfill`'s scan, while the policy holds ``res``."""
         jobs, policy, machine = replay.jobs, replay.policy, replay.machine
         reserved_mask = np.zeros(machine.topo.n_nodes, bool)
         reserved_mask[res.nodes] = True

@@ -33,6 +33,11 @@ Contract (checked for every registered policy × every topology in ``conf/topo``
   own record of running placements (a prism's extent is more than its nodes) what the
   engine did to the one real machine; default: nothing. Every other state a policy is asked
   about (a future machine, the machine with a reservation held) is a copy.
+* ``holding(nodes)``: EASY holds the blocked head's reserved nodes ``R`` (the placement
+  ``place`` returned on the future machine) for the backfill candidates that follow, across
+  the starts between them, until ``holding(None)``. A policy that keeps its own record of
+  placements keeps ``R``'s while it holds (a prism's extent: a long backfill job must keep off
+  the head's whole prism, not only ``R``'s nodes); default: nothing.
 * ``compiled_run(jobs, queue, usable, kind_nodes, runtime_at_start)``, where a policy gives it
   (not None), is the whole replay compiled: the same :class:`fattorus.sched.engine.Schedule`
   the engine's loop would reach with this policy (``prism``; tests compare every field).
@@ -133,6 +138,11 @@ class Policy(abc.ABC):
 
     def ended(self, nodes: np.ndarray) -> None:
         """The job on ``nodes`` ended and its nodes are free again. Default: nothing."""
+
+    def holding(self, nodes: np.ndarray | None) -> None:
+        """EASY holds ``nodes`` (the blocked head's reserved nodes, from :meth:`place` on the
+        future machine) for the backfill candidates that follow, across the starts between
+        them; None: the hold ended. Default: nothing."""
 
     def wake_time(self, submit_s: float) -> float | None:
         """First instant (s) at which a job submitted at ``submit_s`` gets more placements

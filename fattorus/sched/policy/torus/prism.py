@@ -307,6 +307,8 @@ class Prism(Policy):
         self._holder_until = np.full(topo.n_routers, np.inf)  # per router, its prism's job's estimated end (s)
         self.pending: dict[bytes, np.ndarray] = {}  # placements not started (yet)
         self.shape_of: dict[bytes, tuple[int, ...]] = {}  # pending placements' (x, y, z, a, b, c)
+        self._held_key: bytes | None = None  # the reservation EASY holds (see holding)
+        self._kept = False  # whether a forget kept it (then the hold's end drops it)
         # (job nodes, (x, y, z, a, b, c)) of every start, in order: what tests and reports read.
         self.started_prisms: list[tuple[np.ndarray, tuple[int, ...]]] = []
         # Machine key -> Machine (its content: free nodes and the routers recorded prisms own).
@@ -327,6 +329,7 @@ class Prism(Policy):
         self.machine, self.usable = machine, machine.free.copy()
         self._foreign = self._other_kind_routers()
         self.running, self.pending, self.shape_of, self.started_prisms = {}, {}, {}, []
+        self._held_key, self._kept = None, False
         self._holder = np.full(self.topo.n_routers, -1, np.int64)
         self._holder_until = np.full(self.topo.n_routers, np.inf)
         self._machines, self._keys, self._rev, self._usable = collections.OrderedDict(), {}, [0, 0], {}
@@ -377,11 +380,30 @@ class Prism(Policy):
             self._holder_until[routers] = np.inf
         self._forget()
 
+    def holding(self, nodes: np.ndarray | None) -> None:
+        """EASY holds the blocked head's reserved ``nodes`` (None: no longer): their pending
+        prism stays recorded across the backfill starts until then, so that a job that outlives
+        the shadow time keeps off the whole prism, not only off the routers of ``nodes`` (spec
+        `scheduling.md`: its placement must keep the head's future placement valid)."""
+        if nodes is None and self._kept:
+            # A start in the pass kept the reservation past a forget: drop it now, as any start
+            # would have (the next pass reserves on a new machine, maybe elsewhere).
+            self._held_key = None
+            self._forget()
+        self._held_key = None if nodes is None else _key(np.asarray(nodes))
+        self._kept = False
+
     def _forget(self) -> None:
-        """The running prisms changed: drop hypothetical placements. What was learnt about a
-        machine state stays true: it is keyed by the state's content (:meth:`_machine_key`)."""
+        """The running prisms changed: drop hypothetical placements but the held reservation's
+        (:meth:`holding`). What was learnt about a machine state stays true: it is keyed by the
+        state's content (:meth:`_machine_key`)."""
+        kept = self._held_key if self._held_key in self.pending else None
+        pending, shape_of = self.pending, self.shape_of
         self.pending, self.shape_of, self._keys = {}, {}, {}
-        self._rev = [self._rev[0] + 1, 0]
+        if kept is not None:
+            self.pending[kept], self.shape_of[kept] = pending[kept], shape_of[kept]
+        self._rev = [self._rev[0] + 1, 0 if kept is None else 1]
+        self._kept = kept is not None
 
     # Placement -------------------------------------------------------------------------------
     def place(self, state: st.MachineState, n: int, prefer: np.ndarray | None = None,

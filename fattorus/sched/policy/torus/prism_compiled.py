@@ -615,11 +615,11 @@ def _heap_pop(keys, vals, size):
 # jobs started, free usable nodes, the queue's window [lo, hi) of submitted jobs, the machine's
 # version (one more at each start and completion), the pass memo (queues.PassMemo: version, -1
 # none; head, -1 none; upto; whether failure sizes are kept), the reservation (queues.Reservation:
-# head, version, node count, whether its placement is still recorded) and the running jobs'
-# heap size. The reservation's shadow time is ``fscal[0]``.
+# head, version, node count; slot 12 unused since EASY holds the reservation's whole prism for
+# the whole pass, session 45) and the running jobs' heap size. The reservation's shadow time is ``fscal[0]``.
 _STARTED, _FREE, _LO, _HI, _VERSION = 0, 1, 2, 3, 4
 _MEMO_VERSION, _MEMO_HEAD, _MEMO_UPTO, _MEMO_FAIL = 5, 6, 7, 8
-_RES_HEAD, _RES_VERSION, _RES_N, _PENDING, _RUNNING = 9, 10, 11, 12, 13
+_RES_HEAD, _RES_VERSION, _RES_N, _RUNNING = 9, 10, 11, 13
 
 
 @numba.njit(cache=True)
@@ -732,7 +732,6 @@ def _complete(now, arrays, jobs, geo, scal):
         scal[_FREE] += nodes[j]
         _set_prism(until, prisms[j], geo[2], -np.inf)
         scal[_VERSION] += 1
-        scal[_PENDING] = 0
 
 
 @numba.njit(cache=True)
@@ -810,7 +809,7 @@ def _reserve(head, arrays, jobs, geo, search, scal, fscal):
         return _INCONSISTENT
     released = node_est_end <= shadow_t
     _prism_nodes(code, n, shapes, starts_t, dims, p, usable, released, _TRUE, res_nodes, res_prism)
-    scal[_RES_N], scal[_RES_HEAD], scal[_RES_VERSION], scal[_PENDING] = n, head, scal[_VERSION], 1
+    scal[_RES_N], scal[_RES_HEAD], scal[_RES_VERSION] = n, head, scal[_VERSION]
     fscal[0] = shadow_t
     return _OK
 
@@ -847,12 +846,9 @@ def _backfill(now, cand, arrays, jobs, geo, search, scal, res_shadow, now_m, now
                 fail_held[c] = min(n, fail_held[c])
         else:
             if not held_built:
+                # The reservation's whole prism, across this pass's starts too (Prism.holding).
                 held = (until > now) | foreign
-                if scal[_PENDING] != 0:  # the reservation's whole prism, still recorded
-                    _set_prism(held, res_prism, dims, True)
-                else:  # only the routers of its nodes
-                    for q in range(scal[_RES_N]):
-                        held[res_nodes[q] // p] = True
+                _set_prism(held, res_prism, dims, True)
                 held_m, held_built = _machine(held, dims, ru), True
             code = _place_code(held_m, n, search)
             if code == _NONE:
@@ -890,7 +886,6 @@ def _launch(j, code, now, prefer, use_prefer, arrays, jobs, geo, scal):
     scal[_RUNNING] = _heap_push(heap_t, heap_j, scal[_RUNNING], now + runtime[j], j)
     order[scal[_STARTED]] = j
     scal[_STARTED] += 1
-    scal[_PENDING] = 0
 
 
 # The Python side -------------------------------------------------------------------------------
