@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -421,6 +422,13 @@ def test_feature_takes_the_first_feature_with_enough_idle_nodes():
         Feature(T4, [{"origin": [0, 0, 0], "shape": [5, 1, 1]}])
     with pytest.raises(ValueError, match=r"three coordinates each\), got origin \[0, 0\] and shape \[4, 4, 4\]"):
         Feature(T4, [{"origin": [0, 0], "shape": [4, 4, 4]}])  # the origin is wrong, not the shape
+    # An origin off the machine moved the feature by wrapping (session 45): refused; one near a
+    # ring's end wraps as meant (x = 3, 0 on the 4-ring).
+    for off in ([9, 0, 0], [-3, 0, 0], [0, 4, 0]):
+        with pytest.raises(ValueError, match=re.escape(f"features[0] origin {off} must lie on the machine: 0..[3, 3, 3]")):
+            Feature(T4, [{"origin": off, "shape": [2, 2, 2]}])
+    wrapped = Feature(T4, [{"origin": [3, 0, 0], "shape": [2, 1, 1]}], min_nodes=1)
+    assert sorted(set(T4.router_coords(wrapped.features[0] // 2)[0].tolist())) == [0, 3]
 
 
 def test_feature_jobs_stay_in_one_feature_on_a_real_log():

@@ -61,6 +61,11 @@ class Feature(Policy):
                              f"coordinates each), got origin {origin} and shape {shape}")
         if not all(1 <= s <= d for s, d in zip(shape, dims)):
             raise ValueError(f"policy 'feature': features[{i}] shape {shape} must be 1..{list(dims)} per dimension")
+        # A feature may wrap around a ring (its origin near the end), but an origin past the
+        # ring is a typo that would silently move the feature (halo_study refuses it too).
+        if not all(0 <= o < d for o, d in zip(origin, dims)):
+            raise ValueError(f"policy 'feature': features[{i}] origin {origin} must lie on the machine: "
+                             f"0..{[d - 1 for d in dims]} per dimension")
         X, Y, Z = dims
         xs, ys, zs = ((o + np.arange(s)) % d for o, s, d in zip(origin, shape, dims))
         routers = ((xs[:, None, None] * Y + ys[None, :, None]) * Z + zs[None, None, :]).ravel()
