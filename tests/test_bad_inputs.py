@@ -225,6 +225,11 @@ CASES = [
     bad("run_dir_outside_results", "hydra.run.dir=mine: must lie under a results/ directory", "hydra.run.dir=mine"),
     bad("sweep_dir_outside_results", "hydra.sweep.dir=mine: must lie under a results/ directory", "--multirun",
         "hydra.sweep.dir=mine"),
+    # A file where the run's folder goes said only "File exists" / "Not a directory" (session 45).
+    bad("run_dir_is_a_file", "hydra.run.dir=results/f/sub: results/f is a file, not a folder", "hydra.run.dir=results/f/sub",
+        files={"log.swf": _log(), "results/f": "x"}),
+    bad("sweep_dir_is_a_file", "hydra.sweep.dir=results/f: results/f is a file, not a folder", "--multirun",
+        "hydra.sweep.dir=results/f", files={"log.swf": _log(), "results/f": "x"}),
     # Hydra's other output paths wrote outside the results (session 42's exploratory run): the
     # config copy, a trial's folder, a log file.
     bad("output_subdir_leaving_the_run", "hydra.output_subdir=../../../evil: must be a folder inside the run's",

@@ -36,6 +36,11 @@ def refuse_outside_results(config: DictConfig, key: str) -> None:
     if where is not None and not paths.under_results(where):
         raise Refusal(f"{key}={where}: must lie under a results/ directory (nothing is written outside the results; "
                       f"e.g. {key}={where.parent / 'results' / where.name})")
+    # A file where a folder must be made: said as such, not as the OS's "File exists" later.
+    blocking = None if where is None else next((p for p in (where, *where.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise Refusal(f"{key}={where}: {blocking} is a file, not a folder; name a folder there (or leave {key} out "
+                      "for a new one)")
 
 
 def _raw(config: DictConfig, key: str) -> str | None:
