@@ -182,6 +182,9 @@ CASES = [
     bad("default_policy_on_a_torus", "(policy 'ta' is the default: choose one with policy=NAME)", "+topo=torus8",
         "workload=atlas"),
     bad("speedup_unknown", "Available options in 'speedup'", "+speedup=nosuch"),
+    # A documented bin key the shipped scenarios leave out: "unknown setting ... lo, hi" (session 45).
+    bad("speedup_bin_p_without_plus", "speedup.classes[0].bins[0].p: the shipped scenario's bins have no p",
+        "+speedup=v2", "speedup.classes.0.bins.0.p=0.3"),
     bad("fit_log_nodes_zero", "workload.log_nodes=0: give the log's machine size", "workload.scale=fit",
         "workload.log_nodes=0"),
     bad("model_unknown_pattern", "unknown pattern 'foo' in speedup.patterns", "+speedup=model", "speedup.patterns='foo=1'"),

@@ -102,6 +102,9 @@ def test_each_trial_equals_the_single_run_with_its_seed(runs, policy):
     (["trials=abc"], "trials"),
     (["trials=2", "policy=to_random"], "batched engine"),
     (["trials=2", "+speedup=model"], "speedup=model"),
+    # trials=2 lies in the range the line named; the seeds' end was the limit (session 45)
+    (["trials=3", "seed=4294967294"], "trials=3 with seed=4294967294: the trials' seeds seed .. seed + trials - 1 "
+                                      "must stay <= 4294967295, so at most 2 trial(s) from this seed"),
 ])
 def test_what_the_batched_engine_cannot_do_is_one_line(tmp_path, args, words):
     base = [a for a in BASE if not (a.startswith("+speedup") and any(x.startswith("+speedup") for x in args))]

@@ -237,6 +237,10 @@ def hydra_error(err: BaseException) -> str:
         # a config without a schema (the QoS app's, a machine's): the node where the lookup
         # failed names the closest key it holds
         full, name, known = missing
+        if name == "p" and re.fullmatch(r"speedup\.classes\[\d+\]\.bins\[\d+\]\.p", full):
+            # A documented key that the shipped scenarios leave out (uniform bins): appended.
+            return (f"{full}: the shipped scenario's bins have no p (a bin's probability; without it the bins are "
+                    f"equally likely): add it with '+', to every bin of the class: +{asked.group(1)}=...")
         why = unknown_setting([name], known, full[:len(full) - len(name)])
         if why:
             return why

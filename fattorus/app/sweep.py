@@ -136,8 +136,11 @@ def check_settings(cfg: DictConfig) -> None:
     if not 0 <= int(seed) <= SEED_MAX:
         raise UserError(f"seed={seed}: choose an integer between 0 and {SEED_MAX}")
     trials = cfg.get("trials", 1)
-    if not isinstance(trials, int) or not 1 <= trials <= TRIALS_MAX or int(seed) + trials - 1 > SEED_MAX:
-        raise UserError(f"trials={trials}: choose an integer between 1 and {TRIALS_MAX} (seed + trials - 1 <= {SEED_MAX})")
+    if not isinstance(trials, int) or not 1 <= trials <= TRIALS_MAX:
+        raise UserError(f"trials={trials}: choose an integer between 1 and {TRIALS_MAX}")
+    if int(seed) + trials - 1 > SEED_MAX:  # trial t draws with seed + t
+        raise UserError(f"trials={trials} with seed={seed}: the trials' seeds seed .. seed + trials - 1 must stay "
+                        f"<= {SEED_MAX}, so at most {SEED_MAX - int(seed) + 1} trial(s) from this seed")
     # Checked here too, not only where a run meets them (the results path, the log's window):
     # fattorus.study's check of every block before the first then refuses them in one line.
     from fattorus import workload
