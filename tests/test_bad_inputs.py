@@ -182,6 +182,9 @@ CASES = [
     bad("default_policy_on_a_torus", "(policy 'ta' is the default: choose one with policy=NAME)", "+topo=torus8",
         "workload=atlas"),
     bad("speedup_unknown", "Available options in 'speedup'", "+speedup=nosuch"),
+    # A path with '=' in it got Hydra's "mismatched input '=' expecting <EOF>" alone (session 45).
+    bad("log_path_with_equals", "'workload.path=a=b.swf' ('=' in its value): quote the value inside shell quotes",
+        "workload.path=a=b.swf"),
     # A documented bin key the shipped scenarios leave out: "unknown setting ... lo, hi" (session 45).
     bad("speedup_bin_p_without_plus", "speedup.classes[0].bins[0].p: the shipped scenario's bins have no p",
         "+speedup=v2", "speedup.classes.0.bins.0.p=0.3"),

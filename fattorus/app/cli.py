@@ -253,6 +253,13 @@ def hydra_error(err: BaseException) -> str:
             return f"Hydra cannot read the override {unread.group(1)!r}: give the full path (a '~' left unexpanded)"
         return (f"Hydra cannot read the override {unread.group(1)!r}: quote its value inside shell quotes, "
                 f"e.g. '{key}=\"{value}\"'")
+    mismatched = re.match(r"mismatched input '(.+?)' expecting", text)
+    culprit = None if mismatched is None else next(
+        (a for a in sys.argv[1:] if "=" in a and mismatched.group(1) in a.partition("=")[2]), None)
+    if culprit is not None:  # e.g. a path with '=' in it: Hydra's grammar error names no override
+        key, _, value = culprit.partition("=")
+        return (f"Hydra cannot read the override {culprit!r} ({mismatched.group(1)!r} in its value): quote the value "
+                f"inside shell quotes, e.g. '{key}=\"{value}\"'")
     return f"{squash(err)}{f' ({squash(cause)})' if cause else ''}"
 
 
