@@ -1,9 +1,10 @@
 """Compare the policies of a study, per workload: ``python -m fattorus.app.compare RESULTS_DIR``.
 
 Reads every finished trial under ``RESULTS_DIR`` (``summary.json`` + ``jobs.parquet``) and
-writes one Markdown table per workload (``compare.md`` in ``RESULTS_DIR``, atomically; also
-printed): jobs, mean wait, utilization (the torus paper's *scheduling efficiency*), mean APH
-(all jobs, and jobs of at least ``--large`` nodes), the mean over those large jobs of each
+writes one Markdown table per workload (``compare.md`` in ``RESULTS_DIR``, or ``--out``,
+atomically; also printed): jobs, mean wait (hours, rounded as the report rounds them),
+utilization (the torus paper's *scheduling efficiency*), mean APH (all jobs, and jobs of at
+least ``--large`` nodes), the mean over those large jobs of each
 job's maximum hops, the share of jobs whose
 routes share a link with a concurrent job (``exposed``), the mean bounding-box fill where the
 machine reports one, and the **break-even speedup** against a reference policy. Runs made
@@ -26,21 +27,32 @@ trials' jobs carry submit, start and end times, the tables also give the **stead
 utilization** — over :func:`fattorus.analysis.metrics.steady_window`, from a quarter into the
 submission span to the last submission: the paper's "steady state scheduling efficiency",
 without the empty machine's fill-up and the final drain — and the break-even speedup from it.
-The reference must be one of the study's arms, named by its label or by the start of the only
-label of a table that begins with it (``to`` for ``to speedup=none``; each workload's table
+Both break-evens presume the row ran the reference's run times: a row of another speedup
+scenario than the reference's (another ``config.speedup``, or the same one with other
+``config.speedup_edits``; two ``speedup=model`` arms are alike) has "–" there and one line
+under the table says why (a ``v2`` arm against a ``none`` reference gave about ``v2``'s own
+speedup, 1.16 on sweeps/smoke.yaml, not what its placements cost).
+The reference must be one of the study's arms, named by its label or by its first whole words
+where they begin only one label of a table (``to`` for ``to speedup=none``, but ``t`` names
+no arm and ``ta`` not ``ta_tuned_x``; each workload's table
 resolves it among its own arms, so ``to`` may be ``to speedup=none`` in one and ``to
 speedup=v2`` in another): a ``--reference`` that names no arm, or several of one table, is refused
-(exit 2, the labels present listed). The default reference is first fit over the ALPS
-ordering (the torus paper's), else ``to`` (the fat-tree paper's topology-oblivious policy);
-when neither names one arm, the tables have no break-even column and one note on stderr says
-how to pick one. A workload without the reference arm gets no break-even column either.
+(exit 2, the labels present listed, and how many labels begin with it inside a word). The
+default reference is first fit over the ALPS ordering (the torus paper's), else ``to`` (the
+fat-tree paper's topology-oblivious policy); when neither names one arm, the tables have no
+break-even column and one note on stderr says how to pick one. A workload without the
+reference arm gets no break-even column either.
 Folders whose ``summary.json`` has no ``config`` (QoS, network or dragonfly study results) are
 not replay trials: they are skipped and counted, not reported as damaged.
 Needs no ``conf/``: everything comes from the trials' own files.
+Nothing is written outside a ``results/`` directory (:func:`fattorus.paths.under_results`, as
+every ``--out``): for a ``RESULTS_DIR`` elsewhere the tables are printed, no ``compare.md``
+written, and one note says so and how to keep them (``--out results/NAME.md``); an ``--out``
+outside ``results/`` (or neither a folder nor a ``.md`` file) is refused, exit 2.
 
 Exit status: 0 done; 2 a usage or input mistake (no results directory, no finished trial, a
-``--reference`` naming no arm); 1 ``compare.md`` cannot be written (the environment, as in the
-studies); 141 the reader of stdout went away (``... | head -1``), quietly, ``compare.md``
+``--reference`` naming no arm, an ``--out`` refused); 1 ``compare.md`` cannot be written (the
+environment, as in the studies); 141 the reader of stdout went away (``... | head -1``), quietly, ``compare.md``
 already written (:func:`fattorus.args.run_piped`).
 """
 
@@ -62,12 +74,13 @@ from typing import Any
 
 import polars as pl
 
+from fattorus import paths
 from fattorus.analysis import metrics
 from fattorus.args import OneLineParser, run_piped
 from fattorus.files import atomic_write
-from fattorus.report.labels import policy_name
-from fattorus.report.load import (WORKLOAD_SETTINGS, arm_settings, disambiguate, trial_draws_note, trials_n,
-                                  with_arm_settings, workload_settings)
+from fattorus.report.labels import fmt_hours, policy_name
+from fattorus.report.load import (WORKLOAD_SETTINGS, arm_settings, disambiguate, speedup_text, trial_draws_note,
+                                  trials_n, with_arm_settings, workload_settings)
 
 
 #: The command's name, first word of its error, note and interrupt lines.
@@ -118,19 +131,34 @@ def arm_labels(summaries: list[dict[str, Any]]) -> list[str]:
 
 
 def _hours(h: float) -> str:
-    """A mean wait in hours for the table: two decimals, or three significant digits under
-    0.01 h (a light load's 17.9 s read 0.00 h)."""
-    return f"{h:.2f}" if h >= 0.01 or h == 0 else f"{h:.3g}"
+    """A mean wait in hours for the table, rounded as the report rounds it
+    (:func:`~fattorus.report.labels.fmt_hours`: ``295``, ``12.3``, ``0.98``, two significant
+    digits under 0.1 h, so a light load's 17.9 s is ``0.005``, not ``0.00``): one study's wait
+    read ``0.00927`` here and ``0.0093`` in its report."""
+    return fmt_hours(h)
 
 
 def resolve_reference(arms: list[str], reference: str) -> str | None:
     """The arm ``reference`` names: the arm of exactly that label, else the only arm whose label
-    is ``reference`` followed by settings (``to`` for ``to speedup=none`` where the table shows
-    every run's scenario); None if it names no arm, or several."""
+    begins with ``reference`` as whole words, i.e. is ``reference`` followed by a space and
+    settings (``to`` for ``to speedup=none`` where the table shows every run's scenario); None
+    if it names no arm, or several. Whole words, not any start: ``ta`` must not name
+    ``ta_tuned_x`` (another policy config) where no plain ``ta`` ran."""
     if reference in arms:
         return reference
     longer = {arm for arm in arms if arm.startswith(reference + " ")}
     return longer.pop() if len(longer) == 1 else None
+
+
+def _no_arm(reference: str, labels: list[str]) -> str:
+    """Why ``reference`` names no arm, for its error line: it is no label nor a label's first
+    whole words, and, where labels begin with it only inside a word (``t`` of ``ta speedup=v2``),
+    how many: the rule users are likeliest to have assumed (any start) is not the rule."""
+    inside = sorted({lab for lab in labels if lab.startswith(reference)})
+    if not inside:
+        return "matches no arm (no label is it or begins with it)"
+    return (f"matches no arm: {len(inside)} label(s) begin with it only inside a word (a reference is a whole "
+            "label or its first whole words)")
 
 
 def _named_reference(groups: Mapping[str, list[str]], reference: str, given: bool) -> tuple[dict[str, str], int]:
@@ -146,9 +174,9 @@ def _named_reference(groups: Mapping[str, list[str]], reference: str, given: boo
     several = {wl: arms for wl, arms in several.items() if len(arms) > 1}
     if given and (several or not named):
         where = next(iter(several), None)
-        why = (f"names {len(several[where])} arms{f' of {where}' if len(groups) > 1 else ''}" if where is not None
-               else "matches no arm")
         every = sorted({arm for arms in groups.values() for arm in arms})
+        why = (f"names {len(several[where])} arms{f' of {where}' if len(groups) > 1 else ''}"
+               if where is not None else _no_arm(reference, every))
         print(f"{PROG}: error: --reference '{reference}' {why}; labels present: {_quoted(every)}", file=sys.stderr)
         return named, 2
     for arm in sorted(set(named.values()) - {reference}):
@@ -260,7 +288,7 @@ def _seed_order(r: dict[str, Any]) -> tuple[bool, Any]:
 
 #: What ``--help`` says the command does.
 DESCRIPTION = ("Compare the policies of a study, per workload: one table per workload, printed and written to "
-               "compare.md in the results directory.")
+               "compare.md in the results directory (or --out; nothing is written outside a results/ directory).")
 
 
 def _cell(value: float | None, spec: str) -> str:
@@ -277,7 +305,13 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
     A workload without one gets no break-even column: a column of ``nan`` would read as a result. Where the reference arm
     ran with several seeds, a row is compared with the reference's run of its own seed (the
     same workload draw); a row whose seed the reference lacks is compared with the
-    reference's first seed and marked ``†``, with a line under the table saying so.
+    reference's first seed and marked ``†``, with a line under the table saying so. A row
+    whose run times are not the reference's in kind (another speedup scenario, or the same
+    one edited otherwise: its ``scenario``, :func:`~fattorus.report.load.speedup_text`) gets
+    "–" in both break-even cells, with one line under the table saying why: the break-even
+    presumes the arm ran the reference's run times, and a ``v2`` arm against a ``none``
+    reference gave about the scenario's own speedup (1.16 on sweeps/smoke.yaml), not what
+    its placements cost.
     """
     out = []
     for wl in sorted({r["workload"] for r in rows}):
@@ -300,27 +334,42 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
                 f"mean max hops (>= {large} nodes) | exposed | bbox fill |{even_head}",
                 f"|---|---:|---:|---:|{eff_rule}---:|---:|---:|---:|---:|{even_rule}"]
         fallback = False
+        other_times: set[str] = set()  # the scenarios of the rows left without a break-even
         for r in group:
             eff = f" {_cell(r.get('system_eff'), '.1%')} |" if modelled else ""
             line = (f"| {r['policy']} | {r['jobs']} | {_hours(r['wait_h'])} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
                     f"{_cell(r['aph_large'], '.2f')} | {_cell(r['max_hops_large'], '.1f')} | {r['exposed']:.1%} | "
                     f"{_cell(r['bbox_fill'], '.2f')} |")
-            mine, mark = None, ""
+            mine, mark, alike = None, "", True
             if ref:
                 mine = next((x for x in refs if x.get("seed") == r.get("seed")), None)
                 if mine is None:  # no reference run of this seed: its first seed's, marked
                     mine, mark = ref, "†" if len(refs) > 1 else ""
-                    fallback |= bool(mark)
-                even = mine["util"] / r["util"] if r["util"] > 0 else float("nan")
+                # s* = U_ref / U_row presumes the row ran the reference's run times; under
+                # another scenario its jobs were already sped up (or slowed), and the ratio is
+                # mostly that assumed speedup: no value rather than a misleading one.
+                alike = r.get("scenario") == mine.get("scenario")
+                if not alike:
+                    other_times.add(str(r.get("scenario")))
+                    mark = ""
+                fallback |= bool(mark)
+                even = mine["util"] / r["util"] if alike and r["util"] > 0 else float("nan")
                 line += f" {_cell(even, '.3f')}{mark} |"
             if steady:
                 line += f" {_cell(r['steady_util'], '.1%')} |"  # NaN: a window too short to have a steady part
                 if mine is not None:
-                    even = mine["steady_util"] / r["steady_util"] if r["steady_util"] > 0 else float("nan")
+                    even = (mine["steady_util"] / r["steady_util"] if alike and r["steady_util"] > 0
+                            else float("nan"))
                     line += f" {_cell(even, '.3f')}{mark} |"
             out.append(line)
         if fallback:
             out += ["", f"† against the reference's seed={ref.get('seed')} run: it has no run of the row's seed."]
+        if other_times:
+            scenarios = ", ".join(sorted(other_times))
+            out += ["", f"Break-even left – for rows run under speedup={scenarios} (the reference: "
+                        f"speedup={ref.get('scenario')}): their run times are not the reference's, so the utilization "
+                        "ratio would mostly be the speedup one scenario assumes over the other, not what the "
+                        "placements cost (compare them with a reference of their own scenario: --reference)."]
         if steady:
             out += ["", f"Steady utilization: the window from {metrics.STEADY_WARMUP:.0%} into the submission span to the "
                         "last submission (no fill-up, no drain; `metrics.steady_window`)."]
@@ -390,13 +439,15 @@ def check_reference(rows: list[dict[str, Any]], reference: str, named: Mapping[s
     with one note saying how to choose a reference. Workloads lacking a reference that other
     workloads have get a note naming them (their tables have no break-even column).
     """
-    labels = _quoted(sorted({r.get("arm", r["policy"]) for r in rows}))
+    arms = sorted({r.get("arm", r["policy"]) for r in rows})
+    labels = _quoted(arms)
     workloads = {r["workload"] for r in rows}
     present = {(r["workload"], r.get("arm", r["policy"])) for r in rows}
     refs = {wl: arm for wl, arm in named.items() if (wl, arm) in present}
     if not refs:
-        if given:
-            return {}, [f"{PROG}: --reference '{reference}' matches no arm; labels present: {labels}"], 2
+        if given:  # its only arms were damaged trials: the same one error line as before reading them
+            return {}, [f"{PROG}: error: --reference '{reference}' {_no_arm(reference, arms)}; "
+                        f"labels present: {labels}"], 2
         return {}, [f"{PROG}: note: no break-even column: {_defaults_named(rows)}; choose one with "
                     f"--reference LABEL (labels present: {labels})"], 0
     lacking = []
@@ -415,11 +466,40 @@ def _parser() -> OneLineParser:
     p.add_argument("results", type=Path, help="a study's results directory (results/sweeps/NAME)")
     # default None, not the label itself: a reference the user gave must match an arm, the default need not
     p.add_argument("--reference", default=None,
-                   help="the arm to compare against: its label, or the start of the only label that begins with it "
+                   help="the arm to compare against: its label, or its first whole words where they begin only one "
+                        "label of a table ('to' for 'to speedup=none'; part of a word names none: 't' is not 'ta', "
+                        "'ta' not 'ta_tuned_x') "
                         f"(default: '{DEFAULT_REFERENCE}', first fit over the ALPS default ordering, where the study "
                         "has that arm, else 'to', the topology-oblivious policy)")
     p.add_argument("--large", type=int, default=1024, help="jobs of at least this many nodes count as large (>= 1)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where to write the tables (a .md file, or a folder to hold compare.md), under a results/ "
+                        "directory (default RESULTS/compare.md; not written where RESULTS lies outside results/)")
     return p
+
+
+def _target(results: Path, out: Path | None) -> tuple[Path | None, str | None, int]:
+    """Where compare.md goes, the line to print about it (stderr) and an exit code (2: refused).
+
+    Nothing is written outside the results (:func:`fattorus.paths.under_results`, the rule of
+    every command's ``--out``): an ``--out`` elsewhere is a usage mistake (exit 2, before any
+    trial is read); a ``RESULTS`` folder elsewhere (a copy in /tmp, a colleague's folder) is
+    still compared, its tables printed, but no file is written into it, with a note saying how
+    to keep them. ``--out`` naming a folder gets ``compare.md`` inside it.
+    """
+    if out is not None:
+        if not paths.under_results(out):
+            return None, (f"{PROG}: error: --out {out}: must lie under a results/ directory (nothing is written "
+                          "outside the results)"), 2
+        if out.is_dir():
+            return out / "compare.md", None, 0
+        if out.suffix != ".md":  # never over a run's summary.json or jobs.parquet by a slip
+            return None, f"{PROG}: error: --out {out}: give a .md file or a folder (for compare.md)", 2
+        return out, None, 0
+    if not paths.under_results(results):
+        return None, (f"{PROG}: note: compare.md not written: {results} is not under a results/ directory (nothing "
+                      "is written outside the results); to keep the tables add --out results/NAME.md"), 0
+    return results / "compare.md", None, 0
 
 
 def _summaries(results: Path) -> tuple[list[tuple[Path, dict[str, Any]]], int, list[Path]]:
@@ -454,6 +534,10 @@ def main(argv: list[str] | None = None) -> int:
         why = "not a directory (give a study's results directory)" if a.results.exists() else "no such results directory"
         print(f"{PROG}: error: {a.results}: {why}", file=sys.stderr)
         return 2
+    target, said, code = _target(a.results, a.out)
+    if code:
+        print(said, file=sys.stderr)
+        return code
     # First the summaries only (cheap): a --reference naming no arm is refused before any jobs.parquet is read.
     found, skipped, others = _summaries(a.results)
     labels = arm_labels([summary for _, summary in found])
@@ -467,8 +551,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for trial, summary, lab, wl in trials:
         try:
+            # scenario: the kind of run times the row ran (the break-even compares only alike ones)
             rows.append({**_row(summary, trial / "jobs.parquet", a.large), "policy": lab, "workload": wl,
-                         "seed": summary["config"].get("seed")})
+                         "seed": summary["config"].get("seed"), "scenario": speedup_text(summary["config"])})
         except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as err:
             skipped += 1
             _warn_skipped(trial, err)
@@ -501,7 +586,10 @@ def main(argv: list[str] | None = None) -> int:
     by_app = app_table(rows, refs)
     if by_app:
         text += "\n" + by_app
-    target = a.results / "compare.md"
+    if target is None:  # RESULTS lies outside results/: printed only (the note says how to keep it)
+        print(said, file=sys.stderr)
+        print(text)
+        return 0
     try:
         atomic_write(target, text + "\n")
     except OSError as err:
