@@ -392,6 +392,20 @@ x9|bad|bob|chem|2024-01-02T03:16:05|None|2024-01-02T03:18:05|00:00:00|30:00|2|16
 """
 
 
+def test_a_sacct_job_id_past_int64_is_out_of_range(tmp_path):
+    """docs/workloads.md: a job id beyond Int64 is ``integer out of range``; a plain id of 2^63
+    was reported as ``bad job id`` (session 45). 2^63 - 1 is read as it is."""
+    head, row = SACCT.splitlines()[:2]
+    rest = row.partition("|")[2]
+    path = tmp_path / "sacct.txt"
+    path.write_text(f"{head}\n{2**63}|{rest}\n{2**63 - 1}|{rest}\n")
+    wl = W.load(path)
+    assert wl.skipped.counts == {"integer out of range": 1}
+    (entry,) = wl.skipped.entries
+    assert entry.line == 2 and str(2**63) in str(entry)
+    assert wl.jobs["job_id"].to_list() == [2**63 - 1]
+
+
 def test_sacct_fixture(tmp_path):
     path = tmp_path / "sacct.txt"
     path.write_text(SACCT)

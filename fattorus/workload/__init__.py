@@ -592,6 +592,8 @@ def _parse_sacct(text: str, file: str, cores_per_node: int | None,
         (pl.col("n_fields") == expected, ("wrong field count", n_fields)),
         (jid != c["jobid"][2:], ("repeated header", pl.lit(""))),
         (~jid.str.contains(r"^\d+_\["), ("unexpanded array range", field("jobid"))),
+        # A plain id of digits that Int64 cannot hold: out of range (the reason docs/workloads.md gives), not "bad".
+        (~(jid.str.contains(r"^\d+$") & plain.is_null()), ("integer out of range", field("jobid"))),
         (job_id.is_not_null(), ("bad job id", field("jobid"))),
     ]
     checks += [(ok, ("unparseable time", field(k))) for k, (_, ok) in times.items()]
