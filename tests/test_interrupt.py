@@ -14,11 +14,11 @@ import pytest
 from fattorus import interrupt
 
 
-def _python(code: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
+def _python(code: str, env: dict | None = None, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
     import os
 
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def test_a_ctrl_c_while_starting_is_one_line_and_130():
@@ -215,6 +215,25 @@ def test_an_interrupted_single_run_says_it_kept_nothing(tmp_path):
     assert out.returncode == 130 and "Traceback" not in out.stderr
     assert out.stderr == "fattorus.sweep: interrupted; a single run writes its results when it ends: nothing was kept\n"
     assert not (tmp_path / "results").exists()  # its stub directory is gone, and the folders it made for it
+
+
+def test_an_interrupted_single_run_leaves_without_waiting_for_its_threads(tmp_path):
+    """A single run's Ctrl-C leaves without the interpreter's teardown: a ``trials=N`` batch's
+    worker threads may be inside XLA, and a teardown that met them aborted now and then (exit
+    134; session 45's exploratory run). A thread that would run 100 s more stands in for them:
+    a teardown would wait for it (timeout); leaving at once does not."""
+    out = _python("""
+        import os, signal, sys, threading, time
+        from fattorus.app import sweep
+        def run(cfg, out_dir):
+            threading.Thread(target=time.sleep, args=(100,)).start()  # not a daemon: a teardown joins it
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        sweep.run = run
+        sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false"]
+        sweep.main()
+    """, cwd=tmp_path, timeout=40)
+    assert out.returncode == 130 and "nothing was kept" in out.stderr, out.stderr
 
 
 def test_an_interrupted_single_run_takes_away_the_directories_it_made(tmp_path):

@@ -472,7 +472,8 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
     ``exit_at_once``: after a Ctrl-C, leave without the interpreter's teardown (``os._exit``,
     streams flushed first). For a single-process app holding JAX work: tearing it down after an
     interrupt crashed now and then (SIGSEGV, 1 of 4 tries of ``fattorus.qos``), turning exit
-    status 130 into 139. Not for the replay app, whose multirun workers are stopped at exit."""
+    status 130 into 139; the replay's single runs too (a ``trials=N`` batch's threads inside
+    XLA: exit 134). Not for a multirun, whose launcher's workers are stopped at exit."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 

@@ -786,8 +786,13 @@ def main() -> None:
         sys.stderr.write(f"fattorus.sweep: error: {problem}\n")
         sys.exit(2)
     devices.use_cpu_cores()  # trials=N splits its batches over them
+    # A single run leaves a Ctrl-C without the interpreter's teardown, as the QoS app does: a
+    # trials=N batch's worker threads may still be inside XLA, and a teardown that met them
+    # aborted now and then (exit 134, "FATAL: exception not rethrown"; session 45's exploratory
+    # run, 2 of ~25 tries). A multirun's teardown stops its launcher's workers: kept.
     cli.run_main(_app, "fattorus.sweep", (UserError,), (RunError,), single=NOTHING_KEPT,
-                 interrupted="finished runs (and a trials=N run's finished batches) are kept")
+                 interrupted="finished runs (and a trials=N run's finished batches) are kept",
+                 exit_at_once=not cli.is_multirun(sys.argv[1:]))
 
 
 if __name__ == "__main__":
