@@ -63,8 +63,9 @@ def argv(d: Path, name: str, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def study_dir(tmp_path_factory) -> tuple[Path, int]:
     """A study run twice: 6 trials by two worker processes, then 3 more in-process (seed 8:
-    the first worker's first draw and one of the rerun's wait 2 % and 8 % less than the
-    paper's defaults, so the tuned config is another)."""
+    trials 1 and 3, drawn by the workers, wait 2 % and 8 % less than the paper's defaults, so
+    the tuned config is another; each trial's draw is seeded by its number, so which worker
+    ran it does not matter)."""
     d = tmp_path_factory.mktemp("tune")
     tune.main(argv(d, "t", "--trials", "6", "--jobs", "2", "--seed", "8"))
     first = len(optuna.load_study(study_name="t", storage=f"sqlite:///{d}/results/t.db").trials)
@@ -123,12 +124,16 @@ def test_export_and_comparison_match_independent_replays(study_dir, cab, jobs):
 
 def test_exported_config_runs_in_the_app(study_dir):
     d, _ = study_dir
-    exported = yaml.safe_load((d / "conf" / "policy" / "ta_tuned_t.yaml").read_text())
+    text = (d / "conf" / "policy" / "ta_tuned_t.yaml").read_text()
+    exported = yaml.safe_load(text)
     report = json.loads((d / "results" / "out" / "t" / "comparison.json").read_text())
     tuned = {r["arm"]: r for r in report["rows"]}["tuned"]
     run_dir = d / "results" / "app_run"
-    proc = forkcli.run("fattorus.sweep", ["+topo=cab", "policy=ta_tuned_t", f"sched={tuned['sched']}",
-                                          "workload.scale=2", f"workload.window_start_days={TEST[0]:g}",
+    # The command the header gives, on the test window.
+    command = _header_command(text)
+    assert command == ["+topo=cab", "policy=ta_tuned_t", f"sched={tuned['sched']}", "workload=atlas",
+                       "workload.scale=2"]
+    proc = forkcli.run("fattorus.sweep", [*command, f"workload.window_start_days={TEST[0]:g}",
                                           f"workload.window_days={TEST[1] - TEST[0]:g}", "progress=false",
                                           f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={run_dir}"],
                        cwd=ROOT, env={**os.environ, "WANDB_SILENT": "true"}, timeout=300)
@@ -172,14 +177,14 @@ def test_pooled_metrics_are_summary_values_for_one_window_and_pool_jobs_for_seve
 def test_multi_objective_exports_the_best_wait_no_more_exposed_than_the_paper(tmp_path):
     # One training window (a multi-objective study prunes nothing: windows add only replays).
     tune.main([*argv(tmp_path, "m", "--multi", "mean_wait,exposure", "--trials", "4", "--test", "none",
-                     "--sampler", "random", "--seed", "4"), "--train", "9:10"])
+                     "--sampler", "random", "--seed", "2"), "--train", "9:10"])
     study = optuna.load_study(study_name="m", storage=f"sqlite:///{tmp_path}/results/m.db")
     assert len(study.directions) == 2 and len(study.trials) == 4
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     base = done[0]
     assert tune.decode(base.params) == (PAPER, "easy") and base.values[1] == 0.0
     # Independent reference: over all finished trials (not only the front), the best mean
-    # wait among those no more exposed than the paper's policy (seed 4: the paper's and one
+    # wait among those no more exposed than the paper's policy (seed 2: the paper's and one
     # other, unexposed and waiting longer; one of the others waits less, exposed).
     eligible = [t for t in done if t.values[1] <= base.values[1]]
     assert len(eligible) >= 2
@@ -408,3 +413,153 @@ def test_pick_without_multi_is_refused(tmp_path):
     assert tune.parse_args([*common, "--multi", "mean_wait,exposure", "--pick", "knee"]).pick == "knee"
     assert tune.parse_args([*common, "--multi", "mean_wait,exposure"]).pick == "constrained"
     assert tune.parse_args(common).pick == "constrained"
+
+
+# --- A busy little log: studies of a fraction of a second a trial ---
+# 40 jobs on ft6 (18 nodes), one every 10 minutes, 1-9 nodes at 2 cores per node (x1.5: 2-14
+# nodes), running 0.5-1.5 h: they queue for hours, and EASY waits less than FCFS.
+BUSY = "; MaxProcs: 36\n; MaxNodes: 18\n" + "".join(
+    f"{i} {i * 600} 0 {1800 * (1 + i % 3)} {2 * (1 + (i * 7) % 9)} -1 -1 {2 * (1 + (i * 7) % 9)} {3600 * (1 + i % 3)}"
+    " -1 1 1 1 -1 -1 -1 -1 -1\n" for i in range(1, 41))
+
+
+def busy_argv(d: Path, log: Path, name: str, *extra: str) -> list[str]:
+    """The tuner on the busy log: ft6, 2 cores per node, x1.5, one training window of 6 hours."""
+    return ["--name", name, "--topo", "ft6", "--workload", str(log), "--cores-per-node", "2", "--scale", "1.5",
+            "--train", "0:0.25", "--test", "none", "--storage", f"sqlite:///{d}/results/{name}.db",
+            "--export", str(d / "conf" / "policy" / f"ta_tuned_{name}.yaml"), *extra]
+
+
+@pytest.fixture
+def busy_log(tmp_path) -> Path:
+    # A folder with a space and a quote: the header's command must quote the path.
+    p = tmp_path / "job logs" / "busy's.swf"
+    p.parent.mkdir()
+    p.write_text(BUSY)
+    return p
+
+
+def test_a_resumed_study_draws_what_an_uninterrupted_one_draws(tmp_path, busy_log):
+    """docs/tuning.md: with --jobs 1 a study is a function of --seed and its storage. A study
+    run as 2 + 2 + 2 trials (three runs of the command) drew other points from its third
+    trial on than the same study run as 6 at once: each run seeded a new sampler, which
+    started a new random stream (an exploratory user test). Trial 0 is the paper default."""
+    def trials(name: str, *runs: int) -> list[tuple]:
+        for n in runs:
+            tune.main(busy_argv(tmp_path, busy_log, name, "--trials", str(n), "--seed", "3"))
+        study = optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/results/{name}.db")
+        return [(t.number, t.state, t.params, t.value) for t in study.trials]
+
+    once, resumed = trials("once", 6), trials("resumed", 2, 2, 2)
+    assert len(once) == 6 and resumed == once
+    assert len({str(t[2]) for t in once}) >= 4  # drawn points, not one repeated
+    assert len({t[3] for t in once}) >= 2  # ...that the replays tell apart
+
+
+def _analytic(trial: optuna.Trial, n_objectives: int) -> float | tuple[float, float]:
+    """A cheap deterministic objective over the ta space: waits stand in by a function of
+    the drawn point."""
+    params, sched = tune.suggest(trial)
+    score = sum(i * (v == "most") for i, v in enumerate(params.values())) + 5 * (sched == "fcfs")
+    relax = params["relax_after_s"] or 1e6
+    return float(score) + np.log(relax) if n_objectives == 1 else (float(score), -np.log(relax))
+
+
+@pytest.mark.parametrize(("kind", "n_objectives", "n_trials", "stop"), [
+    ("tpe", 1, 14, 12),  # past TPE's 10 startup trials: its model reads the history
+    ("random", 1, 6, 3),
+    ("nsga2", 2, 56, 53),  # past NSGA-II's first generation (50): crossover of stored parents
+])
+def test_every_sampler_draws_the_same_points_after_a_restart(kind, n_objectives, n_trials, stop):
+    """The claim the per-trial seeding rests on: each sampler the app offers keeps no state
+    between trials but its random stream, so a study stopped after ``stop`` trials and
+    continued by a new sampler object (a new process) draws what one sampler drew at once."""
+    from fattorus.app.tune.storage import make_sampler
+
+    directions = ["minimize"] * n_objectives
+
+    def study(name: str, storage: optuna.storages.BaseStorage) -> optuna.Study:
+        return optuna.create_study(study_name=name, storage=storage, directions=directions, load_if_exists=True,
+                                   sampler=make_sampler(kind, 7))
+
+    storage = optuna.storages.InMemoryStorage()
+    study("once", storage).optimize(lambda t: _analytic(t, n_objectives), n_trials=n_trials)
+    study("resumed", storage).optimize(lambda t: _analytic(t, n_objectives), n_trials=stop)
+    study("resumed", storage).optimize(lambda t: _analytic(t, n_objectives), n_trials=n_trials - stop)
+    once, resumed = ([t.params for t in optuna.load_study(study_name=n, storage=storage).trials]
+                     for n in ("once", "resumed"))
+    assert len(once) == n_trials and resumed == once
+    assert len({str(p) for p in once}) > n_trials // 2
+
+
+def _header_command(text: str) -> list[str]:
+    """The sweep command of an exported config's header, as a shell would split it."""
+    import shlex
+
+    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("#")]
+    command = next(line for line in lines if line.startswith("python -m fattorus.sweep "))
+    return shlex.split(command)[3:]
+
+
+def test_the_header_command_replays_the_studys_workload(tmp_path, busy_log):
+    """The exported header's command replayed Atlas at the machine's default load whatever the
+    study's workload (an exploratory user test): it names the log, its cores per node and
+    the scale, and run by the study app on the training window it gives the paper-default
+    trial's stored value."""
+    from hydra import compose, initialize_config_dir
+
+    from fattorus.app import sweep
+
+    tune.main(busy_argv(tmp_path, busy_log, "hdr", "--trials", "1"))
+    study = optuna.load_study(study_name="hdr", storage=f"sqlite:///{tmp_path}/results/hdr.db")
+    overrides = _header_command((tmp_path / "conf" / "policy" / "ta_tuned_hdr.yaml").read_text())
+    named = dict(o.split("=", 1) for o in overrides)
+    assert named == {"+topo": "ft6", "policy": "ta_tuned_hdr", "sched": "easy", "workload": "file",
+                     "workload.path": "'" + str(busy_log).replace("'", "\\'") + "'",  # Hydra's quoting
+                     "workload.cores_per_node": "2",
+                     "workload.scale": "1.5"}
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        cfg = compose("config", overrides=[*overrides, f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+                                           "workload.window_days=0.25", "progress=false"])
+    assert (cfg.workload.path, cfg.workload.cores_per_node, cfg.workload.scale) == (str(busy_log), 2, 1.5)
+    out = tmp_path / "results" / "run"
+    out.mkdir(parents=True)
+    summary = sweep.run(cfg, out)
+    assert summary["wait_s"]["mean"] == pytest.approx(study.trials[0].value, rel=1e-12)
+    assert study.trials[0].value > 3600  # hours of waiting: a value another workload would not share
+
+
+def test_export_refuses_another_studys_tuned_config(capsys, tmp_path, monkeypatch):
+    """--export replaced any config the tuner wrote, another study's too: `--name a1 --export
+    conf/policy/ta_tuned_atlas2x_cab.yaml` overwrote the shipped config (an exploratory user
+    test). A study is its name and its storage (docs/tuning.md); the header records both."""
+    monkeypatch.chdir(tmp_path)
+    shipped = tmp_path / "ta_tuned_atlas2x_cab.yaml"
+    text = (ROOT / "conf" / "policy" / "ta_tuned_atlas2x_cab.yaml").read_text()
+    assert "# study: atlas2x_cab (sqlite:///results/tune/atlas2x_cab.db), trial 52" in text  # what it records
+    shipped.write_text(text)
+    err = one_line_error(capsys, ["--name", "a1", "--export", str(shipped), "--trials", "0", "--train", "0:3,3:6",
+                                  "--test", "6:9"])
+    assert (f"--export {shipped}: was written by fattorus.tune for study 'atlas2x_cab' in "
+            "sqlite:///results/tune/atlas2x_cab.db, not for this one ('a1' in sqlite:///results/tune/a1.db)") in err
+    assert shipped.read_text() == text and sorted(p.name for p in tmp_path.iterdir()) == [shipped.name]
+
+    def parse(name: str, storage: str | None = None, export: Path = shipped) -> tune.Options:
+        return tune.parse_args(["--name", name, "--export", str(export), *(["--storage", storage] if storage else [])])
+
+    # The same study: its name and storage, the SQLite file however its path is written.
+    assert parse("atlas2x_cab").export == shipped
+    assert parse("atlas2x_cab", f"sqlite:///{tmp_path}/results/tune/atlas2x_cab.db").export == shipped
+    # The same name in another database is another study.
+    with pytest.raises(tune.TuneError, match="for study 'atlas2x_cab' in sqlite:///results/tune/atlas2x_cab.db, "
+                                             r"not for this one \('atlas2x_cab' in sqlite:///results/tune/b.db\)"):
+        parse("atlas2x_cab", "sqlite:///results/tune/b.db")
+    # A server's study: the header masks the password; the driver may be named or not.
+    pg = tmp_path / "pg.yaml"
+    pg.write_text("# Tuned `ta` heuristics written by fattorus.tune (python -m fattorus.tune); see docs/tuning.md.\n"
+                  "# study: s (postgresql://u:***@db/optuna), trial 3 (of 9 trials)\nname: ta\nparams: {}\n")
+    for same in ("postgresql://u:secret@db/optuna", "postgresql+psycopg2://u:secret@db/optuna"):
+        assert parse("s", same, pg).storage == same
+    with pytest.raises(tune.TuneError) as other:
+        parse("s", "postgresql://u:secret@db/other", pg)
+    assert "'s' in postgresql://u:***@db/other" in str(other.value) and "secret" not in str(other.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
@@ -109,3 +110,78 @@ def test_a_study_recorded_before_cores_per_node_resumes_at_the_config_value_only
     assert study.user_attrs[SETUP_ATTR]["cores_per_node"] == 4
     with pytest.raises(tune.TuneError, match=r"cores_per_node: study 4, now 1"):
         check_setup(study, other.fingerprint(["mean_wait"]), "s", "sqlite://", other.config_defaults)
+
+
+def _compose(overrides: list[str]) -> Any:
+    """The study app's configuration for these command-line overrides (Hydra, as the app)."""
+    from hydra import compose, initialize_config_dir
+
+    from fattorus.app import config  # noqa: F401 - registers the app's schema
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        return compose("config", overrides=overrides)
+
+
+def _sweep_args(spec: str, cores_per_node: int | None = None, scale: float = 1.0, topo: str = "ft6") -> list[str]:
+    """The overrides of the exported header's sweep command for ``--workload spec``, split as a
+    shell would (without ``python -m fattorus.sweep``); the export is named ``ta``, so that the
+    app finds a policy of that name."""
+    import shlex
+
+    from fattorus import topology
+    from fattorus.app.tune.export import sweep_command
+
+    opts = parse_args(["--name", "x", "--topo", topo, "--workload", spec, "--storage", "sqlite://", "--export",
+                       "/nonexistent/ta.yaml", *(["--cores-per-node", str(cores_per_node)] if cores_per_node else [])])
+    setup = tune.Setup(topo=topology.load(topo), workload="w", sha256="x", scale=scale, train=((0.0, 1.0),), test=(),
+                       train_tables=(), test_tables=())
+    words = shlex.split(sweep_command(opts, setup, "fcfs"))
+    assert words[:3] == ["python", "-m", "fattorus.sweep"]
+    return words[3:]
+
+
+def test_the_sweep_command_names_the_studys_workload(tmp_path, log):
+    """The header's command replayed Atlas at the machine's load whatever the study's
+    workload (an exploratory user test). Each way of naming a workload, composed by Hydra as
+    the app does, gives the workload the tuner loaded (values written out here)."""
+    # A conf/workload name: the config as it is (conf/workload/thunder.yaml), the scale the study's.
+    args = _sweep_args("thunder", scale=1.0, topo="cab")
+    assert args == ["+topo=cab", "policy=ta", "sched=fcfs", "workload=thunder", "workload.scale=1"]
+    cfg = _compose(args)
+    assert (cfg.workload.name, cfg.workload.path, cfg.workload.cores_per_node, cfg.workload.scale) == (
+        "thunder", "data/traces/LLNL-Thunder-2007-1.1-cln.swf.gz", 4, 1)
+    # A job log: its absolute path, --cores-per-node, a fit factor to the last bit.
+    args = _sweep_args(str(log), cores_per_node=2, scale=1024 / 1152)
+    cfg = _compose(args)
+    assert "workload=file" in args and "workload.scale=0.8888888888888888" in args
+    assert (cfg.workload.path, cfg.workload.format, cfg.workload.cores_per_node, cfg.workload.scale) == (
+        str(log), "auto", 2, 1024 / 1152)
+    # A workload YAML elsewhere: its settings on top of conf/workload/file.yaml.
+    wl = tmp_path / "mine.yaml"
+    wl.write_text(yaml.safe_dump({"name": "mine", "path": str(log), "format": "swf", "cores_per_node": 4,
+                                  "max_runtime_s": 3000, "node_kind": "XE", "scale": 7, "window_days": 3}))
+    cfg = _compose(_sweep_args(str(wl), scale=2.0))
+    assert {k: cfg.workload[k] for k in ("name", "path", "format", "cores_per_node", "max_runtime_s", "node_kind",
+                                         "scale", "window_days")} == {
+        "name": "mine", "path": str(log), "format": "swf", "cores_per_node": 4, "max_runtime_s": 3000.0,
+        "node_kind": "XE", "scale": 2, "window_days": None}  # the study's scale; no window (the tuner cut its own)
+    # A workload YAML in a config folder's workload/ (a synthetic one: a mapping the command
+    # line cannot merge into file.yaml): that folder on Hydra's search path.
+    (tmp_path / "conf" / "workload").mkdir(parents=True)
+    synthetic = {"seed": 3, "n_jobs": 220, "arrival_rate_per_h": 30.0, "size_dist": "pow2", "runtime_max_s": 14400.0}
+    tiny = {"name": "tiny", "path": None, "format": "synthetic", "cores_per_node": 1, "scale": 1,
+            "window_start_days": 2, "window_days": None, "synthetic": synthetic}
+    (tmp_path / "conf" / "workload" / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    args = _sweep_args(str(tmp_path / "conf" / "workload" / "tiny.yaml"), cores_per_node=2)
+    assert f"hydra.searchpath=[file://{tmp_path / 'conf'}]" in args and "workload=tiny" in args
+    cfg = _compose(args)
+    assert (cfg.workload.name, cfg.workload.format, cfg.workload.cores_per_node, cfg.workload.window_start_days) == (
+        "tiny", "synthetic", 2, 0)
+    assert dict(cfg.workload.synthetic) == synthetic
+    # ...and elsewhere, the header says to copy it into conf/workload/ first.
+    elsewhere = tmp_path / "tiny2.yaml"
+    elsewhere.write_text(yaml.safe_dump(tiny))
+    from fattorus.app.tune.windows import sweep_workload
+
+    named = sweep_workload(str(elsewhere), None)
+    assert named.overrides[0] == ("workload", "tiny2") and "conf/workload/tiny2.yaml" in (named.note or "")

@@ -16,6 +16,7 @@ One concern per module:
 * :mod:`~fattorus.app.tune.windows`: the machine, the workload and its windows.
 * :mod:`~fattorus.app.tune.objective`: replaying windows and pooling the objectives' metrics.
 * :mod:`~fattorus.app.tune.storage`: Optuna storage, heartbeats and retries, samplers, pruners.
+* :mod:`~fattorus.app.tune.sampler`: a fresh sampler per trial, seeded from ``(--seed, trial number)``.
 * :mod:`~fattorus.app.tune.workers`: running trials here or in worker processes.
 * :mod:`~fattorus.app.tune.choose`: the paper-default trial and the trial to export.
 * :mod:`~fattorus.app.tune.export`: the tuned policy config and the held-out comparison.

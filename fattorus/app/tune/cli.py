@@ -21,7 +21,7 @@ from fattorus.app.tune.choose import PICKS
 from fattorus.app.tune.errors import PROG, TuneError, WorkerError
 from fattorus.app.tune.objective import MODEL_OBJECTIVES, OBJECTIVES, SPEEDUPS
 from fattorus.app.tune.space import POLICY
-from fattorus.app.tune.storage import SAMPLERS, check_url
+from fattorus.app.tune.storage import SAMPLERS, check_url, mask, storage_key
 from fattorus.app.tune.study import run
 from fattorus.app.tune.windows import Window, check_held_out, parse_windows
 from fattorus.args import SEED_MAX, OneLineParser
@@ -215,19 +215,55 @@ def _first_existing_parent(path: Path) -> Path:
     return Path(path.absolute().anchor)  # unreachable in practice: the root exists
 
 
-def _written_by_tune(path: Path) -> bool:
-    """Whether ``path`` is a policy config an earlier run of the tuner exported (its first line
-    is the header :func:`fattorus.app.tune.export.export_header` writes): only those are
-    replaced by ``--export``."""
+#: The header line naming the study that exported a config (export.export_header's second
+#: line, unchanged since the first tuned configs): ``# study: NAME (STORAGE), trial N (of M ...``.
+_STUDY_LINE = re.compile(r"# study: (?P<name>\S+) \((?P<storage>.*)\), trial \d+ \(of ")
+
+
+def _tuned_by(path: Path) -> tuple[str | None, str | None] | None:
+    """Who exported the policy config ``path``: ``None`` if it is not a config an earlier run
+    of the tuner wrote (its first line is not the header
+    :func:`fattorus.app.tune.export.export_header` writes); else the study's name and its
+    storage URL as the header records them (masked), ``(None, None)`` when no header line
+    names the study."""
     try:
         with path.open(encoding="utf-8", errors="replace") as f:
             first = f.readline()
+            if not (first.startswith("# Tuned `") and "written by fattorus.tune" in first):
+                return None
+            for line in f:  # the rest of the comment header
+                if not line.startswith("#"):
+                    break
+                m = _STUDY_LINE.match(line)
+                if m:
+                    return m["name"], m["storage"]
     except OSError:
-        return False
-    return first.startswith("# Tuned `") and "written by fattorus.tune" in first
+        return None
+    return None, None
 
 
-def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY) -> None:
+def _other_study(export: Path, name: str, storage: str) -> str | None:
+    """What says that ``--export`` belongs to another study than ``name`` in ``storage`` (its
+    header names that study); None if the file may be replaced by this one.
+
+    A study is its name *and* its storage: one name in two databases is two studies with
+    their own trials. Storages are compared as :func:`fattorus.app.tune.storage.storage_key`
+    reads them: without the password (the header records none), ``postgresql://`` the same as
+    ``postgresql+psycopg2://``, a SQLite file by its absolute path (a relative one in the
+    header is taken from the current directory: the header does not record the directory
+    the export ran in, the repository root as a rule). A file whose header names no study
+    (every one the tuner wrote names it; a hand-made one may not) is replaced, as before."""
+    written = _tuned_by(export)
+    if written is None or written[0] is None:
+        return None
+    study, stored = written
+    if study == name and storage_key(stored or "") == storage_key(storage):
+        return None
+    return (f"was written by fattorus.tune for study {study!r} in {stored}, not for this one ({name!r} in "
+            f"{mask(storage)})")
+
+
+def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY, storage: str | None = None) -> None:
     """Refuse an ``--export`` or ``--out`` path the run could only fail to write, after all
     its trials: a :class:`TuneError` naming the option, the path and what is wrong.
 
@@ -237,15 +273,23 @@ def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY
     ancestor must be a directory, or the folders on the way cannot be created. Permissions
     are not checked here (``os.access`` says yes to root); the file system reports those.
     ``--out`` must lie under a ``results/`` directory; ``--export`` replaces only a config an
-    earlier tuning wrote (:func:`_written_by_tune`).
-    ``name`` (the study's) only makes the example in the ``--export`` message concrete."""
+    earlier tuning of the same study wrote (:func:`_other_study`; ``storage``: the study's
+    URL, None: not checked).
+    ``name`` (the study's) also makes the example in the ``--export`` messages concrete."""
+    example = export.parent / f"{policy}_tuned_{name}.yaml"
     if export.is_dir():
         raise TuneError(f"--export {export}: is a directory; give the policy config file to write, "
                         f"e.g. {export / f'{policy}_tuned_{name}.yaml'}")
-    if export.is_file() and not _written_by_tune(export):
+    if export.is_file() and _tuned_by(export) is None:
         # A shipped config (policy=to would run the tuned ta from then on) or a user's own file.
         raise TuneError(f"--export {export}: exists and was not written by fattorus.tune; not replacing it: give "
-                        f"another file, e.g. {export.parent / f'{policy}_tuned_{name}.yaml'}")
+                        f"another file, e.g. {example}")
+    other = _other_study(export, name, storage) if storage is not None and export.is_file() else None
+    if other:
+        # Another study's tuned config (a shipped one, e.g. ta_tuned_atlas2x_cab.yaml): replacing
+        # it would silently swap the setting every run of policy=<that file> uses.
+        raise TuneError(f"--export {export}: {other}; not replacing it: give another file, e.g. "
+                        f"{example if example != export else export.parent / f'{policy}_tuned_{name}_2.yaml'}")
     checks = [("--export", export)]
     if out is not None:
         if out.exists() and not out.is_dir():
@@ -285,7 +329,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     check_url(storage)
     export = Path(a.export) if a.export else paths.config_file("policy", f"{a.policy}_tuned_{a.name}")
     out = Path(a.out) if a.out else paths.results_dir() / "tune" / a.name
-    _check_paths(export, out if test else None, a.name, a.policy)  # --test none: nothing is written under --out
+    # --test none: nothing is written under --out.
+    _check_paths(export, out if test else None, a.name, a.policy, storage)
     return Options(
         name=a.name, topo=a.topo, workload=a.workload, cores_per_node=a.cores_per_node, scale=a.scale,
         train=train, test=test, objectives=objectives, pick=a.pick, trials=a.trials, jobs=a.jobs,

@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import datetime
+import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,7 +20,7 @@ from fattorus.app.tune.display import METRIC_LABELS, change_text, fmt_value, fmt
 from fattorus.app.tune.objective import METRICS, MODEL_METRICS, pooled, run_setup_window
 from fattorus.app.tune.space import decode, describe, paper_defaults
 from fattorus.app.tune.storage import mask
-from fattorus.app.tune.windows import Setup, window_label, windows_label
+from fattorus.app.tune.windows import Setup, SweepWorkload, sweep_workload, window_label, windows_label
 
 if TYPE_CHECKING:
     from fattorus.app.tune.cli import Options
@@ -43,8 +45,10 @@ def export_policy(path: Path, params: Mapping[str, Any], header: Sequence[str], 
 
 def export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: str, base_values: Any,
                   sched: str) -> list[str]:
-    """Comment lines heading an exported policy config: where it came from and how to run it."""
+    """Comment lines heading an exported policy config: where it came from and how to run it
+    (:func:`sweep_command`: the study's machine, workload and scale)."""
     model = " with run times from the bandwidth model (+speedup=model)" if setup.speedup == "model" else ""
+    wl = setup.sweep or sweep_workload(opts.workload, opts.cores_per_node)
     return [
         f"Tuned `{setup.policy}` heuristics written by fattorus.tune (python -m fattorus.tune); see docs/tuning.md.",
         f"study: {opts.name} ({mask(opts.storage)}), trial {chosen.number} (of {counts['total']} trials)"
@@ -55,11 +59,73 @@ def export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: 
         f"value: {fmt_values(opts.objectives, chosen.values)}; "
         f"paper defaults: {fmt_values(opts.objectives, base_values)}",
         f"date: {now()}",
-        f"the study also chose the scheduler: run with sched={sched}, e.g."
-        f"{'' if _in_policy_configs(opts.export) else ' (once this file is in conf/policy/, where the app finds it)'}",
-        f"  python -m fattorus.sweep +topo={setup.topo.name} policy={opts.export.stem} sched={sched}"
-        f"{' +speedup=model' if setup.speedup == 'model' else ''}",
+        f"the study also chose the scheduler: run with sched={sched}, e.g.{_where(opts, wl.note)}",
+        f"  {sweep_command(opts, setup, sched, wl)}",
     ]
+
+
+def _where(opts: Options, workload_note: str | None) -> str:
+    """What the sweep command of the header needs first, in parentheses: the exported file
+    (outside the app's conf/policy/) and a workload YAML (one the app cannot name) where the
+    app finds them."""
+    needs = [] if _in_policy_configs(opts.export) else ["once this file is in conf/policy/, where the app finds it"]
+    needs += [workload_note] if workload_note else []
+    return f" ({'; '.join(needs)})" if needs else ""
+
+
+def sweep_command(opts: Options, setup: Setup, sched: str, workload: SweepWorkload | None = None) -> str:
+    """The study app's command that replays the study's workload with the exported config:
+    its machine, ``policy=<export stem>``, ``sched``, the workload as ``--workload`` named it
+    (``workload``, default the setup's :func:`~fattorus.app.tune.windows.sweep_workload`: a
+    conf/workload name, or ``workload=file`` with the log's path or the YAML's settings; and
+    ``--cores-per-node``), the scale factor the study used (``workload.scale``; ``machine``
+    and ``fit`` resolved, so the command does not depend on conf/topo's default load) and
+    ``+speedup=model`` when the study ran the bandwidth model. Each override is quoted for
+    Hydra (values) and for a POSIX shell (the whole word) where needed. No window: the
+    config is for the whole log."""
+    import shlex
+
+    wl = workload or setup.sweep or sweep_workload(opts.workload, opts.cores_per_node)
+    # A whole factor as an integer: the run directory reads x2, as with workload.scale=2 typed by hand.
+    scale = int(setup.scale) if float(setup.scale).is_integer() else setup.scale
+    overrides = [("+topo", setup.topo.name), ("policy", opts.export.stem), ("sched", sched), *wl.overrides,
+                 ("workload.scale", scale)]
+    if setup.speedup == "model":
+        overrides.append(("+speedup", "model"))
+    return "python -m fattorus.sweep " + " ".join(shlex.quote(f"{k}={hydra_value(v)}") for k, v in overrides)
+
+
+#: A string Hydra reads unquoted as that same string (not a number, bool or null: see hydra_value).
+_BARE = re.compile(r"[A-Za-z_/][A-Za-z0-9_./:+-]*")
+
+
+def hydra_value(value: Any) -> str:
+    """``value`` written as a Hydra override value that parses back to it: numbers (a float
+    as its shortest exact text, ``2.0`` not ``2``, so a ``fit`` scale factor replays the same
+    jobs and a float stays one), ``true``/``false``, ``null``, lists ``[a,b]`` and mappings
+    ``{k:v}``; a string bare when Hydra reads it back as that string, else single-quoted (a
+    quote, and backslashes before a quote or at the end, escaped as Hydra's grammar wants)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)  # the shortest text that reads back as this float (and as a float, not an int)
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    text = str(value)
+    if _BARE.fullmatch(text) and text.lower() not in ("true", "false", "null", "nan", "inf"):
+        return text
+    escaped = re.sub(r"(\\*)('|\Z)", lambda m: m[1] * 2 + ("\\'" if m[2] else ""), text)
+    return f"'{escaped}'"
 
 
 def _in_policy_configs(path: Path) -> bool:
@@ -182,5 +248,5 @@ def write_comparison(opts: Options, setup: Setup, report: dict[str, Any], params
     print(f"[tune {opts.name}] wrote {opts.out / 'comparison.json'} and comparison.md", flush=True)
 
 
-__all__ = ["compare", "comparison_markdown", "export_header", "export_policy", "held_out_table", "now",
-           "report_skeleton", "write_comparison"]
+__all__ = ["compare", "comparison_markdown", "export_header", "export_policy", "held_out_table", "hydra_value", "now",
+           "report_skeleton", "sweep_command", "write_comparison"]

@@ -7,16 +7,19 @@ pruners, and the bookkeeping of a study's trials.
 * **Faults**: a running trial beats every ``--heartbeat`` seconds; a trial silent for three
   heartbeats (its worker was killed) is failed the next time the study runs and its point is
   queued again (Optuna's ``RetryFailedTrialCallback``), so a resumed study retries it.
+* **Drivers**: a bare ``postgresql://`` means the installed psycopg2 driver
+  (:func:`engine_url`); the URL the user gave is what is shown and recorded.
+* **Draws**: each trial's sampler is seeded from ``(--seed, trial number)``
+  (:func:`make_sampler`), so a resumed study draws what an uninterrupted one would.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from fattorus.app.tune.errors import TuneError
 from fattorus.app.tune.windows import FINGERPRINT_DEFAULTS
@@ -41,6 +44,45 @@ def mask(url: str) -> str:
         return re.sub(r"://[^@/]*@", "://***@", url)
 
 
+#: The PostgreSQL driver the project installs (pyproject.toml: psycopg2-binary).
+POSTGRES_DRIVER = "psycopg2"
+
+
+def engine_url(url: str) -> str:
+    """The URL handed to SQLAlchemy for the storage URL ``url`` the user gave.
+
+    A bare ``postgresql://`` (no ``+driver``) becomes ``postgresql+psycopg2://``: SQLAlchemy
+    2.1 reads the bare form as psycopg 3, which the project does not install, while the docs
+    show the bare form and say the driver is included. Every other URL, an explicit
+    ``postgresql+DRIVER://`` included, is returned unchanged. Only the scheme is rewritten
+    (the rest of the string is kept byte for byte, so a password with special characters is
+    not re-encoded)."""
+    prefix = "postgresql://"
+    if url.startswith(prefix):
+        return f"postgresql+{POSTGRES_DRIVER}://{url[len(prefix):]}"
+    return url
+
+
+def storage_key(url: str) -> str:
+    """What identifies the database of the storage URL ``url`` (as given, or masked as
+    :func:`mask` writes it into an exported config's header): the URL SQLAlchemy connects to
+    (:func:`engine_url`, so ``postgresql://`` and ``postgresql+psycopg2://`` are one database),
+    without its password, a SQLite file's path made absolute against the current directory
+    (``sqlite:///results/tune/x.db`` run from the repository is
+    ``sqlite:////<repo>/results/tune/x.db``). Not a URL SQLAlchemy parses: the masked text."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(engine_url(url))
+        database = parsed.database or ""
+        if (parsed.get_backend_name() == "sqlite" and database and database != ":memory:"
+                and not database.startswith("file:")):
+            parsed = parsed.set(database=os.path.abspath(Path(database).expanduser()))
+        return parsed.render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - compared as text, as shown
+        return mask(engine_url(url))
+
+
 def check_url(url: str) -> None:
     """Refuse a storage URL that SQLAlchemy cannot parse, whose database kind (``bogus://``)
     it does not know, or whose driver is not installed: a :class:`TuneError` naming
@@ -55,7 +97,7 @@ def check_url(url: str) -> None:
     from sqlalchemy.exc import NoSuchModuleError
 
     try:
-        parsed = make_url(url)
+        parsed = make_url(engine_url(url))  # the driver the storage will load, not SQLAlchemy's default
         dialect = parsed.get_dialect()
     except NoSuchModuleError:  # parsed, but the part before '://' names no database (or driver) SQLAlchemy knows
         raise TuneError(f"--storage {mask(url)}: unknown database or driver {parsed.drivername!r}; give a SQLAlchemy "
@@ -67,7 +109,8 @@ def check_url(url: str) -> None:
         dialect.import_dbapi()
     except ImportError as err:  # the dialect is known but its driver package is missing
         raise TuneError(f"--storage {mask(url)}: the database driver is not installed ({err}); install it, "
-                        "or name an installed one in the URL (e.g. postgresql+psycopg2://)") from None
+                        "or name an installed one in the URL (e.g. postgresql+psycopg2:// for PostgreSQL, whose "
+                        "driver is a project dependency)") from None
     database = parsed.database or ""
     if database.startswith("file:"):  # a SQLite URI filename (?uri=true): its path before the query
         in_memory = database.startswith("file::memory:") or "mode=memory" in database
@@ -107,7 +150,7 @@ def open_storage(url: str, heartbeat: float = 60.0) -> optuna.storages.BaseStora
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             retry = optuna.storages.RetryFailedTrialCallback(max_retry=3)
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None,
+            return optuna.storages.RDBStorage(engine_url(url), engine_kwargs=kwargs or None,
                                               heartbeat_interval=max(1, round(heartbeat)),
                                               grace_period=max(3, round(3 * heartbeat)), failed_trial_callback=retry)
     except Exception as err:  # noqa: BLE001 - bad URL, missing driver, unreachable server
@@ -115,19 +158,14 @@ def open_storage(url: str, heartbeat: float = 60.0) -> optuna.storages.BaseStora
         raise TuneError(f"--storage {mask(url)}: {type(err).__name__}: {msg}") from None
 
 
-def make_sampler(kind: str, seed: int, n_existing: int, worker: int, parallel: bool) -> optuna.samplers.BaseSampler:
-    """A sampler seeded from ``(seed, trials already in the study, worker index)``, so a
-    resumed study does not redraw its first trials and parallel workers draw differently."""
-    import optuna
+def make_sampler(kind: str, seed: int, parallel: bool = False) -> optuna.samplers.BaseSampler:
+    """The study's sampler: a :class:`~fattorus.app.tune.sampler.TrialSeededSampler` of ``kind``
+    (:data:`SAMPLERS`), whose draws for trial ``n`` depend only on ``(seed, n)`` and the
+    storage's contents, so a resumed study draws what an uninterrupted one would; TPE uses the
+    constant liar when ``parallel``."""
+    from fattorus.app.tune.sampler import TrialSeededSampler  # imports Optuna: only once a study runs
 
-    s = int(np.random.SeedSequence([seed, n_existing, worker]).generate_state(1)[0])
-    if kind == "tpe":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # constant_liar is experimental
-            return optuna.samplers.TPESampler(seed=s, constant_liar=parallel)
-    if kind == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=s)
-    return optuna.samplers.RandomSampler(seed=s)
+    return TrialSeededSampler(kind, seed, parallel)
 
 
 def make_pruner(multi: bool) -> optuna.pruners.BasePruner:
@@ -221,6 +259,6 @@ def logging_jax() -> None:
     logging.getLogger("jax").setLevel(logging.WARNING)
 
 
-__all__ = ["PRUNER_STARTUP_TRIALS", "SAMPLERS", "SETUP_ATTR", "check_setup", "check_url", "fail_dead_trials",
-           "logging_jax", "make_pruner", "make_sampler", "mask", "open_storage", "open_study", "quiet_optuna",
-           "trial_counts"]
+__all__ = ["POSTGRES_DRIVER", "PRUNER_STARTUP_TRIALS", "SAMPLERS", "SETUP_ATTR", "check_setup", "check_url",
+           "engine_url", "fail_dead_trials", "logging_jax", "make_pruner", "make_sampler", "mask", "open_storage",
+           "open_study", "quiet_optuna", "storage_key", "trial_counts"]

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from fattorus.app.tune.cli import Options
 
 
-def ensure_default(opts: Options, setup: Setup, study: optuna.Study, n_existing: int) -> optuna.trial.FrozenTrial:
+def ensure_default(opts: Options, setup: Setup, study: optuna.Study) -> optuna.trial.FrozenTrial:
     """The finished paper-default trial, running it first if a dead worker left it unfinished:
     an export is never written without "before" measured on the same windows."""
     import optuna
@@ -53,7 +53,7 @@ def ensure_default(opts: Options, setup: Setup, study: optuna.Study, n_existing:
         waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         if not any(is_default(t, setup.policy) for t in waiting):
             study.enqueue_trial(default_trial_params(setup.policy))
-        optimize(opts, setup, countdown(1), 0, n_existing, False, None)
+        optimize(opts, setup, countdown(1), 0, False, None)
     raise TuneError(f"study {opts.name!r}: the paper-default trial could not be completed; nothing exported")
 
 
@@ -128,7 +128,7 @@ def _export(opts: Options, setup: Setup, storage: optuna.storages.BaseStorage, s
     """Choose the trial, write the policy config and the comparison; returns the report."""
     import optuna
 
-    base = ensure_default(opts, setup, study, before["total"])
+    base = ensure_default(opts, setup, study)
     study = optuna.load_study(study_name=opts.name, storage=storage)
     counts = trial_counts(study)
     chosen, rule, front = choose(opts, study, base)
@@ -168,7 +168,7 @@ def run(opts: Options) -> dict[str, Any]:
     _announce(opts, setup, before)
 
     t_opt = time.perf_counter()
-    add_trials(opts, setup, study, before["total"])
+    add_trials(opts, setup, study)
     opt_wall = time.perf_counter() - t_opt
     study = optuna.load_study(study_name=opts.name, storage=storage)
     _optimized(opts, study, before, opt_wall)

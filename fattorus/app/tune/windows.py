@@ -80,6 +80,16 @@ def windows_label(ws: Sequence[Window]) -> str:
     return ",".join(window_label(w) for w in ws) or "none"
 
 
+@dataclasses.dataclass(frozen=True)
+class SweepWorkload:
+    """How the study app (``python -m fattorus.sweep``) replays ``--workload``: its overrides
+    (``(key, value)`` pairs, values as Python objects, without the scale), and ``note``: what
+    must be done first for them to work (``None``: nothing)."""
+
+    overrides: tuple[tuple[str, Any], ...]
+    note: str | None = None
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Setup:
     """What trials replay: the machine and the job tables of each window.
@@ -99,6 +109,9 @@ class Setup:
       config_defaults: those two as the workload config gives them without
         ``--cores-per-node``: what a study recorded before they were in the fingerprint is
         taken to have used (``docs/decisions.md``).
+      sweep: how the study app replays this workload (:func:`sweep_workload`, taken when the
+        workload loads: the export's run command does not read the files again after the
+        trials); ``None``: not known (a setup made by hand).
     """
 
     topo: Topology
@@ -115,6 +128,7 @@ class Setup:
     cores_per_node: int | None = None
     max_runtime_s: float | None = None
     config_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+    sweep: SweepWorkload | None = None
 
     def fingerprint(self, objectives: Sequence[str]) -> dict[str, Any]:
         """What must not change when a study is resumed. The policy, the speedup (with the
@@ -159,24 +173,84 @@ def _read_yaml_config(spec: str, path: Path) -> dict[str, Any]:
     return cfg
 
 
+def _source(spec: str) -> tuple[str, Path]:
+    """What ``--workload spec`` names: ``("named", conf/workload/NAME.yaml)``, ``("yaml", the
+    workload YAML)`` or ``("log", the job log)``; anything else is a :class:`TuneError`."""
+    named = paths.config_file("workload", spec)
+    path = Path(spec).expanduser()
+    if re.fullmatch(r"[A-Za-z0-9_-]+", spec) and named.is_file():
+        return "named", named
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return "yaml", path
+    if path.is_file():
+        return "log", path
+    choices = paths.config_names("workload")
+    raise TuneError(f"--workload {spec!r}: neither a conf/workload name {choices} nor an existing file")
+
+
 def workload_config(spec: str, cores_per_node: int | None) -> dict[str, Any]:
     """A ``conf/workload/*.yaml`` mapping for ``--workload`` (a name, a YAML path, or a log)."""
     import yaml
 
-    named = paths.config_file("workload", spec)
-    path = Path(spec).expanduser()
-    if re.fullmatch(r"[A-Za-z0-9_-]+", spec) and named.is_file():
-        cfg = yaml.safe_load(named.read_text())
-    elif path.suffix in (".yaml", ".yml") and path.is_file():
+    kind, path = _source(spec)
+    if kind == "named":
+        cfg = yaml.safe_load(path.read_text())
+    elif kind == "yaml":
         cfg = _read_yaml_config(spec, path)
-    elif path.is_file():
-        cfg = {"name": path.name.split(".")[0], "path": str(path.resolve()), "format": "auto"}
     else:
-        choices = paths.config_names("workload")
-        raise TuneError(f"--workload {spec!r}: neither a conf/workload name {choices} nor an existing file")
+        cfg = {"name": path.name.split(".")[0], "path": str(path.resolve()), "format": "auto"}
     if cores_per_node is not None:
         cfg["cores_per_node"] = cores_per_node
     return dict(cfg)
+
+
+#: Workload keys the tuner sets itself (load_setup): the sweep command gets the study's scale
+#: instead, and no window (the tuned config is for the whole log).
+_SET_BY_TUNE = ("scale", "window_start_days", "window_days")
+
+
+def sweep_workload(spec: str, cores_per_node: int | None) -> SweepWorkload:
+    """The study app's workload settings that replay what ``--workload spec`` with
+    ``--cores-per-node`` loads in the tuner (:func:`workload_config`):
+
+    * a ``conf/workload`` name: ``workload=NAME``;
+    * a job log: ``workload=file`` and ``workload.path=`` its absolute path (``format: auto``,
+      ``cores_per_node`` the header's, as here: conf/workload/file.yaml's defaults);
+    * a workload YAML in a folder named ``workload`` (a config folder's group, as
+      ``conf/workload``): ``hydra.searchpath`` to that config folder and ``workload=STEM``;
+    * another workload YAML: ``workload=file`` and each of its keys (``path``, ``format``,
+      ``cores_per_node``, ``node_kind``, ``max_runtime_s``, ...). A mapping (``synthetic``)
+      cannot be given that way (Hydra cannot merge a mapping into file.yaml's null), so such
+      a YAML is named ``workload=STEM`` with a note to copy it into ``conf/workload/``;
+
+    then ``workload.cores_per_node=N`` when ``--cores-per-node`` was given."""
+    kind, path = _source(spec)
+    settings: dict[str, Any] = {}
+    head: list[tuple[str, Any]] = []
+    note = None
+    if kind == "named":
+        group = spec
+    elif kind == "log":
+        group, settings["path"] = "file", str(path.resolve())
+    else:
+        cfg = _read_yaml_config(spec, path)
+        folder = path.resolve().parent
+        if folder.name == "workload" or any(isinstance(v, dict) for k, v in cfg.items() if k not in _SET_BY_TUNE):
+            group = path.stem
+            if folder.name != "workload":
+                note = f"with {path.resolve()} copied to conf/workload/{path.stem}.yaml"
+            elif folder != paths.conf_dir("workload").resolve():  # the app's own folder needs no search path
+                head.append(("hydra.searchpath", [f"file://{folder.parent}"]))
+            if cfg.get("window_start_days") or cfg.get("window_days") is not None:
+                # The tuner cut its windows from the whole log, whatever window the YAML names.
+                settings.update(window_start_days=0, window_days=None)
+        else:
+            # A key left out is read as unset here; file.yaml's path is mandatory (???), so say so.
+            group = "file"
+            settings = {"path": None, **{k: v for k, v in cfg.items() if k not in _SET_BY_TUNE}}
+    if cores_per_node is not None:  # the option wins over the config's value, as in workload_config
+        settings["cores_per_node"] = cores_per_node
+    return SweepWorkload((*head, ("workload", group), *((f"workload.{k}", v) for k, v in settings.items())), note)
 
 
 def _default_scale(topo: str) -> float | str:
@@ -277,6 +351,7 @@ def load_setup(topo: str, workload_spec: str, scale: float | str, train: Sequenc
         cores_per_node=cfg.get("cores_per_node"),
         max_runtime_s=_seconds(cfg.get("max_runtime_s", workload.DEFAULT_MAX_RUNTIME_S)),
         config_defaults=config_defaults,
+        sweep=sweep_workload(workload_spec, cores_per_node),
     )
     from fattorus.app.sweep import _skip_line
 
@@ -286,5 +361,5 @@ def load_setup(topo: str, workload_spec: str, scale: float | str, train: Sequenc
     return setup
 
 
-__all__ = ["DAY_S", "FINGERPRINT_DEFAULTS", "Setup", "Window", "check_held_out", "load_setup", "parse_windows",
-           "window_label", "windows_label", "workload_config"]
+__all__ = ["DAY_S", "FINGERPRINT_DEFAULTS", "Setup", "SweepWorkload", "Window", "check_held_out", "load_setup",
+           "parse_windows", "sweep_workload", "window_label", "windows_label", "workload_config"]

@@ -3,11 +3,13 @@
 ``--jobs J``: J worker *processes* (spawned, each with its own workload copy) run
 ``study.optimize`` against the same storage, taking trials from a shared counter until
 ``--trials`` have run; Optuna's thread-level ``n_jobs`` would serialise on the GIL. Enqueued
-trials (the paper default) run first in the main process. Each worker's sampler is seeded
-from ``(--seed, trials already in the study, worker index)``; TPE uses the constant liar so
-workers do not propose the same point at once. With ``--jobs 1`` a study is a deterministic
-function of the seed and the storage's contents; with several workers the interleaving of
-trials depends on timing, so only each worker's own draws are reproducible.
+trials (the paper default) run first in the main process. Every trial's sampler is seeded
+from ``(--seed, trial number)`` (:mod:`fattorus.app.tune.sampler`), so workers draw
+differently (their trials' numbers differ) and a resumed study draws what an uninterrupted
+one would; TPE uses the constant liar so workers do not propose the same point at once. With
+``--jobs 1`` a study is a deterministic function of the seed and the storage's contents,
+however many runs it took; with several workers the history each trial's sampler reads
+depends on timing, so only the seeding is reproducible.
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ if TYPE_CHECKING:
     from fattorus.app.tune.cli import Options
 
 
-def optimize(opts: Options, setup: Setup, take: Callable[[], bool], worker: int, n_existing: int, parallel: bool,
+def optimize(opts: Options, setup: Setup, take: Callable[[], bool], worker: int, parallel: bool,
              deadline: float | None) -> None:
     """Run trials of the study in this process while ``take()`` grants one and the wall-clock
-    ``deadline`` (``time.time()`` seconds; None: none) has not passed."""
+    ``deadline`` (``time.time()`` seconds; None: none) has not passed. ``worker`` numbers the
+    status lines of parallel workers."""
     quiet_optuna()
     storage = open_storage(opts.storage, opts.heartbeat)
-    sampler = make_sampler(opts.sampler, opts.seed, n_existing, worker, parallel)
+    sampler = make_sampler(opts.sampler, opts.seed, parallel)
     study = open_study(opts, storage, sampler)
     objective = make_objective(setup, opts.objectives, prune=not opts.multi)
     status = StatusLine(opts.objectives, len(setup.train), worker if parallel else None, setup.policy)
@@ -60,7 +63,7 @@ def countdown(n: int) -> Callable[[], bool]:
     return take
 
 
-def _worker(opts: Options, remaining: Any, worker: int, n_existing: int, deadline: float | None) -> None:
+def _worker(opts: Options, remaining: Any, worker: int, deadline: float | None) -> None:
     """Entry point of a worker process: rebuild the setup and run trials while the shared
     counter ``remaining`` (a ``multiprocessing.Value``) grants them; errors in one line."""
 
@@ -78,7 +81,7 @@ def _worker(opts: Options, remaining: Any, worker: int, n_existing: int, deadlin
     try:
         setup = load_setup(opts.topo, opts.workload, opts.scale, opts.train, (), opts.cores_per_node, opts.policy,
                            opts.speedup)
-        optimize(opts, setup, take, worker, n_existing, True, deadline)
+        optimize(opts, setup, take, worker, True, deadline)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as err:
@@ -115,7 +118,7 @@ def _join(procs: list[Any]) -> None:
         raise
 
 
-def run_parallel(opts: Options, n_trials: int, n_existing: int, deadline: float | None) -> None:
+def run_parallel(opts: Options, n_trials: int, deadline: float | None) -> None:
     """``opts.jobs`` spawned worker processes that together run ``n_trials`` trials: each
     takes the next trial from a shared counter, so a worker that draws cheap (pruned) trials
     takes more of them."""
@@ -124,7 +127,7 @@ def run_parallel(opts: Options, n_trials: int, n_existing: int, deadline: float 
     ctx = mp.get_context("spawn")  # never fork a process that may hold JAX or SQLite state
     remaining = ctx.Value("q", n_trials)
     # _worker is named by its module (fattorus.app.tune.workers), so the spawned child imports it.
-    procs = [ctx.Process(target=_worker, args=(opts, remaining, i, n_existing, deadline), name=f"tune-worker-{i}")
+    procs = [ctx.Process(target=_worker, args=(opts, remaining, i, deadline), name=f"tune-worker-{i}")
              for i in range(min(opts.jobs, n_trials))]
     # Each worker starts with SIGINT ignored (kept across spawn's exec) so that a Ctrl-C while
     # it imports is no traceback; it arms itself once its imports are done (_worker).
@@ -140,7 +143,7 @@ def run_parallel(opts: Options, n_trials: int, n_existing: int, deadline: float 
                           "finished trials are kept")
 
 
-def add_trials(opts: Options, setup: Setup, study: optuna.Study, n_existing: int) -> None:
+def add_trials(opts: Options, setup: Setup, study: optuna.Study) -> None:
     """Run ``opts.trials`` more trials: in this process, or enqueued ones here and the rest in
     ``opts.jobs`` worker processes; no new trial starts after ``opts.timeout``."""
     from optuna.trial import TrialState
@@ -149,16 +152,16 @@ def add_trials(opts: Options, setup: Setup, study: optuna.Study, n_existing: int
     if not opts.trials:
         return
     if opts.jobs == 1 or opts.trials == 1:
-        optimize(opts, setup, countdown(opts.trials), 0, n_existing, False, deadline)
+        optimize(opts, setup, countdown(opts.trials), 0, False, deadline)
         return
     waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
     first = min(len(waiting), opts.trials)
     if first:
         # Enqueued trials first, here: two workers could both pop the same waiting trial
         # from an SQLite storage.
-        optimize(opts, setup, countdown(first), 0, n_existing, False, deadline)
+        optimize(opts, setup, countdown(first), 0, False, deadline)
     if opts.trials > first and (deadline is None or time.time() < deadline):
-        run_parallel(opts, opts.trials - first, n_existing + first, deadline)
+        run_parallel(opts, opts.trials - first, deadline)
 
 
 __all__ = ["add_trials", "countdown", "optimize", "run_parallel"]
