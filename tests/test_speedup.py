@@ -37,6 +37,17 @@ def test_shipped_scenarios_exist():
         assert speedup.load(name).cap == CAP
 
 
+@pytest.mark.parametrize("name", ["none", "x5", "x10", "x20", "v1", "v2"])
+def test_a_scenario_draws_nothing_exactly_when_every_key_gives_the_same_run_times(name):
+    """``draws_nothing`` (the ``trials=N`` warning of fattorus.sweep, session 45) against 20
+    keys' draws over every size of NODES: a scenario that draws nothing gives one run time per
+    job across the keys, and one that draws gives two at least."""
+    params = speedup.load(name)
+    draws = np.stack([_reductions(params, key) for key in KEYS])
+    assert speedup.draws_nothing(params) == bool((draws == draws[0]).all())
+    assert speedup.draws_nothing(params) == (name in ("none", "x5", "x10", "x20"))
+
+
 def test_none_changes_nothing():
     params = speedup.load("none")
     for key in KEYS[:3]:

@@ -480,6 +480,11 @@ def _run_trials(cfg: DictConfig, ft: Any, scenario: Any, jobs: Any, result: Any,
 
     hc = _hydra()
     multirun = hc is not None and hc.mode.name == "MULTIRUN"
+    from fattorus.workload import speedup
+
+    if speedup.draws_nothing(scenario):  # n copies of one replay, reported as "± 0" without a word why
+        _stderr_line(f"fattorus.sweep: warning: trials={n} with speedup={scenario.name}: the scenario draws nothing "
+                     "(no size class has two bins to choose from), so every trial replays the same run times")
     try:
         table, info = trials.run(jobs, ft, cfg.policy.name, cfg.sched.name,
                                  OmegaConf.to_container(cfg.policy.params, resolve=True), n, int(cfg.seed),

@@ -143,6 +143,14 @@ def from_config(cfg: Mapping[str, Any]) -> SpeedupParams:
     return SpeedupParams(name=name, classes=tuple(classes), cap=cap)
 
 
+def draws_nothing(params: SpeedupParams) -> bool:
+    """Whether every job's run time under ``params`` is the same in every draw: only the choice
+    of a bin is random (a bin's reduction is a function of the job's size), so a scenario none
+    of whose size classes has two bins of positive probability (``none``, ``x5``, ...) draws
+    nothing."""
+    return all(sum(b.p > 0 for b in c.bins) <= 1 for c in params.classes)
+
+
 def conf_dir() -> Path:
     """``conf/speedup`` of this repository (:func:`fattorus.paths.conf_dir`)."""
     return paths.conf_dir("speedup")
