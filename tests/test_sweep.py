@@ -302,6 +302,39 @@ def test_a_failed_multirun_trial_is_one_line_naming_it(results_path):
     assert len(errors) == 1 and "trial [" in errors[0] and "workload.scale=-2" in errors[0]
 
 
+def test_a_bad_value_in_a_multiruns_list_is_refused_before_any_trial_runs(results_path):
+    """Every trial's settings are checked before the first runs (session 45's exploratory run:
+    `workload.scale=0` last in a list was refused only after the other trials had run). The
+    bad value is the list's last: nothing runs, nothing is written (the sweep's folder is never
+    made). With more trials than are all checked, every value of every list still is."""
+    from fattorus.app import sweep as sweep_app
+
+    out = sweep("--multirun", f"hydra.sweep.dir={results_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
+                "workload.scale=1,2,0", *SMALL)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    errors = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and "trial [" in errors[0] and "workload.scale=0: the scale factor must be" in errors[0], errors
+    assert not (results_path / "sweep").exists() and "done" not in out.stdout
+
+    import hydra
+
+    from fattorus import paths
+    from fattorus.app import config as config_mod
+
+    config_mod.register()
+    checked: list[list[str]] = []
+    real = sweep_app.check_run
+    sweep_app.check_run = lambda cfg, machines=None: checked.append([cfg.seed, cfg.workload.scale])
+    try:
+        with hydra.initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
+            sweep_app.check_trials(["+topo=ft6x6", "seed=0,1,2,3", "workload.scale=1,2,3"], check_all_first=2)
+    finally:
+        sweep_app.check_run = real
+    # Hydra's order (the last list varies fastest): the first two trials, then each first trial
+    # with a value not met yet: scale 3 (seed 0), then seeds 1, 2 and 3 (scale 1).
+    assert checked == [[0, 1], [0, 2], [0, 3], [1, 1], [2, 1], [3, 1]], checked
+
+
 def test_a_multirun_with_a_very_long_override_gets_a_short_stable_directory(results_path):
     """`bins=[1,...,200]` makes an override name of ~700 bytes, past what a file system allows
     in one name (255): the trial's directory is cut to 200 bytes and ends in a hash of the
@@ -348,13 +381,15 @@ def test_the_done_line_counts_every_job_left_out_by_reason(results_path):
 
 
 def test_a_refused_multirun_trial_leaves_no_directory(results_path):
-    """`seed=-1,0`: the refused trial is one line and leaves no stub directory among the
-    trials (as a refused single run leaves none); the other trial runs."""
+    """A trial refused when it runs (its window starts after the log ends: only the log says
+    so, so the check before the multirun lets it through) is one line and leaves no stub
+    directory among the trials (as a refused single run leaves none); the other trial runs.
+    (A value every run refuses, `seed=-1`, now stops the multirun before it starts: the test above.)"""
     out = sweep("--multirun", f"hydra.sweep.dir={results_path / 'sweep'}", "hydra.launcher.n_jobs=1", "+topo=ft6x6",
-                "seed=-1,0", *SMALL)
-    assert out.returncode != 0 and "seed=-1: choose an integer" in out.stderr
+                "workload.window_start_days=1000,0", *SMALL)
+    assert out.returncode != 0 and "window_start_days=1000 starts after the log ends" in out.stderr, out.stderr[-2000:]
     (trial,) = [d.name for d in (results_path / "sweep").iterdir() if d.is_dir()]
-    assert trial.startswith("+topo=ft6x6,seed=0,")
+    assert trial.startswith("+topo=ft6x6,") and "workload.window_start_days=0," in trial, trial
 
 
 @pytest.mark.parametrize("app", ["fattorus.sweep", "fattorus.qos"])

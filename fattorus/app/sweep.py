@@ -78,6 +78,53 @@ class RunChecks(ResultsOnly):
             raise Refusal(_held(out_dir))
 
 
+    def on_multirun_start(self, config: DictConfig, **_: Any) -> None:
+        """A multirun: its directory (see the class), then every trial's settings checked as a
+        run checks them before reading its log (:func:`check_trials`), so that a bad value in a
+        list is refused before the first trial runs, not after the others finished."""
+        super().on_multirun_start(config)
+        check_trials(list(config.hydra.overrides.task))
+
+
+#: A multirun's first trials all checked before it starts (each ~0.1-0.2 s to compose and
+#: check); past them only a trial with an override value no checked trial had: every value of
+#: every list is checked (sum, not product, of the lists' lengths), and its combinations with
+#: the others as far as these first trials reach.
+CHECK_ALL_FIRST = 64
+
+
+def check_trials(task_overrides: list[str], check_all_first: int = CHECK_ALL_FIRST) -> None:
+    """Expand a multirun's overrides into its trials (Hydra's basic sweeper's product) and run
+    :func:`check_run` on each composed config (each machine built once; past the first
+    ``check_all_first`` trials only those with an override no checked trial had). Raises
+    :class:`~fattorus.app.cli.Refusal` naming the first trial refused and why, in the words the
+    trial itself would have used. ``hydra.*`` overrides are left out: no check reads them."""
+    from hydra import compose
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    mine = [o for o in task_overrides if not cli.override_key(o).startswith("hydra")]
+    parsed = OverridesParser.create().parse_overrides(mine)
+    trials = [t for batch in BasicSweeper.split_arguments(parsed, None) for t in batch]
+    machines: dict[str, Any] = {}
+    seen: set[str] = set()
+    for n, trial in enumerate(trials):
+        if n >= check_all_first and seen.issuperset(trial):
+            continue
+        seen.update(trial)
+        try:
+            check_run(compose(config_name="config", overrides=trial), machines)
+        except (UserError, ValueError, TypeError) as err:
+            raise cli.Refusal(f"trial {trial}: {err}") from None
+        except Exception as err:  # noqa: BLE001 - Hydra's and OmegaConf's errors, said as a run says them
+            from hydra.errors import HydraException
+            from omegaconf.errors import OmegaConfBaseException
+
+            if not isinstance(err, (HydraException, OmegaConfBaseException)):
+                raise
+            raise cli.Refusal(f"trial {trial}: {cli.hydra_error(err)}") from None
+
+
 def _held(out_dir: Path) -> str:
     return f"{out_dir} already holds another run; not writing into it (leave hydra.run.dir out for a new directory)"
 
