@@ -392,6 +392,23 @@ x9|bad|bob|chem|2024-01-02T03:16:05|None|2024-01-02T03:18:05|00:00:00|30:00|2|16
 """
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_utf16_log_with_its_byte_order_mark_reads_as_its_utf8_text(tmp_path, encoding):
+    """What Windows PowerShell's ``>`` writes (UTF-16 with a byte-order mark) was refused as a
+    "binary file" (session 45): it reads as the same log in UTF-8 does, SWF and sacct, and
+    keeps the digest of its own bytes."""
+    for name, text in (("log.swf", "; MaxNodes: 4\n; MaxProcs: 8\n1 0 5 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                                    "2 10 -1 50 2 -1 -1 2 60 -1 1 1 1 -1 -1 -1 -1 -1\n"),
+                       ("sacct.txt", SACCT)):
+        plain, wide = tmp_path / f"u8-{name}", tmp_path / f"u16-{name}"
+        plain.write_text(text, encoding="utf-8")
+        raw = text.encode(encoding)
+        wide.write_bytes(raw if encoding == "utf-16" else b"\xfe\xff" + raw)  # -be writes no mark itself
+        a, b = W.load(plain), W.load(wide)
+        assert b.jobs.equals(a.jobs) and b.lines == a.lines and b.skipped.counts == a.skipped.counts
+        assert b.sha256 == hashlib.sha256(wide.read_bytes()).hexdigest()
+
+
 def test_a_sacct_job_id_past_int64_is_out_of_range(tmp_path):
     """docs/workloads.md: a job id beyond Int64 is ``integer out of range``; a plain id of 2^63
     was reported as ``bad job id`` (session 45). 2^63 - 1 is read as it is."""

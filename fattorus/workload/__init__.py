@@ -195,8 +195,8 @@ def _refuse_device(path: Path, mode: int) -> None:
 
 
 def _read_text(path: Path) -> tuple[str, str, bool]:
-    """The file's text (gunzipped if gzip), the sha256 of its stored bytes, and whether it
-    looks binary (NUL bytes near the start)."""
+    """The file's text (gunzipped if gzip; UTF-8, or UTF-16 after its byte-order mark), the
+    sha256 of its stored bytes, and whether it looks binary (NUL bytes near the start)."""
     try:
         _refuse_device(path, path.stat().st_mode)
         raw = path.read_bytes()
@@ -215,6 +215,10 @@ def _read_text(path: Path) -> tuple[str, str, bool]:
             raise WorkloadError(f"{path}: corrupt or truncated gzip ({e})") from None
     if not data.strip():
         raise WorkloadError(f"{path}: empty file, not a job log")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        # UTF-16 with its byte-order mark (what Windows PowerShell's redirection writes): read
+        # as the text it is; it was called a binary file (its NULs), session 45.
+        return data.decode("utf-16", errors="replace"), digest, False
     # A stray NUL in a text log is a dirty line, not a reason to refuse the file; NULs only
     # decide the message when nothing in the file reads as a job.
     binary = b"\x00" in data[:65536]
