@@ -407,6 +407,10 @@ def test_a_utf16_log_with_its_byte_order_mark_reads_as_its_utf8_text(tmp_path, e
         a, b = W.load(plain), W.load(wide)
         assert b.jobs.equals(a.jobs) and b.lines == a.lines and b.skipped.counts == a.skipped.counts
         assert b.sha256 == hashlib.sha256(wide.read_bytes()).hexdigest()
+    # The mark alone is an empty file (the fuzz test below found it raising an IndexError).
+    (tmp_path / "mark.swf").write_bytes(b"\xfe\xff" if encoding == "utf-16-be" else b"\xff\xfe \x00\n\x00")
+    with pytest.raises(W.WorkloadError, match="empty file, not a job log"):
+        W.load(tmp_path / "mark.swf")
 
 
 def test_a_sacct_job_id_past_int64_is_out_of_range(tmp_path):

@@ -218,7 +218,10 @@ def _read_text(path: Path) -> tuple[str, str, bool]:
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         # UTF-16 with its byte-order mark (what Windows PowerShell's redirection writes): read
         # as the text it is; it was called a binary file (its NULs), session 45.
-        return data.decode("utf-16", errors="replace"), digest, False
+        text = data.decode("utf-16", errors="replace")
+        if not text.strip():  # the mark alone (or blanks): as empty as an empty UTF-8 file
+            raise WorkloadError(f"{path}: empty file, not a job log")
+        return text, digest, False
     # A stray NUL in a text log is a dirty line, not a reason to refuse the file; NULs only
     # decide the message when nothing in the file reads as a job.
     binary = b"\x00" in data[:65536]
