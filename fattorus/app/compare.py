@@ -130,14 +130,6 @@ def arm_labels(summaries: list[dict[str, Any]]) -> list[str]:
     return with_arm_settings([policy_name(s["config"]) for s in summaries], settings, always=always)
 
 
-def _hours(h: float) -> str:
-    """A mean wait in hours for the table, rounded as the report rounds it
-    (:func:`~fattorus.report.labels.fmt_hours`: ``295``, ``12.3``, ``0.98``, two significant
-    digits under 0.1 h, so a light load's 17.9 s is ``0.005``, not ``0.00``): one study's wait
-    read ``0.00927`` here and ``0.0093`` in its report."""
-    return fmt_hours(h)
-
-
 def resolve_reference(arms: list[str], reference: str) -> str | None:
     """The arm ``reference`` names: the arm of exactly that label, else the only arm whose label
     begins with ``reference`` as whole words, i.e. is ``reference`` followed by a space and
@@ -337,7 +329,7 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
         other_times: set[str] = set()  # the scenarios of the rows left without a break-even
         for r in group:
             eff = f" {_cell(r.get('system_eff'), '.1%')} |" if modelled else ""
-            line = (f"| {r['policy']} | {r['jobs']} | {_hours(r['wait_h'])} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
+            line = (f"| {r['policy']} | {r['jobs']} | {fmt_hours(r['wait_h'])} | {r['util']:.1%} |{eff} {r['aph']:.2f} | "
                     f"{_cell(r['aph_large'], '.2f')} | {_cell(r['max_hops_large'], '.1f')} | {r['exposed']:.1%} | "
                     f"{_cell(r['bbox_fill'], '.2f')} |")
             mine, mark, alike = None, "", True

@@ -102,6 +102,8 @@ def check_trials(task_overrides: list[str], check_all_first: int = CHECK_ALL_FIR
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
     mine = [o for o in task_overrides if not cli.override_key(o).startswith("hydra")]
     parsed = OverridesParser.create().parse_overrides(mine)
@@ -114,15 +116,10 @@ def check_trials(task_overrides: list[str], check_all_first: int = CHECK_ALL_FIR
         seen.update(trial)
         try:
             check_run(compose(config_name="config", overrides=trial), machines)
+        except (HydraException, OmegaConfBaseException) as err:  # said as a run says them
+            raise cli.Refusal(f"trial {trial}: {cli.hydra_error(err)}") from None
         except (UserError, ValueError, TypeError) as err:
             raise cli.Refusal(f"trial {trial}: {err}") from None
-        except Exception as err:  # noqa: BLE001 - Hydra's and OmegaConf's errors, said as a run says them
-            from hydra.errors import HydraException
-            from omegaconf.errors import OmegaConfBaseException
-
-            if not isinstance(err, (HydraException, OmegaConfBaseException)):
-                raise
-            raise cli.Refusal(f"trial {trial}: {cli.hydra_error(err)}") from None
 
 
 def _held(out_dir: Path) -> str:

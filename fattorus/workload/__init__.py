@@ -213,21 +213,17 @@ def _read_text(path: Path) -> tuple[str, str, bool]:
             data = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as e:
             raise WorkloadError(f"{path}: corrupt or truncated gzip ({e})") from None
-    if not data.strip():
+    # UTF-16 with its byte-order mark (what Windows PowerShell's redirection writes) is read as
+    # the text it is (it was called a binary file for its NULs, session 45). utf-8-sig: a UTF-8
+    # mark (some Windows editors write one) is not part of the first line; it made an SWF
+    # header line a dirty job line and hid a sacct header.
+    utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")
+    text = data.decode("utf-16" if utf16 else "utf-8-sig", errors="replace")
+    if not (text if utf16 else data).strip():  # a UTF-16 mark alone is as empty as an empty file
         raise WorkloadError(f"{path}: empty file, not a job log")
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        # UTF-16 with its byte-order mark (what Windows PowerShell's redirection writes): read
-        # as the text it is; it was called a binary file (its NULs), session 45.
-        text = data.decode("utf-16", errors="replace")
-        if not text.strip():  # the mark alone (or blanks): as empty as an empty UTF-8 file
-            raise WorkloadError(f"{path}: empty file, not a job log")
-        return text, digest, False
     # A stray NUL in a text log is a dirty line, not a reason to refuse the file; NULs only
     # decide the message when nothing in the file reads as a job.
-    binary = b"\x00" in data[:65536]
-    # utf-8-sig: a byte-order mark (some Windows editors write one) is not part of the first
-    # line; it made an SWF header line a dirty job line and hid a sacct header.
-    return data.decode("utf-8-sig", errors="replace"), digest, binary
+    return text, digest, not utf16 and b"\x00" in data[:65536]
 
 
 # Whitespace is ASCII only (as SWF defines it), so that which lines are blank and how a line
@@ -546,6 +542,24 @@ def _sacct_int(name: str) -> tuple[pl.Expr, pl.Expr]:
     return value, (raw == "") | (raw.str.contains(r"^\d+$") & value.is_not_null())
 
 
+def _sacct_job_id(jid: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """A sacct JobID's plain id (its digits as Int64; null for another form, or past Int64) and
+    the job id it is read as: the plain id; an array task ``A_T`` as ``ARRAY_TAG | A << TASK_BITS
+    | T``; a heterogeneous job's component ``A+K`` with ``HETJOB_TAG``; null for any other form."""
+    plain = jid.str.extract(r"^(\d+)$").cast(pl.Int64, strict=False)
+    arr = jid.str.extract_groups(r"^(\d+)_(\d+)$")
+    het = jid.str.extract_groups(r"^(\d+)\+(\d+)$")
+    arr_a, arr_t = (arr.struct.field(k).cast(pl.Int64, strict=False) for k in ("1", "2"))
+    het_a, het_k = (het.struct.field(k).cast(pl.Int64, strict=False) for k in ("1", "2"))
+    task_max = 1 << TASK_BITS
+    job_id = (
+        pl.when(plain.is_not_null()).then(plain)
+        .when((arr_a < (1 << 40)) & (arr_t < task_max)).then(pl.lit(ARRAY_TAG) | (arr_a * task_max) | arr_t)
+        .when((het_a < (1 << 39)) & (het_k < task_max)).then(pl.lit(HETJOB_TAG) | (het_a * task_max) | het_k)
+    )
+    return plain, job_id
+
+
 def _parse_sacct(text: str, file: str, cores_per_node: int | None,
                  max_runtime_s: float = DEFAULT_MAX_RUNTIME_S) -> tuple[pl.DataFrame, dict[str, str], int, SkipReport]:
     frame = _lines_frame(text).filter(pl.col("line") != "")
@@ -575,17 +589,7 @@ def _parse_sacct(text: str, file: str, cores_per_node: int | None,
 
     jid = pl.col(c["jobid"])
     step = jid.str.contains(r"^\d+(?:[_+]\d+)?\.")
-    plain = jid.str.extract(r"^(\d+)$").cast(pl.Int64, strict=False)
-    arr = jid.str.extract_groups(r"^(\d+)_(\d+)$")
-    het = jid.str.extract_groups(r"^(\d+)\+(\d+)$")
-    arr_a, arr_t = (arr.struct.field(k).cast(pl.Int64, strict=False) for k in ("1", "2"))
-    het_a, het_k = (het.struct.field(k).cast(pl.Int64, strict=False) for k in ("1", "2"))
-    task_max = 1 << TASK_BITS
-    job_id = (
-        pl.when(plain.is_not_null()).then(plain)
-        .when((arr_a < (1 << 40)) & (arr_t < task_max)).then(pl.lit(ARRAY_TAG) | (arr_a * task_max) | arr_t)
-        .when((het_a < (1 << 39)) & (het_k < task_max)).then(pl.lit(HETJOB_TAG) | (het_a * task_max) | het_k)
-    )
+    plain, job_id = _sacct_job_id(jid)
 
     times = {k: _sacct_time(c[k]) for k in ("submit", "start", "end") if k in c}
     durations = {k: _sacct_duration(c[k]) for k in ("elapsed", "timelimit") if k in c}

@@ -48,7 +48,7 @@ def export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: 
     """Comment lines heading an exported policy config: where it came from and how to run it
     (:func:`sweep_command`: the study's machine, workload and scale)."""
     model = " with run times from the bandwidth model (+speedup=model)" if setup.speedup == "model" else ""
-    wl = setup.sweep or sweep_workload(opts.workload, opts.cores_per_node)
+    wl = _workload_of(opts, setup)
     return [
         f"Tuned `{setup.policy}` heuristics written by fattorus.tune (python -m fattorus.tune); see docs/tuning.md.",
         f"study: {opts.name} ({mask(opts.storage)}), trial {chosen.number} (of {counts['total']} trials)"
@@ -62,6 +62,12 @@ def export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: 
         f"the study also chose the scheduler: run with sched={sched}, e.g.{_where(opts, wl.note)}",
         f"  {sweep_command(opts, setup, sched, wl)}",
     ]
+
+
+def _workload_of(opts: Options, setup: Setup) -> SweepWorkload:
+    """How the sweep replays the study's workload: as the setup took it when the workload
+    loaded, else (a setup made by hand) from ``--workload`` now."""
+    return setup.sweep or sweep_workload(opts.workload, opts.cores_per_node)
 
 
 def _where(opts: Options, workload_note: str | None) -> str:
@@ -85,7 +91,7 @@ def sweep_command(opts: Options, setup: Setup, sched: str, workload: SweepWorklo
     config is for the whole log."""
     import shlex
 
-    wl = workload or setup.sweep or sweep_workload(opts.workload, opts.cores_per_node)
+    wl = workload or _workload_of(opts, setup)
     # A whole factor as an integer: the run directory reads x2, as with workload.scale=2 typed by hand.
     scale = int(setup.scale) if float(setup.scale).is_integer() else setup.scale
     overrides = [("+topo", setup.topo.name), ("policy", opts.export.stem), ("sched", sched), *wl.overrides,
