@@ -122,6 +122,9 @@ CASES = [
     bad("binary_log", "binary file", files={"log.swf": "\x00\x01\x02\xff" * 100}),
     bad("not_a_log", "not a job log", files={"log.swf": "hello world\nthis is prose\n"}),
     bad("header_only", "no job lines", files={"log.swf": HEADER}),
+    # A machine-size key given twice with two numbers: the first was used without a word.
+    bad("contradicting_header", "log.swf, line 3: header field MaxNodes: '60' contradicts line 1 ('54')",
+        files={"log.swf": HEADER + "; MaxNodes: 60\n" + "".join(GOOD)}),
     bad("all_dirty", "are malformed", files={"log.swf": HEADER + swf_line(1, 0, "nan", 1)}),
     bad("bad_gzip", "log.swf.gz", "workload.path=log.swf.gz", files={"log.swf.gz": b"\x1f\x8b\x08\x00garbage"}),
     bad("all_too_large", "no job was replayed", files={"log.swf": HEADER + swf_line(1, 0, 50, 500)}),

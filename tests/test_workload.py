@@ -304,6 +304,22 @@ def test_cores_per_node_must_be_known(tmp_path):
         W.load(path, cores_per_node=0)
 
 
+def test_a_machine_size_key_given_twice_must_agree(tmp_path):
+    """MaxNodes twice with two numbers: one line naming both lines (the first was used without a
+    word); the same number twice, or repeated free-text keys (Note, Queue), are read as before."""
+    line = "1 0 -1 10 8 -1 -1 8 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+    path = tmp_path / "x.swf"
+    path.write_text("; Note: a\n; MaxNodes: 4\n; MaxProcs: 16\n; Note: b\n; MaxProcs: 32\n" + line)
+    with pytest.raises(W.WorkloadError) as e:
+        W.load(path, cores_per_node=4)  # refused even when the cores per node are given: scale=fit reads it
+    _one_line_error(e, path)
+    assert f"{path}, line 5: header field MaxProcs: '32' contradicts line 3 ('16')" in str(e.value)
+    path.write_text("; Note: a\n; MaxNodes: 4\n; MaxProcs: 16\n; Note: b\n; MaxNodes: 4 nodes\n" + line)
+    wl = W.load(path)
+    assert wl.header["Note"] == "a\nb" and wl.header["MaxNodes"] == "4\n4 nodes"
+    assert wl.jobs["nodes"].to_list() == [2]  # 16 / 4 = 4 cores per node, 8 procs
+
+
 # ---------------------------------------------------------------------------------------
 # SWF details and round trip
 

@@ -364,14 +364,37 @@ def _no_jobs(file: str, kind: str, skipped: SkipReport) -> WorkloadError:
 # SWF
 
 
-def _swf_header(comments: list[str]) -> dict[str, str]:
-    """``; Key: value`` comment lines as a dict (repeated keys joined by newlines)."""
+# Header keys that state the log's machine, read as numbers (cores per node, scale=fit): one
+# value per log. Other keys (Note, Queue, Partition) repeat in real logs and are joined.
+_SWF_MACHINE_KEYS = ("MaxProcs", "MaxNodes")
+
+
+def _swf_header(comments: list[tuple[int, str]], file: str = "?") -> dict[str, str]:
+    """``; Key: value`` comment lines (``(lineno, line)``) as a dict (repeated keys joined by
+    newlines).
+
+    Raises:
+      WorkloadError: a machine-size key (:data:`_SWF_MACHINE_KEYS`) repeated with another
+        number; why: the first would be used without a word and every node count derived
+        from it would be wrong.
+    """
     header: dict[str, str] = {}
-    for c in comments:
+    first_line: dict[str, int] = {}
+    for lineno, c in comments:
         m = re.match(r"^;\s*([A-Za-z][\w\-]*)\s*:\s*(.*?)\s*$", c)
-        if m:
-            key, value = m.groups()
-            header[key] = f"{header[key]}\n{value}" if key in header else value
+        if not m:
+            continue
+        key, value = m.groups()
+        if key not in header:
+            header[key], first_line[key] = value, lineno
+            continue
+        first = header[key].split("\n")[0]
+        if key in _SWF_MACHINE_KEYS and _leading_int(value) != _leading_int(first):
+            raise WorkloadError(
+                f"{file}, line {lineno}: header field {key}: {value!r} contradicts line {first_line[key]} "
+                f"({first!r}); a log has one machine: delete the wrong line"
+            )
+        header[key] = f"{header[key]}\n{value}"
     return header
 
 
@@ -392,7 +415,7 @@ def _parse_swf(text: str, file: str, cores_per_node: int | None,
                max_runtime_s: float = DEFAULT_MAX_RUNTIME_S) -> tuple[pl.DataFrame, dict[str, str], int, SkipReport]:
     frame = _lines_frame(text)
     is_comment = pl.col("line").str.starts_with(";")
-    header = _swf_header(frame.filter(is_comment)["line"].to_list())
+    header = _swf_header(frame.filter(is_comment).select("lineno", "line").rows(), file)
     body = frame.filter(~is_comment & (pl.col("line") != ""))
     n_lines = body.height
 
