@@ -51,10 +51,11 @@ def test_break_even_is_the_utilization_ratio(results_path, capsys):
 
 
 def test_short_mean_waits_keep_their_digits(results_path):
-    """A light load's mean wait of 18 s (0.005 h) read 0.00 h: under 0.01 h three significant digits."""
+    """A light load's mean wait of 18 s (0.005 h) read 0.00 h: under 0.1 h two significant
+    figures, a trailing zero kept (0.0050)."""
     _trial(results_path / "a", "to", {}, 0.9, [0.0, 36.0], [False, False])
     assert compare.main([str(results_path)]) == 0
-    assert "| to | 2 | 0.005 | 90.0% |" in (results_path / "compare.md").read_text()
+    assert "| to | 2 | 0.0050 | 90.0% |" in (results_path / "compare.md").read_text()
 
 
 def test_damaged_trials_are_named_and_skipped(results_path, capsys):
@@ -637,7 +638,9 @@ def test_mean_waits_are_rounded_as_the_report_rounds_them(results_path):
     -> 12.3; 2.5 h -> 2.50."""
     from fattorus.report.labels import fmt_hours
 
-    for name, mean_s, shown in (("a", 33.372, "0.0093"), ("b", 44442.0, "12.3"), ("c", 9000.0, "2.50")):
+    # d: 37.44 s = 0.0104 h -> 0.010 (two figures with the zero; it read 0.01 beside 0.0093)
+    for name, mean_s, shown in (("a", 33.372, "0.0093"), ("b", 44442.0, "12.3"), ("c", 9000.0, "2.50"),
+                                ("d", 37.44, "0.010")):
         _trial(results_path / name, "to", {}, 0.8, [0.0, 2 * mean_s], [False, False])
         assert compare.main([str(results_path / name)]) == 0
         cell = (results_path / name / "compare.md").read_text().split("| to | 2 | ")[1].split(" |")[0]

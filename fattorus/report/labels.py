@@ -105,5 +105,7 @@ def fmt_hours(value: float | None) -> str:
     if 0 < abs(value) < 0.001:
         return "<0.001"
     if 0 < abs(value) < 0.1:
-        return f"{value:.2g}"  # a lightly loaded machine: keep two figures, not "0.00"
+        # A lightly loaded machine: keep two figures, not "0.00"; "#" keeps a trailing zero
+        # (0.0104 reads 0.010 beside 0.0093, not 0.01).
+        return f"{value:#.2g}"
     return f"{value:.2f}"
