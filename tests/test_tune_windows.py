@@ -185,3 +185,33 @@ def test_the_sweep_command_names_the_studys_workload(tmp_path, log):
 
     named = sweep_workload(str(elsewhere), None)
     assert named.overrides[0] == ("workload", "tiny2") and "conf/workload/tiny2.yaml" in (named.note or "")
+
+
+def test_the_sweep_command_names_a_machine_given_as_a_yaml_path(tmp_path, log):
+    """``--topo`` as a YAML path wrote ``+topo=NAME``, which Hydra looks up in conf/topo only
+    (a session-45 exploratory report). A YAML in a config folder's ``topo/``: that folder on
+    the search path, shared with a workload YAML's in one ``hydra.searchpath`` (a second
+    override would replace the first); Hydra composes both. Elsewhere: a note to copy it."""
+    conf, wconf = tmp_path / "a" / "conf", tmp_path / "b" / "conf"
+    (conf / "topo").mkdir(parents=True)
+    (wconf / "workload").mkdir(parents=True)
+    # The file's stem, not the machine's name, is Hydra's option name.
+    mine = yaml.safe_load((ROOT / "conf" / "topo" / "ft6.yaml").read_text()) | {"name": "myft"}
+    (conf / "topo" / "mytopo.yaml").write_text(yaml.safe_dump(mine))
+    tiny = {"name": "tiny", "path": str(log), "format": "auto", "cores_per_node": 2, "scale": 1,
+            "window_start_days": 0, "window_days": None, "synthetic": {"seed": 1}}
+    (wconf / "workload" / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    args = _sweep_args(str(wconf / "workload" / "tiny.yaml"), topo=str(conf / "topo" / "mytopo.yaml"))
+    assert [a for a in args if a.startswith("hydra.searchpath=")] == [
+        f"hydra.searchpath=[file://{conf},file://{wconf}]"]
+    assert "+topo=mytopo" in args and "workload=tiny" in args
+    cfg = _compose(args)
+    assert (cfg.topo.name, cfg.workload.name) == ("myft", "tiny")
+    # The app's own conf/topo, by path: its name, no search path.
+    assert _sweep_args(str(log), topo=str(ROOT / "conf" / "topo" / "ft6.yaml"))[0] == "+topo=ft6"
+    # Elsewhere: +topo=STEM and the header's note says where to put the file first.
+    from fattorus.app.tune.export import sweep_topology
+
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump(mine))
+    named = sweep_topology(str(tmp_path / "other.yaml"), "myft")
+    assert named.overrides == (("+topo", "other"),) and "conf/topo/other.yaml" in (named.note or "")

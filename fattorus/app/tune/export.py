@@ -59,7 +59,8 @@ def export_header(opts: Options, setup: Setup, chosen: Any, counts: dict, rule: 
         f"value: {fmt_values(opts.objectives, chosen.values)}; "
         f"paper defaults: {fmt_values(opts.objectives, base_values)}",
         f"date: {now()}",
-        f"the study also chose the scheduler: run with sched={sched}, e.g.{_where(opts, wl.note)}",
+        f"the study also chose the scheduler: run with sched={sched}, e.g."
+        f"{_where(opts, _machine_of(opts, setup).note, wl.note)}",
         f"  {sweep_command(opts, setup, sched, wl)}",
     ]
 
@@ -70,34 +71,65 @@ def _workload_of(opts: Options, setup: Setup) -> SweepWorkload:
     return setup.sweep or sweep_workload(opts.workload, opts.cores_per_node)
 
 
-def _where(opts: Options, workload_note: str | None) -> str:
+def _where(opts: Options, *notes: str | None) -> str:
     """What the sweep command of the header needs first, in parentheses: the exported file
-    (outside the app's conf/policy/) and a workload YAML (one the app cannot name) where the
-    app finds them."""
+    (outside the app's conf/policy/), a machine YAML and a workload YAML (ones the app cannot
+    name: ``notes``) where the app finds them."""
     needs = [] if _in_policy_configs(opts.export) else ["once this file is in conf/policy/, where the app finds it"]
-    needs += [workload_note] if workload_note else []
+    needs += [n for n in notes if n]
     return f" ({'; '.join(needs)})" if needs else ""
+
+
+def sweep_topology(topo: str, name: str) -> SweepWorkload:
+    """How the study app names the machine ``--topo topo`` loaded (``name``: the machine's
+    name): ``+topo=NAME`` for a ``conf/topo`` name or a YAML in the app's ``conf/topo``; a
+    YAML in another folder named ``topo`` (a config folder's group): ``hydra.searchpath`` to
+    that config folder and ``+topo=STEM``; any other YAML: ``+topo=STEM`` with a note to copy
+    it into ``conf/topo/`` first (Hydra takes a group's option by name, never by path).
+    Returned as a :class:`SweepWorkload` (overrides and note) for :func:`sweep_command`."""
+    from fattorus import paths
+
+    path = Path(topo)
+    if not path.suffix:
+        return SweepWorkload((("+topo", name),))
+    folder = path.resolve().parent
+    if folder == paths.conf_dir("topo").resolve():
+        return SweepWorkload((("+topo", path.stem),))
+    if folder.name == "topo":
+        return SweepWorkload((("hydra.searchpath", [f"file://{folder.parent}"]), ("+topo", path.stem)))
+    return SweepWorkload((("+topo", path.stem),), f"with {path.resolve()} copied to conf/topo/{path.stem}.yaml")
+
+
+def _machine_of(opts: Options, setup: Setup) -> SweepWorkload:
+    return sweep_topology(opts.topo, setup.topo.name)
 
 
 def sweep_command(opts: Options, setup: Setup, sched: str, workload: SweepWorkload | None = None) -> str:
     """The study app's command that replays the study's workload with the exported config:
-    its machine, ``policy=<export stem>``, ``sched``, the workload as ``--workload`` named it
-    (``workload``, default the setup's :func:`~fattorus.app.tune.windows.sweep_workload`: a
-    conf/workload name, or ``workload=file`` with the log's path or the YAML's settings; and
-    ``--cores-per-node``), the scale factor the study used (``workload.scale``; ``machine``
-    and ``fit`` resolved, so the command does not depend on conf/topo's default load) and
-    ``+speedup=model`` when the study ran the bandwidth model. Each override is quoted for
-    Hydra (values) and for a POSIX shell (the whole word) where needed. No window: the
-    config is for the whole log."""
+    its machine (:func:`sweep_topology`), ``policy=<export stem>``, ``sched``, the workload as
+    ``--workload`` named it (``workload``, default the setup's
+    :func:`~fattorus.app.tune.windows.sweep_workload`: a conf/workload name, or
+    ``workload=file`` with the log's path or the YAML's settings; and ``--cores-per-node``),
+    the scale factor the study used (``workload.scale``; ``machine`` and ``fit`` resolved, so
+    the command does not depend on conf/topo's default load) and ``+speedup=model`` when the
+    study ran the bandwidth model. The machine's and the workload's config folders share one
+    ``hydra.searchpath``. Each override is quoted for Hydra (values) and for a POSIX shell
+    (the whole word) where needed. No window: the config is for the whole log."""
     import shlex
 
     wl = workload or _workload_of(opts, setup)
+    machine = _machine_of(opts, setup)
     # A whole factor as an integer: the run directory reads x2, as with workload.scale=2 typed by hand.
     scale = int(setup.scale) if float(setup.scale).is_integer() else setup.scale
-    overrides = [("+topo", setup.topo.name), ("policy", opts.export.stem), ("sched", sched), *wl.overrides,
+    overrides = [*machine.overrides, ("policy", opts.export.stem), ("sched", sched), *wl.overrides,
                  ("workload.scale", scale)]
     if setup.speedup == "model":
         overrides.append(("+speedup", "model"))
+    # One search path: a second hydra.searchpath override would replace the first.
+    search = [d for k, v in overrides if k == "hydra.searchpath" for d in v]
+    overrides = [(k, v) for k, v in overrides if k != "hydra.searchpath"]
+    if search:
+        overrides.insert(0, ("hydra.searchpath", list(dict.fromkeys(search))))
     return "python -m fattorus.sweep " + " ".join(shlex.quote(f"{k}={hydra_value(v)}") for k, v in overrides)
 
 
