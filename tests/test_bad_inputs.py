@@ -755,6 +755,24 @@ def test_a_misspelt_key_names_the_key_the_lookup_failed_on(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_cfg_hydra_resolve_says_why_its_interpolations_fail(tmp_path):
+    """``--cfg hydra --resolve``: Hydra resolves its node alone, so the run directory's name
+    (``${policy.name}``, ...) is "not found"; the line says so and names ``--cfg all``, which
+    works (a session-45 exploratory report: the bare "Interpolation key 'policy.name' not found")."""
+    env = command_env()
+    for flags in (["--cfg", "hydra", "--resolve"], ["-c", "hydra", "--resolve"]):
+        out = forkcli.run("fattorus.sweep", [*flags, "+topo=pinot"], cwd=tmp_path, env=env, timeout=120)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and "use --cfg all --resolve" in lines[0], out.stderr
+    out = forkcli.run("fattorus.sweep", ["--cfg", "all", "--resolve", "+topo=pinot"], cwd=tmp_path, env=env,
+                      timeout=120)
+    assert out.returncode == 0 and "pinot-ta-easy" in out.stdout, out.stderr
+    out = forkcli.run("fattorus.sweep", ["--cfg", "job", "+topo=pinot", "policy=nope"], cwd=tmp_path, env=env,
+                      timeout=120)
+    assert out.returncode == 2 and "--cfg all" not in out.stderr  # only that failure gets the hint
+    assert not any(tmp_path.iterdir())
+
+
 def test_tune_refuses_an_unknown_machine_before_any_progress_line(tmp_path):
     """``--topo caab``: one line on stderr and nothing on stdout (its "loading ..." line came
     first)."""

@@ -199,6 +199,19 @@ def _parameter_owners(name: str) -> list[str]:
     return [policy for policy, names in _parameter_tables().items() if name in names]
 
 
+def _hydra_alone_hint(argv: Sequence[str], err: BaseException) -> str:
+    """Why ``--cfg hydra --resolve`` failed, when it did: Hydra resolves its own node alone,
+    and the run and sweep directories' names read the run's settings (``policy.name``, ...),
+    so every such interpolation is "not found"; ``--cfg all --resolve`` shows them resolved."""
+    args = list(argv)
+    shown = {args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--cfg", "-c")}
+    shown |= {a.split("=", 1)[1] for a in args if a.startswith("--cfg=")}
+    if "hydra" not in shown or not {"--resolve"} & set(args) or "Interpolation key" not in str(err):
+        return ""
+    return ("; --cfg hydra --resolve resolves Hydra's settings alone, and the run directory's name reads the "
+            "run's settings: use --cfg all --resolve")
+
+
 def hydra_error(err: BaseException) -> str:
     """One line for a Hydra or OmegaConf error, its cause appended. A misspelt key without '+'
     (``workload.windw_days=1``) reads as :func:`unknown_setting` does for one with '+' — the
@@ -509,7 +522,7 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.exit(1)
     except (HydraException, OmegaConfBaseException) as err:  # before OSError: some are IOErrors
         sys.stderr = note.stream
-        sys.stderr.write(f"{prog}: error: {hydra_error(err)}\n")
+        sys.stderr.write(f"{prog}: error: {hydra_error(err)}{_hydra_alone_hint(sys.argv[1:], err)}\n")
         sys.exit(2)
     except AssertionError as err:
         key = _null_parent_key(err)
