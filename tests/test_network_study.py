@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -12,6 +13,8 @@ import pytest
 import forkcli
 from fattorus import provenance, topology
 from fattorus.app import network_study as ns
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_ta_packing_is_disjoint_in_range_and_leaves_no_room():
@@ -205,6 +208,22 @@ def test_a_small_study_writes_its_tables_under_results(tmp_path):
     overall = summary["cases"]["ft6x6_4-30"]["all"]
     assert overall["jobs"] == len(jobs) and overall["mean"] == pytest.approx(jobs["speedup"].mean())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
+def test_a_machine_given_as_a_yaml_path_writes_only_under_results(tmp_path):
+    """``--machine conf/topo/ft6.yaml``: the case was named after the path, so each workload's
+    part file went beside the YAML (``ft6.yaml_2-4_w0.parquet``), outside the results (a
+    session-46 exploratory run). The case takes the file's stem; the YAML's folder is left as
+    it was."""
+    mine = tmp_path / "machines" / "my_ft6.yaml"
+    mine.parent.mkdir()
+    mine.write_text((REPO / "conf" / "topo" / "ft6.yaml").read_text())
+    out = _cli(tmp_path, "--machine", str(mine), "--sizes", "2,4", "--workloads", "1", "--name", "yaml")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert sorted(p.name for p in mine.parent.iterdir()) == ["my_ft6.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["machines", "results"]
+    summary = json.loads((tmp_path / "results" / "network_study" / "yaml" / "summary.json").read_text())
+    assert list(summary["cases"]) == ["my_ft6_2-4"]
 
 
 @pytest.mark.parametrize("args, given", [

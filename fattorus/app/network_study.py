@@ -356,7 +356,16 @@ def cases(args: argparse.Namespace) -> list[tuple]:
         raise ValueError(f"--comm-fraction {args.comm_fraction}: must be in (0, 1]")
     # Whether a size in the range has near-cubic grids (job_sizes) is asked in main, once the
     # machine says how large a job can be: job_sizes factorises every size up to max.
-    return [(f"{args.machine}_{lo}-{hi}", args.machine, lo, hi, args.workloads, args.comm_fraction, args.a2a_dims)]
+    return [(f"{_machine_label(args.machine)}_{lo}-{hi}", args.machine, lo, hi, args.workloads, args.comm_fraction,
+             args.a2a_dims)]
+
+
+def _machine_label(machine: str) -> str:
+    """``--machine`` as it may appear in a case's name, which names the study's folder and its
+    part files: a conf/topo name as it is, a YAML path by its stem. Why: a path in the name put
+    the part files beside the YAML (``conf/topo/ft6.yaml_2-4_w0.parquet``), outside the results."""
+    path = Path(machine)
+    return path.stem if path.suffix or len(path.parts) > 1 else machine
 
 
 def settings(args: argparse.Namespace, todo: Sequence[tuple]) -> dict[str, Any]:
