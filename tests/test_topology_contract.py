@@ -274,6 +274,17 @@ def test_a_config_with_an_unknown_key_fails_in_one_line_naming_it(topo):
     assert "no_such_key" in message and "\n" not in message
 
 
+@pytest.mark.parametrize("name", ["a/../../evil", "../x", ".hidden", "two words", ""])
+def test_a_name_that_is_no_file_name_fails_in_one_line(topo, name):
+    """A machine's name names run folders, study parts and figures: with a separator or a
+    leading dot a replay's run directory left results/ (a session-46 review). Every family
+    refuses it; the shipped names pass (the ``topo`` fixture loaded them)."""
+    with pytest.raises(topology.TopologyError) as err:
+        topology.from_config({**topo.config(), "name": name})
+    assert f"topology name {name!r}" in str(err.value) and "\n" not in str(err.value)
+    assert topology.from_config({**topo.config(), "name": "my_machine-2.v1+x"}).name == "my_machine-2.v1+x"
+
+
 def test_the_ideal_aph_kernel_delegates_to_the_topology(topo):
     for n in (1, 2, 5, min(33, topo.n_nodes)):
         assert aph.ideal_aph(topo, n) == pytest.approx(topo.ideal_aph(n))

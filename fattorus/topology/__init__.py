@@ -6,6 +6,7 @@ dispatches on the config's ``kind`` (default ``fattree``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,21 @@ def register(cls: type[Topology]) -> type[Topology]:
     return cls
 
 
+#: A machine's ``name``: safe as a file or folder name component.
+_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
+
+
 def from_config(cfg: Mapping[str, Any]) -> Topology:
     """Build the topology a config mapping describes (dispatch on its ``kind``)."""
     _load_families()
     data = dict(cfg)
     # The machine's default load is the app's concern (workload.scale=machine), not the network's.
     data.pop("default_scale", None)
+    name = data.get("name")
+    if isinstance(name, str) and not _NAME.fullmatch(name):
+        # The name names result folders and files (run directories, study parts, figures): a
+        # separator or '..' would put them elsewhere.
+        raise TopologyError(f"topology name {name!r}: letters, digits, '.', '_', '+' and '-' only, not starting with '.'")
     kind = data.get("kind", "fattree")
     if kind not in FAMILIES:
         raise TopologyError(
