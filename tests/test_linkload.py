@@ -291,6 +291,8 @@ HUGE = str(10**23)  # past int64: it reached NumPy (C long) or JAX (overflow) as
     (["--pattern-mix", "stencil2d=inf,all_to_all=1"], "weight of pattern 'stencil2d' in --pattern-mix must be a "
                                                       "finite number > 0, got inf"),
     (["--pattern-mix", "stencil2d=1e308,all_to_all=1e308"], "the weights in --pattern-mix sum past the largest float"),
+    # summed, a repeated name read as a weight nobody typed (stencil4d=1,stencil4d=2: 3)
+    (["--pattern-mix", "stencil2d=1,all_to_all,stencil2d=2"], "pattern 'stencil2d' given more than once in --pattern-mix"),
 ])
 def test_cli_counts_and_weights_past_what_it_takes_are_one_line(tmp_path, capsys, args, words):
     run = write_run(tmp_path / "run", "ft6", [(1, 0.0, 5.0, RED), (2, 0.0, 5.0, BLUE)])

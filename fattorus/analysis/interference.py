@@ -106,7 +106,9 @@ def parse_mix(text: str, option: str = "--pattern-mix") -> dict[str, float]:
         # An inf weight made every probability nan: a draw went on, silently wrong.
         if not (w > 0 and math.isfinite(w)):
             raise ValueError(f"weight of pattern {name!r} in {option} must be a finite number > 0, got {w}")
-        mix[name] = mix.get(name, 0.0) + w
+        if name in mix:  # summed, it read as a weight nobody typed (stencil4d=1,stencil4d=2: 3)
+            raise ValueError(f"pattern {name!r} given more than once in {option}")
+        mix[name] = w
     if not mix:
         raise ValueError(f"{option} names no pattern")
     if not math.isfinite(sum(mix.values())):  # finite weights whose sum is inf: the same nan
@@ -409,7 +411,7 @@ def summary_lines(table: pl.DataFrame) -> list[str]:
         .sort("pattern")
     )
     for name, n, exp, share in by_pattern.iter_rows():
-        lines.append(f"  {name:<18} job-instants {n:>6}  exposed {exp:6.1%}  mean shared share {share:.3f}")
+        lines.append(f"  {name:<18} job-instants {n:>6}  exposed {exp:6.1%}  shared share (mean over all) {share:.3f}")
     return lines
 
 
