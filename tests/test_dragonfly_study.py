@@ -405,6 +405,7 @@ def test_max_vs_def_divides_by_defs_max_of_the_same_workload_and_class(tmp_path,
     printed table shows it (``-`` without DEF among the cables)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(dragonfly_study.LABEL, "dragonfly_small", "DEF")
+    monkeypatch.setitem(dragonfly_study.LABEL, "small_k", "small_k")  # a cable variant, as Edison's -K
     (tmp_path / "small_k.yaml").write_text((topology.conf_dir() / "topo" / "dragonfly_small.yaml").read_text()
                                            .replace("name: dragonfly_small", "name: small_k")
                                            .replace("black_per_pair: 2", "black_per_pair: 1"))
@@ -438,6 +439,17 @@ def test_max_vs_def_divides_by_defs_max_of_the_same_workload_and_class(tmp_path,
     assert line("WD 4", "small_k", "all", "44.00", "1.00", "1.100") in table
     assert dragonfly_study.main([*run, "--cables", str(tmp_path / "small_k.yaml"), "--name", "no_def"]) == 0
     assert line("WD 2", "small_k", "all", "20.00", "1.00", "-") in capsys.readouterr().out
+    # A machine that is not a cable variant of DEF's gets no ratio (a 64-node test dragonfly's
+    # loads over Edison's read as one), nor does a class whose DEF max is 0 (it printed nan).
+    monkeypatch.delitem(dragonfly_study.LABEL, "small_k")
+    maxima["WD 2", "DEF"] = (0.0, 16.0, 5.0, 16.0)
+    assert dragonfly_study.main([*run, "--cables", f"dragonfly_small,{tmp_path / 'small_k.yaml'}",
+                                 "--name", "other"]) == 0
+    totals = pl.read_parquet(tmp_path / "results" / "dragonfly_study" / "other" / "totals.parquet")
+    got = {(r["workload"], r["cables"], r["class"]): r["max_vs_DEF"] for r in totals.iter_rows(named=True)}
+    assert all(v is None for (wd, cables, c), v in got.items() if cables == "small_k")
+    assert got["WD 2", "DEF", "green"] is None and got["WD 2", "DEF", "black"] == 1.0
+    assert "nan" not in capsys.readouterr().out
 
 
 def test_the_studys_all_links_row_agrees_with_its_classes_and_hottest_link(wd4_study):

@@ -14,7 +14,8 @@ the mean traffic over every link of the class, MB; in the totals also class ``al
 every router link (the paper's "maximum traffic on any link", its Fig. 9). Writes
 ``results/dragonfly_study/NAME/`` under the current directory (``NAME``: ``--name``, else ``paper`` for the paper's settings and ``custom-<digest>`` for others): ``totals.parquet`` (workload,
 cables, class, max_MB, mean_MB, iterations, capped, max_vs_DEF: the max over DEF's of the same
-workload and class, when DEF is among the cables), ``jobs.parquet`` (workload, cables, job,
+workload and class, for Edison's cable variants when DEF is among the cables and its max is
+above 0, else null), ``jobs.parquet`` (workload, cables, job,
 pattern, view, class, max_MB, mean_MB), ``hot_links.parquet`` (the 10 busiest router links of each run:
 class, MB, both ends as group/row/column), ``summary.json`` and per workload and machine a PNG of its traffic
 matrices (green between columns, black between rows, blue between groups:
@@ -408,8 +409,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         tot = pl.DataFrame(totals)
         base = tot.filter(pl.col("cables") == "DEF").select("workload", "class", pl.col("max_MB").alias("_def"))
         if len(base):
+            # Only Edison's cable variants compare with DEF (a 64-node test dragonfly's loads
+            # over Edison's read as a ratio); a DEF maximum of 0 has no ratio (0/0 printed nan).
+            edison = pl.col("cables").is_in(list(LABEL.values())) & (pl.col("_def") > 0)
             tot = tot.join(base, on=["workload", "class"], how="left").with_columns(
-                (pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
+                pl.when(edison).then(pl.col("max_MB") / pl.col("_def")).alias("max_vs_DEF")).drop("_def")
         _write(out, tot, jobs, hot, record, {png_name(wd, m.name) for wd in wds for m in machines})
         shutil.rmtree(parts)  # the tables hold every solve now
     except ValueError as err:  # the jobs do not fit the machine
@@ -429,7 +433,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _table_text(tot: pl.DataFrame) -> str:
     """The totals as printed: one aligned line per workload, cables and link class, with the max
-    and mean MB and the max over DEF's (``-`` where there is none: DEF not among the cables)."""
+    and mean MB and the max over DEF's (``-`` where there is none: DEF not among the cables, a
+    machine that is not one of Edison's cable variants, or a DEF max of 0)."""
     vs = tot["max_vs_DEF"] if "max_vs_DEF" in tot.columns else [None] * tot.height
     # A solve stopped at --max-iters is not a steady state: its rows are marked, and a line
     # under the table says so (session 43: only summary.json and the solve's own line told).
