@@ -74,6 +74,14 @@ def test_mistakes_are_one_line(tmp_path, monkeypatch, capsys, args):
     assert len(err) == 1 and err[0].startswith("fattorus.app.dragonfly_study: error:") and not any(tmp_path.iterdir())
 
 
+def test_a_refused_name_states_the_whole_rule(tmp_path, monkeypatch, capsys):
+    """``--name ...`` holds only allowed characters; the message said "letters, digits, '.', '_'
+    and '-' only" and no more (a session-46 exploratory report)."""
+    monkeypatch.chdir(tmp_path)
+    assert dragonfly_study.main(["--name", "..."]) == 2
+    assert "starting with a letter or digit" in capsys.readouterr().err
+
+
 def test_traffic_matrices_put_each_link_in_its_cell():
     from fattorus.report import dragonfly_maps
 

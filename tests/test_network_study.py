@@ -139,6 +139,9 @@ def _cli(tmp_path, *args):
     (["--sizes", "10,5"], "min <= max"),
     (["--machine", "ft6", "--sizes", "4,100"], "do not fit"),
     (["--machine", "ft6", "--sizes", "2,4", "--name", "../x"], "--name"),
+    # '...' holds only allowed characters: the message states the leading-dot rule too
+    (["--machine", "ft6", "--sizes", "2,4", "--name", "..."], "'...': letters, digits, '.', '_' and '-' only, "
+                                                              "not starting with '.'"),
     (["--machine", "ft6", "--sizes", "2,4", "--seed", "-1"], "--seed"),
     (["--machine", "torus4", "--sizes", "2,4"], "fat-trees only"),
     (["--paper", "--machine", "ft6"], "drop --machine"),

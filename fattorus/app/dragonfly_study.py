@@ -359,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--workloads: unknown {unknown}; choose from {list(pw.WORKLOADS)}")
         cables = _list("--cables", args.cables, f"e.g. {','.join(CABLES)}")
         if args.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
-            raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
+            raise ValueError(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only, starting with a letter or digit")
         check_bounds(args)
         machines = [_dragonfly(c) for c in cables]
         # A Valiant candidate goes through a group other than its flow's ends': beyond

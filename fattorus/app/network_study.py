@@ -468,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     name = args.name if args.name is not None else ("paper" if args.paper else todo[0][0])  # "" is refused below
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
-        print(f"{PROG}: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
+        print(f"{PROG}: error: --name {name!r}: letters, digits, '.', '_' and '-' only, not starting with '.'", file=sys.stderr)
         return 2
     for case, m, lo, hi, *_ in todo:
         if hi > machines[m].n_nodes:
