@@ -325,6 +325,8 @@ CASES = [
         files={"s.yaml": "study: s\ncases: [[policy=to]]\narms: [[seed=0]]\n"}),
     # The Monte Carlo table's command line.
     bad("montecarlo_misspelt_machine", "unknown topology 'pinto'", "pinto", cli="kernels.montecarlo"),
+    # A YAML path that is not there: its name (it read "unknown topology" with conf/topo's list)
+    bad("montecarlo_missing_machine_file", "nosuch.yaml: no such file", "nosuch.yaml", cli="kernels.montecarlo"),
     bad("montecarlo_extra_argument", "unrecognized arguments: extra", "ft6", "extra", cli="kernels.montecarlo"),
     bad("montecarlo_yaml_missing_keys", "missing key(s)", "m.yaml", cli="kernels.montecarlo",
         files={"m.yaml": "kind: fattree\nname: m\n"}),

@@ -57,21 +57,43 @@ PROG = "fattorus.app.halo_study"
 #: messages, a 12 x 8 x 12 feature): iteration time (ms) and max hops per placement.
 PAPER = {"default": (11.315, 9), "grid_order": (7.722, 16), "topaware": (2.771, 2)}
 
+#: The settings of the paper's Table III run (:data:`PAPER`'s caption): a run of these settings
+#: — at any feature positions (the paper does not say where its feature lay: ``--positions``,
+#: ``--origin``, ``--seed``) and in any ALPS ``--ordering`` (not given either) — is compared
+#: with :data:`PAPER`; any other run is not (:func:`paper_case`). Also the options' defaults.
+PAPER_SETTINGS: dict[str, Any] = {"machine": "bluewaters", "grid": [32, 32, 32], "ranks_per_node": 32, "kib": 32.0,
+                                  "feature": [12, 8, 12], "block": [4, 2, 4], "per_gemini": [4, 4, 4],
+                                  "periodic": False}
+
 PLACEMENTS = ("default", "grid_order", "topaware")
 POSITIONS_MAX = 512  # ~0.15 s a position on Blue Waters: a little over a minute at most
 POSITIONS_DEFAULT = 32  # the paper's Table III: 32 feature positions
 KIB_MAX = 2.0**30  # a TiB a message: beyond it bytes stop being a useful figure
 
 
+def _csv(values: Sequence[int]) -> str:
+    """``12,8,12``: a triple as the command line writes it."""
+    return ",".join(map(str, values))
+
+
+def _default(option: str, values: Sequence[int]) -> str:
+    """`` (the default)`` when ``values`` are the option's default (so that an error about a
+    setting the user never gave says where it came from), else nothing."""
+    return " (the default)" if list(values) == PAPER_SETTINGS.get(option.replace("-", "_")) else ""
+
+
 def _triple(text: str, what: str, low: int = 1) -> tuple[int, int, int]:
+    """``--what``'s three integers >= ``low``; the error gives the option's own default as its
+    example (``--origin``, which has none, a position of Blue Waters)."""
     parts = text.split(",")
     try:
         out = tuple(int(p) for p in parts)
     except ValueError:
         out = ()
     if len(out) != 3 or min(out) < low:
-        raise ValueError(f"--{what} {text!r}: want three integers >= {low}, e.g. "
-                         f"{'0,8,0' if low == 0 else '12,8,12'}")
+        default = PAPER_SETTINGS.get(what.replace("-", "_"))
+        example = "e.g. 0,8,0" if default is None else f"e.g. {_csv(default)} (the default)"
+        raise ValueError(f"--{what} {text!r}: want three integers >= {low}, {example}")
     return out  # type: ignore[return-value]
 
 

@@ -57,6 +57,9 @@ def load(name_or_path: str) -> Topology:
     from omegaconf import OmegaConf
 
     path = Path(name_or_path)
+    if path.suffix and not path.is_file():  # a file was meant: its name, not conf/topo's list
+        what = "a directory, not a YAML file" if path.is_dir() else "no such file"
+        raise TopologyError(f"{name_or_path}: {what} (a machine is a conf/topo name or a YAML file)")
     if not path.suffix:
         path = paths.config_file("topo", name_or_path)
     if not path.exists():
