@@ -394,6 +394,31 @@ def test_one_workload_figures_keep_titles_and_legends_clear(results: Path):
             assert not box.overlaps(ax.get_window_extent(renderer)), (name, "legend covers the axes")
 
 
+def test_a_legend_of_many_policies_stays_inside_the_image(tmp_path: Path):
+    """Nine policies on one machine: the APH figure's legend (nine labels and the ideal line)
+    was cut at both edges ("OMPACT", a session-46 report); every figure's legend lies inside
+    the image, in as many columns as fit."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    root = tmp_path / "many"
+    policies = ["to", "ta", "compact", "random_group", "random_router", "random_chassis", "round_robin_node",
+                "round_robin_router", "to_random"]
+    for i, policy in enumerate(policies):
+        write_run(root / policy, policy, "none", 0, "atlas", 2, "cab", [0.0, 60.0 * i, 120.0], [0.0, 1.0, 2.0],
+                  util=[0.5, 0.6])
+    runs = report.load_runs(root)
+    assert runs.height == 9
+    for name, fig in (("fig7", report.figure_aph(runs, report.aph_box_stats(runs), report.DEFAULT_EDGES)),
+                      ("fig8", report.figure_utilization(runs, report.utilization_box_stats(runs))),
+                      ("fig10", report.figure_wait(runs, report.wait_by_bin(runs), report.DEFAULT_EDGES))):
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        (legend,) = fig.legends
+        box, page = _extent(legend, canvas.get_renderer()), fig.bbox
+        assert page.x0 <= box.x0 and box.x1 <= page.x1, (name, box, page)
+        assert len(legend.get_texts()) >= 9
+
+
 def _rewrite(path: Path, change) -> None:
     """Replace a Parquet file by ``change(frame)``."""
     change(pl.read_parquet(path)).write_parquet(path)

@@ -181,7 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("results_dir", help="directory searched recursively for run directories")
     parser.add_argument("--out", default=None, help="output directory, in RESULTS_DIR or under a results/ directory "
                         "(default RESULTS_DIR/report)")
-    parser.add_argument("--bins", type=parse_edges, default=DEFAULT_EDGES, help="size-bin upper edges in nodes")
+    parser.add_argument("--bins", type=parse_edges, default=DEFAULT_EDGES,
+                        help="size-bin upper edges in nodes, comma-separated and increasing "
+                             f"(default {','.join(map(str, DEFAULT_EDGES))})")
     parser.add_argument("--skip-bad", action="store_true", help="warn about and skip unreadable runs")
     args = parser.parse_args(argv)
     if args.out is not None and not paths.under_results(Path(args.out), also=Path(args.results_dir)):

@@ -81,12 +81,20 @@ def legend_handles(labels: Sequence[str], colors: Mapping[str, Any]) -> list[Any
 
 
 def legend_below(fig, handles: Sequence[Any]) -> None:
-    """A figure legend below every axes (constrained layout makes room for it), as many columns as fit."""
-    # An entry is a ~0.4-inch patch and gap plus its text at "small" (8.3 pt, ~0.06 inch a character).
-    widths = [0.4 + 0.06 * len(h.get_label()) for h in handles]
-    room = fig.get_figwidth() - 0.4
-    ncols = len(handles) if sum(widths) <= room else max(1, int(room / max(widths)))
-    fig.legend(handles=list(handles), loc="outside lower center", ncols=ncols, fontsize="small")
+    """A figure legend below every axes (constrained layout makes room for it), as many columns
+    as fit the figure's width, measured with the renderer. Why measured: an estimate from the
+    labels' lengths cut the legend at both edges with nine policies (a session-46 report)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    # A figure made without pyplot has a bare canvas: measure on an Agg one (what savefig uses).
+    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    room = fig.get_figwidth() * fig.dpi - 8  # pixels, a small margin
+    for ncols in range(len(handles), 0, -1):
+        legend = fig.legend(handles=list(handles), loc="outside lower center", ncols=ncols, fontsize="small")
+        if ncols == 1 or legend.get_window_extent(renderer).width <= room:
+            return
+        legend.remove()
 
 
 def draw_boxes(ax, stats: list[dict[str, Any]], positions: Sequence[float], width: float, color: Any) -> None:
