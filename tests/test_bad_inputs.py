@@ -194,6 +194,16 @@ CASES = [
     bad("fit_log_nodes_zero", "workload.log_nodes=0: give the log's machine size", "workload.scale=fit",
         "workload.log_nodes=0"),
     bad("model_unknown_pattern", "unknown pattern 'foo' in speedup.patterns", "+speedup=model", "speedup.patterns='foo=1'"),
+    # speedup.kind is the scenario file's: another word ran a plain replay labelled "model", and a
+    # kind against the file ran the other kind under its name (v2's draws and the model, "v2").
+    bad("speedup_kind_unknown", "speedup.kind='foo': bins (assumed factors) or model", "+speedup=model",
+        "speedup.kind=foo"),
+    bad("speedup_kind_model_on_bins", "speedup.kind=model with speedup=v2's assumed-factor bins", "+speedup=v2",
+        "speedup.kind=model"),
+    bad("speedup_kind_model_on_none", "speedup.kind=model: speedup=none is an assumed-factor scenario", "+speedup=none",
+        "speedup.kind=model"),
+    bad("speedup_kind_bins_on_model", "speedup.kind=bins: speedup=model is a flow-model scenario", "+speedup=model",
+        "speedup.kind=bins"),
     bad("model_no_pattern", "speedup.patterns names no pattern", "+speedup=model", "speedup.patterns=','"),
     # A 21,276-node all-to-all on Blue Waters (452 million flows) ran out of memory: a traceback.
     bad("model_pattern_past_memory", "speedup.patterns: pattern 'all_to_all' over a job of", "workload=atlas",

@@ -300,6 +300,31 @@ class Checked(NamedTuple):
     runtime_model: Any
 
 
+def _check_speedup_kind(speedup: DictConfig, name: str) -> None:
+    """``speedup.kind`` is the scenario file's: ``bins`` (assumed factors, the default) or
+    ``model`` (the flow model). Why checked: any other word ran a plain replay labelled with
+    the scenario, and a kind typed against its file ran the other kind under the file's name
+    (``+speedup=v2 speedup.kind=model``: v2's draws and the model, labelled v2;
+    ``+speedup=model speedup.kind=bins``: the logged run times, labelled model)."""
+    kind = speedup.get("kind", "bins")
+    if kind not in ("bins", "model"):
+        raise UserError(f"speedup.kind={kind!r}: bins (assumed factors) or model (the flow model); the scenario's "
+                        "file sets it: choose the scenario with +speedup=NAME")
+    if kind == "model" and speedup.get("classes"):
+        raise UserError(f"speedup.kind=model with speedup={name}'s assumed-factor bins (classes): the flow model "
+                        "decides run times alone; choose +speedup=model")
+    hc = _hydra()
+    if hc is None or not any(cli.override_key(o) == "speedup.kind" for o in hc.overrides.task):
+        return
+    choice = hc.runtime.choices.get("speedup")
+    file = paths.config_file("speedup", choice) if choice else None
+    if file is not None and file.is_file():
+        own = (OmegaConf.load(file) or {}).get("kind", "bins")
+        if own != kind:
+            raise UserError(f"speedup.kind={kind}: speedup={choice} is a{'n assumed-factor' if own == 'bins' else ' flow-model'} "
+                            f"scenario (its file: kind {own}); choose the scenario with +speedup=NAME")
+
+
 def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Checked:
     """Every check of a run's settings that needs no job log: one-line :class:`UserError`
     (or ``ValueError``) each. The replay runs it before reading the log — a typo costs one
@@ -314,6 +339,7 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
     check_settings(cfg)
     topo_name = _fill_default(cfg, "topo", config_mod.DEFAULT_TOPO)
     speedup_name = _fill_default(cfg, "speedup", config_mod.DEFAULT_SPEEDUP)
+    _check_speedup_kind(cfg.speedup, speedup_name)
     if cfg.sched.name not in replay.SCHEDULERS:
         raise UserError(f"sched.name={cfg.sched.name!r}: choose one of {list(replay.SCHEDULERS)}")
     if cfg.policy.name not in policy.NAMES:
