@@ -20,9 +20,9 @@ origins drawn with ``--seed`` among those that hold no node of another compute t
 one ``--origin``) and reports, per placement, the mean and range of the step time over the
 default's and of the max hops. Results go to ``results/halo_study/<name>/`` under the current
 directory (``positions.parquet``: one row per position and placement; ``summary.json``: the
-settings and the per-placement figures beside the paper's), written atomically; a folder that
-holds results of other settings is refused (use another ``--name``). ~0.15 s a position on
-Blue Waters.
+settings and the per-placement figures, beside the paper's for a run of the paper's settings,
+:func:`paper_case`), written atomically; a folder that holds results of other settings is
+refused (use another ``--name``). ~0.15 s a position on Blue Waters.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ PAPER_SETTINGS: dict[str, Any] = {"machine": "bluewaters", "grid": [32, 32, 32],
 
 PLACEMENTS = ("default", "grid_order", "topaware")
 POSITIONS_MAX = 512  # ~0.15 s a position on Blue Waters: a little over a minute at most
-POSITIONS_DEFAULT = 32  # the paper's Table III: 32 feature positions
+POSITIONS_DEFAULT = 32  # where the paper's feature lay is not known: 32 drawn positions
 KIB_MAX = 2.0**30  # a TiB a message: beyond it bytes stop being a useful figure
 
 
@@ -135,6 +135,13 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
             "periodic": bool(args.periodic), "seed": None if args.origin is not None else args.seed}
 
 
+def paper_case(s: dict[str, Any]) -> bool:
+    """Whether settings ``s`` (:func:`settings`) are the paper's Table III run
+    (:data:`PAPER_SETTINGS`), whatever the feature positions and ALPS order: only such a run is
+    compared with the paper's figures (``--feature 4,4,4 --grid 16,16,16`` is none of the paper's)."""
+    return all(s.get(k) == v for k, v in PAPER_SETTINGS.items())
+
+
 def candidate_origins(topo: Torus3D, shape: tuple[int, int, int]) -> np.ndarray:
     """``(K, 3)`` feature origins whose prism holds only the default compute type and
     unusable nodes of no other compute type (service nodes may lie inside, as on the machine)."""
@@ -162,17 +169,38 @@ def plan(topo: Torus3D, s: dict[str, Any]) -> Plan:
     fill whole nodes, blocks that do not hold a node's ranks or tile the grid, a logical grid
     that does not fit the feature."""
     grid, feature = tuple(s["grid"]), tuple(s["feature"])
-    rl.feature_routers(topo, (0, 0, 0), feature)  # the feature fits the torus
+    block, per_gemini = tuple(s["block"]), tuple(s["per_gemini"])
+    opt = {k: f"--{k.replace('_', '-')} {_csv(s[k])}{_default(k, s[k])}"
+           for k in ("grid", "feature", "block", "per_gemini")}
+    if any(f > d for f, d in zip(feature, topo.dims)):  # each option named, with what would fit
+        raise rl.LayoutError(f"{opt['feature']} does not fit the {s['machine']} torus of "
+                             f"{'x'.join(map(str, topo.dims))} Geminis: give a --feature of at most "
+                             f"{_csv(min(f, d) for f, d in zip(feature, topo.dims))} (and a --grid it holds)")
     n = int(np.prod(grid, dtype=object))  # exact, however large: checked before any array of n ranks
     if n > int(np.prod(feature)) * topo.nodes_per_router * s["ranks_per_node"]:
-        raise rl.LayoutError(f"{n:,} ranks do not fit a {feature} feature at {s['ranks_per_node']} ranks a node")
-    if np.prod(s["block"]) != s["ranks_per_node"]:
-        raise rl.LayoutError(f"--block {s['block']} holds {int(np.prod(s['block']))} partitions, not "
+        raise rl.LayoutError(f"{opt['grid']}: {n:,} ranks do not fit {opt['feature']} at {s['ranks_per_node']} ranks a "
+                             f"node ({topo.nodes_per_router} nodes a Gemini)")
+    if np.prod(block) != s["ranks_per_node"]:
+        raise rl.LayoutError(f"{opt['block']} holds {int(np.prod(block))} partitions, not "
                              f"{s['ranks_per_node']} ranks a node")
-    if np.prod(s["per_gemini"]) != s["ranks_per_node"] * topo.nodes_per_router:
-        raise rl.LayoutError(f"--per-gemini {s['per_gemini']} holds {int(np.prod(s['per_gemini']))} partitions, not "
+    if np.prod(per_gemini) != s["ranks_per_node"] * topo.nodes_per_router:
+        raise rl.LayoutError(f"{opt['per_gemini']} holds {int(np.prod(per_gemini))} partitions, not "
                              f"{s['ranks_per_node']} ranks on each of a Gemini's {topo.nodes_per_router} nodes")
-    rl.logical_grid(grid, tuple(s["per_gemini"]), topo.nodes_per_router, feature)
+    for key, what in (("per_gemini", "Topaware's partitions a Gemini"), ("block", "grid_order's partitions a node")):
+        axis = next((i for i, (g, b) in enumerate(zip(grid, s[key])) if g % b), None)
+        if axis is not None:
+            multiple = [int(np.lcm(b, g)) for b, g in zip(block, per_gemini)]
+            raise rl.LayoutError(f"{opt['grid']} does not tile into blocks of {opt[key]}, {what}: {grid[axis]} along "
+                                 f"{'xyz'[axis]} is not a multiple of {s[key][axis]}; give a --grid of multiples of "
+                                 f"{_csv(multiple)} (or another --per-gemini / --block)")
+    if per_gemini[2] % topo.nodes_per_router:
+        raise rl.LayoutError(f"{opt['per_gemini']}: {per_gemini[2]} partitions along the last dimension do not split "
+                             f"over a Gemini's {topo.nodes_per_router} nodes")
+    logical = [g // b for g, b in zip(grid, per_gemini)]
+    if any(g > f for g, f in zip(logical, feature)):
+        raise rl.LayoutError(f"{opt['grid']} over {opt['per_gemini']} is a logical grid of {_csv(logical)} Geminis, "
+                             f"larger than {opt['feature']}")
+    rl.logical_grid(grid, per_gemini, topo.nodes_per_router, feature)  # the checks above, as rank_layout makes them
     return Plan(rl.cartesian_halo(grid, s["kib"] * 1024, s["periodic"]), rl.smp(n, s["ranks_per_node"]),
                 rl.grid_order(grid, tuple(s["block"])))
 
@@ -202,31 +230,57 @@ def position_rows(topo: Torus3D, origin: tuple[int, int, int], s: dict[str, Any]
     return rows
 
 
-def summarize(table: pl.DataFrame) -> dict[str, Any]:
-    """Per placement: step time over the default's (mean, min, max) and max hops (median, min, max)."""
+def summarize(table: pl.DataFrame, paper: bool = True) -> dict[str, Any]:
+    """Per placement: step time over the default's (mean, min, max) and max hops (median, min,
+    max), and with ``paper`` (a run of the paper's settings: :func:`paper_case`) the paper's."""
     out = {}
     for name in PLACEMENTS:
         t = table.filter(pl.col("placement") == name)
         out[name] = {"vs_default": {"mean": t["vs_default"].mean(), "min": t["vs_default"].min(),
                                     "max": t["vs_default"].max()},
                      "max_hops": {"median": t["max_hops"].median(), "min": t["max_hops"].min(),
-                                  "max": t["max_hops"].max()},
-                     "paper": {"ms": PAPER[name][0], "vs_default": PAPER[name][0] / PAPER["default"][0],
-                               "max_hops": PAPER[name][1]}}
+                                  "max": t["max_hops"].max()}}
+        if paper:
+            out[name]["paper"] = {"ms": PAPER[name][0], "vs_default": PAPER[name][0] / PAPER["default"][0],
+                                  "max_hops": PAPER[name][1]}
     return out
 
 
-def report(summary: dict[str, Any], positions: int) -> list[str]:
-    """The printed table: ours beside the paper's Table III."""
+def report(summary: dict[str, Any], positions: int, s: dict[str, Any] | None = None) -> list[str]:
+    """The printed table: ours, and beside it the paper's Table III for a run of the paper's
+    settings ``s`` (:func:`paper_case`; without ``s``, where the summary holds them); for any
+    other run a line saying which settings differ from the paper's."""
+    paper = paper_case(s) if s is not None else all("paper" in g for g in summary.values())
     lines = [f"3D halo exchange over {positions} feature position(s): time relative to default (mean, range); "
-             "max hops (median, range); the paper's Table III beside",
-             f"{'placement':<11} {'time/default':>13} {'range':>13}   {'max hops':>8} {'range':>7}   "
-             f"{'paper: time/default':>19} {'max hops':>8}"]
-    for name, s in summary.items():
-        v, h, p = s["vs_default"], s["max_hops"], s["paper"]
-        lines.append(f"{name:<11} {v['mean']:>13.3f} {v['min']:>6.3f}-{v['max']:<6.3f}   {h['median']:>8g} "
-                     f"{h['min']:>3d}-{h['max']:<3d}   {p['vs_default']:>19.3f} {p['max_hops']:>8d}")
+             "max hops (median, range)" + ("; the paper's Table III beside" if paper else ""),
+             f"{'placement':<11} {'time/default':>13} {'range':>13}   {'max hops':>8} {'range':>7}"
+             + (f"   {'paper: time/default':>19} {'max hops':>8}" if paper else "")]
+    for name, g in summary.items():
+        v, h = g["vs_default"], g["max_hops"]
+        hops = f"{h['min']:>3d}-{h['max']:<3d}" if paper else f"{h['min']:>3d}-{h['max']}"  # no trailing blanks
+        line = f"{name:<11} {v['mean']:>13.3f} {v['min']:>6.3f}-{v['max']:<6.3f}   {h['median']:>8g} {hops}"
+        if paper:
+            p = PAPER[name]
+            line += f"   {p[0] / PAPER['default'][0]:>19.3f} {p[1]:>8d}"
+        lines.append(line)
+    if not paper:
+        differ = ", ".join(f"--{k.replace('_', '-')}" for k, v in PAPER_SETTINGS.items()
+                           if s is not None and s.get(k) != v)
+        lines.append(f"the paper's Table III figures are shown only for the paper's settings ({_paper_options()}; "
+                     "any positions and --ordering)" + (f"; this run's {differ} differ" if differ else ""))
     return lines
+
+
+def _paper_options() -> str:
+    """:data:`PAPER_SETTINGS` as options: ``--machine bluewaters --grid 32,32,32 ... no --periodic``."""
+    words = []
+    for k, v in PAPER_SETTINGS.items():
+        option = f"--{k.replace('_', '-')}"
+        if isinstance(v, bool):
+            words.append(option if v else f"no {option}")
+        else:
+            words.append(f"{option} {_csv(v) if isinstance(v, list) else f'{v:g}' if isinstance(v, float) else v}")
+    return " ".join(words)
 
 
 def default_name(s: dict[str, Any], drawn: bool) -> str:
@@ -287,7 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     name = args.name if args.name is not None else default_name(s, args.origin is None)
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
-        print(f"{PROG}: error: --name {name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
+        print(f"{PROG}: error: --name {name!r}: letters, digits, '.', '_' and '-' only, not starting with '.'",
+              file=sys.stderr)
         return 2
     out = paths.results_dir() / "halo_study" / name
     old = outputs.stored_summary(out)
@@ -312,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: no position could hold every placement{why}", file=sys.stderr)
             return 2
         table = pl.DataFrame(rows)
-        summary = summarize(table)
+        summary = summarize(table, paper_case(s))
         positions = table["origin"].n_unique()
         atomic_write(out / "positions.parquet", lambda p: table.write_parquet(p))
         atomic_write(out / "summary.json", json.dumps({"settings": s, "positions": positions, "placements": summary,
@@ -323,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing written (the study takes seconds: run it again)", file=sys.stderr)
         return 130
-    print("\n".join(report(summary, positions)))
+    print("\n".join(report(summary, positions, s)))
     print(f"-> {out}")
     return 0
 
