@@ -468,3 +468,22 @@ def test_a_slowdown_of_float32_rounding_cuts_but_is_no_kill(monkeypatch):
     t = result.jobs.sort("job_id")
     assert t["runtime_s"].to_list() == [100.0, 100.0]  # both cut at the estimate
     assert model.killed == 1 and result.summary["runtime_model"]["killed_at_estimate"] == 1
+
+
+def test_kills_of_jobs_without_a_requested_time_are_counted_apart(monkeypatch):
+    """A job the log gives no requested time (-1, null) plans with its logged run time, so any
+    slowdown cuts it at a time limit the log never stated (session 46's exploratory run: 14 of
+    17 kills in a week of Atlas on Cab). summary.json says how many of the kills are such jobs:
+    here by hand, jobs 1 and 3 have no requested time, 2 and 3 are slowed past their estimate."""
+    ft = fattree.load("ft6")
+    model = commtime.ModelRuntimes(ft, {"random_pairs": 1.0}, 0.5, 0)
+    jobs = pl.DataFrame({"job_id": [1, 2, 3], "submit_s": [0.0, 0.0, 0.0], "runtime_s": [100.0, 100.0, 100.0],
+                         "requested_s": [None, 120.0, None], "nodes": pl.Series([3, 3, 3], dtype=pl.Int32),
+                         "status": pl.Series([1, 1, 1], dtype=pl.Int32)})
+    slow = {0: 1.0, 1: 1.6, 2: 1.2}  # factors 1.0, 1.3 (past 120 s), 1.1 (past 100 s)
+    monkeypatch.setattr(commtime.ModelRuntimes, "_slowdown", lambda self, j, *a: slow[j])
+    monkeypatch.setattr(commtime.ModelRuntimes, "_one_router", lambda self, nodes: False)
+    result = replay.replay(jobs, ft, "to", "easy", runtime_model=model)
+    assert result.jobs.sort("job_id")["runtime_s"].to_list() == [100.0, 120.0, 100.0]
+    summary = result.summary["runtime_model"]
+    assert (summary["killed_at_estimate"], summary["killed_without_requested_time"]) == (2, 1)

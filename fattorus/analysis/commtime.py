@@ -427,6 +427,11 @@ class ModelRuntimes:
         self._cf = comm_fraction.parse(self.comm_fraction)
         self._base = prepared["runtime_s"].to_numpy().astype(np.float64)
         self._estimate = prepared["estimate_s"].to_numpy().astype(np.float64)
+        # Jobs whose log gives no requested time: their estimate is their logged run time, so any
+        # slowdown cuts them; counted apart in the summary (a time limit the log never stated).
+        requested = (prepared["requested_s"].to_numpy().astype(np.float64) if "requested_s" in prepared.columns
+                     else np.full(len(self._estimate), np.nan))
+        self._unrequested = ~(requested > 0)  # null (NaN) or <= 0: unknown
         self._key = threefry.seed_key(self.seed, 0xF10)  # fold_in(PRNGKey(seed), 0xF10), JAX's bits
         self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
         self._params: list[tuple[tuple[str, Any], ...]] = [()] * len(self._base)
@@ -455,6 +460,7 @@ class ModelRuntimes:
         self.first_round = 0  # solves the first filling round decided (maxmin_first_round)
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
+        self.killed_unrequested = 0  # of them, jobs the log gave no requested time
         self._busy_ns = self._useful_ns = self._completed_ns = 0.0
         self._ideal: dict[tuple[Any, ...], float] = {}
         self._keyless: dict[tuple[Any, ...], patterns.Traffic] = {}
@@ -734,6 +740,7 @@ class ModelRuntimes:
             runtime = self._estimate[j]
         if killed:
             self.killed += 1
+            self.killed_unrequested += bool(self._unrequested[j])
         # Node-seconds busy, and the share of them that is work at the ideal speed (a job cut
         # at its estimate did runtime / factor seconds of its work).
         self._busy_ns += n * runtime
@@ -779,6 +786,7 @@ class ModelRuntimes:
         return {"comm_fraction": comm_fraction.plain(self._cf), "patterns": dict(self.mix), **by_app, "jobs": int(len(s)),
                 "mean_slowdown": float(s.mean()) if len(s) else None,
                 "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed),
+                "killed_without_requested_time": int(self.killed_unrequested),
                 "application_efficiency": self._useful_ns / self._busy_ns if self._busy_ns > 0 else None,
                 "application_efficiency_completed": (self._completed_ns / self._busy_ns if self._busy_ns > 0
                                                      else None)}

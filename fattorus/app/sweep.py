@@ -676,8 +676,11 @@ def _model_part(summary: dict) -> str:
     model = summary.get("runtime_model") or {}
     if model.get("mean_slowdown") is None:
         return ""
+    cut, unrequested = model.get("killed_at_estimate", 0), model.get("killed_without_requested_time", 0)
+    # A job the log gave no requested time has its logged run time as its estimate: any slowdown cuts it.
+    of_them = f" ({unrequested} with no requested time in the log)" if unrequested else ""
     return (f"slowdown mean {model['mean_slowdown']:.3g} (max {model['max_slowdown']:.3g}), "
-            f"{model.get('killed_at_estimate', 0)} cut at their estimate, ")
+            f"{cut} cut at their estimate{of_them}, ")
 
 
 #: A single run's Ctrl-C line: its results are written when it ends.
