@@ -70,6 +70,7 @@ def test_every_run_damaged_is_said_so(tmp_path, capsys):
 
 def test_unwritable_table_is_one_line_exit_1(tmp_path, capsys):
     """qos_report.md that cannot be written: one line, exit 1 (it was a traceback)."""
+    tmp_path = tmp_path / "results"  # written only under a results/ directory
     _qos_run(tmp_path / "a", [0.1, 0.2])
     (tmp_path / "qos_report.md").mkdir()  # the table's place is taken by a directory
     assert qos.main([str(tmp_path)]) == 1
@@ -81,6 +82,7 @@ def test_unwritable_table_is_one_line_exit_1(tmp_path, capsys):
 
 def test_reader_that_stops_after_the_first_line_ends_it_quietly(tmp_path, reader_that_leaves):
     """``python -m fattorus.report.qos DIR | head -1``: quiet, exit 141, qos_report.md complete."""
+    tmp_path = tmp_path / "results"  # written only under a results/ directory
     for i in range(20):  # 40 rows of ~4 kB (a long system name): more than a pipe holds (64 kB)
         _qos_run(tmp_path / f"r{i:02d}", [0.1, 0.2])
         (tmp_path / f"r{i:02d}" / "summary.json").write_text(json.dumps({"system": "s" * 4000}))
@@ -106,6 +108,7 @@ def test_a_damaged_summary_is_skipped_with_a_warning_as_a_damaged_table_is(tmp_p
     """A run whose summary.json is not JSON, or JSON but not an object, beside a readable
     jobs.parquet: one warning line naming it, the run skipped (it was a traceback); the other
     runs are reported; with only such runs the command ends as with none (exit 2)."""
+    tmp_path = tmp_path / "results"  # written only under a results/ directory
     _qos_run(tmp_path / "good", [0.1, 0.3])
     (tmp_path / "good" / "summary.json").write_text(json.dumps({"system": "small"}))
     for name, text in (("cut", "{broken"), ("list", "[1, 2]")):
@@ -124,3 +127,29 @@ def test_a_damaged_summary_is_skipped_with_a_warning_as_a_damaged_table_is(tmp_p
     assert qos.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "no readable QoS run under it (2 skipped as damaged, above)" in err[-1]
+
+
+def test_nothing_is_written_outside_a_results_directory(tmp_path, capsys):
+    """``report.qos /tmp/copy`` wrote qos_report.md into any folder (``/tmp`` too: a session-46
+    exploratory run). Outside ``results/`` the table is printed with a note and no file; ``--out``
+    under ``results/`` keeps it (a .md file, or a folder for qos_report.md); elsewhere it is
+    refused before any run is read."""
+    elsewhere = tmp_path / "copy"
+    _qos_run(elsewhere / "a", [0.1, 0.3])
+    assert qos.main([str(elsewhere)]) == 0
+    out = capsys.readouterr()
+    assert "| a |" in out.out and not (elsewhere / "qos_report.md").exists()
+    (note,) = out.err.splitlines()
+    assert note.startswith("fattorus.report.qos: note: qos_report.md not written") and "--out results/" in note
+    keep = tmp_path / "results" / "tables"
+    keep.mkdir(parents=True)
+    assert qos.main([str(elsewhere), "--out", str(keep / "q.md")]) == 0 and "| a |" in (keep / "q.md").read_text()
+    assert qos.main([str(elsewhere), f"--out={keep}"]) == 0 and "| a |" in (keep / "qos_report.md").read_text()
+    capsys.readouterr()
+    for bad, words in ((str(tmp_path / "x.md"), "must lie under a results/ directory"),
+                       (str(keep / "q.parquet"), "give a .md file or a folder")):
+        assert qos.main([str(elsewhere), "--out", bad]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert words in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "results"]
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["a"]

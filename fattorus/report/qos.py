@@ -10,7 +10,9 @@ included, as the paper counts it; line: the assignment the algorithm settled on)
 sweep directory) and prints one row per run and job type: median ``W`` default / QoS, median,
 mean, best and worst improvement (the whole run), the same for the settled assignment, and the
 share of jobs the settled assignment improves by more than 1 %; it writes ``DIR/qos_report.md``
-with the same table. A run whose ``jobs.parquet`` or ``summary.json`` cannot be read (damaged,
+with the same table (``--out PATH``: that ``.md`` file, or ``qos_report.md`` in that folder;
+nothing is written outside a ``results/`` directory: for a ``DIR`` elsewhere the table is
+printed only, with a note, and an ``--out`` elsewhere is refused). A run whose ``jobs.parquet`` or ``summary.json`` cannot be read (damaged,
 or a summary that is not a JSON object) is skipped with a warning line. Exit status: 0 done;
 2 a usage or input mistake; 1 ``qos_report.md`` cannot be written (one line, as
 ``fattorus.report``); 141 the reader of stdout went away (``... | head -1``), quietly, the file
@@ -140,17 +142,64 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _take_out(args: list[str]) -> tuple[list[str], str | None, str | None]:
+    """``args`` without ``--out PATH`` / ``--out=PATH``, the path, and a usage mistake (or None)."""
+    rest, out = [], None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--out" or a.startswith("--out="):
+            if out is not None:
+                return rest, None, "--out given twice"
+            if a == "--out":
+                if i + 1 >= len(args):
+                    return rest, None, "--out needs a path (a .md file or a folder under a results/ directory)"
+                out, i = args[i + 1], i + 2
+                continue
+            out = a.split("=", 1)[1]
+        else:
+            rest.append(a)
+        i += 1
+    return rest, out, None
+
+
+def _target(root: Path, out: str | None) -> tuple[Path | None, str | None, int]:
+    """Where qos_report.md goes, a line to print about it (stderr) and an exit code (2: refused).
+    Nothing is written outside a ``results/`` directory (:func:`fattorus.paths.under_results`,
+    as ``compare``): a RESULTS_DIR elsewhere is reported on stdout only, with a note; an
+    ``--out`` elsewhere is refused."""
+    from fattorus import paths
+
+    if out is not None:
+        target = Path(out)
+        if not paths.under_results(target):
+            return None, (f"fattorus.report.qos: error: --out {out}: must lie under a results/ directory (nothing is "
+                          "written outside the results)"), 2
+        if target.is_dir():
+            return target / "qos_report.md", None, 0
+        if target.suffix != ".md":  # never over a run's jobs.parquet by a slip
+            return None, f"fattorus.report.qos: error: --out {out}: give a .md file or a folder (for qos_report.md)", 2
+        return target, None, 0
+    if not paths.under_results(root):
+        return None, (f"fattorus.report.qos: note: qos_report.md not written: {root} is not under a results/ "
+                      "directory (nothing is written outside the results); to keep the table add --out "
+                      "results/NAME.md"), 0
+    return root / "qos_report.md", None, 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m fattorus.report.qos DIR``."""
+    """``python -m fattorus.report.qos DIR [--out PATH]``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    usage = "usage: python -m fattorus.report.qos RESULTS_DIR  (a QoS run or a sweep of them: writes qos_report.md)"
+    usage = ("usage: python -m fattorus.report.qos RESULTS_DIR [--out PATH]  (a QoS run or a sweep of them: writes "
+             "qos_report.md there, or to --out, under a results/ directory)")
     if args in (["-h"], ["--help"]):
         print(usage)
         return 0
+    args, out, mistake = _take_out(args)
     flags = [a for a in args if a.startswith("-") and a != "-"]
-    if flags or len(args) != 1:
+    if mistake or flags or len(args) != 1:
         # The argument at fault named (it printed the usage alone; session 43).
-        why = (f"unknown option {flags[0]!r}" if flags else
+        why = (mistake if mistake else f"unknown option {flags[0]!r}" if flags else
                "no results directory given" if not args else f"one results directory, got {len(args)}: {args}")
         print(f"fattorus.report.qos: error: {why} ({usage})", file=sys.stderr)
         return 2
@@ -159,6 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = "not a directory (give a QoS run's or a sweep's folder)" if root.exists() else "no such directory"
         print(f"fattorus.report.qos: error: {root}: {why}", file=sys.stderr)
         return 2
+    target, line, code = _target(root, out)
+    if code:  # before any run is read
+        print(line, file=sys.stderr)
+        return code
     skipped: list[Path] = []
     rows = table(root, skipped)
     if not rows:
@@ -168,13 +221,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fattorus.report.qos: error: {root}: {why}", file=sys.stderr)
         return 2
     text = markdown(rows)
-    target = root / "qos_report.md"
-    try:
-        atomic_write(target, text)
-    except OSError as err:  # the environment (read-only folder, full disk), not the input: exit 1
-        print(f"fattorus.report.qos: error: {target}: cannot write: {' '.join(str(err).split())[:200]}",
-              file=sys.stderr)
-        return 1
+    if target is not None:
+        try:
+            atomic_write(target, text)
+        except OSError as err:  # the environment (read-only folder, full disk), not the input: exit 1
+            print(f"fattorus.report.qos: error: {target}: cannot write: {' '.join(str(err).split())[:200]}",
+                  file=sys.stderr)
+            return 1
+    else:
+        print(line, file=sys.stderr)
     print(text, end="")
     return 0
 
