@@ -59,6 +59,19 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str | Callable[[Pat
     return path
 
 
+def remove_stale_temps(directory: str | os.PathLike[str]) -> int:
+    """Delete the temporary files :func:`atomic_write` left in ``directory`` (``.NAME.*.tmp``,
+    not its subfolders) when its process was killed mid-write — a multirun worker stopped by a
+    Ctrl-C cannot clean up as an interrupted single run does. Call it when a run takes its
+    directory over (it holds it: no other writer is there). Returns how many went."""
+    gone = 0
+    for tmp in Path(directory).glob(".*.tmp"):
+        if tmp.is_file() and not tmp.is_symlink():
+            tmp.unlink(missing_ok=True)
+            gone += 1
+    return gone
+
+
 def _fsync(path: str | os.PathLike[str]) -> None:
     """Flush a file's (or a directory's) content to disk."""
     fd = os.open(path, os.O_RDONLY)

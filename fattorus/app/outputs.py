@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from fattorus import provenance
-from fattorus.files import atomic_write, write_json
+from fattorus.files import atomic_write, remove_stale_temps, write_json
 
 FILES = ("jobs.parquet", "utilization.parquet", "summary.json")
 
@@ -31,6 +31,7 @@ def write_run(out_dir: str | os.PathLike[str], jobs: pl.DataFrame, utilization: 
     ``summary.json`` with the row count of each table under ``files`` and the code that made
     them under ``fattorus`` (:func:`fattorus.provenance.stamp`); returns the directory."""
     out = Path(out_dir)
+    remove_stale_temps(out)  # an earlier attempt's worker killed mid-write left its temporaries
     atomic_write(out / "jobs.parquet", lambda p: jobs.write_parquet(p))
     atomic_write(out / "utilization.parquet", lambda p: utilization.write_parquet(p))
     files = {"jobs.parquet": {"rows": jobs.height}, "utilization.parquet": {"rows": utilization.height}}

@@ -49,7 +49,7 @@ from fattorus.app.callbacks import ResultsOnly
 from fattorus.app.cli import Refusal
 from fattorus.app import config as config_mod
 from fattorus.args import SEED_MAX
-from fattorus.files import atomic_write
+from fattorus.files import atomic_write, remove_stale_temps
 
 config_mod.register()
 
@@ -156,6 +156,9 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         if made:
             print(f"fattorus.qos: warning: {out_dir}: its kept placements were {made}; they are kept (delete "
                   f"{out_dir / 'placements'} to redo them)", file=sys.stderr, flush=True)
+    # An earlier attempt's worker killed mid-write (a multirun's Ctrl-C) left its temporaries.
+    remove_stale_temps(out_dir)
+    remove_stale_temps(out_dir / "placements")
     atomic_write(out_dir / SETTINGS, json.dumps({**_settings(cfg), "fattorus": provenance.stamp()}, indent=2) + "\n")
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
