@@ -132,6 +132,11 @@ def test_main_command_form_and_documented_defaults(results_path):
         (["+topo=cab", "policy=prism"], "does not support fattree"),
         (["+topo=cab", "+speedup=model", "speedup.comm_fraction=2"], "comm_fraction"),
         (["+topo=cab", "trials=4", "policy=tree_bestfit"], "batched engine"),
+        # the value given is named (it read "relax_after_s=null", as if that were the value)
+        (["+topo=cab", "trials=4", "policy.params.relax_after_s=100"],
+         "policy.params.relax_after_s=100 needs relax_after_s=null"),
+        # trials is one number: trials.batch read "Value '{}' of type 'dict' could not be converted to Integer"
+        (["+topo=cab", "trials.batch=8"], "trials.batch=8: trials is a single value"),
     ],
 )
 def test_bad_overrides_give_one_line_errors(results_path, args, words):

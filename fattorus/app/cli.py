@@ -259,6 +259,17 @@ def hydra_error(err: BaseException) -> str:
             return why
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
         return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
+    scalar = re.match(r"Error merging override (([\w.]+)\.(\w+))=(\S*)", text)
+    into = re.search(r"Value '\{\}' (?:of type 'dict' could not be converted to (\w+)|is not a valid (\w+))"
+                     r"|Cannot convert 'dict' to (\w+): '\{\}'", cause)
+    if scalar and into:
+        # A setting inside one that is a single value (trials.batch=8): OmegaConf's words were
+        # about an empty dict it tried to convert.
+        kind = {"integer": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+                "string": "a string"}.get(
+            (into.group(1) or into.group(2) or into.group(3) or "").lower(), "a single value")
+        return (f"{scalar.group(1)}={scalar.group(4)}: {scalar.group(2)} is a single value ({kind}), "
+                f"it holds no setting {scalar.group(3)!r}; give {scalar.group(2)}=VALUE")
     unread = re.search(r"LexerNoViableAltException: (.*?)\s+\^", text)
     if unread:  # a character Hydra's override grammar does not take unquoted
         key, _, value = unread.group(1).partition("=")

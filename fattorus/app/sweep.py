@@ -537,7 +537,8 @@ def _check_batched(cfg: DictConfig, topo: Any) -> None:
         raise UserError(f"trials={cfg.trials}: the batched engine replays policies to and ta on fat-trees; "
                         f"got policy {cfg.policy.name} on {topo.kind} {topo.name} (run seeds as a multirun instead)")
     if params.get("relax_after_s") is not None:
-        raise UserError(f"trials={cfg.trials}: the batched engine has no hybrid rule (policy.params.relax_after_s=null)")
+        raise UserError(f"trials={cfg.trials}: the batched engine has no hybrid rule: policy.params.relax_after_s="
+                        f"{params['relax_after_s']} needs relax_after_s=null (or run seeds as a multirun)")
     if cfg.speedup.get("kind", "bins") == "model":
         raise UserError(f"trials={cfg.trials}: speedup=model decides run times during the replay; "
                         "the batched engine needs them before (use a multirun over seeds)")
