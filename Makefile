@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: help setup sysdeps precompile test run montecarlo bench sweep report tune clean
 
 help:
-	@echo "make setup       .venv from pyproject.toml (every target does this first)"
+	@echo "make setup       .venv from pyproject.toml (every target below but sysdeps and clean does this first)"
 	@echo "make run         the main command: python -m fattorus.sweep +topo=pinot +speedup=v2"
 	@echo "make test        the test suite (kernels precompiled first; system packages it drives installed when root)"
 	@echo "make precompile  compile the numba kernels once (before a first prism or speedup=model study)"
@@ -15,7 +15,8 @@ help:
 	@echo "make sweep       the fat-tree paper's study (sweeps/fattree_paper.yaml); make report: its report"
 	@echo "make tune        tune ta's heuristics on Atlas x2 on Cab (Optuna)"
 	@echo "make montecarlo  APH of random (topology-oblivious) allocations against the ideal on pinot"
-	@echo "make clean       remove .venv and the compiled kernels"
+	@echo "make sysdeps     the Debian packages the tests drive (postgresql, chromium), installed when root"
+	@echo "make clean       remove .venv, the compiled kernels and the test caches (.pytest_cache, .hypothesis)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
