@@ -153,3 +153,17 @@ def test_nothing_is_written_outside_a_results_directory(tmp_path, capsys):
         assert words in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "results"]
     assert sorted(p.name for p in elsewhere.iterdir()) == ["a"]
+
+
+def test_the_header_says_which_columns_are_medians(tmp_path, capsys):
+    """W_default, W_qos, improvement and settled are medians, beside a mean column: the header
+    says so (it read the bare names). By hand: improvements 0.1, 0.2, 0.6 have median +20.0 %
+    and mean +30.0 %."""
+    _qos_run(tmp_path / "results" / "a", [0.1, 0.2, 0.6])
+    assert qos.main([str(tmp_path / "results")]) == 0
+    header, _, row = capsys.readouterr().out.splitlines()[:3]
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    assert cells[4:8] == ["W_default median", "W_qos median", "improvement median", "mean"]
+    assert cells[10] == "settled median"
+    values = [c.strip() for c in row.strip("|").split("|")]
+    assert values[6:8] == ["+20.0%", "+30.0%"]

@@ -133,7 +133,10 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """The table as Markdown (changes as signed percentages; ``improved``, a share of jobs, unsigned)."""
     head = ["run", "system", "pattern", "jobs", "W_default", "W_qos", "improvement", "mean", "best", "worst",
             "settled", "settled_best", "settled_worst", "improved"]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    # The medians say so beside the mean (a session-46 report read them as means).
+    shown = {"W_default": "W_default median", "W_qos": "W_qos median", "improvement": "improvement median",
+             "settled": "settled median"}
+    lines = ["| " + " | ".join(shown.get(h, h) for h in head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
         # + 0.0: a change that rounds to zero reads +0.0%, not -0.0% (a negative zero's sign).
         cells = [str(r[h]) if h in ("run", "system", "pattern", "jobs") else f"{r[h]:.1%}" if h == "improved"
