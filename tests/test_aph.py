@@ -237,3 +237,19 @@ def test_node_ids_outside_the_machine_are_refused():
     # Two nodes of different pods: 4 hops each way, by hand; padding and an empty job still fine.
     assert float(aph.aph(ft, jnp.array([[0, 17, -1, -1]]))[0]) == 4.0
     assert aph.aph_of(ft, [np.array([0, 17]), np.array([], np.int64)]).tolist() == [4.0, 0.0]
+
+
+def test_the_monte_carlo_table_marks_cells_whose_draws_are_all_one_allocation(capsys):
+    """At 80 % busy on ft6 a cell's busy state leaves as many free nodes as the job asks:
+    each of the 1,024 draws is the same allocation (mean = median = p95), which the table
+    printed as a distribution (a session-46 report). The row says how many nodes were free,
+    and the printed row is marked with a footnote."""
+    ft = fattree.load("ft6")
+    rows = montecarlo.aph_table(ft, sizes=(4,), busy_fractions=(0.0, 0.8), batch=64)
+    assert [r["free"] for r in rows] == [ft.n_nodes, ft.n_nodes - round(0.8 * ft.n_nodes)]
+    whole = [r for r in rows if r["nodes"] == r["free"]]
+    assert len(whole) == 1 and whole[0]["mean_aph"] == whole[0]["median_aph"] == whole[0]["p95_aph"]
+    montecarlo.main(["ft6"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "* as many nodes as the busy state leaves free: every draw is the same allocation"
+    assert sum(line.endswith(" *") for line in out) >= 1
