@@ -192,6 +192,49 @@ def test_wandb_offline_run_holds_the_summary_metrics(results_path):
     assert b"by_bin" in data and b"utilization_curve" in data
 
 
+def test_wandb_online_without_a_key_is_one_line_before_the_replay(results_path):
+    """``logger.mode=online`` (or ``WANDB_MODE=online``) without a W&B key ended in a 30-line
+    traceback from wandb.init after the replay (a session-46 walkthrough of the README): one
+    line, exit 2, before anything is replayed or written."""
+    home = results_path.parent / "home"
+    home.mkdir()
+    env = {"WANDB_API_KEY": "", "HOME": str(home), "NETRC": str(home / "none")}
+    for extra, where in ((["logger.mode=online"], "logger.mode=online"), ([], "WANDB_MODE=online")):
+        out = sweep(f"hydra.run.dir={results_path / 'run'}", "+topo=ft6x6", "logger=wandb", *extra, *SMALL,
+                    env={**env, **({} if extra else {"WANDB_MODE": "online"})})
+        lines = [line for line in out.stderr.splitlines() if line.strip()]
+        assert out.returncode == 2 and len(lines) == 1, out.stderr[-2000:]
+        assert lines[0].startswith(f"fattorus.sweep: error: {where}: no W&B API key"), lines
+        assert not (results_path / "run").exists()
+
+
+def test_a_wandb_refusal_after_the_replay_is_one_line_with_the_results_kept(tmp_path, monkeypatch):
+    """What W&B refuses only at wandb.init (a key it rejects, no network) comes after the
+    results are written: a one-line LoggingError saying where they are (the sweep exits 1)."""
+    import wandb
+
+    from fattorus.app import logger
+    from fattorus.sched import replay
+    from fattorus.topology import fattree
+
+    def refuse(**kwargs):
+        raise wandb.errors.CommError("Network error (ConnectionError),\n entering retry loop.")
+
+    monkeypatch.setattr(wandb, "init", refuse)
+    for var in ("WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR"):  # restored after
+        monkeypatch.setenv(var, str(tmp_path / "results" / "wandb_home" / var))
+    jobs = pl.DataFrame({"job_id": [1], "submit_s": [0.0], "runtime_s": [60.0], "requested_s": [120.0],
+                         "nodes": pl.Series([2], dtype=pl.Int32), "status": pl.Series([1], dtype=pl.Int32)})
+    result = replay.replay(jobs, fattree.load("ft6"), "to", "easy",
+                           config={"topo": "ft6", "policy": "to", "sched": "easy", "speedup": "none", "seed": 0,
+                                   "workload": {"name": "w", "scale": 1}})
+    with pytest.raises(logger.LoggingError) as err:
+        logger.log_run({"mode": "online", "project": "p"}, {}, result, tmp_path / "results" / "run")
+    text = str(err.value)
+    assert "\n" not in text and text.startswith("W&B: Network error (ConnectionError), entering retry loop.")
+    assert str(tmp_path / "results" / "run") in text
+
+
 @pytest.mark.parametrize("app", ["fattorus.sweep", "fattorus.qos"])
 def test_the_slurm_launcher_composes(tmp_path, app):
     # The README's Slurm path: the launcher config must compose (no joblib-only keys leak in).

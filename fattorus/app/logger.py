@@ -64,6 +64,27 @@ def wandb_mode(logger_cfg: Mapping[str, Any]) -> str:
 BAD_NAME_CHARS = "/\\#?%:"
 
 
+def has_api_key() -> bool:
+    """Whether W&B would find an API key: ``WANDB_API_KEY``, or an entry for its host
+    (``WANDB_BASE_URL``, default ``https://api.wandb.ai``) in the netrc file (``NETRC``, else
+    ``~/.netrc``) that ``wandb login`` writes. Light: no W&B import."""
+    import netrc
+    import urllib.parse
+
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urllib.parse.urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
+    path = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
+    try:
+        return host is not None and netrc.netrc(path).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+class LoggingError(RuntimeError):
+    """W&B refused to log a run whose results are written (one line; the run's exit 1)."""
+
+
 def check_settings(logger_cfg: Mapping[str, Any]) -> str:
     """The W&B mode (:func:`wandb_mode`) after checking what ``wandb.init`` would refuse — a
     project or entity name with one of :data:`BAD_NAME_CHARS` or over 128 characters, a group
@@ -81,6 +102,11 @@ def check_settings(logger_cfg: Mapping[str, Any]) -> str:
     group = logger_cfg.get("group")
     if group is not None and len(str(group)) > 128:
         raise ValueError(f"logger.group: {len(str(group))} characters; W&B takes at most 128")
+    if mode == "online" and not has_api_key():
+        # W&B asks for its key at wandb.init, after the replay: a traceback there (session 46).
+        where = "WANDB_MODE=online" if os.environ.get("WANDB_MODE") else "logger.mode=online"
+        raise ValueError(f"{where}: no W&B API key (WANDB_API_KEY, or `wandb login`); log offline "
+                         "(logger.mode=offline, the default) and `wandb sync` the run later")
     tags = logger_cfg.get("tags") or []
     if not isinstance(tags, (list, tuple)):
         raise ValueError(f"logger.tags={tags!r}: give a list, e.g. logger.tags=[a,b]")
@@ -88,6 +114,23 @@ def check_settings(logger_cfg: Mapping[str, Any]) -> str:
         if not 1 <= len(str(tag)) <= 64:
             raise ValueError(f"logger.tags: {str(tag)!r} has {len(str(tag))} characters; W&B takes 1 to 64")
     return mode
+
+
+def _init(wandb: Any, logger_cfg: Mapping[str, Any], c: Mapping[str, Any], name: str, config: Mapping[str, Any],
+          run_dir: str | Path, mode: str) -> Any:
+    """``wandb.init`` for one run (``c``: its summary's ``config``)."""
+    return wandb.init(
+        project=logger_cfg.get("project") or "fattorus",
+        entity=logger_cfg.get("entity"),
+        group=logger_cfg.get("group") or c.get("study"),
+        tags=list(logger_cfg.get("tags") or []),
+        name=name,
+        config=dict(config),
+        dir=os.environ.get("WANDB_DIR") or str(run_dir),  # the user's choice wins, as for its cache and data
+        mode=mode,
+        reinit="finish_previous",
+        settings=wandb.Settings(silent=True, console="off"),
+    )
 
 
 def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, run_dir: str | Path) -> str:
@@ -103,18 +146,11 @@ def log_run(logger_cfg: Mapping[str, Any], config: Mapping[str, Any], result, ru
     summary = result.summary
     c = summary["config"]
     name = f"{c['topo']}-{policy_name(c)}-{c['sched']}-{c['workload']['name']}x{c['workload']['scale']}-{c['speedup']}-s{c['seed']}"
-    run = wandb.init(
-        project=logger_cfg.get("project") or "fattorus",
-        entity=logger_cfg.get("entity"),
-        group=logger_cfg.get("group") or c.get("study"),
-        tags=list(logger_cfg.get("tags") or []),
-        name=name,
-        config=dict(config),
-        dir=os.environ.get("WANDB_DIR") or str(run_dir),  # the user's choice wins, as for its cache and data
-        mode=mode,
-        reinit="finish_previous",
-        settings=wandb.Settings(silent=True, console="off"),
-    )
+    try:
+        run = _init(wandb, logger_cfg, c, name, config, run_dir, mode)
+    except wandb.errors.Error as err:  # a key refused, no network: the results are written already
+        raise LoggingError(f"W&B: {' '.join(str(err).split())[:300]} (the run's results are written in {run_dir}; "
+                           "logger.mode=offline logs without an account)") from None
     try:
         run.summary.update(_flat_metrics(summary))
         hourly = result.utilization.filter((pl.col("t_s") - pl.col("t_s").min()) % 3600 == 0)

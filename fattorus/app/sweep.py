@@ -419,8 +419,11 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     if cfg.logger.name == "wandb":
         from fattorus.app import logger
 
-        logger.log_run(OmegaConf.to_container(cfg.logger, resolve=True), OmegaConf.to_container(cfg, resolve=True),
-                       result, out_dir)
+        try:
+            logger.log_run(OmegaConf.to_container(cfg.logger, resolve=True), OmegaConf.to_container(cfg, resolve=True),
+                           result, out_dir)
+        except logger.LoggingError as err:  # the environment (a key refused, no network): exit 1, one line
+            raise RunError(str(err)) from None
     return result.summary
 
 
