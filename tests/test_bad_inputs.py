@@ -354,6 +354,9 @@ CASES = [
     bad("bench_only_comma", "--only ',' names no section", "--only", ",", "--quick", "--out", "results/bench",
         cli="bench"),
     bad("bench_only_empty", "--only '' names no section", "--only=", "--quick", "--out", "results/bench", cli="bench"),
+    # the choices as --only takes them (it printed a Python list here, a comma list above)
+    bad("bench_only_unknown", "unknown section(s) foo; choices: kernels,replay,", "--only", "foo", "--quick", "--out",
+        "results/bench", cli="bench"),
     # Usage errors of every argparse entry point: one line (no usage block), exit 2.
     bad("usage_interference", "unrecognized arguments: --nosuch", "RUN", "--nosuch", cli="interference"),
     bad("usage_report", "unrecognized arguments: --nosuch", "x", "--nosuch", cli="report"),

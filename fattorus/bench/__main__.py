@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
                            description="The benchmark tables (make bench): each section's median timings beside a "
                                        "simple reference measured in the same run, written to results/bench/.")
     parser.add_argument("--only", default=None,
-                        help=f"comma-separated sections (default: every available one of {','.join(SECTIONS)})")
+                        help=f"comma-separated sections (default: every available one of {', '.join(SECTIONS)})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run, not a measurement")
     parser.add_argument("--out", default=str(paths.results_dir() / "bench"),
                         help="output directory: a results/ directory or one under it (default: %(default)s)")
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"--only {args.only!r} names no section; choices: {','.join(SECTIONS)}")
         unknown = [s for s in wanted if s not in SECTIONS]
         if unknown:
-            parser.error(f"unknown section(s) {unknown}; choices: {list(SECTIONS)}")
+            parser.error(f"unknown section(s) {', '.join(unknown)}; choices: {','.join(SECTIONS)}")
         missing = [s for s in wanted if s not in available]
         if missing:
             parser.error(f"section(s) {missing} not available (no fattorus/bench/<name>.py)")
