@@ -137,6 +137,11 @@ def test_main_command_form_and_documented_defaults(results_path):
          "policy.params.relax_after_s=100 needs relax_after_s=null"),
         # trials is one number: trials.batch read "Value '{}' of type 'dict' could not be converted to Integer"
         (["+topo=cab", "trials.batch=8"], "trials.batch=8: trials is a single value"),
+        # a value of the wrong type, in words (it read "Value 'abc' of type 'str' could not be
+        # converted to Integer", "... str is not a ListConfig, list or tuple.")
+        (["+topo=cab", "seed=abc"], "seed=abc: seed takes an integer"),
+        (["+topo=cab", "progress=abc"], "progress=abc: progress takes true or false"),
+        (["+topo=cab", "logger=wandb", "logger.tags=notalist"], "logger.tags=notalist: logger.tags takes a list"),
     ],
 )
 def test_bad_overrides_give_one_line_errors(results_path, args, words):

@@ -270,6 +270,16 @@ def hydra_error(err: BaseException) -> str:
             (into.group(1) or into.group(2) or into.group(3) or "").lower(), "a single value")
         return (f"{scalar.group(1)}={scalar.group(4)}: {scalar.group(2)} is a single value ({kind}), "
                 f"it holds no setting {scalar.group(3)!r}; give {scalar.group(2)}=VALUE")
+    merging = re.match(r"Error merging override ([\w.]+)=(\S*)", text)
+    wrong = re.search(r"could not be converted to (\w+)|is not a valid (\w+)|is not a ListConfig", cause)
+    if merging and wrong:
+        # A value of the wrong type: what the setting takes, in words (OmegaConf's were about
+        # Python types: "Value 'abc' of type 'str' could not be converted to Integer").
+        kind = {"integer": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+                "string": "a string"}.get((wrong.group(1) or wrong.group(2) or "").lower(),
+                                          "a list, e.g. [a,b]" if wrong.group(1) is None and wrong.group(2) is None
+                                          else "another type")
+        return f"{merging.group(1)}={merging.group(2)}: {merging.group(1)} takes {kind}"
     unread = re.search(r"LexerNoViableAltException: (.*?)\s+\^", text)
     if unread:  # a character Hydra's override grammar does not take unquoted
         key, _, value = unread.group(1).partition("=")
