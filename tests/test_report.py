@@ -287,8 +287,8 @@ def test_unreadable_run_is_one_line_error(two_runs: Path, capsys):
 
 
 def test_empty_dir_exits_2_with_one_line(tmp_path: Path):
-    empty = tmp_path / "empty"
-    empty.mkdir()
+    empty = tmp_path / "results" / "empty"
+    empty.mkdir(parents=True)
     proc = forkcli.run("fattorus.report", [str(empty)], cwd=REPO, timeout=60)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -298,7 +298,7 @@ def test_empty_dir_exits_2_with_one_line(tmp_path: Path):
 
 def test_old_outputs_without_ideal_aph_warn_once_and_draw_no_ideal(tmp_path: Path, capsys):
     """Runs written before ``ideal_aph``/``topology`` existed still report; Figure 7 has no ideal for them."""
-    root = tmp_path / "old"
+    root = tmp_path / "results" / "old"  # the report is written under results/ only
     write_run(root / "a", "to", "none", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 2.5, 3.2],
               util=[0.5, 0.6], old_format=True)  # fmt: skip
     write_run(root / "b", "ta", "none", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 1.0, 1.9], util=[0.5, 0.6])
@@ -315,7 +315,7 @@ def test_old_outputs_without_ideal_aph_warn_once_and_draw_no_ideal(tmp_path: Pat
 def test_trials_runs_are_said_to_count_as_their_trial_0(tmp_path: Path, capsys):
     """A ``trials=N`` run's row is its trial 0 (its jobs.parquet), not its N draws: one warning
     names how many such runs and where the draws are (session 43: the report said nothing)."""
-    root = tmp_path / "mix"
+    root = tmp_path / "results" / "mix"  # the report is written under results/ only
     write_run(root / "a", "ta", "v2", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 1.0, 1.9], util=[0.5],
               summary_extra={"trials": {"n": 4, "batch": 64}})  # fmt: skip
     write_run(root / "b", "to", "v2", 0, "atlas", 2, "cab", [0.0, 60.0, 120.0], [0.0, 2.5, 3.2], util=[0.5])
@@ -502,7 +502,7 @@ def test_runs_differing_in_a_policy_setting_are_separate_arms(tmp_path: Path, ca
     are arms, not seeds of one "FIRST_FIT": labelled apart, not averaged, no duplicate-seed warning.
     Likewise speedup=model runs with another comm_fraction (recorded under runtime_model). A label
     whose runs agree on their settings stays as it was (PRISM)."""
-    root = tmp_path / "torus"
+    root = tmp_path / "results" / "torus"  # the report is written under results/ only
     one_min = [0.5]
     orderings = {"id": [0.0, 0.0, 0.0], "O2": [3600.0, 3600.0, 3600.0], "2Y": [7200.0, 7200.0, 7200.0]}
     for ordering, waits in orderings.items():
@@ -575,12 +575,26 @@ def test_a_speedup_scenario_edited_on_the_command_line_is_another_arm():
 
 
 def test_output_outside_the_results_is_refused(results: Path, tmp_path: Path, capsys):
-    """--out must lie in RESULTS_DIR or under a results/ directory (nothing is written outside
-    the results), checked before anything is read or written."""
+    """--out must lie under a results/ directory (nothing is written outside the results),
+    checked before anything is read or written; so must the default RESULTS_DIR/report (a
+    copy of the runs in another folder got its report/ there, while compare and report.qos
+    wrote nothing there: session 46)."""
     elsewhere = tmp_path / "elsewhere" / "report"
     assert report.main([str(results), "--out", str(elsewhere)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith(f"fattorus.report: error: --out {elsewhere}: must lie in {results}") and not elsewhere.parent.exists()
+    assert line.startswith(f"fattorus.report: error: --out {elsewhere}: must lie under a results/ directory")
+    assert not elsewhere.parent.exists()
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(results, copy)
+    assert report.main([str(copy)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (f"fattorus.report: error: {copy} is not under a results/ directory, so its report/ would be "
+                    "written outside the results: give --out results/NAME")
+    assert not (copy / "report").exists()
+    assert report.main([str(copy), "--out", str(results / "from_copy")]) == 0
+    assert (results / "from_copy" / "report.html").exists() and not (copy / "report").exists()
 
 
 def test_table_i_names_runs_that_share_a_seed(tmp_path: Path):

@@ -179,16 +179,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m fattorus.report", error_prefix="fattorus.report",
                            description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dir", help="directory searched recursively for run directories")
-    parser.add_argument("--out", default=None, help="output directory, in RESULTS_DIR or under a results/ directory "
-                        "(default RESULTS_DIR/report)")
+    parser.add_argument("--out", default=None, help="output directory, under a results/ directory "
+                        "(default RESULTS_DIR/report, when RESULTS_DIR lies under one)")
     parser.add_argument("--bins", type=parse_edges, default=DEFAULT_EDGES,
                         help="size-bin upper edges in nodes, comma-separated and increasing "
                              f"(default {','.join(map(str, DEFAULT_EDGES))})")
     parser.add_argument("--skip-bad", action="store_true", help="warn about and skip unreadable runs")
     args = parser.parse_args(argv)
-    if args.out is not None and not paths.under_results(Path(args.out), also=Path(args.results_dir)):
-        print(f"fattorus.report: error: --out {args.out}: must lie in {args.results_dir} or under a results/ directory "
+    # Nothing is written outside a results/ directory (as compare and report.qos): the default
+    # folder too, which lay in any RESULTS_DIR (a copy in /tmp got its report/ there).
+    if args.out is not None and not paths.under_results(Path(args.out)):
+        print(f"fattorus.report: error: --out {args.out}: must lie under a results/ directory "
               "(nothing is written outside the results)", file=sys.stderr)
+        return 2
+    if args.out is None and Path(args.results_dir).is_dir() and not paths.under_results(Path(args.results_dir)):
+        print(f"fattorus.report: error: {args.results_dir} is not under a results/ directory, so its report/ would "
+              "be written outside the results: give --out results/NAME", file=sys.stderr)
         return 2
     if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
         # A usage mistake, not the environment: refused as such (it was exit 1, "[Errno 17] File exists").
