@@ -213,6 +213,40 @@ def test_wandb_online_without_a_key_is_one_line_before_the_replay(results_path):
         assert not (results_path / "run").exists()
 
 
+def test_a_user_logged_in_to_wandb_any_way_it_reads_is_not_refused(tmp_path, monkeypatch):
+    """The online check must never refuse a logged-in user: each place W&B reads credentials
+    from (wandb.sdk.lib.wbauth) counts — the environment, a netrc entry for its host (or a
+    private server's, WANDB_BASE_URL), its settings file; with none of them it says no."""
+    from fattorus.app import logger
+
+    for var in ("WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE", "WANDB_BASE_URL", "NETRC"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb_config"))
+    assert not logger.has_api_key()
+    monkeypatch.setenv("WANDB_API_KEY", "k" * 40)
+    assert logger.has_api_key()
+    monkeypatch.delenv("WANDB_API_KEY")
+    monkeypatch.setenv("WANDB_IDENTITY_TOKEN_FILE", str(tmp_path / "token"))
+    assert logger.has_api_key()
+    monkeypatch.delenv("WANDB_IDENTITY_TOKEN_FILE")
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine example.org\n  login me\n  password x\n")
+    netrc.chmod(0o600)
+    assert not logger.has_api_key()  # another site's entry is no W&B key
+    netrc.write_text("machine api.wandb.ai\n  login user\n  password " + "k" * 40 + "\n")
+    assert logger.has_api_key()
+    netrc.write_text("machine wb.example.org\n  login user\n  password x\n")
+    assert not logger.has_api_key()
+    monkeypatch.setenv("WANDB_BASE_URL", "https://wb.example.org")
+    assert logger.has_api_key()
+    monkeypatch.delenv("WANDB_BASE_URL")
+    netrc.unlink()
+    (tmp_path / "wandb_config").mkdir()
+    (tmp_path / "wandb_config" / "settings").write_text("[default]\napi_key = " + "k" * 40 + "\n")
+    assert logger.has_api_key()
+
+
 def test_a_wandb_refusal_after_the_replay_is_one_line_with_the_results_kept(tmp_path, monkeypatch):
     """What W&B refuses only at wandb.init (a key it rejects, no network) comes after the
     results are written: a one-line LoggingError saying where they are (the sweep exits 1)."""

@@ -65,19 +65,30 @@ BAD_NAME_CHARS = "/\\#?%:"
 
 
 def has_api_key() -> bool:
-    """Whether W&B would find an API key: ``WANDB_API_KEY``, or an entry for its host
-    (``WANDB_BASE_URL``, default ``https://api.wandb.ai``) in the netrc file (``NETRC``, else
-    ``~/.netrc``) that ``wandb login`` writes. Light: no W&B import."""
+    """Whether W&B could find credentials, read as W&B reads them (wandb.sdk.lib.wbauth): the
+    environment (``WANDB_API_KEY`` or ``WANDB_IDENTITY_TOKEN_FILE``), a netrc entry for any
+    W&B host (``NETRC``, else ``~/.netrc``, else ``~/_netrc``; ``wandb login`` writes it), or an
+    ``api_key`` in W&B's settings file. Conservative: it says no only when none of these could
+    hold a key, so a user who is logged in is never refused. Light: no W&B import."""
     import netrc
     import urllib.parse
 
-    if os.environ.get("WANDB_API_KEY"):
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
         return True
-    host = urllib.parse.urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
-    path = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
+    hosts = {"api.wandb.ai", urllib.parse.urlparse(os.environ.get("WANDB_BASE_URL") or "").hostname}
+    path = next((p for p in (Path(os.environ["NETRC"]).expanduser() if os.environ.get("NETRC") else None,
+                             Path("~/.netrc").expanduser(), Path("~/_netrc").expanduser()) if p and p.is_file()), None)
+    if path is not None:
+        try:
+            machines = netrc.netrc(str(path)).hosts
+        except (OSError, netrc.NetrcParseError):
+            return True  # W&B's own reader decides; no false refusal here
+        if any(h in hosts or "wandb" in h for h in machines):
+            return True
+    config = os.environ.get("WANDB_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".config", "wandb")
     try:
-        return host is not None and netrc.netrc(path).authenticators(host) is not None
-    except (OSError, netrc.NetrcParseError):
+        return "api_key" in (Path(config) / "settings").read_text()
+    except OSError:
         return False
 
 
