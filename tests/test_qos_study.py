@@ -618,3 +618,15 @@ def test_a_placement_off_a_terminal_shows_progress_lines(capsys):
     bar.close()
     assert capsys.readouterr().err.splitlines() == [f"[small placement 1/2] {i}/3 periods" for i in (1, 2, 3)]
     assert app._bar(OmegaConf.create({"progress": False}), 3, "x") is None
+
+
+def test_a_system_name_with_spaces_is_a_display_name():
+    """``qos.name='my system'``: a display name (paths take it made safe). The machine's own
+    name must be a file-name component since session 46, and the app blamed qos.system for it
+    (the session's review): the app builds the machine under a safe name."""
+    from fattorus.app import qos as app
+
+    base = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "qos" / "small.yaml")
+    for name, safe in (("my system", "my_system"), ("../x", "_x"), ("small", "small")):
+        cfg = OmegaConf.create({"qos": {**OmegaConf.to_container(base), "name": name}})
+        assert app._topology(cfg).name == safe

@@ -110,9 +110,14 @@ def _study(tmp_path: Path, text: str) -> Path:
      "s.yaml: arms[1][1]: hydra.sweep.dir=/tmp/x: must lie under a results/ directory"),
     ("study: s\ncases: [[+topo=cab], [workload=file, workload.path=/nonexist.swf]]\narms: [[seed=0]]\n",
      "s.yaml: cases[1] with arms[0]: /nonexist.swf: no such file"),
+    # A kind against its scenario's file, caught before the first block (session 46 review:
+    # the check read Hydra's run, which a study's pre-check does not have).
+    ("study: s\ncases: [[+topo=cab]]\narms: [[seed=0], [+speedup=model, speedup.kind=bins]]\n",
+     "speedup.kind=bins: speedup=model is a flow-model scenario"),
 ], ids=["unknown-option-in-last-arm", "check_settings-key", "check_settings-bins", "check_settings-common", "listed-group", "misspelt-field",
         "qos-check_settings-key", "check_run-scale", "check_run-policy-family", "check_run-batched",
-        "duplicate-field", "duplicate-key-in-a-list", "sweep-dir-outside-results", "missing-log"])
+        "duplicate-field", "duplicate-key-in-a-list", "sweep-dir-outside-results", "missing-log",
+        "speedup-kind-against-its-file"])
 def test_a_bad_key_is_blamed_on_its_entry(tmp_path: Path, text: str, words: str):
     path = _study(tmp_path, text)
     with pytest.raises(study.StudyError) as err:

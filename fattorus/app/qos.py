@@ -30,6 +30,7 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
     interrupt.on_start("fattorus.qos")
 
 import json
+import re
 import logging
 import shlex
 import sys
@@ -96,7 +97,10 @@ def _topology(cfg: DictConfig) -> Any:
         raise UserError("qos.system: give the fat-tree's fields (as in conf/topo/cab.yaml, without kind and name)")
     fields = dict(OmegaConf.to_container(system, resolve=True))
     try:
-        topo = topology.from_config({"kind": "fattree", "name": str(cfg.qos.name), **fields})
+        # qos.name is for display (paths take it through fattorus_component): the machine's own
+        # name, which must be a file-name component, is that name made safe.
+        safe = re.sub(r"[^A-Za-z0-9._+-]", "_", str(cfg.qos.name)).lstrip(".") or "qos"
+        topo = topology.from_config({"kind": "fattree", "name": safe, **fields})
     except (TopologyError, TypeError) as err:
         raise UserError(f"qos.system: {_squash(err)}") from None
     if topo.kind != "fattree":

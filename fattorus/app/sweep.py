@@ -313,15 +313,13 @@ def _check_speedup_kind(speedup: DictConfig, name: str) -> None:
     if kind == "model" and speedup.get("classes"):
         raise UserError(f"speedup.kind=model with speedup={name}'s assumed-factor bins (classes): the flow model "
                         "decides run times alone; choose +speedup=model")
-    hc = _hydra()
-    if hc is None or not any(cli.override_key(o) == "speedup.kind" for o in hc.overrides.task):
-        return
-    choice = hc.runtime.choices.get("speedup")
-    file = paths.config_file("speedup", choice) if choice else None
+    # Against the scenario's shipped file (its name is its file's stem), Hydra's run or not
+    # (a study's pre-check composes without one): a kind nobody typed agrees with it already.
+    file = paths.config_file("speedup", str(name)) if name else None
     if file is not None and file.is_file():
         own = (OmegaConf.load(file) or {}).get("kind", "bins")
         if own != kind:
-            raise UserError(f"speedup.kind={kind}: speedup={choice} is a{'n assumed-factor' if own == 'bins' else ' flow-model'} "
+            raise UserError(f"speedup.kind={kind}: speedup={name} is a{'n assumed-factor' if own == 'bins' else ' flow-model'} "
                             f"scenario (its file: kind {own}); choose the scenario with +speedup=NAME")
 
 
