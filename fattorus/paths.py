@@ -11,6 +11,7 @@ The lowest layer: it imports nothing from the package, so any module may use it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 #: The repository root: the directory that holds the ``fattorus`` package directory.
@@ -65,7 +66,11 @@ def under_results(path: Path, also: Path | None = None) -> bool:
     where a command's ``--out`` may write (nothing is written outside the results)."""
     resolved = Path(path).resolve()
     around = (resolved, *resolved.parents)
-    return any(p.name == "results" for p in around) or (also is not None and Path(also).resolve() in around)
+    # As written too, '..' folded but links kept: a results/ that is a link (to scratch
+    # storage, on a cluster) resolves to a folder of another name (a session-46 review).
+    lexical = Path(os.path.normpath(os.path.abspath(path)))
+    return (any(p.name == "results" for p in (*around, lexical, *lexical.parents))
+            or (also is not None and Path(also).resolve() in around))
 
 
 __all__ = ["ROOT", "conf_dir", "config_file", "config_names", "data_dir", "repo_root", "results_dir", "traces_dir",

@@ -66,3 +66,19 @@ def test_commands_tests_start_import_the_checkout_and_keep_the_callers_path():
     pythonpath, where = out.stdout.splitlines()
     assert pythonpath.split(sep)[0] == str(paths.repo_root())
     assert Path(where).resolve().is_relative_to(paths.repo_root().resolve())
+
+
+def test_a_results_folder_that_is_a_link_is_still_the_results(tmp_path):
+    """On a cluster results/ is often a link to scratch storage: resolved, no folder on the way
+    is named results, and make report was refused (a session-46 review). The path as written
+    counts too, with '..' folded, so an escape by '..' is still outside."""
+    from fattorus import paths
+
+    store = tmp_path / "scratch"
+    (store / "sweeps" / "x").mkdir(parents=True)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "results").symlink_to(store)
+    assert paths.under_results(tmp_path / "ws" / "results" / "sweeps" / "x")
+    assert paths.under_results(tmp_path / "ws" / "results" / "new" / "report")
+    assert not paths.under_results(tmp_path / "ws" / "results" / ".." / "elsewhere")
+    assert not paths.under_results(store / "sweeps" / "x")  # the same folder, not named through results/
