@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,14 +60,26 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str | Callable[[Pat
     return path
 
 
+#: When this process loaded the module (seconds since the epoch): temporaries older than it
+#: are another, dead process's (:func:`remove_stale_temps`).
+_STARTED = time.time()
+
+
 def remove_stale_temps(directory: str | os.PathLike[str]) -> int:
     """Delete the temporary files :func:`atomic_write` left in ``directory`` (``.NAME.*.tmp``,
     not its subfolders) when its process was killed mid-write — a multirun worker stopped by a
     Ctrl-C cannot clean up as an interrupted single run does. Call it when a run takes its
-    directory over (it holds it: no other writer is there). Returns how many went."""
+    directory over; only files older than this process go, so a live concurrent writer's stay.
+    Returns how many went."""
     gone = 0
     for tmp in Path(directory).glob(".*.tmp"):
-        if tmp.is_file() and not tmp.is_symlink():
+        try:
+            # Only a file older than this process: a concurrent writer's (two multiruns of one
+            # study share trial folders; only single runs hold a lock) is left alone.
+            stale = tmp.is_file() and not tmp.is_symlink() and tmp.stat().st_mtime < _STARTED
+        except OSError:
+            continue
+        if stale:
             tmp.unlink(missing_ok=True)
             gone += 1
     return gone
