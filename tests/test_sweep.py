@@ -240,6 +240,9 @@ def test_a_user_logged_in_to_wandb_any_way_it_reads_is_not_refused(tmp_path, mon
     assert not logger.has_api_key()
     monkeypatch.setenv("WANDB_BASE_URL", "https://wb.example.org")
     assert logger.has_api_key()
+    netrc.write_text("machine localhost:8080\n  login user\n  password x\n")  # W&B's local server, by netloc
+    monkeypatch.setenv("WANDB_BASE_URL", "http://LocalHost:8080")
+    assert logger.has_api_key()
     monkeypatch.delenv("WANDB_BASE_URL")
     netrc.unlink()
     (tmp_path / "wandb_config").mkdir()

@@ -75,7 +75,10 @@ def has_api_key() -> bool:
 
     if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
         return True
-    hosts = {"api.wandb.ai", urllib.parse.urlparse(os.environ.get("WANDB_BASE_URL") or "").hostname}
+    # W&B looks a netrc entry up by the URL's netloc (a local server's port kept: localhost:8080);
+    # its bare host too, and any case, so that no logged-in user is refused here.
+    base = urllib.parse.urlsplit(os.environ.get("WANDB_BASE_URL") or "")
+    hosts = {"api.wandb.ai", (base.netloc or "").lower(), (base.hostname or "").lower()} - {""}
     path = next((p for p in (Path(os.environ["NETRC"]).expanduser() if os.environ.get("NETRC") else None,
                              Path("~/.netrc").expanduser(), Path("~/_netrc").expanduser()) if p and p.is_file()), None)
     if path is not None:
@@ -83,7 +86,7 @@ def has_api_key() -> bool:
             machines = netrc.netrc(str(path)).hosts
         except (OSError, netrc.NetrcParseError):
             return True  # W&B's own reader decides; no false refusal here
-        if any(h in hosts or "wandb" in h for h in machines):
+        if any(h.lower() in hosts or "wandb" in h.lower() for h in machines):
             return True
     config = os.environ.get("WANDB_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".config", "wandb")
     try:
