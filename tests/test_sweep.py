@@ -142,6 +142,9 @@ def test_main_command_form_and_documented_defaults(results_path):
         (["+topo=cab", "seed=abc"], "seed=abc: seed takes an integer"),
         (["+topo=cab", "progress=abc"], "progress=abc: progress takes true or false"),
         (["+topo=cab", "logger=wandb", "logger.tags=notalist"], "logger.tags=notalist: logger.tags takes a list"),
+        # the node OmegaConf failed on: a list's element, a parent that is a single value
+        (["+topo=cab", "bins=[a,b]"], "bins=[a,b]: bins[0] takes an integer"),
+        (["+topo=cab", "seed.x.y=1"], "seed.x.y=1: seed is a single value (an integer), it holds no setting 'x.y'"),
     ],
 )
 def test_bad_overrides_give_one_line_errors(results_path, args, words):

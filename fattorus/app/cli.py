@@ -259,27 +259,23 @@ def hydra_error(err: BaseException) -> str:
             return why
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
         return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
-    scalar = re.match(r"Error merging override (([\w.]+)\.(\w+))=(\S*)", text)
-    into = re.search(r"Value '\{\}' (?:of type 'dict' could not be converted to (\w+)|is not a valid (\w+))"
-                     r"|Cannot convert 'dict' to (\w+): '\{\}'", cause)
-    if scalar and into:
-        # A setting inside one that is a single value (trials.batch=8): OmegaConf's words were
-        # about an empty dict it tried to convert.
-        kind = {"integer": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-                "string": "a string"}.get(
-            (into.group(1) or into.group(2) or into.group(3) or "").lower(), "a single value")
-        return (f"{scalar.group(1)}={scalar.group(4)}: {scalar.group(2)} is a single value ({kind}), "
-                f"it holds no setting {scalar.group(3)!r}; give {scalar.group(2)}=VALUE")
+    # OmegaConf's type errors name the node they failed on (full_key): the override's key, a
+    # list element (bins[0]) or a parent of the key that holds a single value (seed of seed.x).
     merging = re.match(r"Error merging override ([\w.]+)=(\S*)", text)
-    wrong = re.search(r"could not be converted to (\w+)|is not a valid (\w+)|is not a ListConfig", cause)
-    if merging and wrong:
-        # A value of the wrong type: what the setting takes, in words (OmegaConf's were about
-        # Python types: "Value 'abc' of type 'str' could not be converted to Integer").
+    node = str(getattr(err.__cause__, "full_key", "") or "")
+    wrong = re.search(r"could not be converted to (\w+)|is not a valid (\w+)|Cannot convert '\w+' to (\w+)"
+                      r"|(is not a ListConfig)", cause)
+    if merging and wrong and node:
+        key, value = merging.group(1), merging.group(2)
         kind = {"integer": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-                "string": "a string"}.get((wrong.group(1) or wrong.group(2) or "").lower(),
-                                          "a list, e.g. [a,b]" if wrong.group(1) is None and wrong.group(2) is None
-                                          else "another type")
-        return f"{merging.group(1)}={merging.group(2)}: {merging.group(1)} takes {kind}"
+                "string": "a string"}.get((wrong.group(1) or wrong.group(2) or wrong.group(3) or "").lower(),
+                                          "a list, e.g. [a,b]" if wrong.group(4) else "another type")
+        if key.startswith(node + "."):  # a setting inside a single value (trials.batch=8)
+            inner = key[len(node) + 1:]
+            return (f"{key}={value}: {node} is a single value ({kind}), it holds no setting {inner!r}; "
+                    f"give {node}=VALUE")
+        if node == key or node.startswith(key + "["):  # the value, or an element of the list given
+            return f"{key}={value}: {node} takes {kind}"
     unread = re.search(r"LexerNoViableAltException: (.*?)\s+\^", text)
     if unread:  # a character Hydra's override grammar does not take unquoted
         key, _, value = unread.group(1).partition("=")
