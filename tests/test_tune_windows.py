@@ -215,3 +215,8 @@ def test_the_sweep_command_names_a_machine_given_as_a_yaml_path(tmp_path, log):
     (tmp_path / "other.yaml").write_text(yaml.safe_dump(mine))
     named = sweep_topology(str(tmp_path / "other.yaml"), "myft")
     assert named.overrides == (("+topo", "other"),) and "conf/topo/other.yaml" in (named.note or "")
+    # A stem that names a shipped machine: Hydra searches the app's conf/ first and would replay
+    # the shipped cab (a session-46 review); the note says to rename the file, no search path.
+    (conf / "topo" / "cab.yaml").write_text(yaml.safe_dump(mine))
+    named = sweep_topology(str(conf / "topo" / "cab.yaml"), "myft")
+    assert named.overrides == (("+topo", "cab"),) and "renamed" in (named.note or "")

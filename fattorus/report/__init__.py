@@ -3,7 +3,8 @@
 ``python -m fattorus.report RESULTS_DIR [--out OUT_DIR]`` finds every run directory under
 ``RESULTS_DIR`` (a directory holding ``summary.json``, ``jobs.parquet`` and
 ``utilization.parquet``, see ``docs/outputs.md``) and writes into ``OUT_DIR`` (default
-``RESULTS_DIR/report``):
+``RESULTS_DIR/report``; either must lie under a ``results/`` directory: a ``RESULTS_DIR``
+elsewhere needs ``--out``):
 
 * ``fig7_aph_by_size.{png,svg}``: APH (hops) by job-size bin, one panel per workload
   (workload and topology), one box per run label; box = p25/median/p75, whiskers = min/max

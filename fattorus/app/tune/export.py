@@ -85,8 +85,10 @@ def sweep_topology(topo: str, name: str) -> SweepWorkload:
     name): ``+topo=NAME`` for a ``conf/topo`` name or a YAML in the app's ``conf/topo``; a
     YAML in another folder named ``topo`` (a config folder's group): ``hydra.searchpath`` to
     that config folder and ``+topo=STEM``; any other YAML: ``+topo=STEM`` with a note to copy
-    it into ``conf/topo/`` first (Hydra takes a group's option by name, never by path).
-    Returned as a :class:`SweepWorkload` (overrides and note) for :func:`sweep_command`."""
+    it into ``conf/topo/`` first (Hydra takes a group's option by name, never by path); a
+    YAML whose stem names a shipped machine: a note to rename it (Hydra searches the app's
+    conf/ first and would replay the shipped one). Returned as a :class:`SweepWorkload`
+    (overrides and note) for :func:`sweep_command`."""
     from fattorus import paths
 
     path = Path(topo)
@@ -95,6 +97,12 @@ def sweep_topology(topo: str, name: str) -> SweepWorkload:
     folder = path.resolve().parent
     if folder == paths.conf_dir("topo").resolve():
         return SweepWorkload((("+topo", path.stem),))
+    shipped = paths.config_file("topo", path.stem)
+    if shipped.is_file():
+        # Hydra searches the app's conf/ first: +topo=STEM would replay the shipped machine, and
+        # copying the file there would overwrite it.
+        return SweepWorkload((("+topo", path.stem),), f"with {path.resolve()} renamed (conf/topo/{path.stem}.yaml is "
+                             "another machine of that name) and put in conf/topo/")
     if folder.name == "topo":
         return SweepWorkload((("hydra.searchpath", [f"file://{folder.parent}"]), ("+topo", path.stem)))
     return SweepWorkload((("+topo", path.stem),), f"with {path.resolve()} copied to conf/topo/{path.stem}.yaml")
