@@ -102,6 +102,9 @@ def test_export_and_comparison_match_independent_replays(study_dir, cab, jobs):
     assert exported["name"] == "ta"
     params, sched = tune.decode(study.best_trial.params)
     assert exported["params"] == params and set(params) == set(PAPER)
+    # A hybrid point says in its header that its schedules are not interference-free (its runs
+    # record policy "ta"; a session-46 audit found 8 interfering pairs under the shipped one).
+    assert ("# NOT interference-free: relax_after_s=" in text) == (params.get("relax_after_s") is not None)
     TAParams(**exported["params"])  # a valid policy config
     report = json.loads((d / "results" / "out" / "t" / "comparison.json").read_text())
     rows = {r["arm"]: r for r in report["rows"]}
@@ -563,3 +566,14 @@ def test_export_refuses_another_studys_tuned_config(capsys, tmp_path, monkeypatc
     with pytest.raises(tune.TuneError) as other:
         parse("s", "postgresql://u:secret@db/other", pg)
     assert "'s' in postgresql://u:***@db/other" in str(other.value) and "secret" not in str(other.value)
+
+
+def test_an_exported_hybrid_point_says_it_is_not_interference_free(tmp_path):
+    """By hand: relax_after_s set -> one header line saying so, with the value; null -> none."""
+    from fattorus.app.tune.export import export_policy
+
+    for relax, said in ((77914.3, "# NOT interference-free: relax_after_s=77914 s lets a queue head"), (None, None)):
+        path = export_policy(tmp_path / "p.yaml", {**PAPER, "relax_after_s": relax}, ["head"])
+        text = path.read_text()
+        assert (said in text) if said else "interference-free" not in text
+        assert yaml.safe_load(text)["params"]["relax_after_s"] == relax

@@ -39,6 +39,12 @@ def export_policy(path: Path, params: Mapping[str, Any], header: Sequence[str], 
     from fattorus.files import atomic_write
 
     body = yaml.safe_dump({"name": policy, "params": dict(params)}, sort_keys=False, default_flow_style=False)
+    relax = params.get("relax_after_s")
+    if relax is not None:
+        # Its runs record policy "ta" (and this file's name): one filtering on the policy alone
+        # would take them for interference-free schedules (a session-46 audit).
+        header = [*header, f"NOT interference-free: relax_after_s={relax:.0f} s lets a queue head blocked that long "
+                           "take a shared (tree best-fit) placement; exposure measures it (docs/tuning.md)"]
     text = "".join(f"# {line}\n" for line in header) + body
     return atomic_write(path, text)
 
