@@ -196,11 +196,17 @@ def speedup_edits(name: str, used: dict[str, Any]) -> dict[str, Any]:
     ``speedup.cap=256`` is another scenario than ``x20`` and its ``summary.json`` says so
     (``config.speedup_edits``), so that reports do not pool the two as seeds. ``{}`` for a
     scenario without a shipped file (a user's own, through ``hydra.searchpath``)."""
+    shipped = shipped_speedup(name)
+    return {} if shipped is None else config_edits(shipped, used)
+
+
+def shipped_speedup(name: str) -> dict[str, Any] | None:
+    """The shipped scenario ``conf/speedup/NAME.yaml`` with the schema's defaults (plain
+    containers), or None for a name without a shipped file."""
     if name not in paths.config_names("speedup"):
-        return {}
-    shipped = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(SpeedupConf),
-                                                     OmegaConf.load(paths.config_file("speedup", name))), resolve=True)
-    return config_edits(shipped, used)
+        return None
+    return OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(SpeedupConf),
+                                                  OmegaConf.load(paths.config_file("speedup", name))), resolve=True)
 
 
 def config_groups(*left_out: str) -> str:

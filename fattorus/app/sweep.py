@@ -315,9 +315,9 @@ def _check_speedup_kind(speedup: DictConfig, name: str) -> None:
                         "decides run times alone; choose +speedup=model")
     # Against the scenario's shipped file (its name is its file's stem), Hydra's run or not
     # (a study's pre-check composes without one): a kind nobody typed agrees with it already.
-    file = paths.config_file("speedup", str(name)) if name else None
-    if file is not None and file.is_file():
-        own = (OmegaConf.load(file) or {}).get("kind", "bins")
+    shipped = config_mod.shipped_speedup(str(name)) if name else None
+    if shipped is not None:
+        own = shipped["kind"]
         if own != kind:
             raise UserError(f"speedup.kind={kind}: speedup={name} is a{'n assumed-factor' if own == 'bins' else ' flow-model'} "
                             f"scenario (its file: kind {own}); choose the scenario with +speedup=NAME")
