@@ -73,5 +73,28 @@ def under_results(path: Path, also: Path | None = None) -> bool:
             or (also is not None and Path(also).resolve() in around))
 
 
+def markdown_target(results: Path, out: str | os.PathLike[str] | None, prog: str, name: str,
+                    what: str = "tables") -> tuple[Path | None, str | None, int]:
+    """Where a command's Markdown file ``name`` goes, a line to print about it (stderr) and an
+    exit code (2: refused): ``--out`` a ``.md`` file, or a folder for ``name``, under a
+    ``results/`` directory (elsewhere refused); without it ``results/name`` when ``results``
+    lies under one, else nothing (None) and a note saying how to keep ``what``. Nothing is
+    written outside the results (compare, report.qos)."""
+    if out is not None:
+        target = Path(out)
+        if not under_results(target):
+            return None, (f"{prog}: error: --out {out}: must lie under a results/ directory (nothing is written "
+                          "outside the results)"), 2
+        if target.is_dir():
+            return target / name, None, 0
+        if target.suffix != ".md":  # never over a run's summary.json or jobs.parquet by a slip
+            return None, f"{prog}: error: --out {out}: give a .md file or a folder (for {name})", 2
+        return target, None, 0
+    if not under_results(results):
+        return None, (f"{prog}: note: {name} not written: {results} is not under a results/ directory (nothing "
+                      f"is written outside the results); to keep the {what} add --out results/NAME.md"), 0
+    return Path(results) / name, None, 0
+
+
 __all__ = ["ROOT", "conf_dir", "config_file", "config_names", "data_dir", "repo_root", "results_dir", "traces_dir",
-           "under_results"]
+           "markdown_target", "under_results"]

@@ -470,30 +470,6 @@ def _parser() -> OneLineParser:
     return p
 
 
-def _target(results: Path, out: Path | None) -> tuple[Path | None, str | None, int]:
-    """Where compare.md goes, the line to print about it (stderr) and an exit code (2: refused).
-
-    Nothing is written outside the results (:func:`fattorus.paths.under_results`, the rule of
-    every command's ``--out``): an ``--out`` elsewhere is a usage mistake (exit 2, before any
-    trial is read); a ``RESULTS`` folder elsewhere (a copy in /tmp, a colleague's folder) is
-    still compared, its tables printed, but no file is written into it, with a note saying how
-    to keep them. ``--out`` naming a folder gets ``compare.md`` inside it.
-    """
-    if out is not None:
-        if not paths.under_results(out):
-            return None, (f"{PROG}: error: --out {out}: must lie under a results/ directory (nothing is written "
-                          "outside the results)"), 2
-        if out.is_dir():
-            return out / "compare.md", None, 0
-        if out.suffix != ".md":  # never over a run's summary.json or jobs.parquet by a slip
-            return None, f"{PROG}: error: --out {out}: give a .md file or a folder (for compare.md)", 2
-        return out, None, 0
-    if not paths.under_results(results):
-        return None, (f"{PROG}: note: compare.md not written: {results} is not under a results/ directory (nothing "
-                      "is written outside the results); to keep the tables add --out results/NAME.md"), 0
-    return results / "compare.md", None, 0
-
-
 def _summaries(results: Path) -> tuple[list[tuple[Path, dict[str, Any]]], int, list[Path]]:
     """The replay trials under ``results`` with their ``summary.json`` (a finished trial's:
     ``jobs.parquet`` beside it), how many were damaged (each named on stderr), and the folders
@@ -526,7 +502,9 @@ def main(argv: list[str] | None = None) -> int:
         why = "not a directory (give a study's results directory)" if a.results.exists() else "no such results directory"
         print(f"{PROG}: error: {a.results}: {why}", file=sys.stderr)
         return 2
-    target, said, code = _target(a.results, a.out)
+    # Nothing is written outside the results: a RESULTS folder elsewhere (a copy in /tmp) is
+    # still compared and printed, with a note; an --out elsewhere is refused before any read.
+    target, said, code = paths.markdown_target(a.results, a.out, PROG, "compare.md")
     if code:
         print(said, file=sys.stderr)
         return code

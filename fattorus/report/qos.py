@@ -166,30 +166,6 @@ def _take_out(args: list[str]) -> tuple[list[str], str | None, str | None]:
     return rest, out, None
 
 
-def _target(root: Path, out: str | None) -> tuple[Path | None, str | None, int]:
-    """Where qos_report.md goes, a line to print about it (stderr) and an exit code (2: refused).
-    Nothing is written outside a ``results/`` directory (:func:`fattorus.paths.under_results`,
-    as ``compare``): a RESULTS_DIR elsewhere is reported on stdout only, with a note; an
-    ``--out`` elsewhere is refused."""
-    from fattorus import paths
-
-    if out is not None:
-        target = Path(out)
-        if not paths.under_results(target):
-            return None, (f"fattorus.report.qos: error: --out {out}: must lie under a results/ directory (nothing is "
-                          "written outside the results)"), 2
-        if target.is_dir():
-            return target / "qos_report.md", None, 0
-        if target.suffix != ".md":  # never over a run's jobs.parquet by a slip
-            return None, f"fattorus.report.qos: error: --out {out}: give a .md file or a folder (for qos_report.md)", 2
-        return target, None, 0
-    if not paths.under_results(root):
-        return None, (f"fattorus.report.qos: note: qos_report.md not written: {root} is not under a results/ "
-                      "directory (nothing is written outside the results); to keep the table add --out "
-                      "results/NAME.md"), 0
-    return root / "qos_report.md", None, 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m fattorus.report.qos DIR [--out PATH]``."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -211,7 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = "not a directory (give a QoS run's or a sweep's folder)" if root.exists() else "no such directory"
         print(f"fattorus.report.qos: error: {root}: {why}", file=sys.stderr)
         return 2
-    target, line, code = _target(root, out)
+    from fattorus import paths
+
+    target, line, code = paths.markdown_target(root, out, "fattorus.report.qos", "qos_report.md", "table")
     if code:  # before any run is read
         print(line, file=sys.stderr)
         return code
