@@ -30,7 +30,6 @@ if __name__ == "__main__":  # first: a Ctrl-C while the imports below load is on
     interrupt.on_start("fattorus.qos")
 
 import json
-import re
 import logging
 import shlex
 import sys
@@ -99,8 +98,7 @@ def _topology(cfg: DictConfig) -> Any:
     try:
         # qos.name is for display (paths take it through fattorus_component): the machine's own
         # name, which must be a file-name component, is that name made safe.
-        safe = re.sub(r"[^A-Za-z0-9._+-]", "_", str(cfg.qos.name)).lstrip(".") or "qos"
-        topo = topology.from_config({"kind": "fattree", "name": safe, **fields})
+        topo = topology.from_config({"kind": "fattree", "name": topology.file_safe_name(str(cfg.qos.name)), **fields})
     except (TopologyError, TypeError) as err:
         raise UserError(f"qos.system: {_squash(err)}") from None
     if topo.kind != "fattree":

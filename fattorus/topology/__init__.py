@@ -28,6 +28,12 @@ def register(cls: type[Topology]) -> type[Topology]:
 _NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
 
 
+def file_safe_name(text: str) -> str:
+    """``text`` made a valid machine ``name`` (:data:`_NAME`): other characters become ``_``,
+    leading dots go (``'my system'`` -> ``my_system``; ``''`` -> ``machine``)."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", text).lstrip(".") or "machine"
+
+
 def from_config(cfg: Mapping[str, Any]) -> Topology:
     """Build the topology a config mapping describes (dispatch on its ``kind``)."""
     _load_families()
@@ -83,4 +89,5 @@ def _load_families() -> None:
                 raise
 
 
-__all__ = ["FAMILIES", "Level", "Topology", "TopologyError", "conf_dir", "from_config", "load", "register"]
+__all__ = ["FAMILIES", "Level", "Topology", "TopologyError", "conf_dir", "file_safe_name", "from_config", "load",
+           "register"]
