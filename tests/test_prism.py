@@ -225,6 +225,23 @@ def test_a_long_backfill_keeps_off_the_heads_whole_prism_after_another_backfill_
     assert out.shadow[1] == 1001.0
 
 
+@pytest.mark.parametrize("ends_first", [False, True])
+def test_a_long_one_router_backfill_keeps_out_of_a_prism_the_head_reserved(torus4, ends_first):
+    """By hand on the 4x4x4 torus under ``internal``: A (20 nodes, 1,000 s) starts at 1 s in a
+    16-router prism with idle nodes; B (96 nodes, the whole machine's only prism that holds
+    it) is blocked until A's estimated end, 1,001 s. D (one node, 1,000 s, at 5 s) would fit
+    on an idle node inside A's prism, but it would still run at 1,001 s on a router of B's
+    reserved prism: refused. B starts at 1,001 s; D with it inside B's prism (it ends after
+    B, which ``internal_ends_first`` refuses: then at 1,011 s, when B ends). Session 47's
+    exploratory run found D backfilled at 5 s and B delayed to 1,005 s."""
+    submit, runtime, nodes = np.array([1.0, 2, 5]), np.array([1000.0, 10, 1000]), np.array([20, 96, 1])
+    pol = Prism(torus4, PrismParams(internal=True, internal_ends_first=ends_first))
+    out = replay.simulate(submit, runtime, runtime.copy(), nodes, torus4, pol, "easy", compiled=False)
+    assert out.start.tolist() == [1.0, 1001.0, 1011.0 if ends_first else 1001.0]
+    assert not out.backfilled.any()
+    assert out.shadow[1] == 1001.0
+
+
 def test_internal_jobs_that_would_outlive_their_host_go_elsewhere_with_internal_ends_first(torus4):
     """By hand on the 4x4x4 torus: job A (9 nodes, estimated to end at 100 s) leaves idle nodes
     in its prism. A one-node job ending by 50 s takes one of them under ``internal``; one ending

@@ -533,6 +533,15 @@ class Prism(Policy):
         host = self._owned(state, False)
         if self.params.internal_ends_first:
             host &= self._holder_until >= until_s
+        held = self.pending.get(self._held_key) if self._held_key is not None else None
+        if held is not None and self._hypothetical(state):
+            # EASY asks on the machine with the blocked head's reserved nodes held (a backfill
+            # job that outlives the shadow time): a running prism that ends by then may lie in
+            # the head's reserved prism, and a job left on one of its routers would block that
+            # prism at the shadow time (spec `scheduling.md`, step 3; session 47's exploratory run).
+            free_all = state.free if state.free_all is None else state.free_all
+            if not free_all[np.frombuffer(self._held_key, np.int64)].any():
+                host &= ~held
         hosts = np.flatnonzero(host & (free.sum(axis=1) >= n))
         if len(hosts) == 0:
             return None
