@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 import forkcli
 from fattorus import provenance
@@ -542,6 +543,35 @@ def test_the_interference_tool_names_a_qos_run_as_no_replay(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps({"qos": {"system": "small"}, "jobs": 16}))
     with pytest.raises(RunDirError, match="no replay's config in it .* a fattorus.qos run is not"):
         load_run(tmp_path)
+
+
+def test_the_interference_tools_topo_file_must_be_the_runs_machine_whatever_its_name(tmp_path):
+    """``interference --topo FILE`` was checked by the file's stem against the run's machine
+    name: another machine in a file named like the run's went through (its exposure and links
+    counted on the wrong tree), and the run's own machine in a file of another name (or with
+    another ``name:``) was refused (session 47's exploratory run). Now field by field."""
+    import polars as pl
+    import pytest
+
+    from fattorus.analysis.interference import RunDirError, load_run
+
+    ft6 = {"kind": "fattree", "name": "ft6", "radix": 6, "nodes_per_leaf": 3, "leaves_per_pod": 3, "pods": 2,
+           "up_ports": 3, "core_switches": 6}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({"config": {"topo": "ft6"}, "topology": ft6}))
+    pl.DataFrame({"job_id": [1], "start_s": [0.0], "end_s": [1.0], "alloc": [[0, 1]]}).write_parquet(run / "jobs.parquet")
+
+    def machine_file(file_name: str, **changes) -> str:
+        path = tmp_path / file_name
+        path.write_text(yaml.safe_dump({**ft6, **changes}))
+        return str(path)
+
+    same_renamed = machine_file("mine.yaml", name="my_tree")
+    assert load_run(run, same_renamed)[0].n_nodes == 18
+    other = machine_file("ft6.yaml", pods=1)
+    with pytest.raises(RunDirError, match=r"another machine .*\('ft6': pods 2; the file has pods 1\)"):
+        load_run(run, other)
 
 
 @pytest.mark.parametrize("raised, shown", [

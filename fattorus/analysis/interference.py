@@ -117,17 +117,37 @@ def parse_mix(text: str, option: str = "--pattern-mix") -> dict[str, float]:
     return mix
 
 
-def _check_same_machine(summary_path: Path, topo: str) -> None:
-    """``--topo`` may describe the run's machine (e.g. by a file), never another one."""
+def _check_same_machine(summary_path: Path, topo: str, given: Topology) -> None:
+    """``--topo`` may describe the run's machine (e.g. by a file, under any name), never another
+    one: the machine ``given`` must be the one ``summary.json`` records, field by field (its
+    ``name`` aside). Where the run records a name only and no shipped machine has it, the names
+    (the machine's or its file's) must match."""
     try:
-        ran_on = json.loads(summary_path.read_text())["config"]["topo"]
-    except (json.JSONDecodeError, KeyError, TypeError):
+        summary = json.loads(summary_path.read_text())
+        ran_on = summary.get("topology") or summary["config"]["topo"]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
         return  # nothing to compare with: the named topology is all there is
     name = ran_on.get("name") if isinstance(ran_on, Mapping) else ran_on
-    wanted = Path(topo).stem if Path(topo).suffix else topo
-    if name is not None and wanted != name:
-        raise RunDirError(f"--topo {topo!r} is another machine than the one the run was replayed on ({name!r}); "
-                          "drop --topo or name that machine")
+    try:
+        if isinstance(ran_on, Mapping) and len(ran_on) > 2:
+            recorded = topology_mod.from_config(ran_on)
+        else:
+            recorded = topology_mod.load(str(name))
+    except (topology_mod.TopologyError, TypeError, ValueError):
+        recorded = None
+    if recorded is None:
+        if name is not None and name not in (given.name, Path(topo).stem):
+            raise RunDirError(f"--topo {topo!r} is another machine than the one the run was replayed on "
+                              f"({name!r}); drop --topo or name that machine")
+        return
+    mine = {k: v for k, v in given.config().items() if k != "name"}
+    theirs = {k: v for k, v in recorded.config().items() if k != "name"}
+    if json.dumps(mine, sort_keys=True, default=str) != json.dumps(theirs, sort_keys=True, default=str):
+        differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        raise RunDirError(f"--topo {topo!r} is another machine than the one the run was replayed on "
+                          f"({recorded.name!r}: {', '.join(f'{k} {theirs.get(k)!r}' for k in differ)}; "
+                          f"the file has {', '.join(f'{k} {mine.get(k)!r}' for k in differ)}); "
+                          "drop --topo or give that machine's file")
 
 
 def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[Topology, pl.DataFrame]:
@@ -142,7 +162,7 @@ def load_run(run_dir: str | Path, topo: str | None = None) -> tuple[Topology, pl
         except (topology_mod.TopologyError, TypeError) as err:
             raise RunDirError(f"--topo: {err}") from None
         if summary_path.is_file():
-            _check_same_machine(summary_path, topo)
+            _check_same_machine(summary_path, topo, ft)
     else:
         if not summary_path.is_file():
             raise RunDirError(f"{summary_path}: missing (is {run} a replay run directory?)")
