@@ -429,6 +429,47 @@ def test_a_bad_value_in_a_multiruns_list_is_refused_before_any_trial_runs(result
     assert checked == [[0, 1], [0, 2], [0, 3], [1, 1], [2, 1], [3, 1]], checked
 
 
+def test_a_multirun_reads_a_machine_from_a_folder_on_hydras_searchpath(results_path, tmp_path):
+    """A machine YAML kept outside conf/ (``hydra.searchpath``, as the tuner's exported command
+    names one) ran in a single run but a multirun was refused ("Could not find 'topo/...'"):
+    the trials' up-front check composed without the search path (session 47's exploratory
+    run). Both trials run on the user's 9-node tree."""
+    (tmp_path / "mine" / "topo").mkdir(parents=True)
+    (tmp_path / "mine" / "topo" / "ft_mine.yaml").write_text(yaml.safe_dump(
+        {"kind": "fattree", "name": "ft_mine", "radix": 6, "nodes_per_leaf": 3, "leaves_per_pod": 3, "pods": 1,
+         "up_ports": 3, "core_switches": 3}))
+    out = sweep("--multirun", f"hydra.sweep.dir={results_path / 'sweep'}", "hydra.launcher.n_jobs=1",
+                f"hydra.searchpath=[file://{tmp_path / 'mine'}]", "+topo=ft_mine", "policy=to,ta", "workload=synthetic",
+                "workload.synthetic.n_jobs=30", "workload.synthetic.max_nodes=4", "progress=false")
+    assert out.returncode == 0, out.stderr[-2000:]
+    summaries = [json.loads(p.read_text()) for p in (results_path / "sweep").glob("*/summary.json")]
+    assert sorted(s["config"]["policy"] for s in summaries) == ["ta", "to"]
+    assert {s["n_nodes"] for s in summaries} == {9}
+
+
+def test_a_users_machine_hidden_by_a_shipped_one_of_its_name_is_refused(results_path, tmp_path):
+    """A user's ``topo/cab.yaml`` on ``hydra.searchpath`` (a 9-node tree named cab): Hydra
+    reads conf/ first, so ``+topo=cab`` replayed the shipped 1,296-node Cab without a word
+    (session 47's exploratory run). Refused in one line, in a single run and in a multirun,
+    before any directory is made. And a machine given as a file path (``+topo=DIR/topo/x.yaml``)
+    gets the search-path form to use, not Hydra's "Could not find 'topo//...'"."""
+    (tmp_path / "mine" / "topo").mkdir(parents=True)
+    (tmp_path / "mine" / "topo" / "cab.yaml").write_text(yaml.safe_dump(
+        {"kind": "fattree", "name": "cab", "radix": 6, "nodes_per_leaf": 3, "leaves_per_pod": 3, "pods": 1,
+         "up_ports": 3, "core_switches": 3}))
+    searchpath = f"hydra.searchpath=[file://{tmp_path / 'mine'}]"
+    for args in ([f"hydra.run.dir={results_path / 'one'}", "+topo=cab"],
+                 ["--multirun", f"hydra.sweep.dir={results_path / 'many'}", "+topo=pinot,cab"]):
+        out = sweep(*args, searchpath, *SMALL)
+        lines = [line for line in out.stderr.splitlines() if line.strip()]
+        assert out.returncode == 2 and len(lines) == 1, out.stderr[-2000:]
+        assert f"{tmp_path / 'mine' / 'topo' / 'cab.yaml'} is hidden by the shipped topo 'cab'" in lines[0]
+    assert not any(results_path.iterdir())
+    out = sweep(f"hydra.run.dir={results_path / 'path'}", f"+topo={tmp_path / 'mine' / 'topo' / 'cab.yaml'}", *SMALL)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"give 'hydra.searchpath=[file://{tmp_path / 'mine'}]' +topo=cab" in out.stderr
+
+
 def test_a_multirun_with_a_very_long_override_gets_a_short_stable_directory(results_path):
     """`bins=[1,...,200]` makes an override name of ~700 bytes, past what a file system allows
     in one name (255): the trial's directory is cut to 200 bytes and ends in a hash of the

@@ -85,6 +85,53 @@ def refuse_leaving_the_run(config: DictConfig, multirun: bool) -> None:
             raise Refusal(f"{key}={raw}: must lie under a results/ directory (nothing is written outside the results)")
 
 
+def _searchpath_folders(config: DictConfig) -> list[Path]:
+    """The folders ``hydra.searchpath`` adds (``file://`` entries and plain paths)."""
+    entries = OmegaConf.select(config, "hydra.searchpath", default=None) or []
+    folders = []
+    for entry in entries:
+        text = str(entry)
+        if text.startswith("file://"):
+            folders.append(Path(text[len("file://"):]))
+        elif "://" not in text:
+            folders.append(Path(text))
+    return folders
+
+
+def _chosen_options(config: DictConfig) -> set[tuple[str, str]]:
+    """(config group, option) pairs the run (every trial of a multirun) chooses: Hydra's
+    choices and the values of the task's group overrides (a multirun's comma lists split)."""
+    chosen = set()
+    choices = OmegaConf.select(config, "hydra.runtime.choices", default=None)
+    if isinstance(choices, DictConfig):
+        chosen |= {(str(k), str(v)) for k, v in choices.items() if v is not None and "/" not in str(k)}
+    for override in OmegaConf.select(config, "hydra.overrides.task", default=None) or []:
+        key, sep, value = str(override).partition("=")
+        if sep and not key.startswith("~"):
+            chosen |= {(key.lstrip("+"), v.strip()) for v in value.split(",") if v.strip()}
+    return chosen
+
+
+def refuse_shadowed_configs(config: DictConfig) -> None:
+    """Refuse (one line, exit 2) a config on ``hydra.searchpath`` that a shipped one of the same
+    group and name hides: Hydra reads ``conf/`` first, so ``+topo=cab`` with a user's own
+    ``topo/cab.yaml`` on the search path replayed the shipped Cab without a word (session
+    47's exploratory run). The user renames the file (a machine's ``name:`` with it)."""
+    folders = _searchpath_folders(config)
+    if not folders:
+        return
+    shipped = paths.conf_dir()
+    for group, option in sorted(_chosen_options(config)):
+        if not (shipped / group / f"{option}.yaml").is_file():
+            continue
+        for folder in folders:
+            mine = folder / group / f"{option}.yaml"
+            if mine.is_file() and mine.resolve() != (shipped / group / f"{option}.yaml").resolve():
+                raise Refusal(f"hydra.searchpath: {mine} is hidden by the shipped {group} '{option}' "
+                              f"({shipped / group / option}.yaml; Hydra reads the shipped configs first): give your "
+                              f"file another name (and its name: field) and choose that")
+
+
 class ResultsOnly(Callback):
     """A run's or a sweep's directory under a ``results/`` directory, and Hydra's other output
     paths inside it, refused before Hydra makes them otherwise (:func:`refuse_outside_results`,
@@ -94,6 +141,7 @@ class ResultsOnly(Callback):
         """A single run: ``hydra.run.dir``."""
         refuse_outside_results(config, "hydra.run.dir")
         refuse_leaving_the_run(config, multirun=False)
+        refuse_shadowed_configs(config)
         where = selected_dir(config, "hydra.run.dir")
         if where is not None:
             note_run_dir(where)
@@ -106,3 +154,4 @@ class ResultsOnly(Callback):
         """A multirun: ``hydra.sweep.dir`` (its trials' folders are single path components in it)."""
         refuse_outside_results(config, "hydra.sweep.dir")
         refuse_leaving_the_run(config, multirun=True)
+        refuse_shadowed_configs(config)

@@ -276,6 +276,16 @@ def hydra_error(err: BaseException) -> str:
                     f"give {node}=VALUE")
         if node == key or node.startswith(key + "["):  # the value, or an element of the list given
             return f"{key}={value}: {node} takes {kind}"
+    as_file = re.search(r"Could not find '(\w+)/(.*?\.ya?ml)'", text)
+    if as_file:  # +topo=/path/machine.yaml: a config group takes a name, not a file
+        group, given = as_file.group(1), Path(as_file.group(2))
+        plus = "+" if group in APPENDED_GROUPS else ""
+        if given.parent.name == group and given.is_absolute():  # already in a folder named for its group
+            where = f"give 'hydra.searchpath=[file://{given.parent.parent}]' {plus}{group}={given.stem}"
+        else:
+            where = (f"put the file in a folder DIR/{group}/ and give 'hydra.searchpath=[file://DIR]' "
+                     f"{plus}{group}={given.stem}")
+        return f"{group}={given}: a config group takes a name, not a file; {where} (or copy it into conf/{group}/)"
     unread = re.search(r"LexerNoViableAltException: (.*?)\s+\^", text)
     if unread:  # a character Hydra's override grammar does not take unquoted
         key, _, value = unread.group(1).partition("=")

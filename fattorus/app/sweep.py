@@ -83,7 +83,8 @@ class RunChecks(ResultsOnly):
         run checks them before reading its log (:func:`check_trials`), so that a bad value in a
         list is refused before the first trial runs, not after the others finished."""
         super().on_multirun_start(config)
-        check_trials(list(config.hydra.overrides.task))
+        check_trials(list(config.hydra.overrides.task), [o for o in config.hydra.overrides.hydra
+                                                         if cli.override_key(o) == "hydra.searchpath"])
 
 
 #: A multirun's first trials all checked before it starts (each ~0.1-0.2 s to compose and
@@ -93,12 +94,15 @@ class RunChecks(ResultsOnly):
 CHECK_ALL_FIRST = 64
 
 
-def check_trials(task_overrides: list[str], check_all_first: int = CHECK_ALL_FIRST) -> None:
+def check_trials(task_overrides: list[str], searchpath: list[str] = (), check_all_first: int = CHECK_ALL_FIRST) -> None:
     """Expand a multirun's overrides into its trials (Hydra's basic sweeper's product) and run
     :func:`check_run` on each composed config (each machine built once; past the first
     ``check_all_first`` trials only those with an override no checked trial had). Raises
     :class:`~fattorus.app.cli.Refusal` naming the first trial refused and why, in the words the
-    trial itself would have used. ``hydra.*`` overrides are left out: no check reads them."""
+    trial itself would have used. ``hydra.*`` overrides are left out (no check reads them) but
+    the ``searchpath`` ones (``hydra.searchpath=[...]``): the trials compose from the folders
+    they add (a user's machine or workload YAML kept outside ``conf/``, as the tuner's exported
+    commands name one)."""
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -115,7 +119,7 @@ def check_trials(task_overrides: list[str], check_all_first: int = CHECK_ALL_FIR
             continue
         seen.update(trial)
         try:
-            check_run(compose(config_name="config", overrides=trial), machines)
+            check_run(compose(config_name="config", overrides=[*searchpath, *trial]), machines)
         except (HydraException, OmegaConfBaseException) as err:  # said as a run says them
             raise cli.Refusal(f"trial {trial}: {cli.hydra_error(err)}") from None
         except (UserError, ValueError, TypeError) as err:
