@@ -340,8 +340,12 @@ CASES = [
     bad("montecarlo_extra_argument", "unrecognized arguments: extra", "ft6", "extra", cli="kernels.montecarlo"),
     bad("montecarlo_yaml_missing_keys", "missing key(s)", "m.yaml", cli="kernels.montecarlo",
         files={"m.yaml": "kind: fattree\nname: m\n"}),
-    bad("montecarlo_yaml_not_a_mapping", "m.yaml: not a topology mapping", "m.yaml", cli="kernels.montecarlo",
+    bad("montecarlo_yaml_not_a_mapping", "m.yaml: must be a mapping of settings", "m.yaml", cli="kernels.montecarlo",
         files={"m.yaml": "- a\n- b\n"}),
+    bad("montecarlo_yaml_a_number", "m.yaml: must be a mapping of settings (name: ..., kind: ...), not a single value",
+        "m.yaml", cli="kernels.montecarlo", files={"m.yaml": "5\n"}),
+    bad("montecarlo_yaml_unparsed", "m.yaml:3:1: found duplicate key pods", "m.yaml", cli="kernels.montecarlo",
+        files={"m.yaml": "pods: 1\nname: m\npods: 2\n"}),
     Case("montecarlo_machine_smaller_than_padding", ("m.yaml",), 0, cli="kernels.montecarlo",
          files={"m.yaml": "kind: fattree\nname: m\nradix: 4\nnodes_per_leaf: 2\nleaves_per_pod: 2\npods: 2\n"}),
     # The benchmarks: --out and --only are refused before any section runs.

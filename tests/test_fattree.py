@@ -55,6 +55,12 @@ def test_hops_match_coordinates(name):
         (dict(radix=6, nodes_per_leaf=3, leaves_per_pod=3, pods=7), "pods"),
         (dict(radix=6, nodes_per_leaf=2, leaves_per_pod=3, pods=2, up_ports=3), "up_ports"),
         (dict(radix="36", nodes_per_leaf=3, leaves_per_pod=3, pods=2), "radix"),
+        # session 47's exploratory run: a traceback ('six'), a float machine that crashed the
+        # flow model and the interference tool later (6.0), a bool read as 1 (true)
+        (dict(radix=6, nodes_per_leaf=3, leaves_per_pod=3, pods=2, core_switches="six"), "core_switches .* 'six'"),
+        (dict(radix=6, nodes_per_leaf=3, leaves_per_pod=3, pods=2, core_switches=6.0), "core_switches .* 6.0"),
+        (dict(radix=6, nodes_per_leaf=3, leaves_per_pod=3, pods=2, core_switches=True), "core_switches .* True"),
+        (dict(radix=6, nodes_per_leaf=3, leaves_per_pod=3, pods=2, up_ports=True), "up_ports .* True"),
     ],
 )
 def test_invalid_parameters_are_clear_errors(kwargs, words):

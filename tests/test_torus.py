@@ -107,6 +107,33 @@ def test_bad_configs_are_one_line():
                        ({"kind": "torus3d", "name": "x"}, "missing key")]:
         with pytest.raises(topology.TopologyError, match=words):
             topology.from_config(cfg)
+    # Session 47's exploratory run: tracebacks, values that failed later (float32 underflow:
+    # nan slowdowns; an infinite link), silent wraps and conversions.
+    t = {"kind": "torus3d", "name": "x", "dims": [3, 5, 7]}
+    kinds = [{"kind": f"K{i}", "routers": [i % 100]} for i in range(127)]
+    for change, words in [({"dims": 8}, "dims must be three positive integers, got 8"),
+                          ({"dims": None}, "dims must be three"),
+                          ({"bandwidth": 2.0}, r"bandwidth must be three numbers \(x, y, z\) from 1e-06 to 1e\+06"),
+                          ({"bandwidth": [1e-300, 1, 1]}, "bandwidth must be three numbers"),
+                          ({"bandwidth": [float("inf"), 1, 1]}, "bandwidth must be three numbers"),
+                          ({"name": 42}, "topology name 42: must be a text .* quote a number: name: '42'"),
+                          ({"name": None}, "topology name None: must be a text"),
+                          ({"node_kinds": "XK"}, "node_kinds must be a list of entries"),
+                          ({"node_kinds": {"kind": "XK", "routers": [0]}}, "node_kinds must be a list of entries"),
+                          ({"node_kinds": [{"kind": 5, "routers": [0]}]}, r"node_kinds\[0\]: kind must be a name"),
+                          ({"node_kinds": [{"kind": None, "routers": [0]}]}, r"node_kinds\[0\]: kind must be a name"),
+                          ({"node_kinds": [{"kind": "A", "region": {"origin": [0, 0, 0], "shape": [1, 1, 1], "size": 9}}]},
+                           r"region takes exactly \['origin', 'shape'\], got \['origin', 'shape', 'size'\]"),
+                          ({"node_kinds": [{"kind": "A", "scatter": {"fraction": 0.1, "seed": 1, "sed": 2}}]},
+                           "scatter takes exactly"),
+                          ({"node_kinds": [{"kind": "A", "region": {"origin": [3, 0, 0], "shape": [1, 1, 1]}}]},
+                           r"region origin \[3, 0, 0\] lies outside dims \[3, 5, 7\]"),
+                          ({"node_kinds": kinds}, "node_kinds names 128 kinds with XE; at most 127")]:
+        with pytest.raises(topology.TopologyError, match=words):
+            topology.from_config({**t, **change}).node_kind
+    assert len(topology.from_config({**t, "node_kinds": kinds[:126]}).node_kind_names) == 127
+    ok = topology.from_config({**t, "node_kinds": [{"kind": "A", "region": {"origin": [2, 4, 6], "shape": [2, 2, 2]}}]})
+    assert np.count_nonzero(ok.node_kind == 1) == 8 * ok.nodes_per_router  # a region may wrap past the last router
 
 
 @pytest.mark.parametrize("dims", [(4, 4, 4), (3, 5, 6), (7, 2, 5)])

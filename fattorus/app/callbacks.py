@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fattorus import paths
 from fattorus.app.cli import Refusal, note_run_dir, note_run_parent
@@ -85,6 +85,41 @@ def refuse_leaving_the_run(config: DictConfig, multirun: bool) -> None:
             raise Refusal(f"{key}={raw}: must lie under a results/ directory (nothing is written outside the results)")
 
 
+def group_source(hydra_cfg: Any, group: str, name: str | None = None) -> Path | None:
+    """The YAML file of Hydra's choice for config ``group`` (``hydra_cfg``: the ``hydra`` node),
+    looked up in its config sources (conf/ and ``hydra.searchpath``), or None where it does not
+    say; with ``name``, only a file whose ``name:`` it is."""
+    try:
+        option = hydra_cfg.runtime.choices.get(group)
+        sources = [Path(src.path) for src in hydra_cfg.runtime.config_sources if src.schema == "file"] if option else []
+    except Exception:  # noqa: BLE001 - a config without these nodes: nothing to name
+        return None
+    for folder in sources:
+        path = folder / group / f"{option}.yaml"
+        if path.is_file():
+            if name is not None:
+                try:
+                    loaded = OmegaConf.load(path)
+                    if not isinstance(loaded, DictConfig) or loaded.get("name") != name:
+                        return None
+                except Exception:  # noqa: BLE001 - unreadable now: not the file the run read
+                    return None
+            return path
+    return None
+
+
+def refuse_unshaped_groups(config: DictConfig, groups: tuple[str, ...] = ("topo", "speedup")) -> None:
+    """Refuse (one line, exit 2) a chosen config of ``groups`` that is no mapping (a YAML list
+    or a single value): the run directory's name reads its ``name`` and failed in OmegaConf's
+    words ("Index 'name' (str) is not an int"; session 47's exploratory run)."""
+    for group in groups:
+        node = OmegaConf.select(config, group, default=None)
+        if node is not None and not isinstance(node, DictConfig):
+            where = group_source(config.hydra, group) or f"the {group} config"
+            raise Refusal(f"{where}: must be a mapping of settings (name: ..., kind: ...), not a "
+                          f"{'list' if isinstance(node, ListConfig) else 'single value'}")
+
+
 def _searchpath_folders(config: DictConfig) -> list[Path]:
     """The folders ``hydra.searchpath`` adds (``file://`` entries and plain paths)."""
     entries = OmegaConf.select(config, "hydra.searchpath", default=None) or []
@@ -142,6 +177,7 @@ class ResultsOnly(Callback):
         refuse_outside_results(config, "hydra.run.dir")
         refuse_leaving_the_run(config, multirun=False)
         refuse_shadowed_configs(config)
+        refuse_unshaped_groups(config)
         where = selected_dir(config, "hydra.run.dir")
         if where is not None:
             note_run_dir(where)

@@ -514,10 +514,11 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
     interrupt crashed now and then (SIGSEGV, 1 of 4 tries of ``fattorus.qos``), turning exit
     status 130 into 139; the replay's single runs too (a ``trials=N`` batch's threads inside
     XLA: exit 134). Not for a multirun, whose launcher's workers are stopped at exit."""
+    import yaml
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from fattorus import interrupt
+    from fattorus import interrupt, yamlfile
 
     interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
     problem = flag_problem(sys.argv[1:]) or launcher_problem(sys.argv[1:]) or listed_group(sys.argv[1:])
@@ -560,6 +561,10 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         hint = " (workload.synthetic.* belongs to workload=synthetic)" if key.startswith("workload.synthetic.") else ""
         sys.stderr.write(f"{prog}: error: {key}: {parent} is empty (null) in this configuration; nothing to set "
                          f"in it{hint}\n")
+        sys.exit(2)
+    except yaml.YAMLError as err:  # a config file (the user's machine) that does not parse
+        sys.stderr = note.stream
+        sys.stderr.write(f"{prog}: error: {yamlfile.syntax_error(err)}\n")
         sys.exit(2)
     except OSError as err:  # e.g. Hydra cannot create the run directory (read-only, disk full)
         sys.stderr = note.stream

@@ -33,8 +33,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from fattorus import devices, paths
-from fattorus.app import cli
+from fattorus import devices, paths, yamlfile
+from fattorus.app import callbacks, cli
 from fattorus.app import config as config_mod
 from fattorus.app import outputs
 from fattorus.app.callbacks import ResultsOnly, selected_dir
@@ -279,9 +279,17 @@ def _skip_line(wl: Any, prog: str = "fattorus.sweep") -> str | None:
 
 
 def _fill_default(cfg: DictConfig, group: str, default: str) -> str:
-    """Load ``conf/GROUP/DEFAULT.yaml`` into ``cfg[group]`` when the group was not given."""
+    """Load ``conf/GROUP/DEFAULT.yaml`` into ``cfg[group]`` when the group was not given; the
+    chosen config's ``name`` (a machine or scenario file without one, an empty one or a list:
+    one line naming the file, not OmegaConf's "Key 'name' is not in struct")."""
     if cfg.get(group) is not None:
-        return str(cfg[group].name)
+        node = cfg[group]
+        name = node.get("name") if isinstance(node, DictConfig) else None
+        if name is None:
+            where = _group_source(group) or f"the {group} config"
+            what = "a mapping of settings" if not isinstance(node, DictConfig) else "a name: field"
+            raise UserError(f"{where}: needs {what} (e.g. name: my_{group})")
+        return str(name)
     path = paths.config_file(group, default)
     loaded = OmegaConf.load(path)
     cfg[group] = loaded if group == "topo" else OmegaConf.merge(OmegaConf.structured(config_mod.SpeedupConf), loaded)
@@ -361,7 +369,13 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
     key = json.dumps(topo_cfg, sort_keys=True, default=str)
     ft = topologies.get(key) if topologies is not None else None
     if ft is None:
-        ft = topology.from_config(topo_cfg)
+        try:
+            ft = topology.from_config(topo_cfg)
+        except topology.TopologyError as err:  # named by its file and line, where Hydra says which file
+            source = _group_source("topo", topo_cfg.get("name")) if isinstance(topo_cfg, dict) else None
+            if source is None:
+                raise
+            raise UserError(yamlfile.located(source, str(err), topo_cfg)) from None
         if topologies is not None:
             topologies[key] = ft
     scenario = speedup.from_config(OmegaConf.to_container(cfg.speedup, resolve=True))
@@ -471,6 +485,13 @@ def _hydra() -> Any:
         return HydraConfig.get()
     except ValueError:
         return None
+
+
+def _group_source(group: str, name: str | None = None) -> Path | None:
+    """The YAML file this run's ``group`` config came from (:func:`callbacks.group_source`),
+    or None outside a Hydra run."""
+    hc = _hydra()
+    return None if hc is None else callbacks.group_source(hc, group, name)
 
 
 def _chose(group: str) -> bool:

@@ -128,7 +128,6 @@ def main(argv: list[str] | None = None) -> None:
     that cannot be loaded (unknown name, unreadable file, missing or unknown keys) is one
     line on stderr and exit code 2, before any sampling.
     """
-    import yaml
     from omegaconf.errors import OmegaConfBaseException
 
     from fattorus import topology
@@ -140,18 +139,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         ft = topology.load(args.topo)
-    # What loading a machine can raise for a bad name or file: TopologyError (a ValueError)
-    # for unknown names and missing/unknown keys, OSError for an unreadable path, YAML and
-    # OmegaConf errors for a file that is not a YAML mapping, TypeError for wrong value types.
-    except (ValueError, TypeError, OSError, yaml.YAMLError, OmegaConfBaseException) as err:
+    # What loading a machine can raise for a bad name or file: TopologyError (a ValueError) for
+    # unknown names, files that do not parse or hold no mapping, missing, unknown or wrong keys
+    # (load() names the file and line); OmegaConf's errors for an interpolation it cannot resolve.
+    except (ValueError, TypeError, OSError, OmegaConfBaseException) as err:
         text = " ".join(str(err).split())
-        if isinstance(err, yaml.YAMLError):
-            text = f"{args.topo}: not valid YAML ({text})"
-        elif isinstance(err, topology.TopologyError) or (isinstance(err, OSError) and err.errno is not None):
-            # Name what the user typed unless the message already does (load() names files).
-            text = text if args.topo in text else f"{args.topo}: {text}"
-        else:  # a YAML list or number (OmegaConf reports the latter as an OSError without errno)
-            text = f"{args.topo}: not a topology mapping ({text})"
+        text = text if args.topo in text else f"{args.topo}: {text}"  # load() names files
         sys.stderr.write(f"{PROG}: error: {text}\n")
         sys.exit(2)
     print(f"APH of uniformly random (topology-oblivious) allocations on {ft.name} "

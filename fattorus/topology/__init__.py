@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fattorus import paths
+from fattorus import paths, yamlfile
 from fattorus.topology.base import Level, Topology, TopologyError
 
 #: ``kind`` -> Topology subclass. A family module adds itself with :func:`register`.
@@ -41,6 +41,10 @@ def from_config(cfg: Mapping[str, Any]) -> Topology:
     # The machine's default load is the app's concern (workload.scale=machine), not the network's.
     data.pop("default_scale", None)
     name = data.get("name")
+    if "name" in data and not isinstance(name, str):
+        # `name: 42` or `name: null` named run folders "42" or "None" (session 47's exploratory run).
+        quote = f"; quote a number: name: '{name}'" if isinstance(name, (int, float)) else ""
+        raise TopologyError(f"topology name {name!r}: must be a text (letters, digits, '.', '_', '+' and '-'{quote})")
     if isinstance(name, str) and not _NAME.fullmatch(name):
         # The name names result folders and files (run directories, study parts, figures): a
         # separator or '..' would put them elsewhere.
@@ -72,9 +76,24 @@ def load(name_or_path: str) -> Topology:
         choices = paths.config_names("topo")
         raise TopologyError(f"unknown topology {name_or_path!r}; choices: {choices}")
     try:
-        return from_config(OmegaConf.to_container(OmegaConf.load(path)))
+        cfg = OmegaConf.to_container(OmegaConf.load(path))
+    except OSError as err:
+        if err.errno is not None:  # unreadable
+            raise TopologyError(f"{path}: {err.strerror}") from None
+        # OmegaConf's word for a file holding a single value ("Invalid loaded object type: int")
+        raise TopologyError(f"{path}: must be a mapping of settings (name: ..., kind: ...), not a single value") from None
+    except Exception as err:  # noqa: BLE001 - PyYAML's errors on a file that does not parse
+        why = yamlfile.syntax_error(err)
+        if why is None:
+            raise
+        raise TopologyError(why) from None
+    if not isinstance(cfg, dict):
+        raise TopologyError(f"{path}: must be a mapping of settings (name: ..., kind: ...), not "
+                            f"{'empty' if cfg is None else 'a list' if isinstance(cfg, list) else 'a single value'}")
+    try:
+        return from_config(cfg)
     except TopologyError as err:
-        raise TopologyError(f"{path}: {err}") from None
+        raise TopologyError(yamlfile.located(path, str(err), cfg)) from None
 
 
 def _load_families() -> None:

@@ -88,6 +88,25 @@ class TopologyError(ValueError):
     """A topology configuration that cannot describe a real machine (one-line message)."""
 
 
+#: Link bandwidths a machine file may give (GB/s or relative units): the flow model solves in
+#: float32, where 1e-300 is 0 (nan slowdowns) and 1e300 overflows (every slowdown 1), and an
+#: infinite link is none (session 47's exploratory run).
+BANDWIDTH_RANGE = (1e-6, 1e6)
+
+
+def three_bandwidths(name: str, value: Any, what: str = "") -> tuple[float, float, float]:
+    """``value`` as three link bandwidths in :data:`BANDWIDTH_RANGE`, or a one-line
+    :class:`TopologyError` naming the machine ``name`` (``what``: the three classes, for it)."""
+    lo, hi = BANDWIDTH_RANGE
+    ok = not isinstance(value, (str, bytes, Mapping)) and hasattr(value, "__len__") and len(value) == 3 and all(
+        isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool) and lo <= b <= hi
+        for b in value)
+    if not ok:
+        raise TopologyError(f"topology {name!r}: bandwidth must be three numbers{f' ({what})' if what else ''} "
+                            f"from {lo:g} to {hi:g}, got {value!r}")
+    return tuple(float(b) for b in value)
+
+
 @dataclasses.dataclass(frozen=True)
 class Level:
     """One grouping level: ``name`` (e.g. ``leaf``, ``pod``, ``router``, ``group``) and ``size``,

@@ -50,7 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fattorus.topology import register
-from fattorus.topology.base import Level, Topology, TopologyError
+from fattorus.topology.base import Level, Topology, TopologyError, three_bandwidths
 
 CLASSES = ("node-router", "green", "black", "blue")
 ARRANGEMENTS = ("round_robin", "consecutive")
@@ -123,12 +123,7 @@ class Dragonfly(Topology):
         if G > 1 and A * bpr < G - 1:
             raise TopologyError(f"topology {name!r}: {A} routers x {bpr} bundles_per_router cannot connect a group "
                                 f"to the {G - 1} others; need bundles_per_router >= {-(-(G - 1) // A)}")
-        bw = self.bandwidth
-        if isinstance(bw, str) or not hasattr(bw, "__len__") or len(bw) != 3 or not all(
-                isinstance(b, int | float) and not isinstance(b, bool) and b > 0 for b in bw):
-            raise TopologyError(f"topology {name!r}: bandwidth must be three positive numbers "
-                                f"(green, black, blue), got {bw!r}")
-        object.__setattr__(self, "bandwidth", tuple(float(b) for b in bw))
+        object.__setattr__(self, "bandwidth", three_bandwidths(name, self.bandwidth, "green, black, blue"))
         if self.arrangement not in ARRANGEMENTS:
             raise TopologyError(f"topology {name!r}: unknown arrangement {self.arrangement!r}; choices: {list(ARRANGEMENTS)}")
 

@@ -54,13 +54,14 @@ class FatTree(Topology):
     core_switches: int | None = None
 
     def __post_init__(self) -> None:
-        for field in ("radix", "nodes_per_leaf", "leaves_per_pod", "pods"):
+        for field in ("radix", "nodes_per_leaf", "leaves_per_pod", "pods", "up_ports", "core_switches"):
             value = getattr(self, field)
+            if value is None and field in ("up_ports", "core_switches"):
+                continue  # the defaults: nodes_per_leaf up-ports, radix core switches
+            # bool is an int in Python: `up_ports: true` read as 1 (session 47's exploratory run).
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise TopologyError(f"topology {self.name!r}: {field} must be a positive integer, got {value!r}")
         u = self.l2_per_pod
-        if not isinstance(u, (int, np.integer)) or u < 1:
-            raise TopologyError(f"topology {self.name!r}: up_ports must be a positive integer, got {self.up_ports!r}")
         if u > self.nodes_per_leaf:
             raise TopologyError(
                 f"topology {self.name!r}: up_ports ({u}) exceeds nodes_per_leaf ({self.nodes_per_leaf}); "
@@ -79,8 +80,6 @@ class FatTree(Topology):
             raise TopologyError(
                 f"topology {self.name!r}: pods ({self.pods}) exceeds the core switch radix ({self.radix})"
             )
-        if self.core_switches is not None and self.core_switches < 1:
-            raise TopologyError(f"topology {self.name!r}: core_switches must be positive, got {self.core_switches!r}")
         cores_per_l2(self)  # the L2-core wiring must be possible with this radix
 
     # Derived sizes -------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fattorus.topology import register
-from fattorus.topology.base import Level, Topology, TopologyError, flat_allocations
+from fattorus.topology.base import Level, Topology, TopologyError, flat_allocations, three_bandwidths
 
 CLASSES = ("node-router", "x+", "x-", "y+", "y-", "z+", "z-")
 
@@ -76,17 +76,15 @@ class Torus3D(Topology):
     hop_classes: ClassVar[tuple[str, ...]] = CLASSES[1:]
 
     def __post_init__(self) -> None:
-        dims = tuple(self.dims)
-        if len(dims) != 3 or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in dims):
+        dims = self.dims
+        if (isinstance(dims, (str, bytes, Mapping)) or not hasattr(dims, "__len__") or len(dims) != 3
+                or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in dims)):
             raise TopologyError(f"topology {self.name!r}: dims must be three positive integers, got {self.dims!r}")
         p = self.nodes_per_router
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
             raise TopologyError(f"topology {self.name!r}: nodes_per_router must be a positive integer, got {p!r}")
-        bw = tuple(self.bandwidth)
-        if len(bw) != 3 or not all(isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0 for b in bw):
-            raise TopologyError(f"topology {self.name!r}: bandwidth must be three positive numbers, got {self.bandwidth!r}")
         object.__setattr__(self, "dims", tuple(int(d) for d in dims))  # lists from YAML -> hashable
-        object.__setattr__(self, "bandwidth", tuple(float(b) for b in bw))
+        object.__setattr__(self, "bandwidth", three_bandwidths(self.name, self.bandwidth, "x, y, z"))
         object.__setattr__(self, "node_kinds", _kind_entries(self.name, self.node_kinds))
         self.node_kind  # validate the entries now: a bad region is a config error, not a replay crash
 
@@ -619,6 +617,9 @@ def _kind_entries(name: str, entries) -> tuple:
     ``{kind: K, scatter: {fraction: f, seed: s}}``; already normalised triples pass through.
     """
     out = []
+    if isinstance(entries, (str, bytes, Mapping)) or not hasattr(entries or (), "__iter__"):
+        raise TopologyError(f"topology {name!r}: node_kinds must be a list of entries (- kind: K, then one of "
+                            f"{list(_FORMS)}), got {entries!r}")
     for i, e in enumerate(entries or ()):
         if isinstance(e, tuple) and len(e) == 3 and e[1] in _FORMS:
             out.append(e)
@@ -626,11 +627,17 @@ def _kind_entries(name: str, entries) -> tuple:
         where = f"topology {name!r}: node_kinds[{i}]"
         if not isinstance(e, Mapping) or "kind" not in e:
             raise TopologyError(f"{where} must be a mapping with 'kind' and one of {list(_FORMS)}")
+        if not isinstance(e["kind"], str) or not e["kind"]:
+            # `kind: 5` and `kind: null` became the kinds "5" and "None" (session 47's exploratory run)
+            raise TopologyError(f"{where}: kind must be a name (text), got {e['kind']!r}")
         forms = [f for f in _FORMS if f in e]
         extra = sorted(set(e) - {"kind", *_FORMS})
         if len(forms) != 1 or extra:
             raise TopologyError(f"{where} needs exactly one of {list(_FORMS)} besides 'kind', got {sorted(e)}")
         form, v = forms[0], e[forms[0]]
+        keys = {"region": {"origin", "shape"}, "scatter": {"fraction", "seed"}}.get(form)
+        if keys is not None and isinstance(v, Mapping) and set(v) != keys:
+            raise TopologyError(f"{where}: {form} takes exactly {sorted(keys)}, got {sorted(v)}")
         try:
             if form == "region":
                 value = tuple(_integer(c) for c in v["origin"]) + tuple(_integer(c) for c in v["shape"])
@@ -647,6 +654,9 @@ def _kind_entries(name: str, entries) -> tuple:
             raise TopologyError(f"{where}: bad {form} {v!r} (region: origin [x,y,z] >= 0 and shape [a,b,c] >= 1; "
                                 "scatter: fraction in [0, 1] and an integer seed >= 0; lists: integer ids >= 0)")
         out.append((str(e["kind"]), form, value))
+    kinds = {"XE", *(k for k, _, _ in out)}
+    if len(kinds) > 127:  # kind codes are int8 per node
+        raise TopologyError(f"topology {name!r}: node_kinds names {len(kinds)} kinds with XE; at most 127")
     return tuple(out)
 
 
@@ -680,6 +690,9 @@ def _assign_kinds(topo: Torus3D) -> np.ndarray:
             x, y, z = topo.router_coords(np.arange(R))
             inside = np.ones(R, bool)
             for c, o, s, n in zip((x, y, z), value[:3], value[3:], topo.dims):
+                if o >= n:  # it wrapped without a word (session 47's exploratory run)
+                    raise TopologyError(f"topology {topo.name!r}: region origin {list(value[:3])} lies outside dims "
+                                        f"{list(topo.dims)} (coordinates from 0)")
                 if s > n:
                     raise TopologyError(f"topology {topo.name!r}: region shape {list(value[3:])} exceeds dims {list(topo.dims)}")
                 inside &= (c - o) % n < s
