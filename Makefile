@@ -70,8 +70,10 @@ sweep: setup
 report: setup
 	$(PY) -m fattorus.report results/sweeps/fattree_paper
 
+# The shipped study's command under its own name: a study never replaces another's tuned config
+# (conf/policy/ta_tuned_atlas2x_cab.yaml is the shipped atlas2x_cab's; docs/tuning.md).
 tune: setup
-	$(PY) -m fattorus.tune --name atlas2x_cab --topo cab --workload atlas --scale 2 --train 0:14,14:28,28:42 --test 42:56,56:70 --trials 200 --jobs 2
+	$(PY) -m fattorus.tune --name atlas2x_cab_rerun --topo cab --workload atlas --scale 2 --train 0:14,14:28,28:42 --test 42:56,56:70 --trials 200 --jobs 2
 
 bench: setup
 	$(PY) -m fattorus.bench

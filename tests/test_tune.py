@@ -547,9 +547,22 @@ def test_export_refuses_another_studys_tuned_config(capsys, tmp_path, monkeypatc
             "sqlite:///results/tune/atlas2x_cab.db, not for this one ('a1' in sqlite:///results/tune/a1.db)") in err
     assert shipped.read_text() == text and sorted(p.name for p in tmp_path.iterdir()) == [shipped.name]
 
+    import optuna
+
     def parse(name: str, storage: str | None = None, export: Path = shipped) -> tune.Options:
         return tune.parse_args(["--name", name, "--export", str(export), *(["--storage", storage] if storage else [])])
 
+    # The same name and storage, but the storage holds no such study (a fresh checkout: the
+    # shipped file's database is not shipped): refused too (session 47's walkthrough of
+    # docs/tuning.md replaced the shipped config with a new study's).
+    with pytest.raises(tune.TuneError, match="for study 'atlas2x_cab' in sqlite:///results/tune/atlas2x_cab.db, which "
+                                             r"holds no such study here \(a shipped result"):
+        parse("atlas2x_cab")
+    (tmp_path / "results" / "tune").mkdir(parents=True)
+    optuna.create_study(study_name="other", storage="sqlite:///results/tune/atlas2x_cab.db")
+    with pytest.raises(tune.TuneError, match="holds no such study here"):
+        parse("atlas2x_cab")
+    optuna.create_study(study_name="atlas2x_cab", storage="sqlite:///results/tune/atlas2x_cab.db")
     # The same study: its name and storage, the SQLite file however its path is written.
     assert parse("atlas2x_cab").export == shipped
     assert parse("atlas2x_cab", f"sqlite:///{tmp_path}/results/tune/atlas2x_cab.db").export == shipped

@@ -21,7 +21,7 @@ from fattorus.app.tune.choose import PICKS
 from fattorus.app.tune.errors import PROG, TuneError, WorkerError
 from fattorus.app.tune.objective import MODEL_OBJECTIVES, OBJECTIVES, SPEEDUPS
 from fattorus.app.tune.space import POLICY
-from fattorus.app.tune.storage import SAMPLERS, check_url, mask, storage_key
+from fattorus.app.tune.storage import SAMPLERS, check_url, engine_url, mask, storage_key
 from fattorus.app.tune.study import run
 from fattorus.app.tune.windows import Window, check_held_out, parse_windows
 from fattorus.args import SEED_MAX, OneLineParser
@@ -242,6 +242,28 @@ def _tuned_by(path: Path) -> tuple[str | None, str | None] | None:
     return None, None
 
 
+def _sqlite_holds(storage: str, name: str) -> bool | None:
+    """Whether the SQLite storage ``storage`` holds a study ``name`` (False: no such file or
+    study), None for a storage of another kind (not read here: a server may be down yet)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(engine_url(storage))
+    except Exception:  # noqa: BLE001 - check_url says what is wrong with it
+        return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    if not Path(parsed.database).expanduser().is_file():
+        return False
+    import sqlite3
+
+    try:  # Optuna's schema: one row per study in `studies` (read-only: opening never creates it)
+        with sqlite3.connect(f"file:{Path(parsed.database).expanduser()}?mode=ro", uri=True) as db:
+            return db.execute("SELECT 1 FROM studies WHERE study_name = ?", (name,)).fetchone() is not None
+    except sqlite3.Error:
+        return None
+
+
 def _other_study(export: Path, name: str, storage: str) -> str | None:
     """What says that ``--export`` belongs to another study than ``name`` in ``storage`` (its
     header names that study); None if the file may be replaced by this one.
@@ -252,12 +274,20 @@ def _other_study(export: Path, name: str, storage: str) -> str | None:
     ``postgresql+psycopg2://``, a SQLite file by its absolute path (a relative one in the
     header is taken from the current directory: the header does not record the directory
     the export ran in, the repository root as a rule). A file whose header names no study
-    (every one the tuner wrote names it; a hand-made one may not) is replaced, as before."""
+    (every one the tuner wrote names it; a hand-made one may not) is replaced, as before.
+
+    The same name and storage are not enough where the storage holds no such study (a fresh
+    checkout: results/ is not shipped, so the shipped `ta_tuned_atlas2x_cab.yaml` looked like
+    the export of the new study of its name and was replaced; session 47's walkthrough of
+    docs/tuning.md): a SQLite storage is read for the study; a server's is trusted."""
     written = _tuned_by(export)
     if written is None or written[0] is None:
         return None
     study, stored = written
     if study == name and storage_key(stored or "") == storage_key(storage):
+        if _sqlite_holds(storage, name) is False:
+            return (f"was written by fattorus.tune for study {study!r} in {stored}, which holds no such study here "
+                    f"(a shipped result, or its storage was removed)")
         return None
     return (f"was written by fattorus.tune for study {study!r} in {stored}, not for this one ({name!r} in "
             f"{mask(storage)})")
