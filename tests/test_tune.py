@@ -459,6 +459,42 @@ def test_a_resumed_study_draws_what_an_uninterrupted_one_draws(tmp_path, busy_lo
     assert len({t[3] for t in once}) >= 2  # ...that the replays tell apart
 
 
+def test_a_study_a_ctrl_c_stopped_mid_trial_resumes_to_what_an_uninterrupted_one_draws(tmp_path, busy_log,
+                                                                                       monkeypatch):
+    """Session 47's exploratory run: a Ctrl-C during trial 8 left it failed, its point never ran
+    again and every later trial drew from another seed, so the resumed study exported another
+    point than the same study run at once. Now the stopped trial's point is queued again
+    first and the trial seeds skip the failed one: the trials that ran equal, in order, those
+    of the uninterrupted study. A Ctrl-C in the 4th trial's replay here."""
+    from fattorus.app.tune import objective as objective_mod
+
+    def ran(name: str) -> list[tuple]:
+        study = optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/results/{name}.db")
+        return [(t.state, t.params, t.value) for t in study.trials if t.state != optuna.trial.TrialState.FAIL]
+
+    tune.main(busy_argv(tmp_path, busy_log, "once", "--trials", "7", "--seed", "3"))
+    real, calls = objective_mod._replay_windows, [0]
+
+    def stopped_at_the_fourth(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(objective_mod, "_replay_windows", stopped_at_the_fourth)
+    with pytest.raises(SystemExit) as stop:
+        tune.main(busy_argv(tmp_path, busy_log, "cut", "--trials", "7", "--seed", "3"))
+    assert stop.value.code == 130
+    monkeypatch.setattr(objective_mod, "_replay_windows", real)
+    study = optuna.load_study(study_name="cut", storage=f"sqlite:///{tmp_path}/results/cut.db")
+    failed = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
+    assert [t.number for t in failed] == [3] and failed[0].user_attrs.get("interrupted") is True
+    tune.main(busy_argv(tmp_path, busy_log, "cut", "--trials", "4", "--seed", "3"))
+    once = ran("once")
+    assert len(once) == 7 and ran("cut") == once
+    assert len({str(t[1]) for t in once}) >= 4
+
+
 def _analytic(trial: optuna.Trial, n_objectives: int) -> float | tuple[float, float]:
     """A cheap deterministic objective over the ta space: waits stand in by a function of
     the drawn point."""
@@ -493,6 +529,26 @@ def test_every_sampler_draws_the_same_points_after_a_restart(kind, n_objectives,
                      for n in ("once", "resumed"))
     assert len(once) == n_trials and resumed == once
     assert len({str(p) for p in once}) > n_trials // 2
+
+    # A Ctrl-C in trial ``stop`` (marked as the tuner's objective marks it), then a restart
+    # that queues its point again (as the tuner's run does): the trials that ran are the
+    # uninterrupted study's (session 47: they were not).
+    from fattorus.app.tune.study import requeue_interrupted
+
+    def stopped(trial: optuna.Trial):
+        if trial.number == stop:
+            trial.set_user_attr("interrupted", True)
+            raise KeyboardInterrupt
+        return _analytic(trial, n_objectives)
+
+    study("cut", storage).optimize(stopped, n_trials=stop)
+    with pytest.raises(KeyboardInterrupt):
+        study("cut", storage).optimize(stopped, n_trials=1)
+    assert requeue_interrupted(study("cut", storage)) == 1
+    study("cut", storage).optimize(lambda t: _analytic(t, n_objectives), n_trials=n_trials - stop)
+    cut = [t.params for t in optuna.load_study(study_name="cut", storage=storage).trials
+           if t.state != optuna.trial.TrialState.FAIL]
+    assert cut == once
 
 
 def _header_command(text: str) -> list[str]:

@@ -404,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _interrupted() -> NoReturn:
     """The tuner's one line after a Ctrl-C, exit 130."""
     sys.stderr.write(f"{PROG}: interrupted; finished trials are kept in the storage, re-run the same "
-                     "command to add more (--trials 0: only export and compare)\n")
+                     "command to add more, a trial stopped midway first (--trials 0: only export and compare)\n")
     sys.exit(130)
 
 

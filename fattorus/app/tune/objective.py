@@ -180,6 +180,10 @@ def _replay_windows(trial: optuna.Trial, setup: Setup, params: Mapping[str, Any]
     return metrics
 
 
+#: User attribute of a trial a Ctrl-C (KeyboardInterrupt) stopped.
+INTERRUPTED_ATTR = "interrupted"
+
+
 def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) -> Callable[[optuna.Trial], Any]:
     """The Optuna objective: replay the training windows in order for a drawn point.
 
@@ -192,6 +196,18 @@ def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) 
     single = len(objectives) == 1
 
     def objective(trial: optuna.Trial) -> float | tuple[float, ...]:
+        try:
+            return scored(trial)
+        except KeyboardInterrupt:
+            # Optuna fails the trial; marked, its point runs again when the study resumes
+            # (fattorus.app.tune.study.requeue_interrupted) and its number is skipped by the
+            # trial seeds (fattorus.app.tune.sampler), so a Ctrl-C does not change the study.
+            try:
+                trial.set_user_attr(INTERRUPTED_ATTR, True)
+            finally:
+                raise
+
+    def scored(trial: optuna.Trial) -> float | tuple[float, ...]:
         params, sched = suggest(trial, setup.policy)
         trial.set_user_attr("policy_params", params)
         trial.set_user_attr("sched", sched)
@@ -208,5 +224,5 @@ def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) 
     return objective
 
 
-__all__ = ["METRICS", "MODEL_METRICS", "MODEL_OBJECTIVES", "OBJECTIVES", "SPEEDUPS", "Sample", "make_objective",
+__all__ = ["INTERRUPTED_ATTR", "METRICS", "MODEL_METRICS", "MODEL_OBJECTIVES", "OBJECTIVES", "SPEEDUPS", "Sample", "make_objective",
            "metric_of", "pooled", "run_setup_window", "run_window"]

@@ -33,6 +33,23 @@ def trial_seed(seed: int, number: int) -> int:
     return int(np.random.SeedSequence([seed, number]).generate_state(1)[0])
 
 
+def set_aside(trials: Sequence[FrozenTrial]) -> set[int]:
+    """Numbers of the failed trials whose point was queued again as a copy (a Ctrl-C's, marked
+    by the objective, or a dead worker's, by Optuna's retry callback): the copy's
+    ``failed_trial`` system attribute names them."""
+    copied = {t.system_attrs.get("failed_trial") for t in trials}
+    return {t.number for t in trials if t.state == TrialState.FAIL and t.number in copied}
+
+
+def ordinal(study: optuna.Study, number: int) -> int:
+    """Trial ``number``'s place in the study with the failed trials that a copy replaced left
+    out: its sampler's seed. A study a Ctrl-C (or a killed worker) stopped mid-trial then
+    draws, from the copy on, what it would have drawn uninterrupted (the samplers read
+    complete and pruned trials only, so the failed one leaves no other trace)."""
+    trials = study.get_trials(deepcopy=False)
+    return number - sum(1 for n in set_aside(trials) if n < number)
+
+
 def new_sampler(kind: str, seed: int, parallel: bool) -> optuna.samplers.BaseSampler:
     """A fresh Optuna sampler of ``kind`` (``tpe``, ``nsga2`` or ``random``) seeded with
     ``seed``; TPE uses the constant liar when ``parallel`` (workers do not propose the same
@@ -62,8 +79,9 @@ class TrialSeededSampler(optuna.samplers.BaseSampler):
         self.inner = new_sampler(kind, trial_seed(seed, 0), parallel)  # replaced when the first trial begins
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        """Start trial ``trial.number`` with a fresh inner sampler seeded for it."""
-        self.inner = new_sampler(self.kind, trial_seed(self.seed, trial.number), self.parallel)
+        """Start trial ``trial.number`` with a fresh inner sampler seeded for it (for its
+        :func:`ordinal`)."""
+        self.inner = new_sampler(self.kind, trial_seed(self.seed, ordinal(study, trial.number)), self.parallel)
         self.inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
@@ -91,4 +109,4 @@ class TrialSeededSampler(optuna.samplers.BaseSampler):
         self.inner.reseed_rng()
 
 
-__all__ = ["TrialSeededSampler", "new_sampler", "trial_seed"]
+__all__ = ["TrialSeededSampler", "new_sampler", "ordinal", "set_aside", "trial_seed"]

@@ -57,6 +57,29 @@ def ensure_default(opts: Options, setup: Setup, study: optuna.Study) -> optuna.t
     raise TuneError(f"study {opts.name!r}: the paper-default trial could not be completed; nothing exported")
 
 
+def requeue_interrupted(study: optuna.Study) -> int:
+    """Queue again, first, the point of every trial a Ctrl-C stopped (the objective marks it;
+    Optuna failed it) that has no copy yet, as Optuna's retry callback queues a dead worker's:
+    a copy whose ``failed_trial`` names it, so the trial seeds skip it
+    (:func:`fattorus.app.tune.sampler.ordinal`). Returns how many were queued."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from fattorus.app.tune.objective import INTERRUPTED_ATTR
+    from fattorus.app.tune.sampler import set_aside
+
+    trials = study.get_trials(deepcopy=False)
+    done = set_aside(trials)
+    queued = 0
+    for t in trials:
+        if t.state == TrialState.FAIL and t.user_attrs.get(INTERRUPTED_ATTR) and t.number not in done:
+            study.add_trial(optuna.trial.create_trial(
+                state=TrialState.WAITING, params=t.params, distributions=t.distributions,
+                system_attrs={**t.system_attrs, "failed_trial": t.number, "retry_history": [t.number]}))
+            queued += 1
+    return queued
+
+
 def _enqueue_default(study: optuna.Study, policy: str) -> None:
     """Queue the paper's defaults unless a live trial already has them: "before" is always
     measured, first."""
@@ -161,6 +184,7 @@ def run(opts: Options) -> dict[str, Any]:
     storage = open_storage(opts.storage, opts.heartbeat)
     study = open_study(opts, storage)
     fail_dead_trials(study)
+    requeue_interrupted(study)
     _refuse_nothing_to_export(opts, study, storage)
     check_setup(study, setup.fingerprint(opts.objectives), opts.name, opts.storage, setup.config_defaults)
     before = trial_counts(study)
@@ -177,4 +201,4 @@ def run(opts: Options) -> dict[str, Any]:
     return report
 
 
-__all__ = ["ensure_default", "run"]
+__all__ = ["ensure_default", "requeue_interrupted", "run"]
