@@ -270,6 +270,13 @@ CASES = [
         "workload.format=synthetic"),
     bad("synthetic_seed_negative", "workload.synthetic.seed=-1: a whole number", "workload=synthetic",
         "+topo=ft6x6", "workload.synthetic.seed=-1"),
+    # session 47's walkthrough: wrong types were TypeError tracebacks (range checks, NumPy)
+    bad("synthetic_max_nodes_text", "workload.synthetic.max_nodes='abc' (an integer)", "workload=synthetic",
+        "+topo=ft6x6", "workload.synthetic.max_nodes=abc"),
+    bad("synthetic_n_jobs_fraction", "workload.synthetic.n_jobs=1.5 (an integer)", "workload=synthetic",
+        "+topo=ft6x6", "workload.synthetic.n_jobs=1.5"),
+    bad("synthetic_sigma_null", "workload.synthetic.runtime_sigma=None (a number)", "workload=synthetic",
+        "+topo=ft6x6", "workload.synthetic.runtime_sigma=null"),
     bad("synthetic_too_many_jobs", "workload.synthetic.n_jobs=10000000000 (n_jobs: 1 ..", "workload=synthetic",
         "+topo=ft6x6", "workload.synthetic.n_jobs=10000000000"),
     # Paths that would leave the results root: refused or made one path component.

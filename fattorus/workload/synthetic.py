@@ -55,6 +55,19 @@ class SyntheticParams:
     n_users: int = 50  # users drawn uniformly from 1..n_users
 
     def __post_init__(self) -> None:
+        # Types first: `max_nodes=abc` or `n_jobs=1.5` ended in a TypeError traceback from the
+        # range checks below or from NumPy (session 47's walkthrough of the docs).
+        wrong = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            kind = {"int": "an integer", "float": "a number", "str": "a name"}[f.type]
+            ok = (isinstance(value, str) if f.type == "str" else
+                  not isinstance(value, bool) and isinstance(value, (int, np.integer) if f.type == "int"
+                                                             else (int, float, np.integer, np.floating)))
+            if not ok:
+                wrong.append(f"workload.synthetic.{f.name}={value!r} ({kind})")
+        if wrong:
+            raise WorkloadError(f"synthetic workload: wrong type of setting(s) {', '.join(wrong)}")
         checks = {
             "n_jobs": 1 <= self.n_jobs <= MAX_JOBS,  # 0 replayed nothing; 10**10 asked for ~75 GiB
             "arrival_rate_per_h": self.arrival_rate_per_h > 0,
