@@ -108,9 +108,14 @@ RETRY_S = 0.05
 
 def armed() -> None:
     """From here a Ctrl-C raises ``KeyboardInterrupt`` again, for the command to catch (never
-    inside a garbage-collection hook, where it would be lost: :func:`_raise`)."""
+    inside a garbage-collection hook, where it would be lost: :func:`_raise`). So does SIGTERM
+    (``kill PID``, ``timeout``, a batch system's time limit): it ended the command at once,
+    exit 143 with no line, a study's running block left behind as an orphan that went on
+    writing and a single run's resumable directory unnamed (session 47's exploratory run);
+    now it is a Ctrl-C: the same one line, what was kept, the children stopped, exit 130."""
     if _command and _main_thread():
         signal.signal(signal.SIGINT, _raise)
+        signal.signal(signal.SIGTERM, _raise)
 
 
 def finished(code: int = 0) -> None:
@@ -126,6 +131,7 @@ def finished(code: int = 0) -> None:
         return
     try:
         signal.signal(signal.SIGINT, lambda signum, frame: leave(code))
+        signal.signal(signal.SIGTERM, lambda signum, frame: leave(code))
         _done = True
     except KeyboardInterrupt:  # the Ctrl-C came before the handler changed: the work is done all the same
         leave(code)

@@ -109,9 +109,12 @@ def test_an_interrupt_that_lands_in_a_gc_hook_is_not_lost():
     assert plain.stdout == "ran on\n" and "Exception ignored" in plain.stderr
 
 
-def test_a_study_passes_a_ctrl_c_on_to_its_block_and_stops():
+@pytest.mark.parametrize("sent", ["SIGINT", "SIGTERM"])
+def test_a_study_passes_a_ctrl_c_on_to_its_block_and_stops(sent):
     # The block stands in for a multirun: it exits 7 on SIGINT. The study's wait passes the
-    # interrupt on (not a kill: the block keeps its finished trials) and re-raises it.
+    # interrupt on (not a kill: the block keeps its finished trials) and re-raises it. A
+    # SIGTERM to the study alone (`kill PID`) is taken as a Ctrl-C: it ended the study and
+    # left the block running on its own (session 47's exploratory run).
     out = _python("""
         import os, signal, subprocess, sys, threading
         from fattorus import interrupt
@@ -122,12 +125,12 @@ def test_a_study_passes_a_ctrl_c_on_to_its_block_and_stops():
                                   "signal.signal(signal.SIGINT, lambda *a: sys.exit(7)); print('ready', flush=True); "
                                   "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
         block.stdout.readline()
-        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SENT)).start()
         try:
             _wait(block)
         except KeyboardInterrupt:
             print("interrupted", block.returncode)
-    """)
+    """.replace("SENT", sent))
     assert out.stdout == "interrupted 7\n", out.stderr
 
 
@@ -197,6 +200,27 @@ def test_a_ctrl_c_as_a_finished_command_changes_its_handler_is_no_traceback():
         interrupt.exit_with(interrupt.run("x", lambda: 4))
     """)
     assert out.returncode == 4 and out.stderr == "", out.stderr
+
+
+def test_a_sigterm_to_a_single_run_is_a_ctrl_c(tmp_path):
+    """`kill PID` (SIGTERM: also `timeout` and batch systems) ended a run with exit 143 and no
+    line, leaving its stub directory (and a `trials=N` run's resumable one unnamed; session
+    47's exploratory run): now the Ctrl-C's line, exit 130, the stub gone."""
+    out = _python("""
+        from fattorus import interrupt
+        interrupt.on_start("fattorus.sweep")
+        import os, signal, sys, time
+        from fattorus.app import sweep
+        def run(cfg, out_dir):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+        sweep.run = run
+        sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false"]
+        sweep.main()
+    """, cwd=tmp_path)
+    assert out.returncode == 130 and "Traceback" not in out.stderr
+    assert out.stderr == "fattorus.sweep: interrupted; a single run writes its results when it ends: nothing was kept\n"
+    assert not (tmp_path / "results").exists()
 
 
 def test_an_interrupted_single_run_says_it_kept_nothing(tmp_path):
