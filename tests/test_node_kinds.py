@@ -280,3 +280,17 @@ def test_small_jobs_inside_prisms_keep_their_kind_and_end_before_their_host():
         (h,) = hosts_of(j, got, cols[1], prisms, 2)
         assert kind[h] == kind[j]
         assert got.start[j] + estimate[j] <= got.start[h] + estimate[h]
+
+
+def test_a_kind_without_usable_nodes_is_named_not_a_zero_scale():
+    """Session 47's exploratory run: a torus whose XK region covers every router replayed its
+    XE jobs under `scale=fit` as "workload.scale=0.0: the scale factor must be positive", a
+    setting the user never gave. The machine and its counts by kind are named instead."""
+    from fattorus.sched.replay import BY_JOB, machine_nodes
+
+    all_xk = topology.from_config({"kind": "torus3d", "name": "t", "dims": [3, 3, 3], "node_kinds": [
+        {"kind": "XK", "region": {"origin": [0, 0, 0], "shape": [3, 3, 3]}}]})
+    with pytest.raises(topology.TopologyError, match=r"machine 't' has no usable 'XE' nodes \(nodes by kind: "
+                                                     r"\{'XE': 0, 'XK': 54\}\)"):
+        machine_nodes(all_xk, None)
+    assert machine_nodes(all_xk, "XK") == 54 and machine_nodes(all_xk, BY_JOB) == 54

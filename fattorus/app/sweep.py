@@ -875,9 +875,9 @@ def _out_of_memory(err: BaseException) -> RunError:
     """The one line of a run that ran out of memory (the machine's limit, not a setting's
     mistake: exit 1), where it was a traceback from the allocator."""
     what = " ".join(str(err).split())[:200] or "an allocation failed"
-    return RunError(f"out of memory ({what}): this run needs more memory than this machine has free; a smaller "
-                    "workload.scale or window, another machine or (speedup=model) patterns with fewer flows "
-                    "per job need less")
+    return RunError(f"out of memory ({what}): this run needs more memory than this computer has free; a smaller "
+                    "interconnect (topo: its size sets the tables' size), a smaller workload.scale or window or "
+                    "(speedup=model) patterns with fewer flows per job need less")
 
 
 def _squash(text: Any) -> str:

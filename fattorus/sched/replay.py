@@ -282,8 +282,19 @@ def machine_nodes(topo: Any, node_kind: str | None) -> int:
     for every compute node, while the replay's machine is that kind's nodes). An unknown
     kind: :class:`fattorus.topology.TopologyError`."""
     if node_kind == BY_JOB:
-        return sum(int(topo.usable(k).sum()) for k in topo.node_kind_names if k != "service")
-    return int(topo.usable(node_kind).sum())
+        n = sum(int(topo.usable(k).sum()) for k in topo.node_kind_names if k != "service")
+    else:
+        n = int(topo.usable(node_kind).sum())
+    if n == 0:
+        # A kind whose every node a later node_kinds entry (or region) took: the run went on to
+        # "workload.scale=0.0: the scale factor must be positive" (session 47's exploratory run).
+        kind = "compute" if node_kind == BY_JOB else repr(node_kind or topo.default_job_kind)
+        counts = {k: int(topo.usable(k).sum()) for k in topo.node_kind_names}
+        from fattorus.topology import TopologyError
+
+        raise TopologyError(f"machine {topo.name!r} has no usable {kind} nodes (nodes by kind: {counts}); "
+                            "check its node_kinds (entries take only nodes no earlier entry took)")
+    return n
 
 
 def job_kinds(jobs: pl.DataFrame, topo: Any) -> tuple[np.ndarray, np.ndarray]:
