@@ -428,6 +428,8 @@ def test_an_unfinished_run_resumes_identically_without_hydras_copy_of_its_config
     assert out.returncode == 0, out.stderr
     # The kept placement was made by other code: kept, and named.
     assert "its kept placements were made by another fattorus source (000000000000" in out.stderr, out.stderr
+    # ... and says what it found (session 47: a resumed run said nothing of it)
+    assert f"fattorus.qos: resuming {run_dir}: 2 of 3 placement(s) made before" in out.stderr, out.stderr
     assert json.loads(resumed_run["settings"].read_text())["fattorus"] == provenance.stamp()
     assert not (run_dir / ".hydra").exists() and (run_dir / "placements" / "settings.json").exists()
     assert (run_dir / "placements" / "p0.parquet").stat().st_mtime_ns == resumed_run["kept"]

@@ -72,6 +72,8 @@ def _app(**row):
     (_with(runtime_fraction=0.5), "runtime_fraction"),
     (_with(runtime_fraction=[0.1, 0.2, 0.3]), "runtime_fraction"),
     (_with(include_kinds="XE"), "include_kinds"),
+    # a kind no row has: its jobs were dropped without a word (session 47)
+    (_with(include_kinds=["XE", "ZZ"]), r"include_kinds names \['ZZ'\], a kind no apps row has"),
     (_with(apps={"name": "A", "nodes": [4], "time_limit_min": 10}), "apps must be a list"),
     (_with(machine_nodes=0), "machine_nodes"),
     (_with(machine_nodes=2.5), "machine_nodes"),

@@ -267,7 +267,9 @@ def report(summary: dict[str, Any], positions: int, s: dict[str, Any] | None = N
         differ = ", ".join(f"--{k.replace('_', '-')}" for k, v in PAPER_SETTINGS.items()
                            if s is not None and s.get(k) != v)
         lines.append(f"the paper's Table III figures are shown only for the paper's settings ({_paper_options()}; "
-                     "any positions and --ordering)" + (f"; this run's {differ} differ" if differ else ""))
+                     "any positions and --ordering)" + (f"; this run's {differ} "
+                                                               f"{'differs' if ', ' not in differ else 'differ'}"
+                                                               if differ else ""))
     return lines
 
 

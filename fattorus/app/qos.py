@@ -166,6 +166,14 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     history: list[pl.DataFrame] = []
     solves, solve_s, unconverged = 0, 0.0, 0
+    kept = sum((out_dir / "placements" / f"p{k}.parquet").exists() and (out_dir / "placements" / f"h{k}.parquet").exists()
+               for k in range(placements))
+    if kept:  # as every resumable command says what it kept (session 47's exploratory run)
+        print(f"fattorus.qos: resuming {out_dir}: {kept} of {placements} placement(s) made before", file=sys.stderr,
+              flush=True)
+    # One bar over every placement's periods: a bar per placement restarted its few-seconds
+    # clock, so in a log placements shorter than that printed nothing (session 47).
+    bar = _bar(cfg, placements * exp.iterations, f"{cfg.qos.name} placements")
     for k in range(placements):
         part = out_dir / "placements" / f"p{k}.parquet"
         hist = out_dir / "placements" / f"h{k}.parquet"
@@ -181,12 +189,11 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             else:
                 rows += kept_rows
                 history.append(kept_hist)
+                if bar is not None:
+                    bar.update(exp.iterations)
                 continue
-        bar = _bar(cfg, exp.iterations, f"{cfg.qos.name} placement {k + 1}/{placements}")
         mix, res = qos.run_placement(topo, exp, _placement_seed(seed, k),
                                      progress=(lambda _i: bar.update(1)) if bar is not None else None)
-        if bar is not None:
-            bar.close()
         new = qos.job_rows(mix, res, placement=k)
         h = pl.DataFrame({"placement": k, "period": np.arange(exp.iterations), "mode": res.modes,
                           "score": res.scores, "prioritised": res.n_assigned})
@@ -199,6 +206,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             print(f"fattorus.qos: warning: placement {k}: {res.unconverged} of {res.solves} rate solves ended at "
                   f"the midpoint of bounds up to {res.max_gap:.1%} wide (counted in summary.json)", file=sys.stderr)
         unconverged += res.unconverged
+    if bar is not None:
+        bar.close()
     jobs = pl.DataFrame(rows)
     atomic_write(out_dir / "jobs.parquet", lambda p: jobs.write_parquet(p))
     atomic_write(out_dir / "history.parquet", lambda p: pl.concat(history).write_parquet(p))
@@ -219,8 +228,8 @@ def _title(cfg: DictConfig) -> str:
 
 
 def _bar(cfg: DictConfig, total: int, desc: str) -> Any:
-    """A placement's progress over its periods: a bar on a terminal, else a line every few
-    seconds (a run in a log said nothing for minutes); None with ``progress=false``."""
+    """The run's progress over its placements' periods: a bar on a terminal, else a line every
+    few seconds (a run in a log said nothing for minutes); None with ``progress=false``."""
     if not cfg.get("progress", True):
         return None
     from fattorus.args import progress_bar

@@ -173,6 +173,11 @@ def generate(cfg: Mapping[str, Any]) -> Workload:
         raise WorkloadError(f"waves workload: apps must be a list of rows ({{name, kind, nodes, time_limit_min}}), "
                             f"got {type(apps).__name__}")
     same = _same_runtime(cfg)
+    listed = {str(row.get("kind", "XE")) for row in (apps or []) if isinstance(row, Mapping)}
+    absent = [k for k in kinds if k not in listed]
+    if absent and listed:  # a typo dropped that kind's jobs without a word (session 47's walkthrough)
+        raise WorkloadError(f"waves workload: include_kinds names {absent}, a kind no apps row has "
+                            f"(the rows' kinds: {sorted(listed)})")
     entries, n_entries = _entries(list(apps or []), set(kinds))
     if not entries:
         raise WorkloadError("waves workload: no job: no application entry of an included kind"
