@@ -398,7 +398,7 @@ def test_node_kinds_from_config():
     assert (t.node_kind == 2).sum() == 2 * n_scatter  # nodes 0, 1 were already XK
     assert topology.from_config(t.config()) == t
     assert t.usable("XK").sum() == 16 and t.usable().sum() == 128 - 16 - 2 * n_scatter
-    for bad, words in [({"kind": "XK"}, "exactly one"), ({"kind": "XK", "region": {"origin": [0, 0]}}, "bad region"),
+    for bad, words in [({"kind": "XK"}, "exactly one"), ({"kind": "XK", "region": {"origin": [0, 0]}}, "region takes exactly"),
                        ({"kind": "XK", "routers": [64]}, "beyond"), ({"kind": "s", "scatter": {"fraction": 2, "seed": 1}}, "bad scatter"),
                        # a negative seed, a fraction where an integer belongs, a bool: refused, not cut
                        ({"kind": "s", "scatter": {"fraction": 0.1, "seed": -1}}, "bad scatter"),

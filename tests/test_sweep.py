@@ -355,7 +355,7 @@ def test_directories_outside_results_and_a_held_run_directory_are_refused_before
     assert config["speedup"] == "x5" and config["speedup_edits"] == {"classes.0.min_nodes": 8}
     copy = (run / ".hydra" / "config.yaml").read_text()
     out = sweep(f"hydra.run.dir={run}", "+topo=ft6x6", "seed=3", *SMALL)
-    assert out.returncode == 2 and "already holds another run" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert out.returncode == 2 and "already holds a finished run" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert (run / ".hydra" / "config.yaml").read_text() == copy
 
 
@@ -643,7 +643,7 @@ def test_a_run_out_of_memory_is_one_line_and_leaves_no_run_directory(tmp_path, r
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith(
-        f"fattorus.sweep: error: out of memory ({shown}): this run needs more memory than this machine has free"), out.stderr
+        f"fattorus.sweep: error: out of memory ({shown}): this run needs more memory than this computer has free"), out.stderr
     assert not (tmp_path / "results").exists()
 
 

@@ -183,7 +183,7 @@ def test_an_interrupted_trials_run_resumes_its_kept_batches(tmp_path):
     assert not (run / "trials.parts").exists()
     assert pl.read_parquet(run / "trials.parquet").equals(pl.read_parquet(tmp_path / "results" / "whole" / "trials.parquet"))
     again = sweep(tmp_path, *MANY, f"hydra.run.dir={run}")  # finished now: refused as any run's directory
-    assert again.returncode == 2 and "already holds another run" in again.stderr
+    assert again.returncode == 2 and "already holds a finished run" in again.stderr
 
 
 def test_kept_batches_of_other_settings_or_damaged_are_replayed(tmp_path, capsys):

@@ -127,6 +127,9 @@ def check_trials(task_overrides: list[str], searchpath: list[str] = (), check_al
 
 
 def _held(out_dir: Path) -> str:
+    if (out_dir / "summary.json").exists():  # the same settings or not: its results stand (session 47)
+        return (f"{out_dir} already holds a finished run; not writing into it (its results stay; leave "
+                "hydra.run.dir out for a new directory)")
     return f"{out_dir} already holds another run; not writing into it (leave hydra.run.dir out for a new directory)"
 
 
