@@ -148,6 +148,7 @@ def _ignore_at_the_end() -> None:
     still leaves at once with the command's code (:func:`finished`'s handler)."""
     if _done and _main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

@@ -610,6 +610,10 @@ def test_the_interference_tools_topo_file_must_be_the_runs_machine_whatever_its_
 
     same_renamed = machine_file("mine.yaml", name="my_tree")
     assert load_run(run, same_renamed)[0].n_nodes == 18
+    # the same machine with its defaults left out (up_ports = nodes_per_leaf, cores = radix)
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump({k: v for k, v in ft6.items() if k not in ("up_ports", "core_switches")}))
+    assert load_run(run, str(bare))[0].n_nodes == 18
     other = machine_file("ft6.yaml", pods=1)
     with pytest.raises(RunDirError, match=r"another machine .*\('ft6': pods 2; the file has pods 1\)"):
         load_run(run, other)

@@ -541,6 +541,9 @@ def test_every_sampler_draws_the_same_points_after_a_restart(kind, n_objectives,
             raise KeyboardInterrupt
         return _analytic(trial, n_objectives)
 
+    from fattorus.app.tune.sampler import SEEDS_ATTR
+
+    study("cut", storage).set_user_attr(SEEDS_ATTR, "ordinal")  # as the tuner marks a new study
     study("cut", storage).optimize(stopped, n_trials=stop)
     with pytest.raises(KeyboardInterrupt):
         study("cut", storage).optimize(stopped, n_trials=1)

@@ -140,8 +140,8 @@ def _check_same_machine(summary_path: Path, topo: str, given: Topology) -> None:
             raise RunDirError(f"--topo {topo!r} is another machine than the one the run was replayed on "
                               f"({name!r}); drop --topo or name that machine")
         return
-    mine = {k: v for k, v in given.config().items() if k != "name"}
-    theirs = {k: v for k, v in recorded.config().items() if k != "name"}
+    mine = {k: v for k, v in given.canonical_config().items() if k != "name"}
+    theirs = {k: v for k, v in recorded.canonical_config().items() if k != "name"}
     if json.dumps(mine, sort_keys=True, default=str) != json.dumps(theirs, sort_keys=True, default=str):
         differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
         raise RunDirError(f"--topo {topo!r} is another machine than the one the run was replayed on "

@@ -121,16 +121,22 @@ def refuse_unshaped_groups(config: DictConfig, groups: tuple[str, ...] = ("topo"
 
 
 def _searchpath_folders(config: DictConfig) -> list[Path]:
-    """The folders ``hydra.searchpath`` adds (``file://`` entries and plain paths)."""
-    entries = OmegaConf.select(config, "hydra.searchpath", default=None) or []
-    folders = []
-    for entry in entries:
-        text = str(entry)
-        if text.startswith("file://"):
-            folders.append(Path(text[len("file://"):]))
-        elif "://" not in text:
-            folders.append(Path(text))
-    return folders
+    """The config folders besides the shipped ``conf/``: Hydra's file config sources (those of
+    ``hydra.searchpath`` and ``--config-dir``), or where Hydra does not list them yet, the
+    ``file://`` entries and plain paths of ``hydra.searchpath``."""
+    shipped = paths.conf_dir().resolve()
+    sources = OmegaConf.select(config, "hydra.runtime.config_sources", default=None)
+    if sources:
+        folders = [Path(str(src.path)) for src in sources if src.get("schema") == "file"]
+    else:
+        folders = []
+        for entry in OmegaConf.select(config, "hydra.searchpath", default=None) or []:
+            text = str(entry)
+            if text.startswith("file://"):
+                folders.append(Path(text[len("file://"):]))
+            elif "://" not in text:
+                folders.append(Path(text))
+    return [f for f in folders if f.resolve() != shipped]
 
 
 def _chosen_options(config: DictConfig) -> set[tuple[str, str]]:
@@ -148,8 +154,8 @@ def _chosen_options(config: DictConfig) -> set[tuple[str, str]]:
 
 
 def refuse_shadowed_configs(config: DictConfig) -> None:
-    """Refuse (one line, exit 2) a config on ``hydra.searchpath`` that a shipped one of the same
-    group and name hides: Hydra reads ``conf/`` first, so ``+topo=cab`` with a user's own
+    """Refuse (one line, exit 2) a config on ``hydra.searchpath`` (or ``--config-dir``) that a
+    shipped one of the same group and name hides: Hydra reads ``conf/`` first, so ``+topo=cab`` with a user's own
     ``topo/cab.yaml`` on the search path replayed the shipped Cab without a word (session
     47's exploratory run). The user renames the file (a machine's ``name:`` with it)."""
     folders = _searchpath_folders(config)
@@ -159,10 +165,12 @@ def refuse_shadowed_configs(config: DictConfig) -> None:
     for group, option in sorted(_chosen_options(config)):
         if not (shipped / group / f"{option}.yaml").is_file():
             continue
+        ours = shipped / group / f"{option}.yaml"
         for folder in folders:
             mine = folder / group / f"{option}.yaml"
-            if mine.is_file() and mine.resolve() != (shipped / group / f"{option}.yaml").resolve():
-                raise Refusal(f"hydra.searchpath: {mine} is hidden by the shipped {group} '{option}' "
+            # (a byte-for-byte copy, e.g. of the whole conf/, hides nothing)
+            if mine.is_file() and mine.resolve() != ours.resolve() and mine.read_bytes() != ours.read_bytes():
+                raise Refusal(f"{mine} is hidden by the shipped {group} '{option}' "
                               f"({shipped / group / option}.yaml; Hydra reads the shipped configs first): give your "
                               f"file another name (and its name: field) and choose that")
 

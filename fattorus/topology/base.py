@@ -496,6 +496,12 @@ class Topology(abc.ABC):
         :func:`fattorus.topology.from_config`; written into ``summary.json``."""
         ...
 
+    def canonical_config(self) -> dict[str, Any]:
+        """:meth:`config` with every default a family fills in written out, so that two
+        configurations of one machine compare equal (a file that leaves a default out and one
+        that spells it); the families with such defaults override it."""
+        return self.config()
+
     @classmethod
     @abc.abstractmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> Topology:

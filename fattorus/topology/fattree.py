@@ -377,6 +377,11 @@ class FatTree(Topology):
         """The full configuration (``kind`` included) that rebuilds this fat-tree."""
         return {"kind": self.kind, **dataclasses.asdict(self)}
 
+    def canonical_config(self) -> dict[str, Any]:
+        """:meth:`config` with ``up_ports`` and ``core_switches`` written out (their defaults:
+        ``nodes_per_leaf`` and ``radix``)."""
+        return {**self.config(), "up_ports": self.l2_per_pod, "core_switches": self.n_cores}
+
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> FatTree:
         """Build from a config mapping (:func:`from_config`)."""

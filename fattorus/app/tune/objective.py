@@ -196,6 +196,7 @@ def make_objective(setup: Setup, objectives: Sequence[str], prune: bool = True) 
     single = len(objectives) == 1
 
     def objective(trial: optuna.Trial) -> float | tuple[float, ...]:
+        trial.set_user_attr(INTERRUPTED_ATTR, False)  # a retried copy's inherited mark is not this trial's
         try:
             return scored(trial)
         except KeyboardInterrupt:

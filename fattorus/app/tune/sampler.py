@@ -50,6 +50,19 @@ def ordinal(study: optuna.Study, number: int) -> int:
     return number - sum(1 for n in set_aside(trials) if n < number)
 
 
+#: Study user attribute saying how its trials' seeds are counted: ``ordinal`` (:func:`ordinal`)
+#: in a study made since session 47; absent, the trial number, as before (a study made then
+#: keeps its seeds: counting its dead workers' retried trials out now would move its later
+#: trials onto seeds it already used).
+SEEDS_ATTR = "trial_seeds"
+
+
+def seed_index(study: optuna.Study, number: int) -> int:
+    """What trial ``number``'s seed is made from: :func:`ordinal` in a study marked
+    :data:`SEEDS_ATTR` ``ordinal``, else the number itself."""
+    return ordinal(study, number) if study.user_attrs.get(SEEDS_ATTR) == "ordinal" else number
+
+
 def new_sampler(kind: str, seed: int, parallel: bool) -> optuna.samplers.BaseSampler:
     """A fresh Optuna sampler of ``kind`` (``tpe``, ``nsga2`` or ``random``) seeded with
     ``seed``; TPE uses the constant liar when ``parallel`` (workers do not propose the same
@@ -81,7 +94,7 @@ class TrialSeededSampler(optuna.samplers.BaseSampler):
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         """Start trial ``trial.number`` with a fresh inner sampler seeded for it (for its
         :func:`ordinal`)."""
-        self.inner = new_sampler(self.kind, trial_seed(self.seed, ordinal(study, trial.number)), self.parallel)
+        self.inner = new_sampler(self.kind, trial_seed(self.seed, seed_index(study, trial.number)), self.parallel)
         self.inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
@@ -109,4 +122,4 @@ class TrialSeededSampler(optuna.samplers.BaseSampler):
         self.inner.reseed_rng()
 
 
-__all__ = ["TrialSeededSampler", "new_sampler", "ordinal", "set_aside", "trial_seed"]
+__all__ = ["SEEDS_ATTR", "TrialSeededSampler", "new_sampler", "ordinal", "seed_index", "set_aside", "trial_seed"]

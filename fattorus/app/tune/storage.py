@@ -210,6 +210,10 @@ def check_setup(study: optuna.Study, fp: dict[str, Any], name: str, url: str,
     old = study.user_attrs.get(SETUP_ATTR)
     if old is None:
         study.set_user_attr(SETUP_ATTR, fp)
+        if not study.get_trials(deepcopy=False):  # a new study: its seeds skip replaced trials
+            from fattorus.app.tune.sampler import SEEDS_ATTR
+
+            study.set_user_attr(SEEDS_ATTR, "ordinal")
     elif old != fp:
         dflt = {**FINGERPRINT_DEFAULTS, **(defaults or {})}
         # Over both records' keys: a key at its default is left out of a record.

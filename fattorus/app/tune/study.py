@@ -184,9 +184,13 @@ def run(opts: Options) -> dict[str, Any]:
     storage = open_storage(opts.storage, opts.heartbeat)
     study = open_study(opts, storage)
     fail_dead_trials(study)
-    requeue_interrupted(study)
     _refuse_nothing_to_export(opts, study, storage)
     check_setup(study, setup.fingerprint(opts.objectives), opts.name, opts.storage, setup.config_defaults)
+    if opts.trials > 0:  # (--trials 0 runs none: nothing to queue)
+        stopped = requeue_interrupted(study)
+        if stopped:
+            print(f"[tune {opts.name}] {stopped} trial(s) a Ctrl-C stopped midway: their points run again first",
+                  flush=True)
     before = trial_counts(study)
     _enqueue_default(study, setup.policy)
     _announce(opts, setup, before)

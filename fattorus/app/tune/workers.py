@@ -114,7 +114,8 @@ def _join(procs: list[Any]) -> None:
                     pass
             p.join(timeout=60)
             if p.is_alive():
-                p.terminate()
+                p.kill()  # not terminate(): a worker takes SIGTERM as a Ctrl-C (fattorus.interrupt.armed)
+                p.join(timeout=5)
         raise
 
 
