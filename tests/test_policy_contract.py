@@ -232,7 +232,9 @@ def test_easy_keeps_its_guarantee_when_prism_puts_small_jobs_inside_running_pris
     may take idle nodes inside a running prism. Session 47's exploratory run found a backfill
     job that outlives the shadow time placed inside a running prism that ends before it, on a
     router of the head's reserved prism, so the head started late (2 heads in 10 days of Atlas
-    on torus4). The engine's loop (the compiled replay does not cover ``internal``)."""
+    on torus4; these loads catch it on torus4 without ``internal_ends_first``, which by its
+    rule never places a job inside a prism that ends before it). The engine's loop (the
+    compiled replay does not cover ``internal``)."""
     from fattorus.sched import engine, queues
 
     topo = TOPOS[topo_name]

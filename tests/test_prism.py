@@ -233,7 +233,9 @@ def test_a_long_one_router_backfill_keeps_out_of_a_prism_the_head_reserved(torus
     on an idle node inside A's prism, but it would still run at 1,001 s on a router of B's
     reserved prism: refused. B starts at 1,001 s; D with it inside B's prism (it ends after
     B, which ``internal_ends_first`` refuses: then at 1,011 s, when B ends). Session 47's
-    exploratory run found D backfilled at 5 s and B delayed to 1,005 s."""
+    exploratory run found D backfilled at 5 s and B delayed to 1,005 s (without
+    ``internal_ends_first``; with it D never goes inside a prism that ends before it, so that
+    case held before the fix too and is kept as the option's)."""
     submit, runtime, nodes = np.array([1.0, 2, 5]), np.array([1000.0, 10, 1000]), np.array([20, 96, 1])
     pol = Prism(torus4, PrismParams(internal=True, internal_ends_first=ends_first))
     out = replay.simulate(submit, runtime, runtime.copy(), nodes, torus4, pol, "easy", compiled=False)

@@ -467,7 +467,11 @@ def test_a_users_machine_hidden_by_a_shipped_one_of_its_name_is_refused(results_
     assert not any(results_path.iterdir())
     out = sweep(f"hydra.run.dir={results_path / 'path'}", f"+topo={tmp_path / 'mine' / 'topo' / 'cab.yaml'}", *SMALL)
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert f"give 'hydra.searchpath=[file://{tmp_path / 'mine'}]' +topo=cab" in out.stderr
+    assert "conf/topo/cab.yaml is a shipped config of this file's name: rename the file" in out.stderr
+    (tmp_path / "mine" / "topo" / "cab.yaml").rename(tmp_path / "mine" / "topo" / "my_tree.yaml")
+    out = sweep(f"hydra.run.dir={results_path / 'path'}", f"+topo={tmp_path / 'mine' / 'topo' / 'my_tree.yaml'}", *SMALL)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"give 'hydra.searchpath=[file://{tmp_path / 'mine'}]' +topo=my_tree" in out.stderr
 
 
 def test_a_multirun_with_a_very_long_override_gets_a_short_stable_directory(results_path):

@@ -278,10 +278,17 @@ def hydra_error(err: BaseException) -> str:
             return f"{key}={value}: {node} takes {kind}"
     as_file = re.search(r"Could not find '(\w+)/(.*?\.ya?ml)'", text)
     if as_file:  # +topo=/path/machine.yaml: a config group takes a name, not a file
+        from fattorus import paths
+
         group, given = as_file.group(1), Path(as_file.group(2))
         plus = "+" if group in APPENDED_GROUPS else ""
-        if given.parent.name == group and given.is_absolute():  # already in a folder named for its group
-            where = f"give 'hydra.searchpath=[file://{given.parent.parent}]' {plus}{group}={given.stem}"
+        if paths.config_file(group, given.stem).is_file():  # the search path would be refused as hidden
+            return (f"{group}={given}: a config group takes a name, not a file, and conf/{group}/{given.stem}.yaml is "
+                    f"a shipped config of this file's name: rename the file (and its name: field), then put its "
+                    f"folder DIR/{group}/ on the search path: 'hydra.searchpath=[file://DIR]' {plus}{group}=NEWNAME")
+        folder = given.resolve().parent
+        if folder.name == group:  # already in a folder named for its group
+            where = f"give 'hydra.searchpath=[file://{folder.parent}]' {plus}{group}={given.stem}"
         else:
             where = (f"put the file in a folder DIR/{group}/ and give 'hydra.searchpath=[file://DIR]' "
                      f"{plus}{group}={given.stem}")

@@ -376,8 +376,10 @@ def check_run(cfg: DictConfig, topologies: dict[str, Any] | None = None) -> Chec
             ft = topology.from_config(topo_cfg)
         except topology.TopologyError as err:  # named by its file and line, where Hydra says which file
             source = _group_source("topo", topo_cfg.get("name")) if isinstance(topo_cfg, dict) else None
-            if source is None:
-                raise
+            hc = _hydra()
+            if source is None or (hc is not None and any(cli.override_key(o).startswith("topo.")
+                                                         for o in hc.overrides.task)):
+                raise  # (a value the command line set is not the file's line)
             raise UserError(yamlfile.located(source, str(err), topo_cfg)) from None
         if topologies is not None:
             topologies[key] = ft
@@ -533,6 +535,8 @@ def _load_workload(wl_cfg: dict[str, Any], topo_cfg: dict[str, Any], ft: Any) ->
     try:
         usable = machine_nodes(ft, wl_cfg.get("node_kind"))
     except topology.TopologyError as err:
+        if "has no usable" in str(err):  # the machine's node_kinds, not the setting
+            raise UserError(str(err)) from None
         raise UserError(f"workload.node_kind: {err} (or {BY_JOB}: each job on the kind its node_kind column "
                         f"names)") from None
     wl, counts = workload.from_config(wl_cfg, machine_nodes=usable, machine_scale=topo_cfg.get("default_scale", 1))

@@ -691,17 +691,18 @@ def _assign_kinds(topo: Torus3D) -> np.ndarray:
             inside = np.ones(R, bool)
             for c, o, s, n in zip((x, y, z), value[:3], value[3:], topo.dims):
                 if o >= n:  # it wrapped without a word (session 47's exploratory run)
-                    raise TopologyError(f"topology {topo.name!r}: region origin {list(value[:3])} lies outside dims "
+                    raise TopologyError(f"topology {topo.name!r}: node_kinds: region origin {list(value[:3])} lies outside dims "
                                         f"{list(topo.dims)} (coordinates from 0)")
                 if s > n:
-                    raise TopologyError(f"topology {topo.name!r}: region shape {list(value[3:])} exceeds dims {list(topo.dims)}")
+                    raise TopologyError(f"topology {topo.name!r}: node_kinds: region shape {list(value[3:])} exceeds dims "
+                                        f"{list(topo.dims)}")
                 inside &= (c - o) % n < s
             target = np.repeat(inside, p)
         elif form in ("routers", "nodes"):
             ids = np.asarray(value, np.int64)
             limit = R if form == "routers" else N
             if len(ids) and ids.max() >= limit:
-                raise TopologyError(f"topology {topo.name!r}: {form} id {int(ids.max())} beyond {limit - 1}")
+                raise TopologyError(f"topology {topo.name!r}: node_kinds: {form} id {int(ids.max())} beyond {limit - 1}")
             if form == "routers":
                 ids = (ids[:, None] * p + np.arange(p)).ravel()
             target[ids] = True
@@ -710,7 +711,7 @@ def _assign_kinds(topo: Torus3D) -> np.ndarray:
             open_routers = np.flatnonzero((kind.reshape(R, p) == 0).all(axis=1))
             k = int(round(fraction * R))
             if k > len(open_routers):
-                raise TopologyError(f"topology {topo.name!r}: scatter of {k} routers, only {len(open_routers)} left")
+                raise TopologyError(f"topology {topo.name!r}: node_kinds: scatter of {k} routers, only {len(open_routers)} left")
             chosen = np.random.default_rng(seed).choice(open_routers, k, replace=False)
             target = np.zeros(R, bool)
             target[chosen] = True

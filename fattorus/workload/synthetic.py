@@ -158,14 +158,21 @@ def from_config(cfg: Mapping[str, Any]) -> Workload:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= SEED_MAX:
         # NumPy's own refusal ("expected non-negative integer") named no setting.
         raise WorkloadError(f"workload.synthetic.seed={seed!r}: a whole number in 0 .. {SEED_MAX}")
-    if "cores_per_node" not in raw and cfg.get("cores_per_node"):
+    from_top = "cores_per_node" not in raw and bool(cfg.get("cores_per_node"))
+    if from_top:
         raw["cores_per_node"] = cfg.get("cores_per_node")
     known = {f.name for f in dataclasses.fields(SyntheticParams)}
     unknown = sorted(set(raw) - known)
     if unknown:
         names = ", ".join(f"workload.synthetic.{k}" for k in unknown)
         raise WorkloadError(f"synthetic workload: unknown setting(s) {names} (known: {', '.join(sorted(known))})")
-    return generate(SyntheticParams(**raw), seed)
+    try:
+        params = SyntheticParams(**raw)
+    except WorkloadError as err:  # the setting as the user gave it
+        if from_top:
+            raise WorkloadError(str(err).replace("workload.synthetic.cores_per_node", "workload.cores_per_node")) from None
+        raise
+    return generate(params, seed)
 
 
 __all__ = ["SIZE_DISTS", "SyntheticParams", "from_config", "generate", "log_uniform_sizes", "pow2_sizes"]

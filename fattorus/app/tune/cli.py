@@ -21,7 +21,7 @@ from fattorus.app.tune.choose import PICKS
 from fattorus.app.tune.errors import PROG, TuneError, WorkerError
 from fattorus.app.tune.objective import MODEL_OBJECTIVES, OBJECTIVES, SPEEDUPS
 from fattorus.app.tune.space import POLICY
-from fattorus.app.tune.storage import SAMPLERS, check_url, engine_url, mask, storage_key
+from fattorus.app.tune.storage import SAMPLERS, check_url, mask, sqlite_file, storage_key
 from fattorus.app.tune.study import run
 from fattorus.app.tune.windows import Window, check_held_out, parse_windows
 from fattorus.args import SEED_MAX, OneLineParser
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a workload on training windows; exports "
         "the best as a policy config and compares it with the paper's defaults on held-out windows.",
         formatter_class=_Help,
-        epilog="example: python -m fattorus.tune --name atlas2x_cab --topo cab --workload atlas --scale 2 "
+        epilog="example: python -m fattorus.tune --name atlas2x_cab_rerun --topo cab --workload atlas --scale 2 "
         "--train 0:14,14:28,28:42 --test 42:56,56:70 --trials 40 --jobs 2. Re-running a command adds "
         "trials to the stored study; docs/tuning.md has more.",
     )
@@ -243,22 +243,23 @@ def _tuned_by(path: Path) -> tuple[str | None, str | None] | None:
 
 
 def _sqlite_holds(storage: str, name: str) -> bool | None:
-    """Whether the SQLite storage ``storage`` holds a study ``name`` (False: no such file or
-    study), None for a storage of another kind (not read here: a server may be down yet)."""
-    from sqlalchemy.engine import make_url
-
+    """Whether the SQLite storage ``storage`` holds a study ``name`` (False: no such file, no
+    Optuna tables in it, or no such study), None for a storage of another kind (not read
+    here: a server may be down yet)."""
     try:
-        parsed = make_url(engine_url(storage))
+        database = sqlite_file(storage)
     except Exception:  # noqa: BLE001 - check_url says what is wrong with it
         return None
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+    if database is None:
         return None
-    if not Path(parsed.database).expanduser().is_file():
+    if not database.is_file():
         return False
     import sqlite3
 
     try:  # Optuna's schema: one row per study in `studies` (read-only: opening never creates it)
-        with sqlite3.connect(f"file:{Path(parsed.database).expanduser()}?mode=ro", uri=True) as db:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'studies'").fetchone() is None:
+                return False
             return db.execute("SELECT 1 FROM studies WHERE study_name = ?", (name,)).fetchone() is not None
     except sqlite3.Error:
         return None
@@ -318,7 +319,7 @@ def _check_paths(export: Path, out: Path | None, name: str, policy: str = POLICY
     if other:
         # Another study's tuned config (a shipped one, e.g. ta_tuned_atlas2x_cab.yaml): replacing
         # it would silently swap the setting every run of policy=<that file> uses.
-        raise TuneError(f"--export {export}: {other}; not replacing it: give another file, e.g. "
+        raise TuneError(f"--export {export}: {other}; not replacing it: give another --name or --export file, e.g. "
                         f"{example if example != export else export.parent / f'{policy}_tuned_{name}_2.yaml'}")
     checks = [("--export", export)]
     if out is not None:

@@ -111,19 +111,32 @@ def check_url(url: str) -> None:
         raise TuneError(f"--storage {mask(url)}: the database driver is not installed ({err}); install it, "
                         "or name an installed one in the URL (e.g. postgresql+psycopg2:// for PostgreSQL, whose "
                         "driver is a project dependency)") from None
-    database = parsed.database or ""
-    if database.startswith("file:"):  # a SQLite URI filename (?uri=true): its path before the query
-        in_memory = database.startswith("file::memory:") or "mode=memory" in database
-        database = "" if in_memory else database[len("file:"):].split("?", 1)[0]
-    if parsed.get_backend_name() == "sqlite" and database and database != ":memory:":
+    database = sqlite_file(url)
+    if database is not None:
         from fattorus import paths
 
         # A SQLite file is written here: under a results/ directory, as everything this
         # command writes but the exported config (a server's database is its own business).
-        if not paths.under_results(Path(database).expanduser()):
+        if not paths.under_results(database):
             raise TuneError(f"--storage {mask(url)}: a SQLite file must lie under a results/ directory (nothing is "
                             f"written outside the results but the exported config), e.g. sqlite:///results/tune/"
-                            f"{Path(database).name}")
+                            f"{database.name}")
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of the SQLite storage URL ``url`` (of a URI filename, ``?uri=true``, its path
+    before the query), or None: in memory, or another database (a URL :func:`check_url`
+    accepted)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(engine_url(url))
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    database = parsed.database or ""
+    if database.startswith("file:"):
+        in_memory = database.startswith("file::memory:") or "mode=memory" in database
+        database = "" if in_memory else database[len("file:"):].split("?", 1)[0]
+    return Path(database).expanduser() if database and database != ":memory:" else None
 
 
 def _engine_kwargs(url: str) -> dict[str, Any]:
@@ -265,4 +278,4 @@ def logging_jax() -> None:
 
 __all__ = ["POSTGRES_DRIVER", "PRUNER_STARTUP_TRIALS", "SAMPLERS", "SETUP_ATTR", "check_setup", "check_url",
            "engine_url", "fail_dead_trials", "logging_jax", "make_pruner", "make_sampler", "mask", "open_storage",
-           "open_study", "quiet_optuna", "storage_key", "trial_counts"]
+           "open_study", "quiet_optuna", "sqlite_file", "storage_key", "trial_counts"]
