@@ -71,6 +71,10 @@ def test_invalid_parameters_are_clear_errors(kwargs, words):
 def test_config_typos_and_unknown_names():
     with pytest.raises(TopologyError, match="unknown key"):
         fattree.from_config({"name": "x", "radix": 6, "nodes_per_leaf": 3, "leaves_per_pod": 3, "pods": 2, "podz": 2})
+    # taken and ignored until session 47: it is the workload's
+    with pytest.raises(TopologyError, match="cores_per_node is the workload's setting"):
+        fattree.from_config({"name": "x", "radix": 6, "nodes_per_leaf": 3, "leaves_per_pod": 3, "pods": 2,
+                             "cores_per_node": 16})
     with pytest.raises(TopologyError, match="choices"):
         fattree.load("no-such-machine")
     tapered = fattree.load("ft6_tapered")

@@ -436,16 +436,19 @@ def from_config(cfg: Mapping[str, Any]) -> FatTree:
 
     Unknown keys are an error naming the key, so a typo never passes silently.
     """
-    allowed = {f.name for f in dataclasses.fields(FatTree)} | {"kind", "cores_per_node", "description"}
+    allowed = {f.name for f in dataclasses.fields(FatTree)} | {"kind", "description"}
     data = dict(cfg)
     unknown = sorted(set(data) - allowed)
     name = str(data.get("name", "?"))
+    if "cores_per_node" in unknown:
+        # It was taken and ignored (session 47's exploratory run): a user may think it sets the jobs' nodes.
+        raise TopologyError(f"topology {name!r}: cores_per_node is the workload's setting (workload.cores_per_node: "
+                            "a log's processors per node), not the machine's; remove it here")
     if unknown:
         raise TopologyError(f"topology {name!r}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
     kind = data.pop("kind", "fattree")
     if kind != "fattree":
         raise TopologyError(f"topology {name!r}: kind {kind!r} is not supported yet (only 'fattree')")
-    data.pop("cores_per_node", None)
     data.pop("description", None)
     missing = [f for f in ("name", "radix", "nodes_per_leaf", "leaves_per_pod", "pods") if f not in data]
     if missing:
