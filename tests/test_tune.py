@@ -495,6 +495,21 @@ def test_a_study_a_ctrl_c_stopped_mid_trial_resumes_to_what_an_uninterrupted_one
     assert len({str(t[1]) for t in once}) >= 4
 
 
+def test_a_tuned_point_that_is_the_default_is_not_replayed_twice(tmp_path, busy_log, capsys):
+    """One trial (the paper default) then the held-out comparison: the tuned arm is the same
+    point, replayed again before session 47; now its rows are the default's."""
+    tune.main(busy_argv(tmp_path, busy_log, "one", "--trials", "1", "--test", "0.25:0.5",
+                        "--out", str(tmp_path / "results" / "one")))
+    out = capsys.readouterr().out
+    assert out.count("[compare] paper_default on window") == 1 and "[compare] tuned on window" not in out
+    assert "tuned = paper_default: the same point, not replayed again" in out
+    report = json.loads((tmp_path / "results" / "one" / "comparison.json").read_text())
+    rows = {r["arm"]: r for r in report["rows"]}
+    assert {k: v for k, v in rows["tuned"].items() if k != "arm"} == \
+        {k: v for k, v in rows["paper_default"].items() if k != "arm"}
+    assert rows["tuned"]["jobs"] > 0
+
+
 def _analytic(trial: optuna.Trial, n_objectives: int) -> float | tuple[float, float]:
     """A cheap deterministic objective over the ta space: waits stand in by a function of
     the drawn point."""

@@ -213,8 +213,12 @@ def compare(setup: Setup, tuned_params: Mapping[str, Any], tuned_sched: str) -> 
     (the same metrics per window).
     """
     default_params, default_sched = paper_defaults(setup.policy)
-    return [_arm(setup, "paper_default", default_params, default_sched),
-            _arm(setup, "tuned", dict(tuned_params), tuned_sched)]
+    base = _arm(setup, "paper_default", default_params, default_sched)
+    if dict(tuned_params) == dict(default_params) and tuned_sched == default_sched:
+        # The tuned point is the default (replays are deterministic): its rows, not a second replay.
+        print("[compare] tuned = paper_default: the same point, not replayed again", flush=True)
+        return [base, {**base, "arm": "tuned", "windows": [dict(w) for w in base["windows"]]}]
+    return [base, _arm(setup, "tuned", dict(tuned_params), tuned_sched)]
 
 
 def comparison_markdown(report: Mapping[str, Any]) -> str:
