@@ -177,9 +177,17 @@ def _named_reference(groups: Mapping[str, list[str]], reference: str, given: boo
 
 
 def workload_label(config: dict[str, Any]) -> str:
-    """``atlas x19.57 on bluewaters`` (the scale factor actually used)."""
+    """``atlas x19.5672 on bluewaters``: the scale factor actually used, to six digits as the
+    report's labels (:func:`fattorus.report.labels.workload_label`) — at four, x2 and x2.0004
+    shared a table and one was the other's reference (session 47's audit) — and where a run
+    made before the factor was recorded has none, its ``scale`` setting (it read x1)."""
     wl = config["workload"]
-    return f"{wl['name']} x{float(wl.get('scale_factor', 1.0)):.4g} on {config['topo']}"
+    scale = wl.get("scale_factor", wl.get("scale", 1))
+    try:
+        shown = f"{float(scale):g}"
+    except (TypeError, ValueError):  # a word (fit, machine) from a run that did not record the factor
+        shown = str(scale)
+    return f"{wl['name']} x{shown} on {config['topo']}"
 
 
 def trial_row(trial: Path, large: int) -> dict[str, Any] | None:
@@ -303,7 +311,8 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
     "–" in both break-even cells, with one line under the table saying why: the break-even
     presumes the arm ran the reference's run times, and a ``v2`` arm against a ``none``
     reference gave about the scenario's own speedup (1.16 on sweeps/smoke.yaml), not what
-    its placements cost.
+    its placements cost. Nor between ``speedup=model`` arms (run times from each arm's own
+    placements): "–", and a line pointing at their system efficiency.
     """
     out = []
     for wl in sorted({r["workload"] for r in rows}):
@@ -325,7 +334,7 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
                 f"| policy | jobs | mean wait (h) | utilization |{eff_head} APH | APH (>= {large} nodes) | "
                 f"mean max hops (>= {large} nodes) | exposed | bbox fill |{even_head}",
                 f"|---|---:|---:|---:|{eff_rule}---:|---:|---:|---:|---:|{even_rule}"]
-        fallback = False
+        fallback = model_rows = False
         other_times: set[str] = set()  # the scenarios of the rows left without a break-even
         for r in group:
             eff = f" {_cell(r.get('system_eff'), '.1%')} |" if modelled else ""
@@ -344,6 +353,10 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
                 if not alike:
                     other_times.add(str(r.get("scenario")))
                     mark = ""
+                elif r.get("system_eff") is not None or mine.get("system_eff") is not None:
+                    # Run times from the bandwidth model are each arm's own placements' (session
+                    # 47's audit: TA "0.998" beside system efficiencies 30.5 % / 33.4 %).
+                    alike, mark, model_rows = False, "", True
                 fallback |= bool(mark)
                 even = mine["util"] / r["util"] if alike and r["util"] > 0 else float("nan")
                 line += f" {_cell(even, '.3f')}{mark} |"
@@ -362,6 +375,10 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
                         f"speedup={ref.get('scenario')}): their run times are not the reference's, so the utilization "
                         "ratio would mostly be the speedup one scenario assumes over the other, not what the "
                         "placements cost (compare them with a reference of their own scenario: --reference)."]
+        if model_rows:
+            out += ["", "Break-even left – between speedup=model arms: each arm's run times come from its own "
+                        "placements (the bandwidth model), so a utilization ratio is not the speedup its placements "
+                        "would need; compare their system efficiency."]
         if steady:
             out += ["", f"Steady utilization: the window from {metrics.STEADY_WARMUP:.0%} into the submission span to the "
                         "last submission (no fill-up, no drain; `metrics.steady_window`)."]
