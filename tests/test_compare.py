@@ -650,3 +650,16 @@ def test_mean_waits_are_rounded_as_the_report_rounds_them(results_path):
         assert compare.main([str(results_path / name)]) == 0
         cell = (results_path / name / "compare.md").read_text().split("| to | 2 | ")[1].split(" |")[0]
         assert cell == shown == fmt_hours(mean_s / 3600), (name, cell)
+
+
+def test_workload_labels_keep_close_scales_and_old_runs_apart():
+    """Session 47's audit: at four digits scale 2 and 2.0004 shared a label (one table, one the
+    other's reference), and a run that recorded no `scale_factor` (made before it was) read x1."""
+    def cfg(**wl):
+        return {"topo": "cab", "workload": {"name": "atlas", **wl}}
+
+    assert compare.workload_label(cfg(scale_factor=2.0)) == "atlas x2 on cab"
+    assert compare.workload_label(cfg(scale_factor=2.0004)) == "atlas x2.0004 on cab"
+    assert compare.workload_label(cfg(scale=2)) == "atlas x2 on cab"
+    assert compare.workload_label(cfg(scale="fit")) == "atlas xfit on cab"
+    assert compare.workload_label(cfg()) == "atlas x1 on cab"
