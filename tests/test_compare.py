@@ -663,3 +663,14 @@ def test_workload_labels_keep_close_scales_and_old_runs_apart():
     assert compare.workload_label(cfg(scale=2)) == "atlas x2 on cab"
     assert compare.workload_label(cfg(scale="fit")) == "atlas xfit on cab"
     assert compare.workload_label(cfg()) == "atlas x1 on cab"
+
+
+@pytest.mark.parametrize("hours, shown", [
+    (295.4, "295"), (99.96, "100"), (99.94, "99.9"), (12.34, "12.3"), (9.996, "10.0"), (9.994, "9.99"),
+    (0.98, "0.98"), (0.0104, "0.010"), (0.0005, "<0.001"), (-0.0, "0.00"), (0.0, "0.00"), (float("nan"), "—")])
+def test_hours_are_classed_by_the_value_as_shown(hours, shown):
+    """The paper's style (three figures, two under 0.1 h); session 47's audit: 99.96 read
+    "100.0", 9.996 "10.00" (classed by the value before rounding) and -0.0 "-0.00"."""
+    from fattorus.report.labels import fmt_hours
+
+    assert fmt_hours(hours) == shown

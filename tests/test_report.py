@@ -145,6 +145,9 @@ def test_labels_and_bins():
     assert report.run_label("tree_bestfit", "none") == "TREE_BESTFIT"
     labels = ["TREE_BESTFIT", "TA V2", "TA", "TA x20", "TO", "TA V1", "TA x5", "TA x10", "ABC"]
     assert report.order_labels(labels) == ["TO", "TA", "TA x5", "TA x10", "TA x20", "TA V1", "TA V2", "ABC", "TREE_BESTFIT"]
+    # outside the paper's: by policy, then scenario (TA model sorted before TO model by name)
+    assert report.order_labels(["TA model", "TO V2", "TO model", "TA", "TO V1", "TO", "TA V2{min_nodes=4}"]) == [
+        "TO", "TA", "TO V1", "TO V2", "TO model", "TA V2{min_nodes=4}", "TA model"]
     cfg = {"topo": "cab", "workload": {"name": "atlas", "scale": 2}}
     assert report.workload_label(cfg) == "atlas-2x on cab"
     assert report.workload_label({"topo": "pinot", "workload": {"name": "aug", "scale": 1}}) == "aug on pinot"

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 LABEL_ORDER = ("TO", "TA", "TA x5", "TA x10", "TA x20", "TA V1", "TA V2")
-"""The paper's column order; other labels follow by name."""
+"""The paper's column order; other labels follow by policy, scenario and name (label_rank)."""
 DEFAULT_EDGES = (18, 64, 256, 1024)
 """Upper edges (nodes) of the default size bins 1-18, 19-64, 65-256, 257-1024, >1024."""
 
@@ -41,11 +41,22 @@ def run_label(policy: str, speedup: str | None = None) -> str:
     return f"{base} {scenario}" if scenario else base
 
 
-def label_rank(label: str) -> tuple[int, str]:
-    """Sort key putting labels in the paper's order (:data:`LABEL_ORDER`), then others by name."""
+#: After the paper's labels: policies, then scenarios, in this order (others after, by name).
+POLICY_ORDER = ("TO", "TA")
+SCENARIO_ORDER = ("", "x5", "x10", "x20", "V1", "V2", "model")
+
+
+def label_rank(label: str) -> tuple[int, int, int, str]:
+    """Sort key putting labels in the paper's order (:data:`LABEL_ORDER`), then the others by
+    policy and scenario (:data:`POLICY_ORDER`, :data:`SCENARIO_ORDER`: ``TO model`` before ``TA
+    model``, as TO before TA; session 47's audit found them by name), then by name."""
     if label in LABEL_ORDER:
-        return (LABEL_ORDER.index(label), "")
-    return (len(LABEL_ORDER), label)
+        return (LABEL_ORDER.index(label), 0, 0, "")
+    base, _, scenario = label.partition(" ")
+    scenario = scenario.split("{", 1)[0]
+    policy_rank = POLICY_ORDER.index(base) if base in POLICY_ORDER else len(POLICY_ORDER)
+    scenario_rank = SCENARIO_ORDER.index(scenario) if scenario in SCENARIO_ORDER else len(SCENARIO_ORDER)
+    return (len(LABEL_ORDER), policy_rank, scenario_rank, label)
 
 
 def order_labels(labels: Iterable[str]) -> list[str]:
@@ -98,9 +109,13 @@ def fmt_hours(value: float | None) -> str:
     """Hours in the paper's style: 3 significant-ish figures (``295``, ``12.3``, ``0.98``); ``—`` if missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    if abs(value) >= 100:
+    if value == 0:
+        return "0.00"  # not "-0.00"
+    # The class by the value as shown, not as given: 99.96 rounds to 100 ("100", not "100.0"),
+    # 9.996 to 10.0 (not "10.00"); session 47's audit.
+    if abs(value) >= 99.95:
         return f"{value:.0f}"
-    if abs(value) >= 10:
+    if abs(value) >= 9.995:
         return f"{value:.1f}"
     if 0 < abs(value) < 0.001:
         return "<0.001"
