@@ -291,3 +291,13 @@ def test_a_ctrl_c_before_the_first_batch_says_no_batch_was_kept(tmp_path):
     (run / trials.PARTS).mkdir(parents=True)
     (run / trials.PARTS / "b000000.parquet").write_bytes(b"")
     assert trials.resume_note(run).startswith(f"1 finished batch of trials is kept in {run};")
+
+
+def test_the_trials_lines_range_shows_both_ends_alike():
+    """Session 47's audit: "5–95 %: 0.71–0.895 h" (three figures each, a trailing zero dropped)."""
+    from fattorus.app.sweep import _alike
+
+    assert _alike(0.71, 0.895) == ("0.710", "0.895")
+    assert _alike(1.19, 2.03) == ("1.19", "2.03")
+    assert _alike(12.3, 150.2) == ("12", "150")
+    assert _alike(0.0012, 0.0031) == ("0.00120", "0.00310")

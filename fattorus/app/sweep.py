@@ -609,8 +609,9 @@ def _run_trials(cfg: DictConfig, ft: Any, scenario: Any, jobs: Any, result: Any,
         print(f"trials: {info['kept']} of {n} kept from the interrupted run in {out_dir}", flush=True)
     s = info["mean_wait_s"]
     unit, per = _wait_unit(s["mean"])  # as the done line (0.00156 h beside its "4.3 s" read as two figures)
+    low, high = _alike(s["p05"] / per, s["p95"] / per)
     print(f"trials: {n} draws, mean wait {s['mean'] / per:.3g} {unit} ± {s['std'] / per:.2g} "
-          f"(5–95 %: {s['p05'] / per:.3g}–{s['p95'] / per:.3g} {unit}), {info['wall_s']:.1f} s", flush=True)
+          f"(5–95 %: {low}–{high} {unit}), {info['wall_s']:.1f} s", flush=True)
 
 
 def _runtime_model(cfg: DictConfig, topo: Any) -> Any:
@@ -810,6 +811,16 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
         finished = f" ({n_done} finished in {sweep_dir})"
     print(f"{prefix} {_one_line(summary)} in {time.perf_counter() - t0:.1f} s -> {out_dir}{finished}", flush=True)
     return summary
+
+
+def _alike(low: float, high: float) -> tuple[str, str]:
+    """Two ends of a range with one number of decimals, three figures of the larger
+    (``0.710–0.895``, not ``0.71–0.895``: session 47's audit)."""
+    import math
+
+    top = max(abs(low), abs(high))
+    decimals = 0 if top == 0 or not math.isfinite(top) else max(0, 2 - math.floor(math.log10(top)))
+    return f"{low:.{decimals}f}", f"{high:.{decimals}f}"
 
 
 def _changed_log(out_dir: Path) -> str | None:
