@@ -247,3 +247,42 @@ def test_easy_keeps_its_guarantee_when_prism_puts_small_jobs_inside_running_pris
         assert len(late) == 0, (seed, [(int(j), out.start[j], out.shadow[j]) for j in late[:3]])
         blocked_heads += int(blocked.sum())
     assert blocked_heads > 0
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("duplicate", "some node twice"),
+    ("mask", "a bool array of shape (18,); a placement is a 1-D array of node ids"),
+    ("too_few", "placed a job of 4 nodes on 3 node(s); a placement has exactly the job's node count"),
+    ("busy", "which is not free for it"),
+    ("negative", "node id -1; the machine's are 0 .. 17"),
+    ("past_the_end", "node id 18; the machine's are 0 .. 17"),
+])
+@pytest.mark.parametrize("queue", ["fcfs", "easy"])
+def test_a_policy_that_breaks_the_placement_contract_is_named_not_replayed(fault, words, queue):
+    """Session 47's extension walkthrough: the engine took whatever ``place`` returned, so a
+    user's policy with duplicate ids, a mask, too few nodes or busy ones double-booked nodes
+    and read utilization over 100 % without a word (or, under EASY, failed far from its cause
+    with a TypeError). Now one line naming the policy and the rule, in both disciplines."""
+    from fattorus.sched import engine, queues
+    from fattorus.sched.policy.oblivious import TopologyOblivious
+
+    ft6 = TOPOS["ft6"]
+
+    class Faulty(TopologyOblivious):
+        name = "faulty"
+
+        def place(self, state, n, prefer=None, waited_s=0.0, until_s=np.inf):
+            good = super().place(state, n, prefer, waited_s, until_s)
+            if good is None or n < 2:
+                return good
+            busy = np.flatnonzero(~state.free)
+            return {"duplicate": np.r_[good[:-1], good[0]], "mask": np.isin(np.arange(18), good),
+                    "too_few": good[:-1], "busy": np.r_[good[:-1], busy[:1]] if len(busy) else good,
+                    "negative": np.r_[good[:-1], -1], "past_the_end": np.r_[good[:-1], 18]}[fault]
+
+    # job 0 (1 node) runs first, so that a node is busy when the 4-node jobs come
+    jobs = engine.Jobs.of(np.array([0.0, 1, 2, 3]), np.array([100.0, 10, 10, 10]), np.array([100.0, 10, 10, 10]),
+                          np.array([1, 4, 4, 18]), ft6.n_nodes)
+    with pytest.raises(ValueError, match=r"policy 'faulty' placed a job of \d+ nodes on ") as err:
+        engine.run(jobs, ft6, queues.Easy() if queue == "easy" else queues.Fcfs(), Faulty(ft6), compiled=False)
+    assert words in str(err.value) and "\n" not in str(err.value)

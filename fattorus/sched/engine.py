@@ -172,9 +172,13 @@ class Replay:
         return per_kind[self.jobs.kind[jobs]]
 
     def start_job(self, j: int, placed: np.ndarray, now: float) -> None:
-        """Start job ``j`` at ``now`` on the free nodes ``placed``."""
+        """Start job ``j`` at ``now`` on the free nodes ``placed`` (checked: :func:`check_placement`)."""
+        placed = check_placement(self.policy, placed, int(self.jobs.nodes[j]), self.view(self.machine, j), unique=False)
         self.booked[j] = self.policy.footprint(placed)
         st.allocate(self.machine, placed, int(self.booked[j]))
+        if np.count_nonzero(self.machine.free) != self.machine.n_free:  # a node twice: booked once, counted twice
+            raise ValueError(f"policy {self.policy.name!r} placed a job of {len(placed)} nodes on some node twice; "
+                             "a placement's node ids are distinct")
         self.policy.started(placed, now + self.jobs.estimate[j])
         self.alloc[j] = placed
         self.start[j] = now
@@ -280,6 +284,35 @@ def run(jobs: Jobs, topo: Any, queue: "Queue", policy: Policy, progress: bool = 
         # even on the empty machine (the others waited behind it). Never a silent loss of jobs.
         raise unplaceable(policy, int(jobs.nodes[never].max()), len(never))
     return replay.result()
+
+
+def check_placement(policy: Policy, placed: Any, n: int, state: st.MachineState, unique: bool = True) -> np.ndarray:
+    """``placed``, the nodes ``policy`` placed an ``n``-node job on in ``state``, as int64 ids —
+    or a one-line ``ValueError`` naming the policy and the rule of the placement contract it
+    broke (``fattorus/sched/policy/base.py``: ``n`` distinct node ids of the machine, all
+    free there). The engine took any array before session 47: a policy of a user's that
+    returned duplicates, a mask, too few nodes or busy ones double-booked nodes and read
+    utilization over 100 % without a word, or failed far from its cause. ``unique=False``
+    leaves the distinctness to the caller (:meth:`Replay.start_job` reads it off the free
+    count after booking, for a fraction of a sort's cost)."""
+    arr = np.asarray(placed)
+    what = f"policy {policy.name!r} placed a job of {n} nodes on"
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"{what} a {arr.dtype} array of shape {arr.shape}; a placement is a 1-D array of node ids "
+                         "(integers)")
+    if len(arr) != n:
+        raise ValueError(f"{what} {len(arr)} node(s); a placement has exactly the job's node count")
+    ids = arr.astype(np.int64, copy=False)
+    if n and (ids.min() < 0 or ids.max() >= len(state.free)):
+        raise ValueError(f"{what} node id {int(ids.min() if ids.min() < 0 else ids.max())}; the machine's are 0 .. "
+                         f"{len(state.free) - 1}")
+    free = state.free[ids]
+    if not free.all():
+        raise ValueError(f"{what} node {int(ids[~free][0])}, which is not free for it (busy, reserved or another "
+                         "kind's)")
+    if unique and n > 1 and len(np.unique(ids)) != n:
+        raise ValueError(f"{what} some node twice; a placement's node ids are distinct")
+    return ids
 
 
 def unplaceable(policy: Policy, n: int, unstarted: int = 1) -> ValueError:

@@ -41,7 +41,7 @@ from typing import ClassVar
 import numpy as np
 
 from fattorus.sched import state as st
-from fattorus.sched.engine import Replay, unplaceable
+from fattorus.sched.engine import Replay, check_placement, unplaceable
 from fattorus.sched.policy.base import first_fit_among
 
 
@@ -248,17 +248,20 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
     relax = policy.wake_time(submit)
     if relax is not None and now < relax < shadow:
         released = replay.node_est_end <= relax
-        reserved = policy.place(replay.view(st.future(machine, released, policy.reads_counts), head), n,
-                                prefer=released, waited_s=relax - submit, until_s=relax + jobs.estimate[head])
+        future = replay.view(st.future(machine, released, policy.reads_counts), head)
+        reserved = policy.place(future, n, prefer=released, waited_s=relax - submit, until_s=relax + jobs.estimate[head])
         if reserved is not None:
             shadow = relax
     if shadow == np.inf:
         raise unplaceable(policy, n)
     if reserved is None:
         released = replay.node_est_end <= shadow
-        reserved = policy.place(replay.view(st.future(machine, released, policy.reads_counts), head), n,
-                                prefer=released, waited_s=shadow - submit, until_s=shadow + jobs.estimate[head])
-    return Reservation(head, replay.version, float(shadow), reserved)
+        future = replay.view(st.future(machine, released, policy.reads_counts), head)
+        reserved = policy.place(future, n, prefer=released, waited_s=shadow - submit, until_s=shadow + jobs.estimate[head])
+        if reserved is None:  # a policy whose own tests (feasible, fits, earliest_fit) and place() disagree
+            raise ValueError(f"policy {policy.name!r}: a job of {n} nodes fits at {shadow:g} s by the policy's own test "
+                             f"but place() found no nodes there; the two must agree (fattorus/sched/policy/base.py)")
+    return Reservation(head, replay.version, float(shadow), check_placement(policy, reserved, n, future))
 
 
 def first_fit_time(replay: Replay, head: int) -> float:
