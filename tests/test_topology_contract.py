@@ -217,6 +217,12 @@ def test_job_links_cover_every_route_between_the_job_nodes(topo):
         r = _routes(topo, src, dst)
         used = np.unique(r[r >= 0])
         assert mask[used[hop_class[used]]].all()
+        # The base class's rule (what a new family gets; its pairs padded to a power of two)
+        # is exactly the union of the routes.
+        from fattorus.topology.base import Topology
+
+        base = Topology.job_links(topo, nodes)
+        assert np.array_equal(np.flatnonzero(base), used)
 
 
 def test_a_renamed_placement_has_renamed_routes(topo):

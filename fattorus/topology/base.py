@@ -121,10 +121,13 @@ class Topology(abc.ABC):
 
     Required (no default): ``name``, ``n_nodes``, ``levels``, ``_coords``, ``_hops`` (the
     family's hop rule; the public ``hops`` checks node ids first, :meth:`node_ids`),
-    ``link_class_names``, ``n_links``, ``link_class``, ``link_bandwidth``, ``routes`` (which
-    checks its ids with :meth:`node_ids`, negative ones padding), ``max_route_links``,
-    ``max_hops``, ``config``. The others have generic defaults that a family overrides where
-    it knows better (a closed form, a tighter bound).
+    ``link_class_names``, ``n_links``, ``link_class``, ``link_bandwidth``, ``link_ends``,
+    ``routes`` (which checks its ids with :meth:`node_ids`, negative ones padding),
+    ``max_route_links``, ``max_hops``, ``ideal_allocation``, ``config`` and the classmethod
+    ``from_config``. The others have generic defaults that a family overrides where it knows
+    better (a closed form, a tighter bound, a host rule: ``job_links``' default routes every
+    ordered pair of a job through the compiled ``routes``, fine for a test and slow for a
+    replay of thousands of jobs).
     """
 
     #: Family name in configs (``kind: fattree``) and in ``summary.json``.
@@ -318,6 +321,16 @@ class Topology(abc.ABC):
 
     @property
     @abc.abstractmethod
+    def link_ends(self) -> np.ndarray:
+        """``(n_links, 2)`` int: the tail and head vertex of each directed link. Nodes are the
+        vertices ``0..N-1``; the family numbers its switches or routers from ``N`` (the torus:
+        router ``r`` is ``N + r``). The topology contract test walks every route along it, and
+        the dragonfly study reads router pairs from it (declared here since session 47: the
+        families had it, the base did not say so)."""
+        ...
+
+    @property
+    @abc.abstractmethod
     def max_route_links(self) -> int:
         """Width of a padded static route (longest route, in links)."""
         ...
@@ -384,8 +397,14 @@ class Topology(abc.ABC):
         routes of every ordered pair (``O(n^2)``); families override with their structure."""
         (nodes,) = self.node_ids(nodes)
         nodes = np.asarray(nodes, np.int64)
-        src, dst = np.meshgrid(nodes, nodes, indexing="ij")
-        r = np.asarray(self.routes(src.ravel(), dst.ravel()))
+        src, dst = (a.ravel() for a in np.meshgrid(nodes, nodes, indexing="ij"))
+        if len(src):
+            # The pairs padded to a power of two with copies of the first (the union is the
+            # same): a jitted ``routes`` compiles once per padded length, not once per job size
+            # (a ring family of a user's ran 20 s a replay, 649 compiles; session 47).
+            size = 1 << (len(src) - 1).bit_length()
+            src, dst = (np.r_[a, np.full(size - len(a), a[0])] for a in (src, dst))
+        r = np.asarray(self.routes(src, dst))
         mask = np.zeros(self.n_links, bool)
         mask[r[r >= 0]] = True
         return mask
