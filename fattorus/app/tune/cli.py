@@ -52,8 +52,10 @@ def _add_study_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train", default="0:14,14:28", help="training windows START:END in days from the first "
                    "submission, comma-separated; each window is one pruning stage, in order")
     p.add_argument("--test", default="28:42", help="held-out windows for the final comparison ('none': skip it)")
-    p.add_argument("--policy", default=POLICY, help="the policy whose declared heuristics are tuned "
-                   "(ta on fat-trees, prism on 3D tori)")
+    from fattorus.sched.policy import REGISTRY, TUNABLE
+
+    tunable = ", ".join(f"{name} ({'/'.join(REGISTRY[name][0].families or ('any family',))})" for name in sorted(TUNABLE))
+    p.add_argument("--policy", default=POLICY, help=f"the policy whose declared heuristics are tuned: {tunable}")
     p.add_argument("--speedup", choices=list(SPEEDUPS), default="none",
                    help="run times: as logged, or from the flow-level bandwidth model at each job start "
                    "(conf/speedup/model.yaml; needed by the system_efficiency objective)")
