@@ -286,3 +286,21 @@ def test_a_policy_that_breaks_the_placement_contract_is_named_not_replayed(fault
     with pytest.raises(ValueError, match=r"policy 'faulty' placed a job of \d+ nodes on ") as err:
         engine.run(jobs, ft6, queues.Easy() if queue == "easy" else queues.Fcfs(), Faulty(ft6), compiled=False)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_extension_mistakes_in_declarations_are_refused_at_once():
+    """Session 47's extension walkthrough: ``families = "torus3d"`` (a string) passed the ``in``
+    test by substring, and a second family registered under a held kind replaced the first."""
+    import dataclasses
+
+    from fattorus.sched.policy.base import Policy
+    from fattorus.topology import FAMILIES, register
+    from fattorus.topology.fattree import FatTree
+
+    with pytest.raises(TypeError, match=r"families must be a tuple of topology kinds, e.g. \('torus3d',\), got 'torus3d'"):
+        type("Stringly", (Policy,), {"families": "torus3d"})
+    before = dict(FAMILIES)
+    with pytest.raises(TypeError, match="topology kind 'fattree' is fattorus.topology.fattree.FatTree's"):
+        register(dataclasses.dataclass(frozen=True)(type("MyTree", (FatTree,), {"__module__": "mine"})))
+    assert FAMILIES == before
+    register(FatTree)  # the same class again (a module imported twice): as before

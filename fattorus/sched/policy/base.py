@@ -84,6 +84,14 @@ class Policy(abc.ABC):
     def __init__(self, topo: Any) -> None:
         self.topo = topo
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's ``families`` must be a tuple of kinds: a string (``"torus3d"``) passed
+        the ``in`` test by substring (``"torus"`` too; session 47's extension walkthrough)."""
+        super().__init_subclass__(**kwargs)
+        if not isinstance(cls.families, tuple) or not all(isinstance(k, str) for k in cls.families):
+            raise TypeError(f"policy class {cls.__name__}: families must be a tuple of topology kinds, e.g. "
+                            f"('torus3d',), got {cls.families!r}")
+
     @classmethod
     def supports(cls, topo: Any) -> bool:
         """Whether this policy can place jobs on ``topo``."""
