@@ -120,6 +120,14 @@ def test_settings_the_compiled_replay_does_not_cover_run_on_the_engines_loop(mon
     assert not prism_compiled.supports(Prism(t4), "easy", np.ones((1, t4.n_nodes), bool), None)
     assert not prism_compiled.supports(Prism(t4), "easy", None, lambda *a: 1.0)
     assert not prism_compiled.supports(Prism(long_z), "easy", None, None)
+    # a user's subclass (it may place otherwise): the engine's loop, whose placements are checked
+    class MyPrism(Prism):
+        pass
+
+    from fattorus.sched import engine as engine_mod
+
+    jobs = engine_mod.Jobs.of(np.array([0.0]), np.array([10.0]), np.array([10.0]), np.array([2]), t4.n_nodes)
+    assert MyPrism(t4).compiled_run(jobs, "easy", None, None, None) is None
     # The engine asks the policy first, and runs its loop exactly where the answer is None.
     calls = []
     monkeypatch.setattr(engine.Replay, "new", lambda *a, **k: calls.append(1) or _new(*a, **k))

@@ -148,6 +148,9 @@ def test_labels_and_bins():
     # outside the paper's: by policy, then scenario (TA model sorted before TO model by name)
     assert report.order_labels(["TA model", "TO V2", "TO model", "TA", "TO V1", "TO", "TA V2{min_nodes=4}"]) == [
         "TO", "TA", "TO V1", "TO V2", "TO model", "TA V2{min_nodes=4}", "TA model"]
+    # an arm's settings are no scenario; other policies by name (the torus study's columns)
+    assert report.order_labels(["PRISM", "FIRST_FIT ordering=O2", "FEATURE", "TA model", "TA relax_after_s=3600"]) == [
+        "TA relax_after_s=3600", "TA model", "FEATURE", "FIRST_FIT ordering=O2", "PRISM"]
     cfg = {"topo": "cab", "workload": {"name": "atlas", "scale": 2}}
     assert report.workload_label(cfg) == "atlas-2x on cab"
     assert report.workload_label({"topo": "pinot", "workload": {"name": "aug", "scale": 1}}) == "aug on pinot"

@@ -299,5 +299,7 @@ def test_the_trials_lines_range_shows_both_ends_alike():
 
     assert _alike(0.71, 0.895) == ("0.710", "0.895")
     assert _alike(1.19, 2.03) == ("1.19", "2.03")
-    assert _alike(12.3, 150.2) == ("12", "150")
+    assert _alike(12.3, 150.2) == ("12.3", "150")
     assert _alike(0.0012, 0.0031) == ("0.00120", "0.00310")
+    assert _alike(0.004, 12.0) == ("0.00400", "12.0")  # the low end keeps its figures (review)
+    assert _alike(5.0, 9.997) == ("5.00", "10.0") and _alike(12.0, 1500.2) == ("12.0", "1500")

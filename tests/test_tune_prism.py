@@ -190,3 +190,16 @@ def test_a_node_kind_the_machine_lacks_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "node_kind" in err[0] and "'XK'" in err[0] and "Traceback" not in err[0], err
     assert not (tmp_path / "nk.db").exists()  # refused before any study was made
+
+
+def test_a_decoded_default_prism_point_is_the_default():
+    """The held-out comparison replays the tuned arm again only where it is another point: a
+    decoded prism trial leaves out the switches it does not tune (internal, ...), so a plain
+    equality never saw the default in it (session 47's second review)."""
+    from fattorus.app.tune.export import same_point
+    from fattorus.sched.policy.torus.prism import PrismParams
+
+    default = PrismParams.defaults()
+    tuned = {k: v for k, v in default.items() if k not in ("internal", "internal_ends_first", "block_other_kinds")}
+    assert same_point(tuned, default)
+    assert not same_point({**tuned, "slack": float(default["slack"]) + 1}, default)

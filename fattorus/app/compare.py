@@ -376,9 +376,9 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
                         "ratio would mostly be the speedup one scenario assumes over the other, not what the "
                         "placements cost (compare them with a reference of their own scenario: --reference)."]
         if model_rows:
-            out += ["", "Break-even left – between speedup=model arms: each arm's run times come from its own "
-                        "placements (the bandwidth model), so a utilization ratio is not the speedup its placements "
-                        "would need; compare their system efficiency."]
+            out += ["", "Break-even left – between arms whose run times come from the bandwidth model (a model "
+                        "scenario): each arm's run times are its own placements', so a utilization ratio is not the "
+                        "speedup its placements would need; compare their system efficiency."]
         if steady:
             out += ["", f"Steady utilization: the window from {metrics.STEADY_WARMUP:.0%} into the submission span to the "
                         "last submission (no fill-up, no drain; `metrics.steady_window`)."]

@@ -814,13 +814,12 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
 
 
 def _alike(low: float, high: float) -> tuple[str, str]:
-    """Two ends of a range with one number of decimals, three figures of the larger
-    (``0.710–0.895``, not ``0.71–0.895``: session 47's audit)."""
-    import math
+    """Two ends of a range each to three figures, trailing zeros kept (``0.710–0.895``, not
+    ``0.71–0.895``: session 47's audit; ``0.00400–12.0``), whole numbers from 1,000 on."""
+    def three(x: float) -> str:
+        return f"{x:.0f}" if abs(x) >= 999.5 else f"{x:#.3g}".rstrip(".")
 
-    top = max(abs(low), abs(high))
-    decimals = 0 if top == 0 or not math.isfinite(top) else max(0, 2 - math.floor(math.log10(top)))
-    return f"{low:.{decimals}f}", f"{high:.{decimals}f}"
+    return three(low), three(high)
 
 
 def _changed_log(out_dir: Path) -> str | None:

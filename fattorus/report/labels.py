@@ -46,17 +46,20 @@ POLICY_ORDER = ("TO", "TA")
 SCENARIO_ORDER = ("", "x5", "x10", "x20", "V1", "V2", "model")
 
 
-def label_rank(label: str) -> tuple[int, int, int, str]:
+def label_rank(label: str) -> tuple[int, int, str, int, str]:
     """Sort key putting labels in the paper's order (:data:`LABEL_ORDER`), then the others by
     policy and scenario (:data:`POLICY_ORDER`, :data:`SCENARIO_ORDER`: ``TO model`` before ``TA
     model``, as TO before TA; session 47's audit found them by name), then by name."""
     if label in LABEL_ORDER:
-        return (LABEL_ORDER.index(label), 0, 0, "")
-    base, _, scenario = label.partition(" ")
-    scenario = scenario.split("{", 1)[0]
+        return (LABEL_ORDER.index(label), 0, "", 0, "")
+    base, *rest = label.split(" ")
+    # An arm's settings (``ordering=O2``) are no scenario; a scenario may carry edits (``V2{...}``).
+    scenarios = [t.split("{", 1)[0] for t in rest if "=" not in t.split("{", 1)[0]]
+    scenario = scenarios[-1] if scenarios else ""
     policy_rank = POLICY_ORDER.index(base) if base in POLICY_ORDER else len(POLICY_ORDER)
     scenario_rank = SCENARIO_ORDER.index(scenario) if scenario in SCENARIO_ORDER else len(SCENARIO_ORDER)
-    return (len(LABEL_ORDER), policy_rank, scenario_rank, label)
+    # Other policies by name first (FEATURE, FIRST_FIT ..., PRISM), then scenario.
+    return (len(LABEL_ORDER), policy_rank, "" if base in POLICY_ORDER else base, scenario_rank, label)
 
 
 def order_labels(labels: Iterable[str]) -> list[str]:
@@ -111,16 +114,16 @@ def fmt_hours(value: float | None) -> str:
         return "—"
     if value == 0:
         return "0.00"  # not "-0.00"
-    # The class by the value as shown, not as given: 99.96 rounds to 100 ("100", not "100.0"),
-    # 9.996 to 10.0 (not "10.00"); session 47's audit.
-    if abs(value) >= 99.95:
-        return f"{value:.0f}"
-    if abs(value) >= 9.995:
-        return f"{value:.1f}"
     if 0 < abs(value) < 0.001:
         return "<0.001"
     if 0 < abs(value) < 0.1:
         # A lightly loaded machine: keep two figures, not "0.00"; "#" keeps a trailing zero
         # (0.0104 reads 0.010 beside 0.0093, not 0.01).
         return f"{value:#.2g}"
-    return f"{value:.2f}"
+    # The class by the value as shown, not as given: 99.96 shows as 100 ("100", not "100.0"),
+    # 9.996 as 10.0 (not "10.00"), and 9.995 (a double below it) as 9.99; session 47's audit.
+    two = f"{value:.2f}"
+    if abs(float(two)) < 10:
+        return two
+    one = f"{value:.1f}"
+    return one if abs(float(one)) < 100 else f"{value:.0f}"

@@ -21,6 +21,9 @@ FAMILIES: dict[str, type[Topology]] = {}
 def register(cls: type[Topology]) -> type[Topology]:
     """Class decorator: make ``cls`` buildable from configs with ``kind: cls.kind``. A kind
     another class holds is refused (it replaced that family without a word; session 47)."""
+    if not isinstance(cls.kind, str) or not cls.kind:
+        raise TypeError(f"topology class {cls.__qualname__}: set its kind (kind: ClassVar[str] = 'myfamily'), the "
+                        "name configs give it")
     held = FAMILIES.get(cls.kind)
     if held is not None and (held.__module__, held.__qualname__) != (cls.__module__, cls.__qualname__):
         raise TypeError(f"topology kind {cls.kind!r} is {held.__module__}.{held.__qualname__}'s; give "

@@ -205,6 +205,12 @@ def _arm(setup: Setup, arm: str, params: dict[str, Any], sched: str) -> dict[str
     return {"arm": arm, "sched": sched, "policy_params": dict(params), **pooled(samples), "windows": per_window}
 
 
+def same_point(tuned: Mapping[str, Any], default: Mapping[str, Any]) -> bool:
+    """Whether the tuned parameters are the default point: a decoded trial may leave out what
+    its policy does not tune (prism's ``internal`` ...), which then keeps its default."""
+    return {**default, **tuned} == dict(default)
+
+
 def compare(setup: Setup, tuned_params: Mapping[str, Any], tuned_sched: str) -> list[dict[str, Any]]:
     """Replay the test windows with the paper's defaults and with the tuned point.
 
@@ -214,7 +220,7 @@ def compare(setup: Setup, tuned_params: Mapping[str, Any], tuned_sched: str) -> 
     """
     default_params, default_sched = paper_defaults(setup.policy)
     base = _arm(setup, "paper_default", default_params, default_sched)
-    if dict(tuned_params) == dict(default_params) and tuned_sched == default_sched:
+    if same_point(tuned_params, default_params) and tuned_sched == default_sched:
         # The tuned point is the default (replays are deterministic): its rows, not a second replay.
         print("[compare] tuned = paper_default: the same point, not replayed again", flush=True)
         return [base, {**base, "arm": "tuned", "windows": [dict(w) for w in base["windows"]]}]

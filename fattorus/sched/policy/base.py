@@ -88,9 +88,11 @@ class Policy(abc.ABC):
         """A subclass's ``families`` must be a tuple of kinds: a string (``"torus3d"``) passed
         the ``in`` test by substring (``"torus"`` too; session 47's extension walkthrough)."""
         super().__init_subclass__(**kwargs)
-        if not isinstance(cls.families, tuple) or not all(isinstance(k, str) for k in cls.families):
+        families = cls.families
+        if isinstance(families, (str, bytes)) or families is None or not all(isinstance(k, str) for k in families):
             raise TypeError(f"policy class {cls.__name__}: families must be a tuple of topology kinds, e.g. "
-                            f"('torus3d',), got {cls.families!r}")
+                            f"('torus3d',), got {families!r}")
+        cls.families = tuple(families)  # a list or set of kinds, as a tuple
 
     @classmethod
     def supports(cls, topo: Any) -> bool:

@@ -344,7 +344,8 @@ class Prism(Policy):
         settings (not ``internal``, one node kind, run times not decided at start); else None."""
         from fattorus.sched.policy.torus import prism_compiled  # numba loads only when a prism replay runs
 
-        if not prism_compiled.supports(self, queue, kind_nodes, runtime_at_start):
+        # A subclass may decide otherwise (and its placements get the engine's checks).
+        if type(self) is not Prism or not prism_compiled.supports(self, queue, kind_nodes, runtime_at_start):
             return None
         return prism_compiled.run(jobs, self.topo, queue, self, usable, progress)
 
