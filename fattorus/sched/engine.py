@@ -296,22 +296,32 @@ def check_placement(policy: Policy, placed: Any, n: int, state: st.MachineState,
     leaves the distinctness to the caller (:meth:`Replay.start_job` reads it off the free
     count after booking, for a fraction of a sort's cost)."""
     arr = np.asarray(placed)
-    what = f"policy {policy.name!r} placed a job of {n} nodes on"
-    if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        raise ValueError(f"{what} a {arr.dtype} array of shape {arr.shape}; a placement is a 1-D array of node ids "
-                         "(integers)")
-    if len(arr) != n:
+    if arr.ndim != 1 or arr.dtype.kind not in "iu" or len(arr) != n:
+        what = f"policy {policy.name!r} placed a job of {n} nodes on"
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise ValueError(f"{what} a {arr.dtype} array of shape {arr.shape}; a placement is a 1-D array of node "
+                             "ids (integers)")
         raise ValueError(f"{what} {len(arr)} node(s); a placement has exactly the job's node count")
     ids = arr.astype(np.int64, copy=False)
-    if n and (ids.min() < 0 or ids.max() >= len(state.free)):
-        raise ValueError(f"{what} node id {int(ids.min() if ids.min() < 0 else ids.max())}; the machine's are 0 .. "
-                         f"{len(state.free) - 1}")
-    free = state.free[ids]
-    if not free.all():
+    # Each check is one array pass (a replay starts thousands of jobs and EASY reserves for as
+    # many heads): a negative id would wrap in the gather, one past the end raises there.
+    try:
+        free = state.free[ids] if n and ids.min() >= 0 else None
+    except IndexError:
+        free = None
+    if free is None or not free.all():
+        what = f"policy {policy.name!r} placed a job of {n} nodes on"
+        if free is None:
+            bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
+            raise ValueError(f"{what} node id {bad}; the machine's are 0 .. {len(state.free) - 1}")
         raise ValueError(f"{what} node {int(ids[~free][0])}, which is not free for it (busy, reserved or another "
                          "kind's)")
-    if unique and n > 1 and len(np.unique(ids)) != n:
-        raise ValueError(f"{what} some node twice; a placement's node ids are distinct")
+    if unique and n > 1:
+        seen = np.zeros(len(state.free), bool)  # a scatter, not np.unique's sort
+        seen[ids] = True
+        if np.count_nonzero(seen) != n:
+            raise ValueError(f"policy {policy.name!r} placed a job of {n} nodes on some node twice; a placement's "
+                             "node ids are distinct")
     return ids
 
 
