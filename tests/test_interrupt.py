@@ -202,40 +202,24 @@ def test_a_ctrl_c_as_a_finished_command_changes_its_handler_is_no_traceback():
     assert out.returncode == 4 and out.stderr == "", out.stderr
 
 
-def test_a_sigterm_to_a_single_run_is_a_ctrl_c(tmp_path):
-    """`kill PID` (SIGTERM: also `timeout` and batch systems) ended a run with exit 143 and no
-    line, leaving its stub directory (and a `trials=N` run's resumable one unnamed; session
-    47's exploratory run): now the Ctrl-C's line, exit 130, the stub gone."""
+@pytest.mark.parametrize("sent", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_single_run_says_it_kept_nothing(tmp_path, sent):
+    # A single run's directory is named by the time it starts and its results are written at
+    # its end: "re-run to resume" (a multirun's words) would be untrue. SIGTERM (`kill PID`,
+    # `timeout`, batch systems) ended a run with exit 143 and no line, leaving its stub
+    # directory (session 47's exploratory run): now the Ctrl-C's line, exit 130, the stub gone.
     out = _python("""
         from fattorus import interrupt
         interrupt.on_start("fattorus.sweep")
         import os, signal, sys, time
         from fattorus.app import sweep
         def run(cfg, out_dir):
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SENT)
             time.sleep(30)
         sweep.run = run
         sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false"]
         sweep.main()
-    """, cwd=tmp_path)
-    assert out.returncode == 130 and "Traceback" not in out.stderr
-    assert out.stderr == "fattorus.sweep: interrupted; a single run writes its results when it ends: nothing was kept\n"
-    assert not (tmp_path / "results").exists()
-
-
-def test_an_interrupted_single_run_says_it_kept_nothing(tmp_path):
-    # A single run's directory is named by the time it starts and its results are written at
-    # its end: "re-run to resume" (a multirun's words) would be untrue.
-    out = _python("""
-        import os, signal, sys, time
-        from fattorus.app import sweep
-        def run(cfg, out_dir):
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(30)
-        sweep.run = run
-        sys.argv = ["fattorus.sweep", "+topo=ft6", "workload=synthetic", "progress=false"]
-        sweep.main()
-    """, cwd=tmp_path)
+    """.replace("SENT", sent), cwd=tmp_path)
     assert out.returncode == 130 and "Traceback" not in out.stderr
     assert out.stderr == "fattorus.sweep: interrupted; a single run writes its results when it ends: nothing was kept\n"
     assert not (tmp_path / "results").exists()  # its stub directory is gone, and the folders it made for it
