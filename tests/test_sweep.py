@@ -447,6 +447,36 @@ def test_a_multirun_reads_a_machine_from_a_folder_on_hydras_searchpath(results_p
     assert {s["n_nodes"] for s in summaries} == {9}
 
 
+def test_a_rerun_redoes_trials_whose_own_machine_or_scenario_file_changed(results_path, tmp_path):
+    """Session 47's exploratory run: a study rerun after the operator edited their machine
+    file (1,000 -> 800 nodes) or their speedup scenario kept every finished trial ("already
+    holds a finished run"), only the log's checksum being compared. Now a trial whose machine,
+    scenario or policy parameters differ from what it ran with is run again, with a warning."""
+    mine = tmp_path / "mine"
+    (mine / "topo").mkdir(parents=True)
+    (mine / "speedup").mkdir()
+    tree = {"kind": "fattree", "name": "ft_mine", "radix": 6, "nodes_per_leaf": 3, "leaves_per_pod": 3, "pods": 2,
+            "up_ports": 3, "core_switches": 6}
+    (mine / "topo" / "ft_mine.yaml").write_text(yaml.safe_dump(tree))
+    scenario = yaml.safe_load((ROOT / "conf" / "speedup" / "x10.yaml").read_text())
+    (mine / "speedup" / "mine10.yaml").write_text(yaml.safe_dump({**scenario, "name": "mine10"}))
+    args = ("--multirun", f"hydra.sweep.dir={results_path / 'sweep'}", "hydra.launcher.n_jobs=1",
+            f"hydra.searchpath=[file://{mine}]", "+topo=ft_mine", "+speedup=mine10", "policy=to",
+            "workload=synthetic", "workload.synthetic.n_jobs=30", "workload.synthetic.max_nodes=4", "progress=false")
+    assert sweep(*args).returncode == 0
+    again = sweep(*args)
+    assert again.returncode == 0 and "[skip]" in again.stdout and "re-running" not in again.stderr
+    (mine / "topo" / "ft_mine.yaml").write_text(yaml.safe_dump({**tree, "pods": 1, "core_switches": 3}))
+    out = sweep(*args)
+    assert out.returncode == 0 and "its machine 'ft_mine' changed since this trial ran (core_switches, pods)" in out.stderr, out.stderr
+    (summary,) = [json.loads(p.read_text()) for p in (results_path / "sweep").glob("*/summary.json")]
+    assert summary["n_nodes"] == 9
+    (mine / "speedup" / "mine10.yaml").write_text(yaml.safe_dump({**scenario, "name": "mine10", "classes": [
+        {**scenario["classes"][0], "min_nodes": 2}]}))
+    out = sweep(*args)
+    assert out.returncode == 0 and "its speedup scenario 'mine10' changed since this trial ran" in out.stderr, out.stderr
+
+
 def test_a_users_machine_hidden_by_a_shipped_one_of_its_name_is_refused(results_path, tmp_path):
     """A user's ``topo/cab.yaml`` on ``hydra.searchpath`` (a 9-node tree named cab): Hydra
     reads conf/ first, so ``+topo=cab`` replayed the shipped 1,296-node Cab without a word

@@ -461,6 +461,8 @@ def _key_choices(cfg: DictConfig, topo_name: str, speedup_name: str, wl_cfg: dic
         "speedup": speedup_name,
         # What the run changed of that scenario's file: another scenario under the same name.
         "speedup_edits": config_mod.speedup_edits(speedup_name, OmegaConf.to_container(cfg.speedup, resolve=True)),
+        # The scenario as the run read it (a user's own file may change under the same name).
+        "speedup_sha256": _settings_digest(OmegaConf.to_container(cfg.speedup, resolve=True)),
         "seed": int(cfg.seed),
         "study": str(cfg.study),
         "workload": {
@@ -762,7 +764,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     multirun = hc.mode.name == "MULTIRUN"
     if multirun:
         why = outputs.check_complete(out_dir)
-        stale = _changed_log(out_dir) if why is None else None
+        stale = (_changed_log(out_dir) or _changed_settings(out_dir, cfg)) if why is None else None
         if why is None and stale is None:
             # A skipped trial is not logged (again): say so where W&B logging was asked for.
             wandb = "; not logged to W&B (a trial is logged when it runs)" if cfg.logger.name == "wandb" else ""
@@ -820,6 +822,44 @@ def _alike(low: float, high: float) -> tuple[str, str]:
         return f"{x:.0f}" if abs(x) >= 999.5 else f"{x:#.3g}".rstrip(".")
 
     return three(low), three(high)
+
+
+def _settings_digest(settings: Any) -> str:
+    """sha256 of a resolved settings mapping (key order aside)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _changed_settings(out_dir: Path, cfg: DictConfig) -> str | None:
+    """Why a finished trial's results are stale though its log is not: the machine or the
+    speedup scenario its files name now differ from what it ran with (a user's own YAML on
+    ``hydra.searchpath`` edited under the same name: the rerun kept the old results; session
+    47's exploratory run), or its policy parameters do; None when they agree or the trial did
+    not record them (made before: kept, as before)."""
+    from fattorus import topology
+
+    try:
+        summary = json.loads((out_dir / "summary.json").read_text())
+        recorded = summary["config"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if cfg.get("topo") is not None and isinstance(summary.get("topology"), dict):
+        try:
+            now = topology.from_config(OmegaConf.to_container(cfg.topo, resolve=True)).canonical_config()
+            then = topology.from_config(summary["topology"]).canonical_config()
+        except (topology.TopologyError, TypeError, ValueError):
+            now = then = None
+        if now is not None and now != then:
+            keys = sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
+            return f"its machine {then.get('name')!r} changed since this trial ran ({', '.join(keys)})"
+    if "speedup_sha256" in recorded and cfg.get("speedup") is not None:
+        if _settings_digest(OmegaConf.to_container(cfg.speedup, resolve=True)) != recorded["speedup_sha256"]:
+            return f"its speedup scenario {recorded.get('speedup')!r} changed since this trial ran"
+    if "policy_params" in recorded:
+        if OmegaConf.to_container(cfg.policy.params, resolve=True) != recorded["policy_params"]:
+            return f"its policy parameters ({recorded.get('policy_config') or recorded.get('policy')}) changed since"
+    return None
 
 
 def _changed_log(out_dir: Path) -> str | None:
