@@ -487,3 +487,26 @@ def test_kills_of_jobs_without_a_requested_time_are_counted_apart(monkeypatch):
     assert result.jobs.sort("job_id")["runtime_s"].to_list() == [100.0, 120.0, 100.0]
     summary = result.summary["runtime_model"]
     assert (summary["killed_at_estimate"], summary["killed_without_requested_time"]) == (2, 1)
+
+
+def test_kills_of_jobs_that_ran_to_their_limit_in_the_log_are_counted_apart(monkeypatch):
+    """A job that ran to its requested time in the log (a TIMEOUT there) has no slack left: any
+    slowdown cuts it (session 47's exploratory run: 299 of 380 kills on an operator's sacct
+    log). By hand: job 1 ran 100 of 100 s requested, job 2 100 of 150 s, job 3 none requested;
+    all slowed by factor 1.2: jobs 1 and 3 are cut, job 2 is not."""
+    ft = fattree.load("ft6")
+    model = commtime.ModelRuntimes(ft, {"random_pairs": 1.0}, 0.5, 0)
+    jobs = pl.DataFrame({"job_id": [1, 2, 3], "submit_s": [0.0, 0.0, 0.0], "runtime_s": [100.0, 100.0, 100.0],
+                         "requested_s": [100.0, 150.0, None], "nodes": pl.Series([3, 3, 3], dtype=pl.Int32),
+                         "status": pl.Series([1, 1, 1], dtype=pl.Int32)})
+    monkeypatch.setattr(commtime.ModelRuntimes, "_slowdown", lambda self, j, *a: 1.4)  # factor 1.2
+    monkeypatch.setattr(commtime.ModelRuntimes, "_one_router", lambda self, nodes: False)
+    result = replay.replay(jobs, ft, "to", "easy", runtime_model=model)
+    assert result.jobs.sort("job_id")["runtime_s"].to_list() == [100.0, 120.0, 100.0]
+    summary = result.summary["runtime_model"]
+    assert (summary["killed_at_estimate"], summary["killed_without_requested_time"],
+            summary["killed_at_logged_limit"]) == (2, 1, 1)
+    from fattorus.app.sweep import _model_part
+
+    assert "2 cut at their estimate (1 with no requested time in the log, 1 that ran to their limit in the log)" in \
+        _model_part({"runtime_model": summary})

@@ -432,6 +432,9 @@ class ModelRuntimes:
         requested = (prepared["requested_s"].to_numpy().astype(np.float64) if "requested_s" in prepared.columns
                      else np.full(len(self._estimate), np.nan))
         self._unrequested = ~(requested > 0)  # null (NaN) or <= 0: unknown
+        # Jobs that ran to their stated limit in the log (a TIMEOUT there): any slowdown cuts
+        # them too; counted apart (session 47: 299 of 380 kills on an operator's sacct log).
+        self._at_limit = ~self._unrequested & (self._base >= self._estimate)
         self._key = threefry.seed_key(self.seed, 0xF10)  # fold_in(PRNGKey(seed), 0xF10), JAX's bits
         self._names = interference.assign_patterns(self._key, len(self._base), self.mix)
         self._params: list[tuple[tuple[str, Any], ...]] = [()] * len(self._base)
@@ -461,6 +464,7 @@ class ModelRuntimes:
         self.slowdown = np.full(len(self._base), np.nan)
         self.killed = 0
         self.killed_unrequested = 0  # of them, jobs the log gave no requested time
+        self.killed_at_limit = 0  # ... and jobs that ran to their requested time in the log
         self._busy_ns = self._useful_ns = self._completed_ns = 0.0
         self._ideal: dict[tuple[Any, ...], float] = {}
         self._keyless: dict[tuple[Any, ...], patterns.Traffic] = {}
@@ -741,6 +745,7 @@ class ModelRuntimes:
         if killed:
             self.killed += 1
             self.killed_unrequested += bool(self._unrequested[j])
+            self.killed_at_limit += bool(self._at_limit[j])
         # Node-seconds busy, and the share of them that is work at the ideal speed (a job cut
         # at its estimate did runtime / factor seconds of its work).
         self._busy_ns += n * runtime
@@ -787,6 +792,7 @@ class ModelRuntimes:
                 "mean_slowdown": float(s.mean()) if len(s) else None,
                 "max_slowdown": float(s.max()) if len(s) else None, "killed_at_estimate": int(self.killed),
                 "killed_without_requested_time": int(self.killed_unrequested),
+                "killed_at_logged_limit": int(self.killed_at_limit),
                 "application_efficiency": self._useful_ns / self._busy_ns if self._busy_ns > 0 else None,
                 "application_efficiency_completed": (self._completed_ns / self._busy_ns if self._busy_ns > 0
                                                      else None)}

@@ -714,8 +714,12 @@ def _model_part(summary: dict) -> str:
     if model.get("mean_slowdown") is None:
         return ""
     cut, unrequested = model.get("killed_at_estimate", 0), model.get("killed_without_requested_time", 0)
-    # A job the log gave no requested time has its logged run time as its estimate: any slowdown cuts it.
-    of_them = f" ({unrequested} with no requested time in the log)" if unrequested else ""
+    at_limit = model.get("killed_at_logged_limit", 0)
+    # A job the log gave no requested time has its logged run time as its estimate, and one
+    # that ran to its limit in the log has no slack left: any slowdown cuts either.
+    parts = [f"{unrequested} with no requested time in the log"] * bool(unrequested) + \
+        [f"{at_limit} that ran to their limit in the log"] * bool(at_limit)
+    of_them = f" ({', '.join(parts)})" if parts else ""
     return (f"slowdown mean {model['mean_slowdown']:.3g} (max {model['max_slowdown']:.3g}), "
             f"{cut} cut at their estimate{of_them}, ")
 
