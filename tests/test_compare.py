@@ -674,3 +674,16 @@ def test_hours_are_classed_by_the_value_as_shown(hours, shown):
     from fattorus.report.labels import fmt_hours
 
     assert fmt_hours(hours) == shown
+
+
+def test_a_break_even_on_a_half_idle_machine_says_it_reads_little(results_path):
+    """Session 47's operator run: on a machine at ~30 % utilization the break-even read 1.007
+    beside a +38 % mean wait; utilization there follows the log's demand, not the placements.
+    A line under the table says so when the reference ran below half the machine."""
+    for util, said in ((0.3, True), (0.8, False)):
+        base = results_path / f"u{int(util * 100)}"
+        _trial(base / "to", "to", {}, util, [0.0, 1.0], [True, False], speedup="none")
+        _trial(base / "ta", "ta", {}, util * 0.99, [0.0, 2.0], [False, False], speedup="none")
+        assert compare.main([str(base), "--reference", "to"]) == 0
+        text = (base / "compare.md").read_text()
+        assert ("The reference ran at 30% utilization: on a machine that is not saturated" in text) == said, text

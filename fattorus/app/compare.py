@@ -291,6 +291,13 @@ DESCRIPTION = ("Compare the policies of a study, per workload: one table per wor
                "compare.md in the results directory (or --out; nothing is written outside a results/ directory).")
 
 
+#: Below this utilization of the reference (steady where known) a table's break-even gets a
+#: line saying it reads little: the fat-tree paper's break-even assumes a machine whose
+#: utilization the scheduler limits (~80 % on its whole logs); on a half-idle one it is ~1
+#: whatever the placements cost (session 47's operator run: 1.007 beside +38 % mean wait).
+UNSATURATED = 0.5
+
+
 def _cell(value: float | None, spec: str) -> str:
     """``value`` formatted by ``spec``, or "–" where it has no value (None, e.g. no system
     efficiency without the bandwidth model; NaN: no job of that size, or a metric the machine's
@@ -375,6 +382,12 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
                         f"speedup={ref.get('scenario')}): their run times are not the reference's, so the utilization "
                         "ratio would mostly be the speedup one scenario assumes over the other, not what the "
                         "placements cost (compare them with a reference of their own scenario: --reference)."]
+        busy = ref.get("steady_util") if ref and ref.get("steady_util") is not None else (ref or {}).get("util")
+        if ref and busy is not None and not math.isnan(busy) and busy < UNSATURATED:
+            out += ["", f"The reference ran at {busy:.0%} utilization{' (steady)' if ref.get('steady_util') is not None else ''}: "
+                        "on a machine that is not saturated, utilization follows the log's demand and the break-even "
+                        "stays near 1 whatever the placements cost; read the waits (and, with the bandwidth model, "
+                        "system efficiency) instead."]
         if model_rows:
             out += ["", "Break-even left – between arms whose run times come from the bandwidth model (a model "
                         "scenario): each arm's run times are its own placements', so a utilization ratio is not the "
