@@ -96,9 +96,11 @@ def test_export_and_comparison_match_independent_replays(study_dir, cab, jobs):
     study = optuna.load_study(study_name="t", storage=f"sqlite:///{d}/results/t.db")
     text = (d / "conf" / "policy" / "ta_tuned_t.yaml").read_text()
     exported = yaml.safe_load(text)
-    # Exported outside the app's conf/policy/: its usage line says where the app finds it (the
-    # bare command failed with "Could not find 'policy/...'": session 31 review).
-    assert "(once this file is in conf/policy/, where the app finds it)" in text
+    # Exported outside the app's conf/policy/ (the bare command failed with "Could not find
+    # 'policy/...'": session 31 review), into a folder named policy/: its command puts that
+    # config folder on the search path (it said to copy the file there: session 47).
+    assert "once this file is in conf/policy/" not in text
+    assert f"hydra.searchpath=[file://{d / 'conf'}]" in text and "policy=ta_tuned_t " in text
     assert exported["name"] == "ta"
     params, sched = tune.decode(study.best_trial.params)
     assert exported["params"] == params and set(params) == set(PAPER)
@@ -134,11 +136,12 @@ def test_exported_config_runs_in_the_app(study_dir):
     run_dir = d / "results" / "app_run"
     # The command the header gives, on the test window.
     command = _header_command(text)
-    assert command == ["+topo=cab", "policy=ta_tuned_t", f"sched={tuned['sched']}", "workload=atlas",
-                       "workload.scale=2"]
+    # (its config folder on the search path: the command runs as it is, since session 47)
+    assert command == [f"hydra.searchpath=[file://{d / 'conf'}]", "+topo=cab", "policy=ta_tuned_t",
+                       f"sched={tuned['sched']}", "workload=atlas", "workload.scale=2"]
     proc = forkcli.run("fattorus.sweep", [*command, f"workload.window_start_days={TEST[0]:g}",
                                           f"workload.window_days={TEST[1] - TEST[0]:g}", "progress=false",
-                                          f"hydra.searchpath=[file://{d / 'conf'}]", f"hydra.run.dir={run_dir}"],
+                                          f"hydra.run.dir={run_dir}"],
                        cwd=ROOT, env={**os.environ, "WANDB_SILENT": "true"}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -591,13 +594,13 @@ def test_the_header_command_replays_the_studys_workload(tmp_path, busy_log):
     study = optuna.load_study(study_name="hdr", storage=f"sqlite:///{tmp_path}/results/hdr.db")
     overrides = _header_command((tmp_path / "conf" / "policy" / "ta_tuned_hdr.yaml").read_text())
     named = dict(o.split("=", 1) for o in overrides)
-    assert named == {"+topo": "ft6", "policy": "ta_tuned_hdr", "sched": "easy", "workload": "file",
+    assert named == {"hydra.searchpath": f"[file://{tmp_path / 'conf'}]",  # the exported config's folder
+                     "+topo": "ft6", "policy": "ta_tuned_hdr", "sched": "easy", "workload": "file",
                      "workload.path": "'" + str(busy_log).replace("'", "\\'") + "'",  # Hydra's quoting
                      "workload.cores_per_node": "2",
                      "workload.scale": "1.5"}
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
-        cfg = compose("config", overrides=[*overrides, f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
-                                           "workload.window_days=0.25", "progress=false"])
+        cfg = compose("config", overrides=[*overrides, "workload.window_days=0.25", "progress=false"])
     assert (cfg.workload.path, cfg.workload.cores_per_node, cfg.workload.scale) == (str(busy_log), 2, 1.5)
     out = tmp_path / "results" / "run"
     out.mkdir(parents=True)

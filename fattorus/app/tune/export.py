@@ -81,9 +81,20 @@ def _where(opts: Options, *notes: str | None) -> str:
     """What the sweep command of the header needs first, in parentheses: the exported file
     (outside the app's conf/policy/), a machine YAML and a workload YAML (ones the app cannot
     name: ``notes``) where the app finds them."""
-    needs = [] if _in_policy_configs(opts.export) else ["once this file is in conf/policy/, where the app finds it"]
+    found = _in_policy_configs(opts.export) or _policy_search(opts.export)  # conf/policy, or a policy/ folder
+    needs = [] if found else ["once this file is in conf/policy/, where the app finds it"]
     needs += [n for n in notes if n]
     return f" ({'; '.join(needs)})" if needs else ""
+
+
+def _policy_search(export: Path) -> list[tuple[str, Any]]:
+    """The search-path override under which the app finds an exported config kept in a folder
+    named ``policy`` outside conf/ (a config folder's group, as a machine's ``topo/``): its
+    header's command then runs as it is (it said to copy the file; session 47); else none."""
+    folder = Path(export).resolve().parent
+    if _in_policy_configs(export) or folder.name != "policy":
+        return []
+    return [("hydra.searchpath", [f"file://{folder.parent}"])]
 
 
 def sweep_topology(topo: str, name: str) -> SweepWorkload:
@@ -135,8 +146,8 @@ def sweep_command(opts: Options, setup: Setup, sched: str, workload: SweepWorklo
     machine = _machine_of(opts, setup)
     # A whole factor as an integer: the run directory reads x2, as with workload.scale=2 typed by hand.
     scale = int(setup.scale) if float(setup.scale).is_integer() else setup.scale
-    overrides = [*machine.overrides, ("policy", opts.export.stem), ("sched", sched), *wl.overrides,
-                 ("workload.scale", scale)]
+    overrides = [*machine.overrides, *_policy_search(opts.export), ("policy", opts.export.stem), ("sched", sched),
+                 *wl.overrides, ("workload.scale", scale)]
     if setup.speedup == "model":
         overrides.append(("+speedup", "model"))
     # One search path: a second hydra.searchpath override would replace the first.
