@@ -91,10 +91,9 @@ def group_source(hydra_cfg: Any, group: str, name: str | None = None) -> Path | 
     say; with ``name``, only a file whose ``name:`` it is."""
     try:
         option = hydra_cfg.runtime.choices.get(group)
-        sources = [Path(src.path) for src in hydra_cfg.runtime.config_sources if src.schema == "file"] if option else []
     except Exception:  # noqa: BLE001 - a config without these nodes: nothing to name
         return None
-    for folder in sources:
+    for folder in _file_sources(hydra_cfg) if option else ():
         path = folder / group / f"{option}.yaml"
         if path.is_file():
             if name is not None:
@@ -120,23 +119,11 @@ def refuse_unshaped_groups(config: DictConfig, groups: tuple[str, ...] = ("topo"
                           f"{'list' if isinstance(node, ListConfig) else 'single value'}")
 
 
-def _searchpath_folders(config: DictConfig) -> list[Path]:
-    """The config folders besides the shipped ``conf/``: Hydra's file config sources (those of
-    ``hydra.searchpath`` and ``--config-dir``), or where Hydra does not list them yet, the
-    ``file://`` entries and plain paths of ``hydra.searchpath``."""
-    shipped = paths.conf_dir().resolve()
-    sources = OmegaConf.select(config, "hydra.runtime.config_sources", default=None)
-    if sources:
-        folders = [Path(str(src.path)) for src in sources if src.get("schema") == "file"]
-    else:
-        folders = []
-        for entry in OmegaConf.select(config, "hydra.searchpath", default=None) or []:
-            text = str(entry)
-            if text.startswith("file://"):
-                folders.append(Path(text[len("file://"):]))
-            elif "://" not in text:
-                folders.append(Path(text))
-    return [f for f in folders if f.resolve() != shipped]
+def _file_sources(hydra_cfg: Any) -> list[Path]:
+    """The config folders Hydra reads, in its order (``hydra_cfg``: the ``hydra`` node): the
+    shipped ``conf/`` first, then those of ``hydra.searchpath`` and ``--config-dir``."""
+    sources = OmegaConf.select(hydra_cfg, "runtime.config_sources", default=None) or []
+    return [Path(str(src.path)) for src in sources if src.get("schema") == "file"]
 
 
 def _chosen_options(config: DictConfig) -> set[tuple[str, str]]:
@@ -158,20 +145,20 @@ def refuse_shadowed_configs(config: DictConfig) -> None:
     shipped one of the same group and name hides: Hydra reads ``conf/`` first, so ``+topo=cab`` with a user's own
     ``topo/cab.yaml`` on the search path replayed the shipped Cab without a word (session
     47's exploratory run). The user renames the file (a machine's ``name:`` with it)."""
-    folders = _searchpath_folders(config)
+    shipped = paths.conf_dir()
+    folders = [f for f in _file_sources(config.hydra) if f.resolve() != shipped.resolve()]
     if not folders:
         return
-    shipped = paths.conf_dir()
     for group, option in sorted(_chosen_options(config)):
-        if not (shipped / group / f"{option}.yaml").is_file():
-            continue
         ours = shipped / group / f"{option}.yaml"
+        if not ours.is_file():
+            continue
         for folder in folders:
             mine = folder / group / f"{option}.yaml"
             # (a byte-for-byte copy, e.g. of the whole conf/, hides nothing)
             if mine.is_file() and mine.resolve() != ours.resolve() and mine.read_bytes() != ours.read_bytes():
                 raise Refusal(f"{mine} is hidden by the shipped {group} '{option}' "
-                              f"({shipped / group / option}.yaml; Hydra reads the shipped configs first): give your "
+                              f"({ours}; Hydra reads the shipped configs first): give your "
                               f"file another name (and its name: field) and choose that")
 
 

@@ -259,40 +259,9 @@ def hydra_error(err: BaseException) -> str:
             return why
     if asked:  # a key the config there does not hold (policy.params, a machine): not Hydra's '+' hint
         return f"unknown setting {asked.group(1)!r} ({squash(cause)})"
-    # OmegaConf's type errors name the node they failed on (full_key): the override's key, a
-    # list element (bins[0]) or a parent of the key that holds a single value (seed of seed.x).
-    merging = re.match(r"Error merging override ([\w.]+)=(\S*)", text)
-    node = str(getattr(err.__cause__, "full_key", "") or "")
-    wrong = re.search(r"could not be converted to (\w+)|is not a valid (\w+)|Cannot convert '\w+' to (\w+)"
-                      r"|(is not a ListConfig)", cause)
-    if merging and wrong and node:
-        key, value = merging.group(1), merging.group(2)
-        kind = {"integer": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-                "string": "a string"}.get((wrong.group(1) or wrong.group(2) or wrong.group(3) or "").lower(),
-                                          "a list, e.g. [a,b]" if wrong.group(4) else "another type")
-        if key.startswith(node + "."):  # a setting inside a single value (trials.batch=8)
-            inner = key[len(node) + 1:]
-            return (f"{key}={value}: {node} is a single value ({kind}), it holds no setting {inner!r}; "
-                    f"give {node}=VALUE")
-        if node == key or node.startswith(key + "["):  # the value, or an element of the list given
-            return f"{key}={value}: {node} takes {kind}"
-    as_file = re.search(r"Could not find '(\w+)/(.*?\.ya?ml)'", text)
-    if as_file:  # +topo=/path/machine.yaml: a config group takes a name, not a file
-        from fattorus import paths
-
-        group, given = as_file.group(1), Path(as_file.group(2))
-        plus = "+" if group in APPENDED_GROUPS else ""
-        if paths.config_file(group, given.stem).is_file():  # the search path would be refused as hidden
-            return (f"{group}={given}: a config group takes a name, not a file, and conf/{group}/{given.stem}.yaml is "
-                    f"a shipped config of this file's name: rename the file (and its name: field), then put its "
-                    f"folder DIR/{group}/ on the search path: 'hydra.searchpath=[file://DIR]' {plus}{group}=NEWNAME")
-        folder = given.resolve().parent
-        if folder.name == group:  # already in a folder named for its group
-            where = f"give 'hydra.searchpath=[file://{folder.parent}]' {plus}{group}={given.stem}"
-        else:
-            where = (f"put the file in a folder DIR/{group}/ and give 'hydra.searchpath=[file://DIR]' "
-                     f"{plus}{group}={given.stem}")
-        return f"{group}={given}: a config group takes a name, not a file; {where} (or copy it into conf/{group}/)"
+    why = _wrong_type(text, err.__cause__, cause) or _group_given_as_file(text)
+    if why:
+        return why
     unread = re.search(r"LexerNoViableAltException: (.*?)\s+\^", text)
     if unread:  # a character Hydra's override grammar does not take unquoted
         key, _, value = unread.group(1).partition("=")
@@ -308,6 +277,56 @@ def hydra_error(err: BaseException) -> str:
         return (f"Hydra cannot read the override {culprit!r} ({mismatched.group(1)!r} in its value): quote the value "
                 f"inside shell quotes, e.g. '{key}=\"{value}\"'")
     return f"{squash(err)}{f' ({squash(cause)})' if cause else ''}"
+
+
+def _wrong_type(text: str, cause_err: BaseException | None, cause: str) -> str | None:
+    """An override's value of the wrong type in words, or None. OmegaConf's type errors name
+    the node they failed on (``full_key``): the override's key, a list element (``bins[0]``)
+    or a parent of the key that holds a single value (``seed`` of ``seed.x``)."""
+    import re
+
+    merging = re.match(r"Error merging override ([\w.]+)=(\S*)", text)
+    node = str(getattr(cause_err, "full_key", "") or "")
+    wrong = re.search(r"could not be converted to (\w+)|is not a valid (\w+)|Cannot convert '\w+' to (\w+)"
+                      r"|(is not a ListConfig)", cause)
+    if not (merging and wrong and node):
+        return None
+    key, value = merging.group(1), merging.group(2)
+    kind = {"integer": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+            "string": "a string"}.get((wrong.group(1) or wrong.group(2) or wrong.group(3) or "").lower(),
+                                      "a list, e.g. [a,b]" if wrong.group(4) else "another type")
+    if key.startswith(node + "."):  # a setting inside a single value (trials.batch=8)
+        inner = key[len(node) + 1:]
+        return f"{key}={value}: {node} is a single value ({kind}), it holds no setting {inner!r}; give {node}=VALUE"
+    if node == key or node.startswith(key + "["):  # the value, or an element of the list given
+        return f"{key}={value}: {node} takes {kind}"
+    return None
+
+
+def _group_given_as_file(text: str) -> str | None:
+    """For ``+topo=/path/machine.yaml`` (Hydra: "Could not find 'topo//path/machine.yaml'"):
+    a config group takes a name, not a file; the search-path form to use, or the rename a
+    shipped config of the file's name asks for. None for another error."""
+    import re
+
+    from fattorus import paths
+
+    as_file = re.search(r"Could not find '(\w+)/(.*?\.ya?ml)'", text)
+    if not as_file:
+        return None
+    group, given = as_file.group(1), Path(as_file.group(2))
+    plus = "+" if group in APPENDED_GROUPS else ""
+    if paths.config_file(group, given.stem).is_file():  # the search path would be refused as hidden
+        return (f"{group}={given}: a config group takes a name, not a file, and conf/{group}/{given.stem}.yaml is "
+                f"a shipped config of this file's name: rename the file (and its name: field), then put its "
+                f"folder DIR/{group}/ on the search path: 'hydra.searchpath=[file://DIR]' {plus}{group}=NEWNAME")
+    folder = given.resolve().parent
+    if folder.name == group:  # already in a folder named for its group
+        where = f"give 'hydra.searchpath=[file://{folder.parent}]' {plus}{group}={given.stem}"
+    else:
+        where = (f"put the file in a folder DIR/{group}/ and give 'hydra.searchpath=[file://DIR]' "
+                 f"{plus}{group}={given.stem}")
+    return f"{group}={given}: a config group takes a name, not a file; {where} (or copy it into conf/{group}/)"
 
 
 def _missing_key(cause: BaseException | None) -> tuple[str, str, list[str]] | None:
@@ -506,6 +525,23 @@ def _null_parent_key(err: AssertionError) -> str | None:
     return None
 
 
+def _composition_error(err: BaseException) -> str | None:
+    """The one line for what Hydra's composition raised outside its own exceptions: a config
+    file that does not parse (PyYAML's error: file, line, column), or OmegaConf's assertion
+    on a key set inside a null node (``workload.synthetic.seed`` with a log's workload); None
+    for anything else (a fault: its traceback)."""
+    from fattorus import yamlfile
+
+    line = yamlfile.syntax_error(err)
+    if line is not None:
+        return line
+    key = _null_parent_key(err) if isinstance(err, AssertionError) else None
+    if key is None:
+        return None
+    hint = " (workload.synthetic.* belongs to workload=synthetic)" if key.startswith("workload.synthetic.") else ""
+    return f"{key}: {key.rpartition('.')[0]} is empty (null) in this configuration; nothing to set in it{hint}"
+
+
 def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseException], ...],
              run_errors: tuple[type[BaseException], ...] = (), interrupted: str = "finished runs are kept",
              exit_at_once: bool = False, single: str | None = None) -> None:
@@ -525,7 +561,7 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from fattorus import interrupt, yamlfile
+    from fattorus import interrupt
 
     interrupt.armed()  # the start-up's leave-at-once handler (fattorus.interrupt) ends here
     problem = flag_problem(sys.argv[1:]) or launcher_problem(sys.argv[1:]) or listed_group(sys.argv[1:])
@@ -559,19 +595,12 @@ def run_main(app: Callable[[], Any], prog: str, user_errors: tuple[type[BaseExce
         sys.stderr = note.stream
         sys.stderr.write(f"{prog}: error: {hydra_error(err)}{_hydra_alone_hint(sys.argv[1:], err)}\n")
         sys.exit(2)
-    except AssertionError as err:
-        key = _null_parent_key(err)
-        if key is None:
+    except (AssertionError, yaml.YAMLError) as err:
+        line = _composition_error(err)
+        if line is None:
             raise
         sys.stderr = note.stream
-        parent = key.rpartition(".")[0]
-        hint = " (workload.synthetic.* belongs to workload=synthetic)" if key.startswith("workload.synthetic.") else ""
-        sys.stderr.write(f"{prog}: error: {key}: {parent} is empty (null) in this configuration; nothing to set "
-                         f"in it{hint}\n")
-        sys.exit(2)
-    except yaml.YAMLError as err:  # a config file (the user's machine) that does not parse
-        sys.stderr = note.stream
-        sys.stderr.write(f"{prog}: error: {yamlfile.syntax_error(err)}\n")
+        sys.stderr.write(f"{prog}: error: {line}\n")
         sys.exit(2)
     except OSError as err:  # e.g. Hydra cannot create the run directory (read-only, disk full)
         sys.stderr = note.stream

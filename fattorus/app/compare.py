@@ -374,29 +374,39 @@ def table(rows: list[dict[str, Any]], references: Mapping[str, str], large: int)
                             else float("nan"))
                     line += f" {_cell(even, '.3f')}{mark} |"
             out.append(line)
-        if fallback:
-            out += ["", f"† against the reference's seed={ref.get('seed')} run: it has no run of the row's seed."]
-        if other_times:
-            scenarios = ", ".join(sorted(other_times))
-            out += ["", f"Break-even left – for rows run under speedup={scenarios} (the reference: "
-                        f"speedup={ref.get('scenario')}): their run times are not the reference's, so the utilization "
-                        "ratio would mostly be the speedup one scenario assumes over the other, not what the "
-                        "placements cost (compare them with a reference of their own scenario: --reference)."]
-        busy = ref.get("steady_util") if ref and ref.get("steady_util") is not None else (ref or {}).get("util")
-        if ref and busy is not None and not math.isnan(busy) and busy < UNSATURATED:
-            out += ["", f"The reference ran at {busy:.0%} utilization{' (steady)' if ref.get('steady_util') is not None else ''}: "
-                        "on a machine that is not saturated, utilization follows the log's demand and the break-even "
-                        "stays near 1 whatever the placements cost; read the waits (and, with the bandwidth model, "
-                        "system efficiency) instead."]
-        if model_rows:
-            out += ["", "Break-even left – between arms whose run times come from the bandwidth model (a model "
-                        "scenario): each arm's run times are its own placements', so a utilization ratio is not the "
-                        "speedup its placements would need; compare their system efficiency."]
-        if steady:
-            out += ["", f"Steady utilization: the window from {metrics.STEADY_WARMUP:.0%} into the submission span to the "
-                        "last submission (no fill-up, no drain; `metrics.steady_window`)."]
+        out += _notes(ref, fallback, other_times, model_rows, steady)
         out.append("")
     return "\n".join(out)
+
+
+def _notes(ref: dict[str, Any] | None, fallback: bool, other_times: set[str], model_rows: bool,
+           steady: bool) -> list[str]:
+    """The lines under a workload's table (each after an empty line): why some rows have no
+    break-even or a fallback reference, when the break-even reads little (a half-idle
+    machine: :data:`UNSATURATED`), and what the steady utilization is."""
+    notes = []
+    if fallback:
+        notes.append(f"† against the reference's seed={ref.get('seed')} run: it has no run of the row's seed.")
+    if other_times:
+        notes.append(f"Break-even left – for rows run under speedup={', '.join(sorted(other_times))} (the reference: "
+                     f"speedup={ref.get('scenario')}): their run times are not the reference's, so the utilization "
+                     "ratio would mostly be the speedup one scenario assumes over the other, not what the "
+                     "placements cost (compare them with a reference of their own scenario: --reference).")
+    steady_ref = ref is not None and ref.get("steady_util") is not None
+    busy = None if ref is None else ref["steady_util"] if steady_ref else ref.get("util")
+    if busy is not None and not math.isnan(busy) and busy < UNSATURATED:
+        notes.append(f"The reference ran at {busy:.0%} utilization{' (steady)' if steady_ref else ''}: on a machine "
+                     "that is not saturated, utilization follows the log's demand and the break-even stays near 1 "
+                     "whatever the placements cost; read the waits (and, with the bandwidth model, system "
+                     "efficiency) instead.")
+    if model_rows:
+        notes.append("Break-even left – between arms whose run times come from the bandwidth model (a model "
+                     "scenario): each arm's run times are its own placements', so a utilization ratio is not the "
+                     "speedup its placements would need; compare their system efficiency.")
+    if steady:
+        notes.append(f"Steady utilization: the window from {metrics.STEADY_WARMUP:.0%} into the submission span to the "
+                     "last submission (no fill-up, no drain; `metrics.steady_window`).")
+    return [part for note in notes for part in ("", note)]
 
 
 def app_table(rows: list[dict[str, Any]], references: Mapping[str, str]) -> str:

@@ -768,7 +768,7 @@ def _app(cfg: DictConfig) -> dict[str, Any] | None:
     multirun = hc.mode.name == "MULTIRUN"
     if multirun:
         why = outputs.check_complete(out_dir)
-        stale = (_changed_log(out_dir) or _changed_settings(out_dir, cfg)) if why is None else None
+        stale = _stale(out_dir, cfg) if why is None else None
         if why is None and stale is None:
             # A skipped trial is not logged (again): say so where W&B logging was asked for.
             wandb = "; not logged to W&B (a trial is logged when it runs)" if cfg.logger.name == "wandb" else ""
@@ -835,19 +835,27 @@ def _settings_digest(settings: Any) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _changed_settings(out_dir: Path, cfg: DictConfig) -> str | None:
-    """Why a finished trial's results are stale though its log is not: the machine or the
-    speedup scenario its files name now differ from what it ran with (a user's own YAML on
-    ``hydra.searchpath`` edited under the same name: the rerun kept the old results; session
-    47's exploratory run), or its policy parameters do; None when they agree or the trial did
-    not record them (made before: kept, as before)."""
-    from fattorus import topology
-
+def _stale(out_dir: Path, cfg: DictConfig) -> str | None:
+    """Why the finished trial in ``out_dir`` must run again (its log's bytes, its machine, its
+    scenario or its policy parameters changed since), or None; its ``summary.json`` read once."""
     try:
         summary = json.loads((out_dir / "summary.json").read_text())
         recorded = summary["config"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if not isinstance(recorded, dict):
+        return None
+    return _changed_log(recorded) or _changed_settings(summary, recorded, cfg)
+
+
+def _changed_settings(summary: dict[str, Any], recorded: dict[str, Any], cfg: DictConfig) -> str | None:
+    """Why a finished trial's results are stale though its log is not: the machine or the
+    speedup scenario its files name now differ from what it ran with (a user's own YAML on
+    ``hydra.searchpath`` edited under the same name: the rerun kept the old results; session
+    47's exploratory run), or its policy parameters do; None when they agree or the trial did
+    not record them (made before: kept, as before). ``recorded``: the summary's ``config``."""
+    from fattorus import topology
+
     if cfg.get("topo") is not None and isinstance(summary.get("topology"), dict):
         try:
             now = topology.from_config(OmegaConf.to_container(cfg.topo, resolve=True)).canonical_config()
@@ -866,20 +874,20 @@ def _changed_settings(out_dir: Path, cfg: DictConfig) -> str | None:
     return None
 
 
-def _changed_log(out_dir: Path) -> str | None:
+def _changed_log(recorded: dict[str, Any]) -> str | None:
     """Why a finished trial's results are stale — its job log's bytes changed since (the
-    sha256 ``summary.json`` recorded) — or None."""
+    sha256 its summary's ``config``, ``recorded``, holds) — or None."""
     import hashlib
 
     try:
-        wl = json.loads((out_dir / "summary.json").read_text())["config"]["workload"]
-        path, recorded = Path(wl["path"]), wl["sha256"]
-        if not (path.is_file() and recorded):
+        wl = recorded["workload"]
+        path, then = Path(wl["path"]), wl["sha256"]
+        if not (path.is_file() and then):
             return None
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return None if digest == recorded else f"the job log {path} changed since this trial ran"
+    return None if digest == then else f"the job log {path} changed since this trial ran"
 
 
 #: The directories this process claimed and their claim files' descriptors (locked until it

@@ -263,7 +263,7 @@ def reserve(replay: Replay, head: int, now: float) -> Reservation:
                              f"but place() found no nodes there; the two must agree (fattorus/sched/policy/base.py)")
     # The nodes themselves are checked when the head starts (Replay.start_job: the same
     # place()); checking every reservation too cost the plain replay ~5 %.
-    return Reservation(head, replay.version, float(shadow), np.asarray(reserved, np.int64))
+    return Reservation(head, replay.version, float(shadow), reserved)
 
 
 def first_fit_time(replay: Replay, head: int) -> float:

@@ -72,6 +72,7 @@ def conf_dir() -> Path:
 
 def load(name_or_path: str) -> Topology:
     """Load ``conf/topo/NAME.yaml`` (or a YAML file path) as the topology of its ``kind``."""
+    import yaml
     from omegaconf import OmegaConf
 
     path = Path(name_or_path)
@@ -90,14 +91,10 @@ def load(name_or_path: str) -> Topology:
             raise TopologyError(f"{path}: {err.strerror}") from None
         # OmegaConf's word for a file holding a single value ("Invalid loaded object type: int")
         raise TopologyError(f"{path}: must be a mapping of settings (name: ..., kind: ...), not a single value") from None
-    except Exception as err:  # noqa: BLE001 - PyYAML's errors on a file that does not parse
-        why = yamlfile.syntax_error(err)
-        if why is None:
-            raise
-        raise TopologyError(why) from None
-    if not isinstance(cfg, dict):
-        raise TopologyError(f"{path}: must be a mapping of settings (name: ..., kind: ...), not "
-                            f"{'empty' if cfg is None else 'a list' if isinstance(cfg, list) else 'a single value'}")
+    except yaml.YAMLError as err:  # a file that does not parse: its file, line and column
+        raise TopologyError(yamlfile.syntax_error(err)) from None
+    if not isinstance(cfg, dict):  # (an empty file loads as an empty mapping: its missing keys are named)
+        raise TopologyError(f"{path}: must be a mapping of settings (name: ..., kind: ...), not a list")
     try:
         return from_config(cfg)
     except TopologyError as err:
